@@ -1,0 +1,36 @@
+package org.k2bench.core.api;
+
+/**
+ * Protocol parameters shared by the bundled systems. Defaults are the paper's.
+ *
+ * @param numKeys size of the keyspace; the DC cache is sized as a fraction of it
+ * @param cacheFraction DC cache size as a fraction of all keys, split over a DC's servers (K2: 5%)
+ * @param gcWindowMs how long superseded versions are kept (paper: 5 s)
+ * @param replicaRetentionMs how long replica servers keep superseded versions for remote reads
+ * @param txnTimeoutMs read-only transaction timeout; a first-round access protects versions this long
+ * @param rpcTimeoutMs how long a client or server waits for an answer before failing the operation
+ */
+public record ServerOptions(long numKeys, double cacheFraction, long gcWindowMs,
+    long replicaRetentionMs, long txnTimeoutMs, long rpcTimeoutMs) {
+
+  public static ServerOptions defaults() {
+    return new ServerOptions(1_000_000, 0.05, 5_000, 15_000, 5_000, 10_000);
+  }
+
+  public ServerOptions withNumKeys(long n) {
+    return new ServerOptions(n, cacheFraction, gcWindowMs, replicaRetentionMs, txnTimeoutMs, rpcTimeoutMs);
+  }
+
+  public ServerOptions withCacheFraction(double f) {
+    return new ServerOptions(numKeys, f, gcWindowMs, replicaRetentionMs, txnTimeoutMs, rpcTimeoutMs);
+  }
+
+  public ServerOptions withGc(long windowMs, long replicaMs, long timeoutMs) {
+    return new ServerOptions(numKeys, cacheFraction, windowMs, replicaMs, timeoutMs, rpcTimeoutMs);
+  }
+
+  /** DC cache entries per server. */
+  public int cacheEntriesPerServer(int serversPerDc) {
+    return (int) Math.ceil(numKeys * cacheFraction / serversPerDc);
+  }
+}

@@ -1,0 +1,116 @@
+package org.k2bench.core.cluster;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.IntPredicate;
+import org.k2bench.core.api.KvClient;
+import org.k2bench.core.api.ServerNode;
+import org.k2bench.core.api.ServerOptions;
+import org.k2bench.core.api.StoreSystem;
+import org.k2bench.core.topology.Placement;
+import org.k2bench.core.topology.Topology;
+import org.k2bench.core.transport.Transport;
+
+/**
+ * The servers of some datacenters of a topology, running in this process over the real
+ * transport (gRPC on the topology's addresses, emulated WAN). The launcher uses it for
+ * "all servers of one DC in one JVM"; tests use it for a whole six-DC cluster.
+ */
+public final class LocalCluster implements AutoCloseable {
+  private final StoreSystem system;
+  private final Topology topology;
+  private final Placement placement;
+  private final ServerOptions options;
+  private final Transport transport;
+  private final ServerNode[] servers;
+  private final List<KvClient> clients = new ArrayList<>();
+  private final AtomicInteger nextClientId;
+
+  private LocalCluster(StoreSystem system, Topology topology, ServerOptions options,
+      IntPredicate dcs, int firstClientId) {
+    this.system = system;
+    this.topology = topology;
+    this.placement = new Placement(topology);
+    this.options = options;
+    this.transport = new Transport(topology);
+    this.servers = new ServerNode[topology.numServers()];
+    this.nextClientId = new AtomicInteger(firstClientId);
+    try {
+      for (int id = 0; id < topology.numServers(); id++) {
+        if (dcs.test(topology.dcOfServer(id))) {
+          servers[id] = system.startServer(transport, id, options);
+        }
+      }
+    } catch (RuntimeException e) {
+      close();
+      throw e;
+    }
+  }
+
+  /** Starts every server of the topology. */
+  public static LocalCluster start(StoreSystem system, Topology topology, ServerOptions options) {
+    return new LocalCluster(system, topology, options, dc -> true, Topology.firstClientId());
+  }
+
+  /** Starts the servers of the datacenters accepted by {@code dcs}. */
+  public static LocalCluster start(StoreSystem system, Topology topology, ServerOptions options,
+      IntPredicate dcs) {
+    return new LocalCluster(system, topology, options, dcs, Topology.firstClientId());
+  }
+
+  public Topology topology() {
+    return topology;
+  }
+
+  public Placement placement() {
+    return placement;
+  }
+
+  public Transport transport() {
+    return transport;
+  }
+
+  public StoreSystem system() {
+    return system;
+  }
+
+  public ServerNode server(int serverId) {
+    return servers[serverId];
+  }
+
+  public ServerNode server(int dc, int shard) {
+    return servers[topology.serverId(dc, shard)];
+  }
+
+  /** A new client session located in datacenter {@code dc}; closed with the cluster. */
+  public synchronized KvClient client(int dc) {
+    KvClient c = system.newClient(transport, nextClientId.getAndIncrement(), dc, options);
+    clients.add(c);
+    return c;
+  }
+
+  /** Sum of one counter over all servers of a datacenter (or all, with dc = -1). */
+  public long stat(int dc, String name) {
+    long sum = 0;
+    for (int id = 0; id < servers.length; id++) {
+      if (servers[id] != null && (dc < 0 || topology.dcOfServer(id) == dc)) {
+        sum += servers[id].stats().getOrDefault(name, 0L);
+      }
+    }
+    return sum;
+  }
+
+  @Override
+  public synchronized void close() {
+    for (KvClient c : clients) {
+      c.close();
+    }
+    for (ServerNode s : servers) {
+      if (s != null) {
+        s.close();
+      }
+    }
+    transport.close();
+  }
+}

@@ -1,0 +1,447 @@
+package org.k2bench.core.store;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.function.LongSupplier;
+import java.util.function.Predicate;
+
+/**
+ * The multiversioning framework of K2 §IV-A, shared by every system. Not thread-safe: a
+ * server owns one store and touches it only from its own thread.
+ *
+ * <h2>Versions, EVT and LVT</h2>
+ * A committed write has a <em>version</em> (the Lamport timestamp assigned by the
+ * datacenter that accepted it) and an <em>EVT</em> (earliest valid time: the logical time
+ * at which this datacenter made it visible). The locally visible versions of a key form a
+ * chain ordered by EVT; a version is valid from its EVT until just before its successor's
+ * EVT (its LVT), and the newest one is valid until the server's current logical time.
+ *
+ * <h2>Apply rule</h2>
+ * Newer versions become visible; an older one arriving later is dropped from local view
+ * (K2 §IV-A). Because EVTs are chosen by different coordinators, two write-only
+ * transactions pending on one key at the same time can commit with EVT order opposite to
+ * version order; so the rule is applied in EVT order: a committed version is visible iff
+ * its version is greater than every version with a smaller EVT. This keeps the chain
+ * increasing in both version and EVT (so all datacenters converge on the largest version),
+ * and inserting into the middle of the chain is safe because that part of the chain lies
+ * after the pending transaction's prepare time, which no reader has consumed: round-one
+ * reads withhold values there and second-round reads wait for pending transactions.
+ *
+ * <p>Versions that are committed but not visible are kept as <em>hidden</em>: with their
+ * value at replica servers (remote reads may still ask for them) and as metadata only
+ * elsewhere (dependency checks ask whether they were committed).
+ *
+ * <h2>Garbage collection</h2>
+ * Lazily on every commit to a key (K2 §IV-A): a superseded version is kept while it was
+ * superseded less than the retention window ago (the GC window, 5 s; longer at replica
+ * servers, which remote reads of other datacenters may reach after the readers' own
+ * window), or while it or an earlier version was read by a first round within the
+ * transaction timeout. Only a prefix of the chain is removed, so no interval in the middle
+ * ever disappears. Round one never offers versions superseded longer than the GC window
+ * ago, so a reader's timestamp keeps moving forward and protection by access cannot
+ * keep a version alive forever.
+ *
+ * <p>A key never written has an implicit initial version 0 with EVT 0 and an empty value,
+ * known in every datacenter.
+ *
+ * @param <V> the value type
+ */
+public final class MultiVersionStore<V> {
+
+  /** One committed version of a key. */
+  public static final class Version<V> {
+    final long version;
+    final long evt;
+    V value;
+    final long insertedAtMs;
+    long supersededAtMs = -1;
+    long lastAccessMs = Long.MIN_VALUE / 2;
+
+    Version(long version, long evt, V value, long insertedAtMs) {
+      this.version = version;
+      this.evt = evt;
+      this.value = value;
+      this.insertedAtMs = insertedAtMs;
+    }
+
+    public long version() {
+      return version;
+    }
+
+    public long evt() {
+      return evt;
+    }
+
+    /** The stored value, or null where this server holds only metadata. */
+    public V value() {
+      return value;
+    }
+  }
+
+  /**
+   * What a reader sees of one visible version.
+   *
+   * @param lvt latest valid time: the successor's EVT minus one, or the server's current
+   *     logical time for the newest version
+   * @param value the value, or null when not stored here or withheld because a pending
+   *     write-only transaction may still change this part of the chain
+   * @param withheld true if the value must not be used (from here or a cache) because a
+   *     pending write-only transaction may still change this part of the chain
+   * @param stalenessMs time since a newer version was written in this datacenter, 0 if newest
+   */
+  public record VersionView<V>(long version, long evt, long lvt, V value, boolean withheld,
+      double stalenessMs) {}
+
+  /** Outcome of applying a commit. */
+  public enum Applied { VISIBLE, HIDDEN, DUPLICATE }
+
+  private static final class Chain<V> {
+    final ArrayList<Version<V>> visible = new ArrayList<>();
+    final TreeMap<Long, Version<V>> hidden = new TreeMap<>();
+    final Map<Long, Long> pending = new HashMap<>(2);
+    long gcWatermark = -1;
+    List<Runnable> waiters;
+  }
+
+  private final Map<String, Chain<V>> chains = new HashMap<>();
+  private final V initialValue;
+  private final Predicate<String> isReplicaKey;
+  private final LongSupplier clockMs;
+  private final long gcWindowMs;
+  private final long replicaRetentionMs;
+  private final long txnTimeoutMs;
+  private long gcRemoved;
+
+  /**
+   * @param initialValue the value of the implicit version 0
+   * @param isReplicaKey whether this server is a replica server of a key (hidden versions keep values)
+   * @param clockMs wall clock in ms (injectable for tests)
+   * @param gcWindowMs how long a superseded version is kept (paper: 5 s)
+   * @param replicaRetentionMs how long a superseded version is kept at replica servers
+   * @param txnTimeoutMs how long a first-round access protects a version (paper: 5 s)
+   */
+  public MultiVersionStore(V initialValue, Predicate<String> isReplicaKey, LongSupplier clockMs,
+      long gcWindowMs, long replicaRetentionMs, long txnTimeoutMs) {
+    this.initialValue = initialValue;
+    this.isReplicaKey = isReplicaKey;
+    this.clockMs = clockMs;
+    this.gcWindowMs = gcWindowMs;
+    this.replicaRetentionMs = Math.max(gcWindowMs, replicaRetentionMs);
+    this.txnTimeoutMs = txnTimeoutMs;
+  }
+
+  private Chain<V> chain(String key) {
+    return chains.computeIfAbsent(key, k -> {
+      Chain<V> c = new Chain<>();
+      c.visible.add(new Version<>(0, 0, initialValue, 0));
+      return c;
+    });
+  }
+
+  // ---------------------------------------------------------------- pending transactions
+
+  /**
+   * Marks a key pending for a write-only transaction that prepared at logical time
+   * {@code prepareTs}. Its EVT will be greater than {@code prepareTs}.
+   */
+  public void prepare(String key, long txnId, long prepareTs) {
+    chain(key).pending.put(txnId, prepareTs);
+  }
+
+  /** Whether a pending transaction on {@code key} may still commit with EVT at or below {@code ts}. */
+  public boolean hasPendingBelow(String key, long ts) {
+    Chain<V> c = chains.get(key);
+    if (c == null) {
+      return false;
+    }
+    for (long p : c.pending.values()) {
+      if (p < ts) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** The smallest prepare time of a pending transaction on {@code key}, or Long.MAX_VALUE. */
+  public long minPendingPrepare(String key) {
+    Chain<V> c = chains.get(key);
+    return c == null ? Long.MAX_VALUE : minPending(c);
+  }
+
+  public boolean isPending(String key) {
+    Chain<V> c = chains.get(key);
+    return c != null && !c.pending.isEmpty();
+  }
+
+  private static long minPending(Chain<?> c) {
+    long min = Long.MAX_VALUE;
+    for (long p : c.pending.values()) {
+      min = Math.min(min, p);
+    }
+    return min;
+  }
+
+  // ---------------------------------------------------------------- commit (apply rule)
+
+  /**
+   * Commits one key of a write-only transaction (clearing its pending mark) and applies
+   * the rule described in the class comment. Runs lazy GC on the key and wakes waiters.
+   *
+   * @param value the value, or null where this server keeps only metadata
+   */
+  public Applied commit(String key, long txnId, long version, long evt, V value) {
+    Chain<V> c = chain(key);
+    c.pending.remove(txnId);
+    long now = clockMs.getAsLong();
+    Applied result = insert(c, version, evt, value, now);
+    gc(key, c, now);
+    wake(c);
+    return result;
+  }
+
+  private Applied insert(Chain<V> c, long version, long evt, V value, long now) {
+    if (contains(c, version)) {
+      return Applied.DUPLICATE;
+    }
+    List<Version<V>> vis = c.visible;
+    int pos = vis.size();
+    while (pos > 0 && vis.get(pos - 1).evt > evt) {
+      pos--;
+    }
+    Version<V> v = new Version<>(version, evt, value, now);
+    if (pos > 0 && vis.get(pos - 1).version > version) {
+      v.supersededAtMs = now;
+      c.hidden.put(version, v);
+      return Applied.HIDDEN;
+    }
+    if (pos > 0) {
+      vis.get(pos - 1).supersededAtMs = now;
+    }
+    vis.add(pos, v);
+    // Later-EVT versions that this one supersedes leave the visible chain.
+    for (int i = pos + 1; i < vis.size(); ) {
+      Version<V> later = vis.get(i);
+      if (later.version < version) {
+        vis.remove(i);
+        later.supersededAtMs = now;
+        c.hidden.put(later.version, later);
+      } else {
+        i++;
+      }
+    }
+    if (pos + 1 < vis.size()) {
+      v.supersededAtMs = now;
+    }
+    return Applied.VISIBLE;
+  }
+
+  private boolean contains(Chain<V> c, long version) {
+    if (c.hidden.containsKey(version)) {
+      return true;
+    }
+    for (Version<V> v : c.visible) {
+      if (v.version == version) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  // ---------------------------------------------------------------- reads
+
+  /**
+   * First round of a read-only transaction (K2 §V-C): the visible versions valid at or
+   * after {@code readTs}, oldest first, each with EVT, LVT, value and staleness. Marks
+   * them as read by a first round (GC protection).
+   *
+   * @param nowTs the server's current logical time, the LVT of the newest version
+   */
+  public List<VersionView<V>> versionsFrom(String key, long readTs, long nowTs) {
+    Chain<V> c = chain(key);
+    long now = clockMs.getAsLong();
+    long pendingFrom = minPending(c);
+    List<Version<V>> vis = c.visible;
+    List<VersionView<V>> out = new ArrayList<>();
+    for (int i = 0; i < vis.size(); i++) {
+      Version<V> v = vis.get(i);
+      boolean last = i == vis.size() - 1;
+      long lvt = last ? Math.max(nowTs, v.evt) : vis.get(i + 1).evt - 1;
+      if (lvt < readTs) {
+        continue;
+      }
+      if (!last && now - v.supersededAtMs >= gcWindowMs) {
+        continue; // expired: offered to no new reader, so its protection lapses (see class comment)
+      }
+      v.lastAccessMs = now;
+      boolean uncertain = lvt > pendingFrom;
+      out.add(new VersionView<>(v.version, v.evt, lvt, uncertain ? null : v.value,
+          uncertain, last ? 0 : Math.max(0, now - v.supersededAtMs)));
+    }
+    return out;
+  }
+
+  /**
+   * The visible version valid at logical time {@code ts} (second round). The caller must
+   * first wait until {@link #hasPendingBelow} is false for {@code ts}. Null if GC already
+   * removed every version at or before {@code ts}.
+   */
+  public VersionView<V> versionAt(String key, long ts, long nowTs) {
+    Chain<V> c = chain(key);
+    List<Version<V>> vis = c.visible;
+    long now = clockMs.getAsLong();
+    for (int i = vis.size() - 1; i >= 0; i--) {
+      Version<V> v = vis.get(i);
+      if (v.evt <= ts) {
+        boolean last = i == vis.size() - 1;
+        long lvt = last ? Math.max(nowTs, v.evt) : vis.get(i + 1).evt - 1;
+        return new VersionView<>(v.version, v.evt, lvt, v.value, false,
+            last ? 0 : Math.max(0, now - v.supersededAtMs));
+      }
+    }
+    return null;
+  }
+
+  /** The newest visible version (what a plain read or an Eiger first round returns). */
+  public Version<V> latest(String key) {
+    List<Version<V>> vis = chain(key).visible;
+    return vis.get(vis.size() - 1);
+  }
+
+  /**
+   * An exact version, visible or hidden (remote reads fetch exact versions). Marks it
+   * accessed so GC keeps it for the transaction timeout. Null if unknown here.
+   */
+  public Version<V> find(String key, long version) {
+    Chain<V> c = chains.get(key);
+    if (c == null) {
+      return version == 0 ? chain(key).visible.get(0) : null;
+    }
+    Version<V> v = c.hidden.get(version);
+    if (v == null) {
+      for (Version<V> x : c.visible) {
+        if (x.version == version) {
+          v = x;
+          break;
+        }
+      }
+    }
+    if (v != null) {
+      v.lastAccessMs = clockMs.getAsLong();
+    }
+    return v;
+  }
+
+  /**
+   * Dependency check: whether the write {@code <key, version>} was committed here (visible
+   * or hidden). An exact check rather than "some version at least as new" (COPS), since a
+   * concurrent newer version says nothing about the dependency's own causal past. Versions
+   * at or below the GC watermark count as committed: GC removes a version only after the
+   * retention window, by which time every older write has arrived unless the network held
+   * it back longer than that.
+   */
+  public boolean isCommitted(String key, long version) {
+    if (version == 0) {
+      return true;
+    }
+    Chain<V> c = chains.get(key);
+    if (c == null) {
+      return false;
+    }
+    return version <= c.gcWatermark || contains(c, version);
+  }
+
+  /** Largest version committed here, visible or hidden. */
+  public long maxCommittedVersion(String key) {
+    Chain<V> c = chains.get(key);
+    if (c == null) {
+      return 0;
+    }
+    long max = c.visible.get(c.visible.size() - 1).version;
+    if (!c.hidden.isEmpty()) {
+      max = Math.max(max, c.hidden.lastKey());
+    }
+    return max;
+  }
+
+  // ---------------------------------------------------------------- waiting
+
+  /**
+   * Runs {@code action} (on the owner thread) once {@code ready} holds for {@code key};
+   * re-evaluated after every commit to that key. Runs at once if it already holds.
+   */
+  public void awaitKey(String key, java.util.function.BooleanSupplier ready, Runnable action) {
+    if (ready.getAsBoolean()) {
+      action.run();
+      return;
+    }
+    Chain<V> c = chain(key);
+    if (c.waiters == null) {
+      c.waiters = new ArrayList<>(2);
+    }
+    c.waiters.add(() -> awaitKey(key, ready, action));
+  }
+
+  private void wake(Chain<V> c) {
+    if (c.waiters == null || c.waiters.isEmpty()) {
+      return;
+    }
+    List<Runnable> ws = c.waiters;
+    c.waiters = null;
+    for (Runnable w : ws) {
+      w.run();
+    }
+  }
+
+  // ---------------------------------------------------------------- GC
+
+  private void gc(String key, Chain<V> c, long now) {
+    long retention = isReplicaKey.test(key) ? replicaRetentionMs : gcWindowMs;
+    List<Version<V>> vis = c.visible;
+    int remove = 0;
+    long accessed = Long.MIN_VALUE;
+    for (int i = 0; i < vis.size() - 1; i++) {
+      Version<V> v = vis.get(i);
+      accessed = Math.max(accessed, v.lastAccessMs);
+      boolean young = now - v.supersededAtMs < retention;
+      boolean protectedByRead = now - accessed < txnTimeoutMs;
+      if (young || protectedByRead) {
+        break;
+      }
+      remove++;
+    }
+    for (int i = 0; i < remove; i++) {
+      c.gcWatermark = Math.max(c.gcWatermark, vis.get(i).version);
+    }
+    if (remove > 0) {
+      vis.subList(0, remove).clear();
+      gcRemoved += remove;
+    }
+    for (Iterator<Version<V>> it = c.hidden.values().iterator(); it.hasNext(); ) {
+      Version<V> v = it.next();
+      if (now - v.supersededAtMs >= retention && now - v.lastAccessMs >= txnTimeoutMs) {
+        c.gcWatermark = Math.max(c.gcWatermark, v.version);
+        it.remove();
+        gcRemoved++;
+      }
+    }
+  }
+
+  /** Number of versions GC has removed (for tests and metrics). */
+  public long gcRemoved() {
+    return gcRemoved;
+  }
+
+  /** Number of visible versions currently kept for a key. */
+  public int visibleCount(String key) {
+    Chain<V> c = chains.get(key);
+    return c == null ? 1 : c.visible.size();
+  }
+
+  public int keyCount() {
+    return chains.size();
+  }
+}

@@ -1,0 +1,264 @@
+package org.k2bench.core.topology;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.Comparator;
+import java.util.List;
+
+/**
+ * The datacenters, their RTT matrix, how many servers each holds, the replication factor
+ * and where every server listens (SPEC §2). Immutable and validated on construction, so a
+ * Topology that exists is consistent.
+ *
+ * <p>Node ids: server (dc, shard) is {@code dc * serversPerDc + shard}. Clients take ids at
+ * or above {@link #firstClientId()}. Ids fit in {@link org.k2bench.core.clock.LamportClock#NODE_BITS}.
+ */
+public final class Topology {
+  private final List<String> dcs;
+  private final double[][] rttMs;
+  private final int serversPerDc;
+  private final int replicationFactor;
+  private final List<List<HostPort>> servers;
+  private final double intraDcDelayMs;
+  private final double jitterMs;
+  private final int[][] nearestFirst;
+
+  public Topology(
+      List<String> dcs,
+      double[][] rttMs,
+      int serversPerDc,
+      int replicationFactor,
+      List<List<HostPort>> servers,
+      double intraDcDelayMs,
+      double jitterMs) {
+    this.dcs = List.copyOf(dcs);
+    this.rttMs = new double[dcs.size()][];
+    for (int i = 0; i < dcs.size(); i++) {
+      this.rttMs[i] = rttMs[i].clone();
+    }
+    this.serversPerDc = serversPerDc;
+    this.replicationFactor = replicationFactor;
+    List<List<HostPort>> copy = new ArrayList<>();
+    for (List<HostPort> dc : servers) {
+      copy.add(List.copyOf(dc));
+    }
+    this.servers = Collections.unmodifiableList(copy);
+    this.intraDcDelayMs = intraDcDelayMs;
+    this.jitterMs = jitterMs;
+    validate();
+    this.nearestFirst = new int[dcs.size()][];
+    for (int d = 0; d < dcs.size(); d++) {
+      final int from = d;
+      this.nearestFirst[d] =
+          java.util.stream.IntStream.range(0, dcs.size())
+              .boxed()
+              .sorted(Comparator.<Integer>comparingDouble(to -> this.rttMs[from][to])
+                  .thenComparingInt(to -> to))
+              .mapToInt(Integer::intValue)
+              .toArray();
+    }
+  }
+
+  private void validate() {
+    int d = dcs.size();
+    if (d == 0) {
+      throw new ConfigException("datacenters", "empty; list at least one datacenter name");
+    }
+    if (new java.util.HashSet<>(dcs).size() != d) {
+      throw new ConfigException("datacenters", "names must be unique: " + dcs);
+    }
+    if (serversPerDc < 1) {
+      throw new ConfigException("servers_per_dc", "must be at least 1, got " + serversPerDc);
+    }
+    if (replicationFactor < 1 || replicationFactor > d) {
+      throw new ConfigException(
+          "replication_factor", "must be between 1 and the number of datacenters (" + d + "), got "
+              + replicationFactor);
+    }
+    if (d % replicationFactor != 0) {
+      throw new ConfigException(
+          "replication_factor",
+          replicationFactor + " does not divide the " + d
+              + " datacenters; replica groups need D/f datacenters each (SPEC §2)");
+    }
+    long nodes = (long) d * serversPerDc;
+    if (nodes >= firstClientId()) {
+      throw new ConfigException("servers_per_dc", "too many servers (" + nodes + "); at most "
+          + (firstClientId() - 1));
+    }
+    for (int a = 0; a < d; a++) {
+      for (int b = 0; b < d; b++) {
+        double v = rttMs[a][b];
+        String field = "rtt_ms." + dcs.get(a) + "." + dcs.get(b);
+        if (Double.isNaN(v)) {
+          throw new ConfigException(field, "missing; give the round-trip time between "
+              + dcs.get(a) + " and " + dcs.get(b) + " in ms");
+        }
+        if (v < 0 || Double.isInfinite(v)) {
+          throw new ConfigException(field, "must be a finite number of ms >= 0, got " + v);
+        }
+        if (a == b && v != 0) {
+          throw new ConfigException(field, "a datacenter's RTT to itself must be 0 "
+              + "(use intra_dc_delay_ms for delay inside a datacenter)");
+        }
+        if (rttMs[b][a] != v) {
+          throw new ConfigException(field, "asymmetric: " + v + " but rtt_ms." + dcs.get(b) + "."
+              + dcs.get(a) + " is " + rttMs[b][a] + "; the matrix must be symmetric");
+        }
+      }
+    }
+    if (servers.size() != d) {
+      throw new ConfigException("servers", "has " + servers.size() + " datacenters, expected " + d);
+    }
+    java.util.Map<HostPort, String> seen = new java.util.HashMap<>();
+    for (int a = 0; a < d; a++) {
+      if (servers.get(a).size() != serversPerDc) {
+        throw new ConfigException("servers." + dcs.get(a), "lists " + servers.get(a).size()
+            + " addresses but servers_per_dc is " + serversPerDc);
+      }
+      for (int s = 0; s < serversPerDc; s++) {
+        String field = "servers." + dcs.get(a) + "[" + s + "]";
+        String prev = seen.put(servers.get(a).get(s), field);
+        if (prev != null) {
+          throw new ConfigException(field, "address " + servers.get(a).get(s)
+              + " is already used by " + prev);
+        }
+      }
+    }
+    if (intraDcDelayMs < 0) {
+      throw new ConfigException("intra_dc_delay_ms", "must be >= 0, got " + intraDcDelayMs);
+    }
+    if (jitterMs < 0) {
+      throw new ConfigException("jitter_ms", "must be >= 0, got " + jitterMs);
+    }
+  }
+
+  public List<String> dcs() {
+    return dcs;
+  }
+
+  public int numDcs() {
+    return dcs.size();
+  }
+
+  public String dcName(int dc) {
+    return dcs.get(dc);
+  }
+
+  /** Index of a datacenter by name; a {@link ConfigException} on {@code field} if unknown. */
+  public int dcIndex(String field, String name) {
+    int i = dcs.indexOf(name);
+    if (i < 0) {
+      throw new ConfigException(field, "unknown datacenter '" + name + "'; known: " + dcs);
+    }
+    return i;
+  }
+
+  public double rttMs(int a, int b) {
+    return rttMs[a][b];
+  }
+
+  /** A copy of the RTT matrix in ms. */
+  public double[][] rttMatrixMs() {
+    double[][] m = new double[rttMs.length][];
+    for (int i = 0; i < m.length; i++) {
+      m[i] = rttMs[i].clone();
+    }
+    return m;
+  }
+
+  /** Datacenters ordered by RTT from {@code dc}, itself first. */
+  public int[] dcsByDistanceFrom(int dc) {
+    return nearestFirst[dc].clone();
+  }
+
+  public int serversPerDc() {
+    return serversPerDc;
+  }
+
+  public int replicationFactor() {
+    return replicationFactor;
+  }
+
+  public double intraDcDelayMs() {
+    return intraDcDelayMs;
+  }
+
+  public double jitterMs() {
+    return jitterMs;
+  }
+
+  public int numServers() {
+    return dcs.size() * serversPerDc;
+  }
+
+  public int serverId(int dc, int shard) {
+    return dc * serversPerDc + shard;
+  }
+
+  public boolean isServer(int nodeId) {
+    return nodeId >= 0 && nodeId < numServers();
+  }
+
+  public int dcOfServer(int nodeId) {
+    return nodeId / serversPerDc;
+  }
+
+  public int shardOfServer(int nodeId) {
+    return nodeId % serversPerDc;
+  }
+
+  public HostPort address(int serverId) {
+    return servers.get(dcOfServer(serverId)).get(shardOfServer(serverId));
+  }
+
+  /** Field path of a server's address in the topology file, for error messages. */
+  public String addressField(int serverId) {
+    return "servers." + dcName(dcOfServer(serverId)) + "[" + shardOfServer(serverId) + "]";
+  }
+
+  /** The lowest node id a client may use; all client ids lie in [firstClientId, 2^16). */
+  public static int firstClientId() {
+    return 4096;
+  }
+
+  /** The same topology with every RTT multiplied by {@code factor} (tests scale the paper's matrix down). */
+  public Topology withRttScale(double factor) {
+    double[][] m = rttMatrixMs();
+    for (double[] row : m) {
+      for (int i = 0; i < row.length; i++) {
+        row[i] *= factor;
+      }
+    }
+    return new Topology(dcs, m, serversPerDc, replicationFactor, servers, intraDcDelayMs, jitterMs);
+  }
+
+  /** The same topology with servers on {@code host} at consecutive ports from {@code basePort}. */
+  public Topology withLocalPorts(String host, int basePort) {
+    return new Topology(dcs, rttMs, serversPerDc, replicationFactor,
+        localAddresses(dcs.size(), serversPerDc, host, basePort), intraDcDelayMs, jitterMs);
+  }
+
+  public Topology withJitterMs(double jitter) {
+    return new Topology(dcs, rttMs, serversPerDc, replicationFactor, servers, intraDcDelayMs, jitter);
+  }
+
+  public static List<List<HostPort>> localAddresses(int numDcs, int serversPerDc, String host, int basePort) {
+    List<List<HostPort>> out = new ArrayList<>();
+    for (int d = 0; d < numDcs; d++) {
+      List<HostPort> dc = new ArrayList<>();
+      for (int s = 0; s < serversPerDc; s++) {
+        dc.add(new HostPort(host, basePort + d * serversPerDc + s));
+      }
+      out.add(dc);
+    }
+    return out;
+  }
+
+  @Override
+  public String toString() {
+    return "Topology{dcs=" + dcs + ", S=" + serversPerDc + ", f=" + replicationFactor
+        + ", rtt=" + Arrays.deepToString(rttMs) + "}";
+  }
+}

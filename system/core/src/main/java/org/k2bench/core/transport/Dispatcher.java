@@ -1,0 +1,99 @@
+package org.k2bench.core.transport;
+
+import java.util.PriorityQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * Releases delayed messages when they are due. One thread; a channel is always served by
+ * the same dispatcher and its due times never decrease, so its messages leave in order.
+ */
+final class Dispatcher implements AutoCloseable {
+  private record Item(long dueNanos, long order, Runnable release) {}
+
+  /**
+   * Parking wakes up ~90 us late on a typical VM; park until this long before the due
+   * time and spin the rest, so the emulated delay is accurate to a few microseconds.
+   */
+  private static final long SPIN_NANOS = 120_000;
+
+  private final PriorityQueue<Item> queue = new PriorityQueue<>(
+      (a, b) -> a.dueNanos != b.dueNanos ? Long.compare(a.dueNanos, b.dueNanos)
+          : Long.compare(a.order, b.order));
+  private final ReentrantLock lock = new ReentrantLock();
+  private final Condition changed = lock.newCondition();
+  private final Thread thread;
+  private long order;
+  private volatile boolean running = true;
+
+  Dispatcher(String name) {
+    thread = new Thread(this::loop, name);
+    thread.setDaemon(true);
+    thread.start();
+  }
+
+  void schedule(long dueNanos, Runnable release) {
+    lock.lock();
+    try {
+      Item item = new Item(dueNanos, order++, release);
+      queue.add(item);
+      if (queue.peek() == item) {
+        changed.signal();
+      }
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  private void loop() {
+    while (running) {
+      Item next;
+      lock.lock();
+      try {
+        next = queue.peek();
+        if (next == null) {
+          changed.await();
+          continue;
+        }
+        long wait = next.dueNanos - System.nanoTime();
+        if (wait > SPIN_NANOS) {
+          changed.awaitNanos(wait - SPIN_NANOS);
+          continue;
+        }
+        if (wait > 0) {
+          lock.unlock();
+          try {
+            while (System.nanoTime() < next.dueNanos) {
+              Thread.onSpinWait();
+            }
+          } finally {
+            lock.lock();
+          }
+          continue; // an earlier item may have arrived meanwhile
+        }
+        queue.poll();
+      } catch (InterruptedException e) {
+        return;
+      } finally {
+        lock.unlock();
+      }
+      try {
+        next.release.run();
+      } catch (RuntimeException e) {
+        Transport.LOG.warn("dropping a delayed message: {}", e.toString());
+      }
+    }
+  }
+
+  @Override
+  public void close() {
+    running = false;
+    thread.interrupt();
+    try {
+      thread.join(TimeUnit.SECONDS.toMillis(2));
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+}

@@ -1,0 +1,198 @@
+package org.k2bench.core.transport;
+
+import com.google.protobuf.Any;
+import com.google.protobuf.Message;
+import io.grpc.stub.StreamObserver;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executor;
+import java.util.concurrent.atomic.AtomicLong;
+import org.k2bench.core.clock.LamportClock;
+import org.k2bench.core.transport.proto.Envelope;
+import org.k2bench.core.transport.proto.Ping;
+import org.k2bench.core.transport.proto.Pong;
+
+/**
+ * One node's attachment to the transport: a server (listening on its topology address) or
+ * a client (no address; servers answer it on the stream it opened).
+ *
+ * <p>Every message to another node goes through one {@link OutChannel} per destination,
+ * which applies the emulated WAN delay and keeps the channel FIFO. Incoming requests and
+ * reply completions run on the node's {@code inbox} executor in arrival order; servers give
+ * a single-threaded inbox so protocol code needs no locks. The Lamport clock advances on
+ * every send and receive here, below the protocols.
+ */
+public final class Endpoint implements AutoCloseable {
+  private final Transport transport;
+  private final int id;
+  private final int dc;
+  private final LamportClock clock;
+  private final Executor inbox;
+  private volatile MessageHandler handler;
+  private final Map<Integer, OutChannel> out = new ConcurrentHashMap<>();
+  private final Map<Long, CompletableFuture<Any>> calls = new ConcurrentHashMap<>();
+  private final AtomicLong nextRpcId = new AtomicLong();
+  private volatile boolean closed;
+
+  Endpoint(Transport transport, int id, int dc, Executor inbox, MessageHandler handler) {
+    this.transport = transport;
+    this.id = id;
+    this.dc = dc;
+    this.clock = new LamportClock(id);
+    this.inbox = inbox;
+    this.handler = handler;
+  }
+
+  public int id() {
+    return id;
+  }
+
+  public int dc() {
+    return dc;
+  }
+
+  public LamportClock clock() {
+    return clock;
+  }
+
+  public Transport transport() {
+    return transport;
+  }
+
+  /** Replaces the handler (a server may need its endpoint before its handler exists). */
+  public void setHandler(MessageHandler handler) {
+    this.handler = handler;
+  }
+
+  /** One-way message. */
+  public void send(int to, Message message) {
+    sendEnvelope(to, Envelope.newBuilder().setPayload(Any.pack(message)));
+  }
+
+  /** Request/reply; the future completes on this node's inbox. */
+  public CompletableFuture<Any> call(int to, Message request) {
+    long rpc = nextRpcId.incrementAndGet();
+    CompletableFuture<Any> f = new CompletableFuture<>();
+    calls.put(rpc, f);
+    f.whenComplete((r, e) -> calls.remove(rpc));
+    sendEnvelope(to, Envelope.newBuilder().setRpcId(rpc).setPayload(Any.pack(request)));
+    return f;
+  }
+
+  /** Request/reply, unpacking the reply as {@code replyType}. */
+  public <T extends Message> CompletableFuture<T> call(int to, Message request, Class<T> replyType) {
+    return call(to, request).thenApply(any -> {
+      try {
+        return any.unpack(replyType);
+      } catch (com.google.protobuf.InvalidProtocolBufferException e) {
+        throw new MalformedMessageException("reply from node " + to + " is not a "
+            + replyType.getSimpleName() + ": " + e.getMessage());
+      }
+    });
+  }
+
+  /** Measures the emulated round trip to {@code to} in nanoseconds (answered by the transport). */
+  public CompletableFuture<Long> ping(int to, int paddingBytes) {
+    long start = System.nanoTime();
+    Ping p = Ping.newBuilder().setSentNanos(start)
+        .setPadding(com.google.protobuf.ByteString.copyFrom(new byte[paddingBytes])).build();
+    return call(to, p).thenApply(any -> System.nanoTime() - start);
+  }
+
+  void sendReply(int to, long rpcId, Message message, String error) {
+    Envelope.Builder b = Envelope.newBuilder().setRpcId(rpcId).setIsReply(true);
+    if (message != null) {
+      b.setPayload(Any.pack(message));
+    }
+    if (error != null) {
+      b.setError(error);
+    }
+    sendEnvelope(to, b);
+  }
+
+  private void sendEnvelope(int to, Envelope.Builder b) {
+    if (closed) {
+      return;
+    }
+    OutChannel ch = out.computeIfAbsent(to, this::openChannel);
+    b.setFrom(id).setFromDc(dc).setTo(to).setLamport(clock.tick());
+    ch.send(b);
+  }
+
+  private OutChannel openChannel(int to) {
+    int toDc = transport.dcOfNode(to);
+    return new OutChannel(transport, this, to, dc, toDc);
+  }
+
+  /** Called by the transport for every envelope addressed to this node. */
+  void receive(Envelope env) {
+    if (closed) {
+      return;
+    }
+    clock.observeCounter(env.getLamport());
+    if (env.getIsReply()) {
+      CompletableFuture<Any> f = calls.get(env.getRpcId());
+      if (f == null) {
+        return; // the caller gave up (timeout) or closed
+      }
+      if (!env.getError().isEmpty()) {
+        inbox.execute(() -> f.completeExceptionally(
+            new RemoteException("node " + env.getFrom() + ": " + env.getError())));
+      } else {
+        inbox.execute(() -> f.complete(env.getPayload()));
+      }
+      return;
+    }
+    if (env.getPayload().is(Ping.class)) {
+      // Answered here, off the protocol's inbox, so a ping measures the emulated link only.
+      sendReply(env.getFrom(), env.getRpcId(), Pong.newBuilder().build(), null);
+      return;
+    }
+    Incoming in = new Incoming(this, env.getFrom(), env.getRpcId(), env.getPayload());
+    inbox.execute(() -> {
+      try {
+        handler.handle(in);
+      } catch (MalformedMessageException e) {
+        Transport.LOG.warn("node {}: {}", id, e.getMessage());
+        if (in.expectsReply()) {
+          in.replyError(e.getMessage());
+        }
+      } catch (RuntimeException e) {
+        Transport.LOG.error("node {} failed on {}", id, in, e);
+        if (in.expectsReply()) {
+          in.replyError(e.toString());
+        }
+      }
+    });
+  }
+
+  /** A client's stream to this server: answers to that client go back on it. */
+  void attachReturnStream(int clientId, StreamObserver<Envelope> sink) {
+    out.computeIfAbsent(clientId, this::openChannel).attach(sink);
+  }
+
+  void detachReturnStream(int clientId, StreamObserver<Envelope> sink) {
+    OutChannel ch = out.get(clientId);
+    if (ch != null) {
+      ch.detach(sink);
+    }
+  }
+
+  boolean isClosed() {
+    return closed;
+  }
+
+  @Override
+  public void close() {
+    closed = true;
+    for (OutChannel ch : out.values()) {
+      ch.close();
+    }
+    RemoteException gone = new RemoteException("endpoint " + id + " closed");
+    for (CompletableFuture<Any> f : calls.values()) {
+      f.completeExceptionally(gone);
+    }
+    transport.unregister(this);
+  }
+}

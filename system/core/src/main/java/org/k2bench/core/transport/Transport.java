@@ -1,0 +1,286 @@
+package org.k2bench.core.transport;
+
+import io.grpc.ManagedChannel;
+import io.grpc.Server;
+import io.grpc.netty.NettyChannelBuilder;
+import io.grpc.netty.NettyServerBuilder;
+import io.grpc.stub.StreamObserver;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.epoll.Epoll;
+import io.netty.channel.epoll.EpollEventLoopGroup;
+import io.netty.channel.epoll.EpollServerSocketChannel;
+import io.netty.channel.epoll.EpollSocketChannel;
+import io.netty.channel.nio.NioEventLoopGroup;
+import io.netty.channel.socket.nio.NioServerSocketChannel;
+import io.netty.channel.socket.nio.NioSocketChannel;
+import java.io.IOException;
+import java.net.BindException;
+import java.net.InetSocketAddress;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.Executor;
+import java.util.concurrent.TimeUnit;
+import org.k2bench.core.topology.ConfigException;
+import org.k2bench.core.topology.HostPort;
+import org.k2bench.core.topology.Topology;
+import org.k2bench.core.transport.proto.Envelope;
+import org.k2bench.core.transport.proto.WireGrpc;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The message transport of one process: gRPC over Netty with the in-process WAN
+ * emulation of SPEC §5. A process may host many nodes (all servers of a datacenter, or a
+ * whole test cluster); they share event loops, dispatcher threads and connections.
+ *
+ * <p>Each directed pair of nodes uses one long-lived bidirectional stream, so a channel
+ * is FIFO; servers reach servers on streams they open themselves and reach clients on the
+ * stream the client opened. Delays are applied by the sender (see {@link OutChannel}).
+ */
+public final class Transport implements AutoCloseable {
+  static final Logger LOG = LoggerFactory.getLogger(Transport.class);
+
+  private final Topology topology;
+  private final LinkConditions links;
+  private final EventLoopGroup boss;
+  private final EventLoopGroup workers;
+  private final boolean epoll;
+  private final Dispatcher[] dispatchers;
+  private final Map<HostPort, ManagedChannel> channels = new ConcurrentHashMap<>();
+  private final Map<Integer, Server> servers = new ConcurrentHashMap<>();
+  private final Map<Integer, Endpoint> endpoints = new ConcurrentHashMap<>();
+  private final Map<Integer, Integer> clientDcs = new ConcurrentHashMap<>();
+  private final List<Endpoint> opened = new CopyOnWriteArrayList<>();
+  private volatile boolean closed;
+
+  public Transport(Topology topology) {
+    this(topology, new LinkConditions(topology), 2);
+  }
+
+  public Transport(Topology topology, LinkConditions links, int dispatcherThreads) {
+    this.topology = topology;
+    this.links = links;
+    int ioThreads = Math.max(2, Runtime.getRuntime().availableProcessors());
+    this.epoll = Epoll.isAvailable();
+    this.boss = epoll ? new EpollEventLoopGroup(1, daemonThreads("k2b-accept"))
+        : new NioEventLoopGroup(1, daemonThreads("k2b-accept"));
+    this.workers = epoll ? new EpollEventLoopGroup(ioThreads, daemonThreads("k2b-io"))
+        : new NioEventLoopGroup(ioThreads, daemonThreads("k2b-io"));
+    this.dispatchers = new Dispatcher[dispatcherThreads];
+    for (int i = 0; i < dispatcherThreads; i++) {
+      dispatchers[i] = new Dispatcher("k2b-wan-" + i);
+    }
+  }
+
+  private static java.util.concurrent.ThreadFactory daemonThreads(String prefix) {
+    java.util.concurrent.atomic.AtomicInteger n = new java.util.concurrent.atomic.AtomicInteger();
+    return r -> {
+      Thread t = new Thread(r, prefix + "-" + n.incrementAndGet());
+      t.setDaemon(true);
+      return t;
+    };
+  }
+
+  public Topology topology() {
+    return topology;
+  }
+
+  public LinkConditions links() {
+    return links;
+  }
+
+  /**
+   * Opens a server node on its topology address.
+   *
+   * @throws ConfigException naming the address field if the port cannot be bound
+   */
+  public Endpoint openServer(int serverId, Executor inbox, MessageHandler handler) {
+    if (!topology.isServer(serverId)) {
+      throw new IllegalArgumentException("node " + serverId + " is not a server of the topology");
+    }
+    Endpoint ep = register(new Endpoint(this, serverId, topology.dcOfServer(serverId), inbox, handler));
+    HostPort addr = topology.address(serverId);
+    Server server = NettyServerBuilder.forAddress(new InetSocketAddress(addr.host(), addr.port()))
+        .bossEventLoopGroup(boss)
+        .workerEventLoopGroup(workers)
+        .channelType(epoll ? EpollServerSocketChannel.class : NioServerSocketChannel.class)
+        .directExecutor()
+        .addService(new WireService(ep))
+        .build();
+    try {
+      server.start();
+    } catch (IOException e) {
+      ep.close();
+      Throwable cause = e.getCause() != null ? e.getCause() : e;
+      if (cause instanceof BindException || String.valueOf(cause.getMessage()).contains("in use")) {
+        throw new ConfigException(topology.addressField(serverId), "port " + addr.port() + " on "
+            + addr.host() + " is in use; stop what holds it or choose other ports");
+      }
+      throw new ConfigException(topology.addressField(serverId), "cannot listen on " + addr + ": "
+          + cause.getMessage());
+    }
+    servers.put(serverId, server);
+    return ep;
+  }
+
+  /** Opens a client node located in datacenter {@code dc}. */
+  public Endpoint openClient(int clientId, int dc, Executor inbox, MessageHandler handler) {
+    if (clientId < Topology.firstClientId() || clientId >= 1 << org.k2bench.core.clock.LamportClock.NODE_BITS) {
+      throw new IllegalArgumentException("client id " + clientId + " outside ["
+          + Topology.firstClientId() + ", 65536)");
+    }
+    clientDcs.put(clientId, dc);
+    return register(new Endpoint(this, clientId, dc, inbox, handler));
+  }
+
+  private Endpoint register(Endpoint ep) {
+    if (closed) {
+      throw new IllegalStateException("transport closed");
+    }
+    if (endpoints.putIfAbsent(ep.id(), ep) != null) {
+      throw new IllegalArgumentException("node id " + ep.id() + " is already open in this process");
+    }
+    opened.add(ep);
+    return ep;
+  }
+
+  void unregister(Endpoint ep) {
+    endpoints.remove(ep.id(), ep);
+    opened.remove(ep);
+    Server s = servers.remove(ep.id());
+    if (s != null) {
+      s.shutdownNow();
+    }
+  }
+
+  /** Registers the datacenter of a client hosted elsewhere (its messages carry only its id). */
+  public void learnClientDc(int clientId, int dc) {
+    clientDcs.put(clientId, dc);
+  }
+
+  int dcOfNode(int node) {
+    if (topology.isServer(node)) {
+      return topology.dcOfServer(node);
+    }
+    Integer dc = clientDcs.get(node);
+    if (dc == null) {
+      throw new IllegalStateException("unknown datacenter of client " + node);
+    }
+    return dc;
+  }
+
+  Dispatcher dispatcherFor(int from, int to) {
+    return dispatchers[Math.floorMod(from * 31 + to, dispatchers.length)];
+  }
+
+  /** Opens a stream from {@code owner} to server {@code to}; what comes back goes to {@code owner}. */
+  StreamObserver<Envelope> openStream(Endpoint owner, int to, OutChannel channel) {
+    HostPort addr = topology.address(to);
+    ManagedChannel ch = channels.computeIfAbsent(addr, a -> NettyChannelBuilder
+        .forAddress(a.host(), a.port())
+        .eventLoopGroup(workers)
+        .channelType(epoll ? EpollSocketChannel.class : NioSocketChannel.class)
+        .usePlaintext()
+        .directExecutor()
+        .build());
+    var self = new java.util.concurrent.atomic.AtomicReference<StreamObserver<Envelope>>();
+    self.set(WireGrpc.newStub(ch).withWaitForReady().connect(new StreamObserver<>() {
+      @Override
+      public void onNext(Envelope env) {
+        owner.receive(env);
+      }
+
+      @Override
+      public void onError(Throwable t) {
+        if (!closed && !owner.isClosed()) {
+          LOG.debug("node {}: stream to {} ended: {}", owner.id(), to, t.toString());
+        }
+        channel.detach(self.get());
+      }
+
+      @Override
+      public void onCompleted() {
+        channel.detach(self.get());
+      }
+    }));
+    return self.get();
+  }
+
+  /** The server side of a stream: envelopes from one peer node to one local server. */
+  private final class WireService extends WireGrpc.WireImplBase {
+    private final Endpoint ep;
+
+    WireService(Endpoint ep) {
+      this.ep = ep;
+    }
+
+    @Override
+    public StreamObserver<Envelope> connect(StreamObserver<Envelope> back) {
+      return new StreamObserver<>() {
+        private int client = -1;
+
+        @Override
+        public void onNext(Envelope env) {
+          if (client < 0 && !topology.isServer(env.getFrom())) {
+            client = env.getFrom();
+            learnClientDc(client, env.getFromDc());
+            ep.attachReturnStream(client, back);
+          }
+          ep.receive(env);
+        }
+
+        @Override
+        public void onError(Throwable t) {
+          done();
+        }
+
+        @Override
+        public void onCompleted() {
+          done();
+          try {
+            back.onCompleted();
+          } catch (RuntimeException ignored) {
+            // the peer is gone
+          }
+        }
+
+        private void done() {
+          if (client >= 0) {
+            ep.detachReturnStream(client, back);
+          }
+        }
+      };
+    }
+  }
+
+  @Override
+  public void close() {
+    if (closed) {
+      return;
+    }
+    closed = true;
+    for (Endpoint ep : opened) {
+      ep.close();
+    }
+    for (Server s : servers.values()) {
+      s.shutdownNow();
+    }
+    for (ManagedChannel ch : channels.values()) {
+      ch.shutdownNow();
+    }
+    for (Dispatcher d : dispatchers) {
+      d.close();
+    }
+    for (ManagedChannel ch : channels.values()) {
+      try {
+        ch.awaitTermination(2, TimeUnit.SECONDS);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }
+    boss.shutdownGracefully(0, 1, TimeUnit.SECONDS);
+    workers.shutdownGracefully(0, 1, TimeUnit.SECONDS).syncUninterruptibly();
+  }
+}

@@ -1,0 +1,178 @@
+package org.k2bench.core.store;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.List;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.Test;
+import org.k2bench.core.store.MultiVersionStore.Applied;
+import org.k2bench.core.store.MultiVersionStore.VersionView;
+
+class MultiVersionStoreTest {
+  final AtomicLong ms = new AtomicLong(1_000_000);
+  final AtomicBoolean replica = new AtomicBoolean(true);
+
+  MultiVersionStore<String> store() {
+    return new MultiVersionStore<>("", k -> replica.get(), ms::get, 5_000, 15_000, 5_000);
+  }
+
+  static List<Long> versions(List<VersionView<String>> views) {
+    return views.stream().map(VersionView::version).toList();
+  }
+
+  @Test
+  void newerVersionsFormAChainWithLvtBeforeTheSuccessorsEvt() {
+    MultiVersionStore<String> s = store();
+    assertEquals(Applied.VISIBLE, s.commit("k", 1, 100, 110, "a"));
+    assertEquals(Applied.VISIBLE, s.commit("k", 2, 200, 210, "b"));
+    List<VersionView<String>> v = s.versionsFrom("k", 0, 500);
+    assertEquals(List.of(0L, 100L, 200L), versions(v));
+    assertEquals(109, v.get(0).lvt());
+    assertEquals(209, v.get(1).lvt());
+    assertEquals(500, v.get(2).lvt(), "the newest is valid until the server's current time");
+    assertEquals(List.of(100L, 200L), versions(s.versionsFrom("k", 150, 500)), "valid at or after read_ts");
+    assertEquals("a", s.versionAt("k", 209, 500).value());
+    assertEquals("b", s.versionAt("k", 210, 500).value());
+  }
+
+  @Test
+  void anOlderVersionArrivingLateIsHiddenButKeptForRemoteReads() {
+    MultiVersionStore<String> s = store();
+    s.commit("k", 2, 200, 210, "new");
+    assertEquals(Applied.HIDDEN, s.commit("k", 1, 100, 300, "old"));
+    assertEquals(List.of(0L, 200L), versions(s.versionsFrom("k", 0, 400)));
+    assertEquals("old", s.find("k", 100).value(), "replica keeps the value for remote reads");
+    assertTrue(s.isCommitted("k", 100));
+    assertEquals(Applied.DUPLICATE, s.commit("k", 1, 100, 300, "old"));
+  }
+
+  @Test
+  void concurrentPendingCommitsWithInvertedEvtsConvergeOnTheLargestVersion() {
+    // T2 (version 200) prepared first, T1 (version 100)... committed with EVTs in the opposite order.
+    MultiVersionStore<String> s = store();
+    s.prepare("k", 2, 50);
+    s.prepare("k", 1, 60);
+    s.commit("k", 1, 100, 120, "t1");
+    s.commit("k", 2, 200, 110, "t2");
+    assertEquals(List.of(0L, 200L), versions(s.versionsFrom("k", 0, 400)),
+        "t1 has a smaller version than t2 which is visible before it: hidden");
+    assertEquals("t2", s.latest("k").value());
+  }
+
+  @Test
+  void concurrentPendingCommitsInsertedInEvtOrderStayAtomic() {
+    MultiVersionStore<String> s = store();
+    s.prepare("k", 2, 50);
+    s.prepare("k", 1, 60);
+    s.commit("k", 1, 120, 120, "t1");
+    s.commit("k", 2, 110, 110, "t2");
+    List<VersionView<String>> v = s.versionsFrom("k", 0, 400);
+    assertEquals(List.of(0L, 110L, 120L), versions(v), "t2 is visible from its EVT, before t1");
+    assertEquals("t2", s.versionAt("k", 115, 400).value());
+  }
+
+  @Test
+  void pendingTransactionsWithholdValuesTheyMayChange() {
+    MultiVersionStore<String> s = store();
+    s.commit("k", 1, 100, 100, "a");
+    s.commit("k", 2, 200, 200, "b");
+    s.prepare("k", 3, 250);
+    List<VersionView<String>> v = s.versionsFrom("k", 0, 300);
+    assertEquals("a", v.get(1).value(), "valid only before the prepare time: certain");
+    assertNull(v.get(2).value(), "newest version may be superseded at EVT > 250");
+    assertTrue(v.get(2).withheld());
+    assertTrue(s.hasPendingBelow("k", 251));
+    assertFalse(s.hasPendingBelow("k", 250), "EVT > prepare time, so reads at <= 250 need not wait");
+    AtomicBoolean woke = new AtomicBoolean();
+    s.awaitKey("k", () -> !s.hasPendingBelow("k", 300), () -> woke.set(true));
+    assertFalse(woke.get());
+    s.commit("k", 3, 300, 260, "c");
+    assertTrue(woke.get(), "commit wakes waiters");
+    assertEquals("c", s.versionAt("k", 280, 400).value());
+  }
+
+  @Test
+  void dependencyChecksAreExact() {
+    MultiVersionStore<String> s = store();
+    s.commit("k", 2, 300, 300, "newer, concurrent");
+    assertFalse(s.isCommitted("k", 200), "a newer version does not satisfy a dependency on 200");
+    s.commit("k", 1, 200, 310, "dep");
+    assertTrue(s.isCommitted("k", 200));
+    assertTrue(s.isCommitted("never-written", 0), "the initial version is everywhere");
+  }
+
+  @Test
+  void gcRemovesOldSupersededVersionsButKeepsTheNewest() {
+    replica.set(false);
+    MultiVersionStore<String> s = store();
+    s.commit("k", 1, 100, 100, "a");
+    s.commit("k", 2, 200, 200, "b");
+    ms.addAndGet(4_000);
+    s.commit("k", 3, 300, 300, "c");
+    assertEquals(4, s.visibleCount("k"), "younger than the window");
+    ms.addAndGet(6_000);
+    s.commit("k", 4, 400, 400, "d");
+    assertEquals(List.of(300L, 400L), versions(s.versionsFrom("k", 0, 500)));
+    assertTrue(s.isCommitted("k", 100), "collected versions still count as committed");
+  }
+
+  @Test
+  void aFirstRoundReadProtectsTheVersionAndItsSuccessorsForTheTimeout() {
+    replica.set(false);
+    MultiVersionStore<String> s = store();
+    s.commit("k", 1, 100, 100, "a");
+    s.commit("k", 2, 200, 200, "b");
+    ms.addAndGet(4_000);
+    assertEquals(List.of(100L, 200L), versions(s.versionsFrom("k", 150, 250)), "round one reads 100 and 200");
+    ms.addAndGet(3_000); // 7 s after being superseded, 3 s after the read
+    s.commit("k", 3, 300, 300, "c");
+    assertNotNull(s.versionAt("k", 150, 400), "an in-flight transaction may still ask for time 150");
+    assertEquals("a", s.versionAt("k", 150, 400).value());
+    ms.addAndGet(2_500); // the read's protection lapsed
+    s.commit("k", 4, 400, 400, "d");
+    assertNull(s.versionAt("k", 150, 500));
+  }
+
+  @Test
+  void roundOneOffersNoVersionSupersededLongerThanTheWindow() {
+    replica.set(false);
+    MultiVersionStore<String> s = store();
+    s.commit("k", 1, 100, 100, "a");
+    s.commit("k", 2, 200, 200, "b");
+    ms.addAndGet(4_000);
+    s.versionsFrom("k", 0, 250); // protects 0 and 100
+    ms.addAndGet(2_000);
+    assertEquals(List.of(200L), versions(s.versionsFrom("k", 0, 250)),
+        "expired versions are not offered even while protected, so readers move forward");
+  }
+
+  @Test
+  void replicaServersKeepSupersededVersionsLongerForRemoteReads() {
+    MultiVersionStore<String> s = store();
+    s.commit("k", 1, 100, 100, "a");
+    s.commit("k", 2, 200, 200, "b");
+    ms.addAndGet(10_000);
+    s.commit("k", 3, 300, 300, "c");
+    assertEquals("a", s.find("k", 100).value(), "within replica retention");
+    ms.addAndGet(25_000);
+    s.commit("k", 4, 400, 400, "d");
+    assertNull(s.find("k", 100));
+  }
+
+  @Test
+  void stalenessIsTimeSinceANewerVersionWasWrittenHere() {
+    MultiVersionStore<String> s = store();
+    s.commit("k", 1, 100, 100, "a");
+    ms.addAndGet(1_000);
+    s.commit("k", 2, 200, 200, "b");
+    ms.addAndGet(250);
+    List<VersionView<String>> v = s.versionsFrom("k", 150, 300);
+    assertEquals(250.0, v.get(0).stalenessMs());
+    assertEquals(0.0, v.get(1).stalenessMs());
+  }
+}

@@ -1,0 +1,108 @@
+package org.k2bench.core.topology;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import org.junit.jupiter.api.Test;
+import org.k2bench.core.transport.Transport;
+
+class TopologyLoaderTest {
+  static final String GOOD = """
+      datacenters: [VA, CA, SP]
+      rtt_ms:
+        VA: {CA: 60, SP: 146.5}
+        CA: {SP: 194}
+      servers_per_dc: 2
+      replication_factor: 3
+      base_port: 7100
+      """;
+
+  private static ConfigException bad(String yaml) {
+    ConfigException e = assertThrows(ConfigException.class, () -> TopologyLoader.parse(yaml));
+    assertFalse(e.getMessage().contains("\n"), "one line: " + e.getMessage());
+    return e;
+  }
+
+  @Test
+  void parsesAValidFileKeepingFractionalRtt() {
+    Topology t = TopologyLoader.parse(GOOD);
+    assertEquals(3, t.numDcs());
+    assertEquals(146.5, t.rttMs(2, 0));
+    assertEquals(194, t.rttMs(1, 2));
+    assertEquals(7100 + 5, t.address(5).port());
+    assertEquals("servers.SP[1]", t.addressField(5));
+  }
+
+  @Test
+  void rttScaleMultipliesTheMatrix() {
+    Topology t = TopologyLoader.parse(GOOD + "rtt_scale: 0.1\n");
+    assertEquals(6.0, t.rttMs(0, 1), 1e-9);
+  }
+
+  @Test
+  void unknownDatacenterIsNamed() {
+    ConfigException e = bad(GOOD.replace("CA: {SP: 194}", "CA: {SP: 194, XX: 3}"));
+    assertEquals("rtt_ms.CA.XX", e.field());
+    assertTrue(e.getMessage().contains("unknown datacenter 'XX'"), e.getMessage());
+  }
+
+  @Test
+  void asymmetricRttIsNamed() {
+    ConfigException e = bad(GOOD.replace("CA: {SP: 194}", "CA: {SP: 194, VA: 61}"));
+    assertEquals("rtt_ms.CA.VA", e.field());
+    assertTrue(e.getMessage().contains("asymmetric"), e.getMessage());
+  }
+
+  @Test
+  void missingRttIsNamed() {
+    ConfigException e = bad(GOOD.replace("CA: {SP: 194}", "CA: {}"));
+    assertEquals("rtt_ms.CA.SP", e.field());
+    assertTrue(e.getMessage().contains("missing"), e.getMessage());
+  }
+
+  @Test
+  void replicationFactorMustDivideTheDatacenters() {
+    ConfigException e = bad(GOOD.replace("replication_factor: 3", "replication_factor: 2"));
+    assertEquals("replication_factor", e.field());
+    assertTrue(e.getMessage().contains("does not divide"), e.getMessage());
+  }
+
+  @Test
+  void unknownFieldAndWrongTypeAreNamed() {
+    assertEquals("replicaton_factor", bad(GOOD + "replicaton_factor: 2\n").field());
+    assertEquals("servers_per_dc",
+        bad(GOOD.replace("servers_per_dc: 2", "servers_per_dc: two")).field());
+    assertEquals("rtt_ms.VA.CA", bad(GOOD.replace("CA: 60", "CA: sixty")).field());
+  }
+
+  @Test
+  void explicitServerListsAreChecked() {
+    String explicit = GOOD.replace("base_port: 7100", """
+        servers:
+          VA: ["10.0.0.1:7000", "10.0.0.1:7001"]
+          CA: ["10.0.0.2:7000", "10.0.0.2:7001"]
+          SP: ["10.0.0.3:7000"]
+        """);
+    ConfigException e = bad(explicit);
+    assertEquals("servers.SP", e.field());
+    e = bad(explicit.replace("\"10.0.0.3:7000\"]", "\"10.0.0.3:7000\", \"10.0.0.3\"]"));
+    assertEquals("servers.SP[1]", e.field());
+  }
+
+  @Test
+  void portInUseIsNamedWhenTheServerStarts() throws Exception {
+    try (ServerSocket taken = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+      Topology t = TopologyLoader.parse(GOOD).withLocalPorts("127.0.0.1", taken.getLocalPort() - 3);
+      try (Transport transport = new Transport(t)) {
+        ConfigException e = assertThrows(ConfigException.class,
+            () -> transport.openServer(3, Runnable::run, m -> { }));
+        assertEquals("servers.CA[1]", e.field());
+        assertTrue(e.getMessage().contains("in use"), e.getMessage());
+      }
+    }
+  }
+}

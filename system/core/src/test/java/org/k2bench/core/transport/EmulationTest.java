@@ -1,0 +1,133 @@
+package org.k2bench.core.transport;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.google.protobuf.UInt64Value;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.k2bench.core.cluster.FreePorts;
+import org.k2bench.core.topology.Topology;
+import org.k2bench.core.topology.TopologyLoader;
+
+/** SPEC §5: the embedded WAN emulation is observable and keeps channels FIFO. */
+class EmulationTest {
+  /** The paper's matrix divided by 10, one server per datacenter. */
+  static Topology scaledPaperTopology(double jitterMs) {
+    return FreePorts.assign(TopologyLoader.paperDefault(1, 2, 7000).withRttScale(0.1).withJitterMs(jitterMs));
+  }
+
+  /** Connects every pair and warms up the JIT; a cold JVM adds milliseconds to the first messages. */
+  static void warmUp(Endpoint... eps) throws Exception {
+    for (int round = 0; round < 60; round++) {
+      List<java.util.concurrent.CompletableFuture<Long>> pings = new ArrayList<>();
+      for (Endpoint a : eps) {
+        for (Endpoint b : eps) {
+          if (a != b) {
+            pings.add(a.ping(b.id(), 0));
+          }
+        }
+      }
+      for (var p : pings) {
+        p.get(10, TimeUnit.SECONDS);
+      }
+    }
+  }
+
+  static double medianPingMs(Endpoint a, int to, int n) throws Exception {
+    double[] ms = new double[n];
+    for (int i = 0; i < n; i++) {
+      ms[i] = a.ping(to, 0).get(10, TimeUnit.SECONDS) / 1e6;
+    }
+    Arrays.sort(ms);
+    return ms[n / 2];
+  }
+
+  @Test
+  void pingBetweenEveryPairMeasuresTheConfiguredRtt() throws Exception {
+    Topology t = scaledPaperTopology(0);
+    try (Transport transport = new Transport(t)) {
+      Endpoint[] eps = new Endpoint[t.numDcs()];
+      for (int dc = 0; dc < t.numDcs(); dc++) {
+        eps[dc] = transport.openServer(dc, Runnable::run, m -> { });
+      }
+      warmUp(eps);
+      for (int a = 0; a < t.numDcs(); a++) {
+        for (int b = 0; b < t.numDcs(); b++) {
+          if (a == b) {
+            continue;
+          }
+          double[] ms = new double[11];
+          for (int i = 0; i < ms.length; i++) {
+            ms[i] = eps[a].ping(b, 0).get(10, TimeUnit.SECONDS) / 1e6;
+          }
+          Arrays.sort(ms);
+          double median = ms[ms.length / 2];
+          String pair = t.dcName(a) + "->" + t.dcName(b);
+          assertEquals(t.rttMs(a, b), median, 2.0, pair + " median RTT, samples " + Arrays.toString(ms));
+          assertTrue(ms[0] >= t.rttMs(a, b) - 0.05, pair + " no ping is faster than the link: " + ms[0]);
+        }
+      }
+    }
+  }
+
+  @Test
+  void channelsStayFifoUnderConcurrentLoadWithJitter() throws Exception {
+    // Jitter (4 ms) far above the send spacing: without the FIFO clamp messages would reorder.
+    Topology t = scaledPaperTopology(4.0);
+    int perSender = 3000;
+    try (Transport transport = new Transport(t)) {
+      Map<Integer, List<Long>> received = new ConcurrentHashMap<>();
+      CountDownLatch done = new CountDownLatch(5 * perSender);
+      transport.openServer(0, Runnable::run, m -> {
+        received.computeIfAbsent(m.from(), k -> new ArrayList<>()).add(m.as(UInt64Value.class).getValue());
+        done.countDown();
+      });
+      List<Thread> senders = new ArrayList<>();
+      for (int dc = 1; dc < 6; dc++) {
+        Endpoint ep = transport.openServer(dc, Runnable::run, m -> { });
+        senders.add(new Thread(() -> {
+          for (long i = 0; i < perSender; i++) {
+            ep.send(0, UInt64Value.of(i));
+            if (i % 100 == 0) {
+              Thread.onSpinWait();
+            }
+          }
+        }));
+      }
+      senders.forEach(Thread::start);
+      for (Thread s : senders) {
+        s.join();
+      }
+      assertTrue(done.await(30, TimeUnit.SECONDS), "all messages arrive");
+      for (int dc = 1; dc < 6; dc++) {
+        List<Long> got = received.get(dc);
+        assertEquals(perSender, got.size());
+        for (int i = 0; i < got.size(); i++) {
+          assertEquals(i, got.get(i), "channel " + dc + "->0 position " + i);
+        }
+      }
+    }
+  }
+
+  @Test
+  void extraDelayOnOneLinkAffectsOnlyThatDirection() throws Exception {
+    Topology t = scaledPaperTopology(0);
+    try (Transport transport = new Transport(t)) {
+      Endpoint a = transport.openServer(0, Runnable::run, m -> { });
+      Endpoint b = transport.openServer(1, Runnable::run, m -> { });
+      warmUp(a, b);
+      transport.links().setExtraDelayMs(0, 1, 20);
+      assertEquals(t.rttMs(0, 1) + 20, medianPingMs(a, 1, 9), 2.0, "one direction delayed");
+      assertEquals(t.rttMs(0, 1) + 20, medianPingMs(b, 0, 9), 2.0, "a round trip crosses it once");
+      transport.links().clearExtraDelays();
+      assertEquals(t.rttMs(0, 1), medianPingMs(a, 1, 9), 2.0);
+    }
+  }
+}

@@ -1,0 +1,30 @@
+package org.k2bench.k2;
+
+import org.k2bench.core.api.KvClient;
+import org.k2bench.core.api.ServerNode;
+import org.k2bench.core.api.ServerOptions;
+import org.k2bench.core.api.StoreSystem;
+import org.k2bench.core.transport.Transport;
+
+/** K2 as a bundled system (registered for {@link java.util.ServiceLoader}). */
+public final class K2System implements StoreSystem {
+  @Override
+  public String name() {
+    return "k2";
+  }
+
+  @Override
+  public String description() {
+    return "K2: metadata everywhere, data at f replicas, DC cache, at most one non-blocking wide-area round";
+  }
+
+  @Override
+  public ServerNode startServer(Transport transport, int serverId, ServerOptions options) {
+    return new K2Server(transport, serverId, options, true);
+  }
+
+  @Override
+  public KvClient newClient(Transport transport, int clientId, int dc, ServerOptions options) {
+    return new K2Client(transport, clientId, dc, options);
+  }
+}

@@ -1,0 +1,172 @@
+package org.k2bench.k2;
+
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.concurrent.CompletableFuture;
+import org.k2bench.core.api.ReadResult;
+import org.k2bench.core.data.Row;
+import org.k2bench.k2.proto.KeyVersions;
+import org.k2bench.k2.proto.ReadByTimeReply;
+import org.k2bench.k2.proto.ReadByTimeRequest;
+import org.k2bench.k2.proto.ReadReply;
+import org.k2bench.k2.proto.ReadRequest;
+import org.k2bench.k2.proto.VersionInfo;
+
+/**
+ * K2's cache-aware read-only transaction, the client algorithm of papers/k2.md Fig. 5:
+ *
+ * <pre>
+ * function read_txn(keys):
+ *   for k in keys: vers[k] = read(k, cli.read_ts)          # 1st round, local servers
+ *   ts = find_ts(vers)
+ *   for k in keys:
+ *     for ver in vers[k]:
+ *       if ver.evt <= ts <= ver.lvt and ver.val != null: vals[k] = ver.val; break
+ *     if !vals.contains(k): vals[k] = read_by_time(k, ts)   # 2nd round, local servers
+ *   cli.read_ts = max(cli.read_ts, ts)
+ *   for k in keys: deps.add(k, vals[k].ver)
+ * </pre>
+ *
+ * Both rounds go to servers of the client's own datacenter. A second-round server that
+ * lacks the value fetches that exact version from the nearest replica datacenter, which
+ * is the transaction's only possible wide-area round.
+ */
+final class ReadOnlyTransaction {
+  private ReadOnlyTransaction() {}
+
+  static ReadResult run(K2Client client, Collection<String> keysIn) {
+    List<String> keys = List.copyOf(new java.util.LinkedHashSet<>(keysIn));
+    long readTs = client.readTs();
+
+    // 1st round: every version valid at or after read_ts, from the local servers.
+    Map<Integer, List<String>> byServer = client.groupByLocalServer(keys);
+    List<CompletableFuture<ReadReply>> round1 = new ArrayList<>();
+    for (Map.Entry<Integer, List<String>> e : byServer.entrySet()) {
+      round1.add(client.call(e.getKey(),
+          ReadRequest.newBuilder().addAllKeys(e.getValue()).setReadTs(readTs).build(), ReadReply.class));
+    }
+    Map<String, List<VersionInfo>> vers = new HashMap<>();
+    for (CompletableFuture<ReadReply> f : round1) {
+      for (KeyVersions kv : client.await(f, "read-only transaction, first round").getKeysList()) {
+        vers.put(kv.getKey(), kv.getVersionsList());
+      }
+    }
+
+    Set<String> nonReplica = new java.util.HashSet<>();
+    for (String k : keys) {
+      if (!client.isReplicaKey(k)) {
+        nonReplica.add(k);
+      }
+    }
+    long ts = findTs(vers, readTs, nonReplica);
+
+    Map<String, Row> rows = new LinkedHashMap<>();
+    Map<String, Long> versions = new LinkedHashMap<>();
+    Map<String, Double> staleness = new LinkedHashMap<>();
+    Map<String, CompletableFuture<ReadByTimeReply>> round2 = new LinkedHashMap<>();
+    for (String k : keys) {
+      VersionInfo v = validAt(vers.get(k), ts);
+      if (v != null) {
+        rows.put(k, v.getValue());
+        versions.put(k, v.getVersion());
+        staleness.put(k, v.getStalenessMs());
+      } else {
+        round2.put(k, client.call(client.localServerFor(k),
+            ReadByTimeRequest.newBuilder().setKey(k).setTs(ts).build(), ReadByTimeReply.class));
+      }
+    }
+    // 2nd round: read_by_time at ts; the server fetches from a replica DC if needed.
+    int wanRounds = 0;
+    for (Map.Entry<String, CompletableFuture<ReadByTimeReply>> e : round2.entrySet()) {
+      ReadByTimeReply r = client.await(e.getValue(), "read-only transaction, second round");
+      rows.put(e.getKey(), r.getValue());
+      versions.put(e.getKey(), r.getVersion());
+      staleness.put(e.getKey(), r.getStalenessMs());
+      if (r.getRemote()) {
+        wanRounds = 1;
+      }
+    }
+    client.afterRead(ts, versions);
+    Map<String, Row> ordered = new LinkedHashMap<>();
+    Map<String, Long> orderedVersions = new LinkedHashMap<>();
+    Map<String, Double> orderedStaleness = new LinkedHashMap<>();
+    for (String k : keys) {
+      ordered.put(k, rows.get(k));
+      orderedVersions.put(k, versions.get(k));
+      orderedStaleness.put(k, staleness.get(k));
+    }
+    return new ReadResult(ordered, orderedVersions, wanRounds, orderedStaleness);
+  }
+
+  /** The version valid at {@code ts} whose value came back in the first round, or null. */
+  static VersionInfo validAt(List<VersionInfo> versions, long ts) {
+    if (versions == null) {
+      return null;
+    }
+    for (VersionInfo v : versions) {
+      if (v.getEvt() <= ts && ts <= v.getLvt() && v.getHasValue()) {
+        return v;
+      }
+    }
+    return null;
+  }
+
+  /**
+   * find_ts (K2 §V-C): among the EVTs of the returned versions, the earliest time at which
+   * (1) every key has a value, else (2) every non-replica key has a value, else (3) the
+   * most keys have a value. Values are those returned in the first round (stored or
+   * cached locally); replica keys can always be read locally in the second round, which is
+   * why rule (2) only asks for the non-replica ones.
+   *
+   * <p>Candidates are at least read_ts (causality) and at least each key's earliest
+   * returned EVT: older versions were not offered (they are about to be collected), so a
+   * time before them could not be read.
+   */
+  static long findTs(Map<String, List<VersionInfo>> vers, long readTs, Set<String> nonReplicaKeys) {
+    long floor = readTs;
+    TreeSet<Long> evts = new TreeSet<>();
+    for (List<VersionInfo> vs : vers.values()) {
+      if (!vs.isEmpty()) {
+        floor = Math.max(floor, vs.get(0).getEvt());
+      }
+      for (VersionInfo v : vs) {
+        evts.add(v.getEvt());
+      }
+    }
+    List<Long> candidates = new ArrayList<>();
+    candidates.add(floor);
+    candidates.addAll(evts.tailSet(floor, false));
+
+    Long allNonReplica = null;
+    long most = floor;
+    int mostCount = -1;
+    for (long c : candidates) {
+      int valid = 0;
+      boolean nonReplicaValid = true;
+      for (Map.Entry<String, List<VersionInfo>> e : vers.entrySet()) {
+        if (validAt(e.getValue(), c) != null) {
+          valid++;
+        } else if (nonReplicaKeys.contains(e.getKey())) {
+          nonReplicaValid = false;
+        }
+      }
+      if (valid == vers.size()) {
+        return c; // rule 1: every key has a value at c
+      }
+      if (nonReplicaValid && allNonReplica == null) {
+        allNonReplica = c;
+      }
+      if (valid > mostCount) {
+        mostCount = valid;
+        most = c;
+      }
+    }
+    return allNonReplica != null ? allNonReplica : most; // rule 2, else rule 3
+  }
+}

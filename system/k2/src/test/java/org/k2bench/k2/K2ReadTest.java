@@ -1,0 +1,190 @@
+package org.k2bench.k2;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.k2bench.k2.TestCluster.CA;
+import static org.k2bench.k2.TestCluster.LDN;
+import static org.k2bench.k2.TestCluster.SG;
+import static org.k2bench.k2.TestCluster.SP;
+import static org.k2bench.k2.TestCluster.TYO;
+import static org.k2bench.k2.TestCluster.VA;
+import static org.k2bench.k2.TestCluster.awaitValue;
+import static org.k2bench.k2.TestCluster.key;
+import static org.k2bench.k2.TestCluster.row;
+import static org.k2bench.k2.TestCluster.str;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.k2bench.core.api.KvClient;
+import org.k2bench.core.api.ReadResult;
+import org.k2bench.core.api.ServerOptions;
+import org.k2bench.core.cluster.LocalCluster;
+import org.k2bench.core.data.Row;
+import org.k2bench.core.topology.Placement;
+
+/** K2 read-only transactions: wide-area rounds, non-blocking remote reads, read-your-writes. */
+class K2ReadTest {
+  static LocalCluster cluster;
+  static Placement placement;
+  static final List<String> used = new ArrayList<>();
+
+  @BeforeAll
+  static void start() {
+    cluster = TestCluster.start(ServerOptions.defaults());
+    placement = cluster.placement();
+  }
+
+  @AfterAll
+  static void stop() {
+    cluster.close();
+  }
+
+  @AfterEach
+  void healLinks() {
+    cluster.transport().links().clearExtraDelays();
+  }
+
+  static String key(String prefix, int... replicaDcs) {
+    String k = TestCluster.key(placement, prefix,
+        c -> Arrays.equals(placement.replicaDcs(c), replicaDcs), used);
+    used.add(k);
+    return k;
+  }
+
+  static double minRttMs() {
+    double min = Double.MAX_VALUE;
+    for (int a = 0; a < 6; a++) {
+      for (int b = 0; b < 6; b++) {
+        if (a != b) {
+          min = Math.min(min, cluster.topology().rttMs(a, b));
+        }
+      }
+    }
+    return min;
+  }
+
+  /** (a) Once the non-replica values are in the DC cache, a ROT takes zero wide-area rounds. */
+  @Test
+  void aTransactionWhoseNonReplicaKeysAreCachedIsAllLocal() {
+    // Reader in VA. Non-replica keys live in {TYO, SG} and {SP, LDN}; replica keys in VA.
+    List<String> keys = List.of(key("a-nr", TYO, SG), key("a-nr", SP, LDN), key("a-r", VA, CA),
+        key("a-nr", SP, LDN), key("a-r", VA, CA));
+    KvClient writer = cluster.client(CA);
+    Map<String, Row> w = new LinkedHashMap<>();
+    keys.forEach(k -> w.put(k, row("a1")));
+    writer.writeTxn(w);
+    KvClient reader = cluster.client(VA);
+    for (String k : keys) {
+      awaitValue(reader, k, "a1", 5_000);
+    }
+    ReadResult first = reader.readTxn(keys); // may fetch what the polling did not cache
+    long start = System.nanoTime();
+    ReadResult warm = reader.readTxn(keys);
+    double ms = (System.nanoTime() - start) / 1e6;
+    for (String k : keys) {
+      assertEquals("a1", str(warm.rows().get(k)));
+    }
+    assertEquals(0, warm.wanRounds(), "all values are local: replica or cached");
+    assertTrue(ms < minRttMs(), "all-local latency " + ms + " ms is below the smallest RTT");
+    assertTrue(first.wanRounds() <= 1);
+    assertTrue(cluster.stat(VA, "cache_hits") > 0, "the DC cache served the non-replica keys");
+  }
+
+  /**
+   * (b) A ROT needing remote values takes exactly one wide-area round and never blocks on
+   * the remote datacenter, also while a newer version's data is still replicating: the
+   * reading datacenter learns the new metadata only once every replica has the data.
+   */
+  @Test
+  void aTransactionNeedingRemoteValuesTakesOneNonBlockingRound() {
+    // Key in {TYO, SG}; reader in CA, whose nearest replica is TYO (11 ms vs 17.8 ms).
+    String k = key("b", TYO, SG);
+    String local = key("b-r", VA, CA);
+    assertEquals(TYO, placement.nearestReplica(CA, k));
+    KvClient writer = cluster.client(VA);
+    KvClient reader = cluster.client(CA);
+    writer.writeTxn(Map.of(k, row("b1"), local, row("b1")));
+    awaitValue(reader, k, "b1", 5_000);
+
+    // Slow the data path from the writer to the reader's nearest replica by 300 ms.
+    cluster.transport().links().setExtraDelayMs(VA, TYO, 300);
+    long waitsBefore = cluster.stat(-1, "remote_read_waits");
+    writer.writeTxn(Map.of(k, row("b2"), local, row("b2")));
+    long writtenAt = System.nanoTime();
+    double bound = cluster.topology().rttMs(CA, TYO) + 5;
+    boolean sawNew = false;
+    int remote = 0;
+    List<Double> slow = new ArrayList<>();
+    while (!sawNew && (System.nanoTime() - writtenAt) < 3_000_000_000L) {
+      TestCluster.advance(reader); // read at CA's present: the newest metadata CA has
+      long start = System.nanoTime();
+      ReadResult r = reader.readTxn(List.of(k, local));
+      double ms = (System.nanoTime() - start) / 1e6;
+      assertTrue(r.wanRounds() <= 1, "at most one wide-area round");
+      String v = str(r.rows().get(k));
+      assertTrue(v.equals("b1") || v.equals("b2"), v);
+      if (r.wanRounds() == 1) {
+        remote++;
+      }
+      if (ms > bound) {
+        slow.add(ms);
+      }
+      if (v.equals("b2")) {
+        sawNew = true;
+        double sinceWrite = (System.nanoTime() - writtenAt) / 1e6;
+        assertTrue(sinceWrite >= 300, "CA must not see b2 before TYO has its data (" + sinceWrite + " ms)");
+      }
+    }
+    assertTrue(sawNew, "the new version becomes visible once replicated");
+    assertTrue(remote > 0, "reading b2 fetched it from TYO");
+    assertTrue(slow.size() <= 1, "remote reads never block: latencies above " + bound + " ms: " + slow);
+    assertEquals(waitsBefore, cluster.stat(-1, "remote_read_waits"), "no remote read waited for its version");
+  }
+
+  /** (e) A session reads its own writes, even when an older version of the key is cached. */
+  @Test
+  void aClientReadsItsOwnWrites() {
+    String nonReplica = key("e-nr", SP, LDN);
+    String replica = key("e-r", VA, CA);
+    KvClient other = cluster.client(CA);
+    KvClient me = cluster.client(VA);
+    other.writeTxn(Map.of(nonReplica, row("old"), replica, row("old")));
+    awaitValue(me, nonReplica, "old", 5_000);
+    me.readTxn(List.of(nonReplica, replica)); // the old version is now cached in VA
+    for (int i = 0; i < 20; i++) {
+      me.write(nonReplica, row("mine-" + i));
+      ReadResult r = me.readTxn(List.of(nonReplica, replica));
+      assertEquals("mine-" + i, str(r.rows().get(nonReplica)), "after a single write");
+      me.writeTxn(Map.of(nonReplica, row("txn-" + i), replica, row("txn-" + i)));
+      r = me.readTxn(List.of(replica, nonReplica));
+      assertEquals("txn-" + i, str(r.rows().get(nonReplica)), "after a write-only transaction");
+      assertEquals("txn-" + i, str(r.rows().get(replica)));
+      assertEquals(0, r.wanRounds(), "own writes are local: replica key stored, non-replica cached");
+    }
+  }
+
+  /** Writes commit in the local datacenter: no wide-area round on the client's path. */
+  @Test
+  void writeOnlyTransactionsCommitLocally() {
+    KvClient me = cluster.client(LDN);
+    List<String> keys = List.of(key("w", VA, CA), key("w", TYO, SG), key("w", SP, LDN));
+    Map<String, Row> w = new LinkedHashMap<>();
+    keys.forEach(k -> w.put(k, row("w")));
+    me.writeTxn(w); // warm up connections
+    double[] ms = new double[9];
+    for (int i = 0; i < ms.length; i++) {
+      long start = System.nanoTime();
+      me.writeTxn(w);
+      ms[i] = (System.nanoTime() - start) / 1e6;
+    }
+    Arrays.sort(ms);
+    assertTrue(ms[ms.length / 2] < minRttMs(), "median WOT latency " + ms[ms.length / 2] + " ms is local");
+  }
+}

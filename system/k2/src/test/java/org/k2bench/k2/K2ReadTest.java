@@ -154,10 +154,10 @@ class K2ReadTest {
     String nonReplica = key("e-nr", SP, LDN);
     String replica = key("e-r", VA, CA);
     KvClient other = cluster.client(CA);
-    KvClient me = cluster.client(VA);
     other.writeTxn(Map.of(nonReplica, row("old"), replica, row("old")));
-    awaitValue(me, nonReplica, "old", 5_000);
-    me.readTxn(List.of(nonReplica, replica)); // the old version is now cached in VA
+    KvClient warmer = cluster.client(VA);
+    awaitValue(warmer, nonReplica, "old", 5_000); // VA's shared DC cache now holds "old"
+    KvClient me = cluster.client(VA); // a fresh session: read_ts 0, older versions attractive
     for (int i = 0; i < 20; i++) {
       me.write(nonReplica, row("mine-" + i));
       ReadResult r = me.readTxn(List.of(nonReplica, replica));

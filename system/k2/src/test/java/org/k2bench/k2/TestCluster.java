@@ -81,6 +81,45 @@ final class TestCluster {
     return null;
   }
 
+  /**
+   * Fills datacenter {@code dc}'s cache with the current version of {@code key} by reading
+   * it at the server's present directly (second round, no client session involved), until
+   * it returns {@code expected}.
+   */
+  static void warmCache(LocalCluster cluster, int dc, String key, String expected) {
+    int server = cluster.placement().serverFor(dc, key);
+    org.k2bench.core.transport.Endpoint raw =
+        cluster.transport().openClient(61_000 + dc, dc, Runnable::run, m -> { });
+    try {
+      long deadline = System.currentTimeMillis() + 5_000;
+      while (System.currentTimeMillis() < deadline) {
+        long now = cluster.server(server).endpoint().clock().now();
+        org.k2bench.k2.proto.ReadByTimeReply r = raw.call(server,
+            org.k2bench.k2.proto.ReadByTimeRequest.newBuilder().setKey(key).setTs(now).build(),
+            org.k2bench.k2.proto.ReadByTimeReply.class).get(5, java.util.concurrent.TimeUnit.SECONDS);
+        if (expected.equals(str(r.getValue()))) {
+          return;
+        }
+        sleep(5);
+      }
+      fail("datacenter " + dc + " never had " + expected + " for " + key);
+    } catch (Exception e) {
+      throw new AssertionError(e);
+    } finally {
+      raw.close();
+    }
+  }
+
+  /** Adds {@code ms} of delay to every wide-area link out of and into {@code dc}. */
+  static void slowWideArea(LocalCluster cluster, int dc, double ms) {
+    for (int other = 0; other < cluster.topology().numDcs(); other++) {
+      if (other != dc) {
+        cluster.transport().links().setExtraDelayMs(dc, other, ms);
+        cluster.transport().links().setExtraDelayMs(other, dc, ms);
+      }
+    }
+  }
+
   static void sleep(long ms) {
     try {
       Thread.sleep(ms);

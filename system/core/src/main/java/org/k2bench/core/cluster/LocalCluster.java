@@ -28,7 +28,7 @@ public final class LocalCluster implements AutoCloseable {
   private final AtomicInteger nextClientId;
 
   private LocalCluster(StoreSystem system, Topology topology, ServerOptions options,
-      IntPredicate dcs, int firstClientId) {
+      IntPredicate serverIds, int firstClientId) {
     this.system = system;
     this.topology = topology;
     this.placement = new Placement(topology);
@@ -38,7 +38,7 @@ public final class LocalCluster implements AutoCloseable {
     this.nextClientId = new AtomicInteger(firstClientId);
     try {
       for (int id = 0; id < topology.numServers(); id++) {
-        if (dcs.test(topology.dcOfServer(id))) {
+        if (serverIds.test(id)) {
           servers[id] = system.startServer(transport, id, options);
         }
       }
@@ -50,13 +50,24 @@ public final class LocalCluster implements AutoCloseable {
 
   /** Starts every server of the topology. */
   public static LocalCluster start(StoreSystem system, Topology topology, ServerOptions options) {
-    return new LocalCluster(system, topology, options, dc -> true, Topology.firstClientId());
+    return new LocalCluster(system, topology, options, id -> true, Topology.firstClientId());
   }
 
-  /** Starts the servers of the datacenters accepted by {@code dcs}. */
+  /** Starts the servers whose node ids {@code serverIds} accepts (e.g. all of one datacenter). */
   public static LocalCluster start(StoreSystem system, Topology topology, ServerOptions options,
-      IntPredicate dcs) {
-    return new LocalCluster(system, topology, options, dcs, Topology.firstClientId());
+      IntPredicate serverIds) {
+    return new LocalCluster(system, topology, options, serverIds, Topology.firstClientId());
+  }
+
+  /** The ids of the servers this process runs. */
+  public java.util.List<Integer> serverIds() {
+    java.util.List<Integer> ids = new ArrayList<>();
+    for (int id = 0; id < servers.length; id++) {
+      if (servers[id] != null) {
+        ids.add(id);
+      }
+    }
+    return ids;
   }
 
   public Topology topology() {

@@ -1,0 +1,54 @@
+# k2bench entry points. A fresh machine needs only Java 17 + Maven and Python 3.11: the
+# targets fetch Maven artifacts and build a Python virtualenv themselves.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV := .venv
+MVN := mvn -B -q -f system/pom.xml
+JAR := system/launcher/target/k2bench.jar
+SOURCES := $(shell find system -name '*.java' -o -name '*.proto' -o -name 'pom.xml' -o -path '*/META-INF/services/*' | grep -v /target/)
+RUN_STAMP = $(shell date -u +%Y%m%dT%H%M%SZ)
+
+.PHONY: help test test-java test-python build venv local-run bench-emulation clean
+
+help:
+	@echo "make local-run        run an experiment on this machine (arrives with issue 4)"
+	@echo "make test             build everything and run all tests (Java + Python)"
+	@echo "make bench-emulation  measure the embedded WAN emulation: configured vs measured RTT"
+	@echo "make build            build system/launcher/target/k2bench.jar"
+
+test: test-java test-python
+
+test-java:
+	mvn -B -ntp -f system/pom.xml install | grep -E "Tests run:|FAIL|ERROR|BUILD"
+
+test-python: $(VENV)/.installed
+	$(VENV)/bin/python -m pytest -q tests
+
+build: $(JAR)
+
+$(JAR): $(SOURCES)
+	$(MVN) install -DskipTests
+
+venv: $(VENV)/.installed
+
+$(VENV)/.installed: requirements.txt
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install -q -r requirements.txt
+	touch $@
+
+local-run:
+	@echo "make local-run: the experiment runner (YCSB clients, orchestrator) is issue 4 and not built yet." >&2
+	@echo "Today: 'make test', 'make bench-emulation', and java -jar $(JAR) serve --help." >&2
+	@exit 2
+
+bench-emulation: $(JAR)
+	dir=runs/$(RUN_STAMP)_bench-emulation; \
+	java -jar $(JAR) bench-emulation --out $$dir; \
+	ln -sfn $$(basename $$dir) runs/latest
+
+clean:
+	$(MVN) clean
+	rm -rf $(VENV)

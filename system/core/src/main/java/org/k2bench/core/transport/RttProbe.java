@@ -1,0 +1,59 @@
+package org.k2bench.core.transport;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.k2bench.core.metrics.LatencyHistogram;
+
+/**
+ * Measures round trips through the transport between datacenters: from an endpoint
+ * located in datacenter a to a server in datacenter b, the emulated RTT(a, b) plus the
+ * transport's own cost. All pairs are measured concurrently, each pair sequentially.
+ */
+public final class RttProbe {
+  private RttProbe() {}
+
+  /**
+   * @param from one endpoint located in each datacenter (index = datacenter)
+   * @param to one server id in each datacenter
+   * @param samples pings per unordered pair
+   * @param gapMs pause between a pair's pings
+   * @return histograms [a][b] for a < b (null elsewhere)
+   */
+  public static LatencyHistogram[][] measure(Endpoint[] from, int[] to, int samples, long gapMs)
+      throws InterruptedException {
+    int d = from.length;
+    LatencyHistogram[][] out = new LatencyHistogram[d][d];
+    List<Thread> threads = new ArrayList<>();
+    List<Throwable> errors = java.util.Collections.synchronizedList(new ArrayList<>());
+    for (int a = 0; a < d; a++) {
+      for (int b = a + 1; b < d; b++) {
+        LatencyHistogram h = new LatencyHistogram();
+        out[a][b] = h;
+        Endpoint src = from[a];
+        int dst = to[b];
+        Thread t = new Thread(() -> {
+          try {
+            for (int i = 0; i < samples; i++) {
+              h.recordNanos(src.ping(dst, 0).get(30, TimeUnit.SECONDS));
+              if (gapMs > 0) {
+                Thread.sleep(gapMs);
+              }
+            }
+          } catch (Exception e) {
+            errors.add(e);
+          }
+        }, "rtt-probe-" + a + "-" + b);
+        threads.add(t);
+        t.start();
+      }
+    }
+    for (Thread t : threads) {
+      t.join();
+    }
+    if (!errors.isEmpty()) {
+      throw new IllegalStateException("ping failed: " + errors.get(0), errors.get(0));
+    }
+    return out;
+  }
+}

@@ -1,0 +1,292 @@
+package org.k2bench.launcher;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
+import com.google.protobuf.ByteString;
+import com.google.protobuf.BytesValue;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.net.InetAddress;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.LongAdder;
+import org.k2bench.core.cluster.FreePorts;
+import org.k2bench.core.metrics.LatencyHistogram;
+import org.k2bench.core.topology.ConfigException;
+import org.k2bench.core.topology.Topology;
+import org.k2bench.core.topology.TopologyLoader;
+import org.k2bench.core.transport.Endpoint;
+import org.k2bench.core.transport.RttProbe;
+import org.k2bench.core.transport.Transport;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+
+/**
+ * How faithful is the embedded WAN emulation (SPEC §5)? Six datacenters with the paper's
+ * matrix, one server each, in this JVM over the real gRPC transport on loopback. Every
+ * pair is pinged at idle and again under a background load of one-way messages; the
+ * measured RTT is compared with the configured one. Prints a table and writes
+ * {@code bench-emulation.json}, the HdrHistogram logs and a manifest into {@code --out}.
+ */
+@Command(name = "bench-emulation", mixinStandardHelpOptions = true, description = "Configured vs measured RTT per datacenter pair, idle and under load.")
+final class EmulationBench implements Callable<Integer> {
+  static final double TARGET_IDLE_P99_MS = 1.0;
+  static final double TARGET_LOAD_P99_MS = 3.0;
+
+  @Spec
+  CommandSpec spec;
+
+  @Option(names = "--out", required = true, paramLabel = "DIR", description = "Run directory to write.")
+  Path out;
+
+  @Option(names = "--topology", paramLabel = "FILE", description = "Topology file; default: the paper's six datacenters.")
+  Path topology;
+
+  @Option(names = "--samples", defaultValue = "200", description = "Pings per pair and phase. Default ${DEFAULT-VALUE}.")
+  int samples;
+
+  @Option(names = "--gap-ms", defaultValue = "5", description = "Pause between a pair's pings. Default ${DEFAULT-VALUE}.")
+  long gapMs;
+
+  @Option(names = "--load-rate", defaultValue = "2000", description = "Background messages/s in the load phase. Default ${DEFAULT-VALUE}.")
+  int loadRate;
+
+  @Option(names = "--payload-bytes", defaultValue = "700", description = "Background message size. Default ${DEFAULT-VALUE}.")
+  int payloadBytes;
+
+  @Option(names = "--warmup-s", defaultValue = "5", description = "Warm-up before measuring. Default ${DEFAULT-VALUE}.")
+  int warmupS;
+
+  @Override
+  public Integer call() throws Exception {
+    if (samples < 10) {
+      throw new ConfigException("--samples", "must be at least 10 for a p99, got " + samples);
+    }
+    if (loadRate < 0) {
+      throw new ConfigException("--load-rate", "must be >= 0, got " + loadRate);
+    }
+    Topology base = topology == null ? TopologyLoader.paperDefault(1, 2, 7000) : TopologyLoader.load(topology);
+    Topology t = FreePorts.assign(base);
+    var log = spec.commandLine().getOut();
+    Files.createDirectories(out);
+    Instant started = Instant.now();
+    int d = t.numDcs();
+    Map<String, Object> result = new LinkedHashMap<>();
+    LatencyHistogram[][] idle;
+    LatencyHistogram[][] load;
+    double achievedRate;
+    long pingMsgs;
+    Map<String, Long> gcIdle;
+    Map<String, Long> gcLoad;
+    try (Transport transport = new Transport(t)) {
+      LongAdder received = new LongAdder();
+      Endpoint[] eps = new Endpoint[d];
+      int[] ids = new int[d];
+      for (int dc = 0; dc < d; dc++) {
+        ids[dc] = t.serverId(dc, 0);
+        eps[dc] = transport.openServer(ids[dc], Runnable::run, m -> received.increment());
+      }
+      log.printf("bench-emulation: %d datacenters, %d pings per pair and phase, background load %d msgs/s of %d B%n",
+          d, samples, loadRate, payloadBytes);
+      log.printf("warming up for %d s ...%n", warmupS);
+      log.flush();
+      long warmEnd = System.nanoTime() + TimeUnit.SECONDS.toNanos(warmupS);
+      while (System.nanoTime() < warmEnd) {
+        RttProbe.measure(eps, ids, 5, 0);
+      }
+
+      log.printf("idle phase ...%n");
+      log.flush();
+      long t0 = System.nanoTime();
+      Map<String, Long> gc0 = gcTotals();
+      idle = RttProbe.measure(eps, ids, samples, gapMs);
+      gcIdle = gcDelta(gc0);
+      double idleSeconds = (System.nanoTime() - t0) / 1e9;
+
+      log.printf("load phase (%d msgs/s in the background) ...%n", loadRate);
+      log.flush();
+      ScheduledExecutorService gen = Executors.newSingleThreadScheduledExecutor();
+      BytesValue payload = BytesValue.of(ByteString.copyFrom(new byte[payloadBytes]));
+      double perTick = loadRate / 1000.0;
+      double[] credit = new double[1];
+      LongAdder sent = new LongAdder();
+      gen.scheduleAtFixedRate(() -> {
+        credit[0] += perTick;
+        ThreadLocalRandom r = ThreadLocalRandom.current();
+        while (credit[0] >= 1) {
+          credit[0] -= 1;
+          int a = r.nextInt(d);
+          int b = (a + 1 + r.nextInt(d - 1)) % d;
+          eps[a].send(ids[b], payload);
+          sent.increment();
+        }
+      }, 0, 1, TimeUnit.MILLISECONDS);
+      long sentBefore = sent.sum();
+      long l0 = System.nanoTime();
+      Map<String, Long> gc1 = gcTotals();
+      load = RttProbe.measure(eps, ids, samples, gapMs);
+      gcLoad = gcDelta(gc1);
+      double loadSeconds = (System.nanoTime() - l0) / 1e9;
+      achievedRate = (sent.sum() - sentBefore) / loadSeconds;
+      gen.shutdownNow();
+      gen.awaitTermination(5, TimeUnit.SECONDS);
+      pingMsgs = 2L * samples * d * (d - 1) / 2;
+      result.put("idle_seconds", round(idleSeconds));
+      result.put("load_seconds", round(loadSeconds));
+      result.put("ping_msgs_per_s_idle", round(pingMsgs / idleSeconds));
+      result.put("ping_msgs_per_s_load", round(pingMsgs / loadSeconds));
+      result.put("background_msgs_per_s_load", round(achievedRate));
+    }
+    Instant stopped = Instant.now();
+
+    List<Map<String, Object>> pairs = new ArrayList<>();
+    double[] worst = new double[4];
+    ByteArrayOutputStream idleLog = new ByteArrayOutputStream();
+    ByteArrayOutputStream loadLog = new ByteArrayOutputStream();
+    log.printf("%n%-9s %10s | %9s %9s %9s | %9s %9s %9s%n", "pair", "configured", "idle p50", "idle p99",
+        "p99 err", "load p50", "load p99", "p99 err");
+    for (int a = 0; a < d; a++) {
+      for (int b = a + 1; b < d; b++) {
+        String pair = t.dcName(a) + "-" + t.dcName(b);
+        double cfg = t.rttMs(a, b);
+        double[] e = {
+          idle[a][b].percentileMs(50) - cfg, idle[a][b].percentileMs(99) - cfg,
+          load[a][b].percentileMs(50) - cfg, load[a][b].percentileMs(99) - cfg};
+        for (int i = 0; i < 4; i++) {
+          worst[i] = Math.max(worst[i], Math.abs(e[i]));
+        }
+        Map<String, Object> p = new LinkedHashMap<>();
+        p.put("pair", pair);
+        p.put("configured_ms", cfg);
+        p.put("idle_ms", idle[a][b].summary());
+        p.put("load_ms", load[a][b].summary());
+        p.put("error_ms", Map.of("idle_p50", round(e[0]), "idle_p99", round(e[1]),
+            "load_p50", round(e[2]), "load_p99", round(e[3])));
+        pairs.add(p);
+        idle[a][b].writeLog(idleLog, pair, started.toEpochMilli(), stopped.toEpochMilli());
+        load[a][b].writeLog(loadLog, pair, started.toEpochMilli(), stopped.toEpochMilli());
+        log.printf("%-9s %10.2f | %9.2f %9.2f %+9.2f | %9.2f %9.2f %+9.2f%n", pair, cfg,
+            idle[a][b].percentileMs(50), idle[a][b].percentileMs(99), e[1],
+            load[a][b].percentileMs(50), load[a][b].percentileMs(99), e[3]);
+      }
+    }
+    // Pooled over all pairs: the error of every single ping (measured - configured RTT).
+    LatencyHistogram idleErr = pooledError(t, idle);
+    LatencyHistogram loadErr = pooledError(t, load);
+    boolean meets = worst[1] <= TARGET_IDLE_P99_MS && worst[3] <= TARGET_LOAD_P99_MS;
+    log.printf("%nlargest error: idle p50 %.2f ms, idle p99 %.2f ms (target <= %.1f); "
+            + "load p50 %.2f ms, load p99 %.2f ms (target <= %.1f); background load %.0f msgs/s%n",
+        worst[0], worst[1], TARGET_IDLE_P99_MS, worst[2], worst[3], TARGET_LOAD_P99_MS, achievedRate);
+    log.printf("pooled over all %d pings per phase, error p50/p99/p99.9: idle %.2f/%.2f/%.2f ms, load %.2f/%.2f/%.2f ms%n",
+        idleErr.count(), idleErr.percentileMs(50), idleErr.percentileMs(99), idleErr.percentileMs(99.9),
+        loadErr.percentileMs(50), loadErr.percentileMs(99), loadErr.percentileMs(99.9));
+    log.printf("GC during idle phase: %s; during load phase: %s%n", gcIdle, gcLoad);
+    log.printf("%s%n", meets ? "targets met (worst pair p99)"
+        : "TARGETS MISSED by the worst pair's p99 (see bench-emulation.json)");
+    log.flush();
+
+    result.put("pairs", pairs);
+    result.put("largest_error_ms", Map.of("idle_p50", round(worst[0]), "idle_p99", round(worst[1]),
+        "load_p50", round(worst[2]), "load_p99", round(worst[3])));
+    result.put("pooled_error_ms", Map.of("idle", idleErr.summary(), "load", loadErr.summary()));
+    result.put("gc", Map.of("idle", gcIdle, "load", gcLoad));
+    result.put("targets_ms", Map.of("idle_p99", TARGET_IDLE_P99_MS, "load_p99", TARGET_LOAD_P99_MS));
+    result.put("targets_met", meets);
+
+    Map<String, Object> config = new LinkedHashMap<>();
+    config.put("datacenters", t.dcs());
+    config.put("rtt_ms", t.rttMatrixMs());
+    config.put("servers_per_dc", 1);
+    config.put("samples_per_pair", samples);
+    config.put("gap_ms", gapMs);
+    config.put("load_rate_msgs_per_s", loadRate);
+    config.put("payload_bytes", payloadBytes);
+    config.put("warmup_s", warmupS);
+    config.put("transport", "gRPC over loopback, one JVM, sender-side delay");
+    Map<String, Object> manifest = new LinkedHashMap<>();
+    manifest.put("experiment", "bench-emulation");
+    manifest.put("config", config);
+    manifest.put("systems", List.of());
+    manifest.putAll(Provenance.git());
+    manifest.put("hosts", List.of(InetAddress.getLocalHost().getHostName()));
+    manifest.put("cpus", Runtime.getRuntime().availableProcessors());
+    manifest.put("java", System.getProperty("java.version"));
+    manifest.put("started", started.toString());
+    manifest.put("stopped", stopped.toString());
+    manifest.put("status", "completed");
+    manifest.put("measured_rtt_ms", PingCommand.matrix(t, idle));
+
+    ObjectMapper json = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
+    writeAtomically(out.resolve("bench-emulation.json"), os -> json.writeValue(os, result));
+    writeAtomically(out.resolve("idle.hlog"), os -> os.write(idleLog.toByteArray()));
+    writeAtomically(out.resolve("load.hlog"), os -> os.write(loadLog.toByteArray()));
+    writeAtomically(out.resolve("manifest.json"), os -> json.writeValue(os, manifest));
+    log.printf("wrote %s%n", out);
+    return 0;
+  }
+
+  static LatencyHistogram pooledError(Topology t, LatencyHistogram[][] h) {
+    LatencyHistogram out = new LatencyHistogram();
+    for (int a = 0; a < t.numDcs(); a++) {
+      for (int b = a + 1; b < t.numDcs(); b++) {
+        long cfg = Math.round(t.rttMs(a, b) * 1e6);
+        org.HdrHistogram.Histogram pair = h[a][b].copy();
+        for (org.HdrHistogram.HistogramIterationValue v : pair.recordedValues()) {
+          long err = Math.max(0, v.getValueIteratedTo() - cfg);
+          for (long i = 0; i < v.getCountAtValueIteratedTo(); i++) {
+            out.recordNanos(err);
+          }
+        }
+      }
+    }
+    return out;
+  }
+
+  /** Collections and total collection time (ms) of all collectors so far. */
+  static Map<String, Long> gcTotals() {
+    long count = 0;
+    long ms = 0;
+    for (var gc : java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()) {
+      count += Math.max(0, gc.getCollectionCount());
+      ms += Math.max(0, gc.getCollectionTime());
+    }
+    return Map.of("collections", count, "time_ms", ms);
+  }
+
+  static Map<String, Long> gcDelta(Map<String, Long> before) {
+    Map<String, Long> now = gcTotals();
+    return Map.of("collections", now.get("collections") - before.get("collections"),
+        "time_ms", now.get("time_ms") - before.get("time_ms"));
+  }
+
+  interface Writer {
+    void write(OutputStream os) throws IOException;
+  }
+
+  /** Writes to a temporary file and renames it, so a reader never sees half a file. */
+  static void writeAtomically(Path target, Writer w) throws IOException {
+    Path tmp = target.resolveSibling("." + target.getFileName() + ".tmp");
+    try (OutputStream os = Files.newOutputStream(tmp)) {
+      w.write(os);
+    }
+    Files.move(tmp, target, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+  }
+
+  static Double round(double v) {
+    return Double.isNaN(v) ? null : Math.round(v * 1000) / 1000.0;
+  }
+}

@@ -1,0 +1,98 @@
+package org.k2bench.launcher;
+
+import java.util.List;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
+import java.util.function.IntPredicate;
+import org.k2bench.core.api.StoreSystem;
+import org.k2bench.core.api.Systems;
+import org.k2bench.core.cluster.LocalCluster;
+import org.k2bench.core.topology.ConfigException;
+import org.k2bench.core.topology.Topology;
+import picocli.CommandLine.ArgGroup;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+
+/**
+ * Runs servers until SIGTERM/SIGINT: one server, all servers of one datacenter, or the
+ * whole topology, in this JVM. Prints one {@code ready} line to stdout once every server
+ * listens, so an orchestrator can wait for it.
+ */
+@Command(name = "serve", mixinStandardHelpOptions = true, description = "Runs servers of one system until stopped (SIGTERM/SIGINT).")
+final class ServeCommand implements Callable<Integer> {
+  @Spec
+  CommandSpec spec;
+
+  @Mixin
+  ServerFlags flags;
+
+  @Option(names = "--system", required = true, description = "Which system: see `systems`.")
+  String system;
+
+  static final class Which {
+    @Option(names = "--dc", paramLabel = "DC", description = "All servers of this datacenter.")
+    String dc;
+
+    @Option(names = "--server", paramLabel = "DC:SHARD", description = "One server, e.g. VA:2.")
+    String server;
+
+    @Option(names = "--all", description = "Every server of the topology (tests, demos).")
+    boolean all;
+  }
+
+  @ArgGroup(exclusive = true, multiplicity = "1")
+  Which which;
+
+  @Override
+  public Integer call() throws InterruptedException {
+    Topology t = flags.loadTopology();
+    StoreSystem sys = Systems.byName("--system", system);
+    IntPredicate servers = select(t);
+    CountDownLatch stopped = new CountDownLatch(1);
+    LocalCluster cluster = LocalCluster.start(sys, t, flags.options(), servers);
+    Thread hook = new Thread(() -> {
+      cluster.close();
+      stopped.countDown();
+    }, "k2bench-shutdown");
+    Runtime.getRuntime().addShutdownHook(hook);
+    List<Integer> ids = cluster.serverIds();
+    StringBuilder where = new StringBuilder();
+    for (int id : ids) {
+      where.append(' ').append(t.dcName(t.dcOfServer(id))).append(':').append(t.shardOfServer(id))
+          .append('@').append(t.address(id));
+    }
+    spec.commandLine().getOut().println("ready: " + sys.name() + where);
+    spec.commandLine().getOut().flush();
+    stopped.await();
+    return 0;
+  }
+
+  private IntPredicate select(Topology t) {
+    if (which.all) {
+      return id -> true;
+    }
+    if (which.dc != null) {
+      int dc = t.dcIndex("--dc", which.dc);
+      return id -> t.dcOfServer(id) == dc;
+    }
+    String[] parts = which.server.split(":");
+    if (parts.length != 2) {
+      throw new ConfigException("--server", "'" + which.server + "' is not DC:SHARD (e.g. VA:2)");
+    }
+    int dc = t.dcIndex("--server", parts[0]);
+    int shard;
+    try {
+      shard = Integer.parseInt(parts[1]);
+    } catch (NumberFormatException e) {
+      throw new ConfigException("--server", "shard '" + parts[1] + "' is not a number");
+    }
+    if (shard < 0 || shard >= t.serversPerDc()) {
+      throw new ConfigException("--server", "shard " + shard + " is outside 0.." + (t.serversPerDc() - 1));
+    }
+    int id = t.serverId(dc, shard);
+    return x -> x == id;
+  }
+}

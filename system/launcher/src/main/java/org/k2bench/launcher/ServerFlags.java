@@ -1,0 +1,56 @@
+package org.k2bench.launcher;
+
+import java.nio.file.Path;
+import org.k2bench.core.api.ServerOptions;
+import org.k2bench.core.topology.ConfigException;
+import org.k2bench.core.topology.Topology;
+import org.k2bench.core.topology.TopologyLoader;
+import picocli.CommandLine.Option;
+
+/** Flags shared by commands that build a cluster from a topology file. */
+final class ServerFlags {
+  @Option(names = "--topology", required = true, paramLabel = "FILE",
+      description = "Topology file (YAML): datacenters, rtt_ms, servers_per_dc, replication_factor, addresses.")
+  Path topology;
+
+  @Option(names = "--keys", defaultValue = "1000000", description = "Keyspace size (sizes the DC cache). Default ${DEFAULT-VALUE}.")
+  long keys;
+
+  @Option(names = "--cache-fraction", defaultValue = "0.05",
+      description = "DC cache size as a fraction of all keys. Default ${DEFAULT-VALUE}.")
+  double cacheFraction;
+
+  @Option(names = "--gc-window-ms", defaultValue = "5000", description = "GC window. Default ${DEFAULT-VALUE}.")
+  long gcWindowMs;
+
+  @Option(names = "--replica-retention-ms", defaultValue = "15000",
+      description = "How long replica servers keep superseded versions for remote reads. Default ${DEFAULT-VALUE}.")
+  long replicaRetentionMs;
+
+  @Option(names = "--txn-timeout-ms", defaultValue = "5000",
+      description = "Read-only transaction timeout. Default ${DEFAULT-VALUE}.")
+  long txnTimeoutMs;
+
+  @Option(names = "--rpc-timeout-ms", defaultValue = "10000", description = "Default ${DEFAULT-VALUE}.")
+  long rpcTimeoutMs;
+
+  Topology loadTopology() {
+    return TopologyLoader.load(topology);
+  }
+
+  ServerOptions options() {
+    if (keys < 1) {
+      throw new ConfigException("--keys", "must be at least 1, got " + keys);
+    }
+    if (!(cacheFraction >= 0 && cacheFraction <= 1)) {
+      throw new ConfigException("--cache-fraction", "must be between 0 and 1, got " + cacheFraction);
+    }
+    for (long v : new long[] {gcWindowMs, replicaRetentionMs, txnTimeoutMs, rpcTimeoutMs}) {
+      if (v < 1) {
+        throw new ConfigException("--gc-window-ms/--replica-retention-ms/--txn-timeout-ms/--rpc-timeout-ms",
+            "must be positive, got " + v);
+      }
+    }
+    return new ServerOptions(keys, cacheFraction, gcWindowMs, replicaRetentionMs, txnTimeoutMs, rpcTimeoutMs);
+  }
+}

@@ -1,0 +1,106 @@
+package org.k2bench.launcher;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.k2bench.core.api.ServerOptions;
+import org.k2bench.core.api.Systems;
+import org.k2bench.core.cluster.FreePorts;
+import org.k2bench.core.cluster.LocalCluster;
+import org.k2bench.core.topology.Topology;
+import org.k2bench.core.topology.TopologyLoader;
+
+class MainTest {
+  @TempDir
+  Path dir;
+
+  record Result(int code, String out, String err) {}
+
+  static Result run(String... args) {
+    StringWriter out = new StringWriter();
+    StringWriter err = new StringWriter();
+    int code = Main.execute(args, new PrintWriter(out, true), new PrintWriter(err, true));
+    return new Result(code, out.toString(), err.toString());
+  }
+
+  Path topologyFile(String yaml) throws Exception {
+    Path p = dir.resolve("topology.yaml");
+    Files.writeString(p, yaml);
+    return p;
+  }
+
+  static final String THREE_DCS = """
+      datacenters: [A, B, C]
+      rtt_ms: {A: {B: 10, C: 20}, B: {C: 30}}
+      servers_per_dc: 1
+      replication_factor: 3
+      base_port: 7000
+      """;
+
+  static void assertOneLine(Result r) {
+    assertEquals(Main.BAD_INPUT, r.code(), r.err());
+    assertEquals(1, r.err().strip().lines().count(), r.err());
+  }
+
+  @Test
+  void unknownSystemListsTheValidOnes() throws Exception {
+    Result r = run("serve", "--topology", topologyFile(THREE_DCS).toString(), "--system", "k3", "--all");
+    assertOneLine(r);
+    assertTrue(r.err().contains("unknown system 'k3'; available: k2"), r.err());
+  }
+
+  @Test
+  void badTopologyStopsWithOneLineNamingTheField() throws Exception {
+    Result r = run("serve", "--topology", topologyFile(THREE_DCS.replace("C: 20", "D: 20")).toString(),
+        "--system", "k2", "--all");
+    assertOneLine(r);
+    assertTrue(r.err().contains("rtt_ms.A.D: unknown datacenter 'D'"), r.err());
+  }
+
+  @Test
+  void badFlagsAreNamed() throws Exception {
+    String t = topologyFile(THREE_DCS).toString();
+    Result r = run("serve", "--topology", t, "--system", "k2", "--server", "A-0");
+    assertOneLine(r);
+    assertTrue(r.err().contains("--server"), r.err());
+    r = run("serve", "--topology", t, "--system", "k2", "--dc", "A", "--cache-fraction", "2");
+    assertOneLine(r);
+    assertTrue(r.err().contains("--cache-fraction"), r.err());
+    r = run("serve", "--topology", t, "--system", "k2");
+    assertOneLine(r);
+  }
+
+  @Test
+  void systemsListsK2() {
+    Result r = run("systems");
+    assertEquals(0, r.code());
+    assertTrue(r.out().startsWith("k2 "), r.out());
+    assertTrue(Systems.available().containsKey("k2"));
+  }
+
+  @Test
+  void pingMeasuresTheMatrixOfRunningServers() throws Exception {
+    Topology t = FreePorts.assign(TopologyLoader.parse(THREE_DCS));
+    StringBuilder servers = new StringBuilder("servers:\n");
+    for (int dc = 0; dc < 3; dc++) {
+      servers.append("  ").append(t.dcName(dc)).append(": [\"").append(t.address(dc)).append("\"]\n");
+    }
+    Path file = topologyFile(THREE_DCS.replace("base_port: 7000\n", servers.toString()));
+    try (LocalCluster c = LocalCluster.start(Systems.byName("system", "k2"), TopologyLoader.load(file),
+        ServerOptions.defaults())) {
+      Path json = dir.resolve("rtt.json");
+      Result r = run("ping", "--topology", file.toString(), "--samples", "5", "--warmup-s", "1",
+          "--json", json.toString());
+      assertEquals(0, r.code(), r.err());
+      assertTrue(r.out().contains("B-C"), r.out());
+      String text = Files.readString(json);
+      assertTrue(text.contains("\"configured\" : 30.0"), text);
+    }
+  }
+}

@@ -22,9 +22,9 @@ import org.k2bench.core.topology.Placement;
 import org.k2bench.core.topology.Topology;
 import org.k2bench.core.transport.Endpoint;
 import org.k2bench.core.transport.Transport;
-import org.k2bench.k2.proto.KeyValue;
-import org.k2bench.k2.proto.WotReply;
-import org.k2bench.k2.proto.WotSubRequest;
+import org.k2bench.core.txn.proto.KeyValue;
+import org.k2bench.core.txn.proto.WotReply;
+import org.k2bench.core.txn.proto.WotSubRequest;
 
 /**
  * K2's client library (papers/k2.md §III-B): routes operations to the servers of its own

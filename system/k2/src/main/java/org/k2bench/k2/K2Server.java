@@ -2,10 +2,8 @@ package org.k2bench.k2;
 
 import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
@@ -16,7 +14,6 @@ import java.util.function.BiConsumer;
 import org.k2bench.core.api.ServerNode;
 import org.k2bench.core.api.ServerOptions;
 import org.k2bench.core.clock.LamportClock;
-import org.k2bench.core.data.Dep;
 import org.k2bench.core.data.Row;
 import org.k2bench.core.store.MultiVersionStore;
 import org.k2bench.core.store.MultiVersionStore.VersionView;
@@ -26,26 +23,20 @@ import org.k2bench.core.transport.Endpoint;
 import org.k2bench.core.transport.Incoming;
 import org.k2bench.core.transport.MalformedMessageException;
 import org.k2bench.core.transport.Transport;
-import org.k2bench.k2.proto.Commit;
-import org.k2bench.k2.proto.DepCheck;
-import org.k2bench.k2.proto.DepOk;
-import org.k2bench.k2.proto.KeyValue;
+import org.k2bench.core.txn.WriteTransactions;
+import org.k2bench.core.txn.proto.KeyValue;
+import org.k2bench.core.txn.proto.Replicate;
+import org.k2bench.core.txn.proto.ReplicateAck;
+import org.k2bench.core.txn.proto.ReplicatedKey;
+import org.k2bench.core.txn.proto.WotSubRequest;
 import org.k2bench.k2.proto.KeyVersions;
-import org.k2bench.k2.proto.Notify;
-import org.k2bench.k2.proto.Prepare;
-import org.k2bench.k2.proto.Prepared;
 import org.k2bench.k2.proto.ReadByTimeReply;
 import org.k2bench.k2.proto.ReadByTimeRequest;
 import org.k2bench.k2.proto.ReadReply;
 import org.k2bench.k2.proto.ReadRequest;
 import org.k2bench.k2.proto.RemoteRead;
 import org.k2bench.k2.proto.RemoteReadReply;
-import org.k2bench.k2.proto.Replicate;
-import org.k2bench.k2.proto.ReplicateAck;
-import org.k2bench.k2.proto.ReplicatedKey;
 import org.k2bench.k2.proto.VersionInfo;
-import org.k2bench.k2.proto.WotReply;
-import org.k2bench.k2.proto.WotSubRequest;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -54,11 +45,11 @@ import org.slf4j.LoggerFactory;
  *
  * <p>The server is an actor: every message, reply and timer runs on its single thread, so
  * the state below needs no locks. It keeps metadata for every key of its shard in a
- * {@link MultiVersionStore}, values only for its replica keys, a {@link DcCache} of
- * non-replica values, and the IncomingWrites table of replicated data not yet committed.
- *
- * <p>Sections: reads (§V-C), local write-only transactions (§III-C), replication with the
- * constrained topology and replicated write-only transactions (§IV-A).
+ * {@link MultiVersionStore}, values only for its replica keys, and a {@link DcCache} of
+ * non-replica values. Write-only transactions (§III-C) and the commit of replicated ones
+ * (§IV-A), with IncomingWrites, run in the shared {@link WriteTransactions} engine; what is
+ * K2's own is here: the reads (§V-C), how a committed key is applied, and replication
+ * with the constrained topology (§IV-A).
  */
 public final class K2Server implements ServerNode {
   private static final Logger LOG = LoggerFactory.getLogger(K2Server.class);
@@ -76,15 +67,22 @@ public final class K2Server implements ServerNode {
   private final LamportClock clock;
   private final MultiVersionStore<Row> store;
   private final DcCache<Row> cache;
-  /** Replicated data not yet committed here; visible only to remote reads (§IV-A). */
-  private final Map<VKey, Row> incomingWrites = new HashMap<>();
   /** Remote reads that arrived before their version (never, with the constrained topology). */
   private final Map<VKey, List<Incoming>> waitingRemoteReads = new HashMap<>();
-  private final Map<Long, LocalTxn> localTxns = new HashMap<>();
-  private final Map<Long, ReplicatedTxn> replicatedTxns = new HashMap<>();
+  /** Write-only transactions, local and replicated; also holds IncomingWrites (§IV-A). */
+  private final WriteTransactions writes;
   private final Map<String, LongAdder> stats = new ConcurrentHashMap<>();
 
-  K2Server(Transport transport, int serverId, ServerOptions options, boolean dcCache) {
+  /**
+   * Starts a K2 server on its topology address.
+   *
+   * @param dcCache false for systems built on K2's servers without a DC cache (PaRiS*)
+   */
+  public static K2Server start(Transport transport, int serverId, ServerOptions options, boolean dcCache) {
+    return new K2Server(transport, serverId, options, dcCache);
+  }
+
+  private K2Server(Transport transport, int serverId, ServerOptions options, boolean dcCache) {
     this.topology = transport.topology();
     this.placement = new Placement(topology);
     this.options = options;
@@ -99,8 +97,35 @@ public final class K2Server implements ServerNode {
         System::currentTimeMillis, options.gcWindowMs(), options.replicaRetentionMs(),
         options.txnTimeoutMs());
     this.cache = new DcCache<>(dcCache ? options.cacheEntriesPerServer(topology.serversPerDc()) : 0);
-    this.ep = transport.openServer(serverId, thread, this::handle);
+    this.ep = transport.openServer(serverId, thread, m -> { });
     this.clock = ep.clock();
+    this.writes = new WriteTransactions(ep, thread, store, new WriteTransactions.Host() {
+      @Override
+      public int homeServer(String key) {
+        return placement.serverFor(dc, key);
+      }
+
+      @Override
+      public void apply(String key, long txnId, long version, long evt, Row value, boolean clientWrite) {
+        K2Server.this.apply(key, txnId, version, evt, value, clientWrite);
+      }
+
+      @Override
+      public void replicate(WotSubRequest sub, long version) {
+        K2Server.this.replicate(sub, version);
+      }
+
+      @Override
+      public void incoming(String key, long version, Row value) {
+        answerWaitingRemoteReads(key, version, value);
+      }
+
+      @Override
+      public void count(String stat) {
+        K2Server.this.count(stat);
+      }
+    });
+    ep.setHandler(this::handle);
   }
 
   @Override
@@ -115,21 +140,7 @@ public final class K2Server implements ServerNode {
       onReadByTime(m, m.as(ReadByTimeRequest.class));
     } else if (m.is(RemoteRead.class)) {
       onRemoteRead(m, m.as(RemoteRead.class));
-    } else if (m.is(WotSubRequest.class)) {
-      onSubRequest(m, m.as(WotSubRequest.class));
-    } else if (m.is(Prepared.class)) {
-      onPrepared(m.from(), m.as(Prepared.class));
-    } else if (m.is(Commit.class)) {
-      onCommit(m.as(Commit.class));
-    } else if (m.is(Replicate.class)) {
-      onReplicate(m, m.as(Replicate.class));
-    } else if (m.is(Notify.class)) {
-      onNotify(m.from(), m.as(Notify.class));
-    } else if (m.is(DepCheck.class)) {
-      onDepCheck(m, m.as(DepCheck.class));
-    } else if (m.is(Prepare.class)) {
-      onPrepare(m, m.as(Prepare.class));
-    } else {
+    } else if (!writes.handle(m)) {
       throw new MalformedMessageException("K2 server does not handle " + m.typeName());
     }
   }
@@ -255,7 +266,7 @@ public final class K2Server implements ServerNode {
   }
 
   private Row findForRemote(String key, long version) {
-    Row value = incomingWrites.get(new VKey(key, version));
+    Row value = writes.incoming(key, version);
     if (value == null) {
       MultiVersionStore.Version<Row> v = store.find(key, version);
       if (v != null) {
@@ -277,111 +288,30 @@ public final class K2Server implements ServerNode {
     }
   }
 
-  // =================================================================== commit, shared
+  // =================================================================== writes
 
   /**
-   * Applies one committed key. Replica keys store the value; non-replica keys commit only
-   * metadata, and a local write's value goes into the cache, pinned until replicated.
+   * Applies one committed key (called by the shared write-only transaction engine).
+   * Replica keys store the value; non-replica keys commit only metadata, and a local
+   * client's value goes into the cache, pinned until its replicas have it.
    */
-  private void applyCommit(String key, long txnId, long version, long evt, Row value, boolean localWrite) {
+  private void apply(String key, long txnId, long version, long evt, Row value, boolean clientWrite) {
     if (isReplica(key)) {
       store.commit(key, txnId, version, evt, value);
       answerWaitingRemoteReads(key, version, value);
     } else {
       store.commit(key, txnId, version, evt, null);
-      if (localWrite && value != null) {
+      if (clientWrite && value != null) {
         cache.putPinned(key, version, value);
       }
     }
   }
 
-  // =================================================================== local write-only transactions (§III-C)
-
-  /** A local write-only transaction at one participant. */
-  private static final class LocalTxn {
-    final long id;
-    WotSubRequest sub;
-    Incoming client;
-    final Set<Integer> cohorts = new HashSet<>();
-    long version;
-    boolean committed;
-
-    LocalTxn(long id) {
-      this.id = id;
-    }
-  }
-
-  private void onSubRequest(Incoming m, WotSubRequest sub) {
-    if (sub.getWritesCount() == 0 || sub.getNumParticipants() < 1) {
-      throw new MalformedMessageException("write-only sub-request " + sub.getTxnId() + " has no writes");
-    }
-    for (KeyValue kv : sub.getWritesList()) {
-      checkShard(kv.getKey());
-    }
-    LocalTxn t = localTxns.computeIfAbsent(sub.getTxnId(), LocalTxn::new);
-    t.sub = sub;
-    long prepareTs = clock.nextTimestamp();
-    for (KeyValue kv : sub.getWritesList()) {
-      store.prepare(kv.getKey(), t.id, prepareTs);
-    }
-    if (sub.getCoordinator() == ep.id()) {
-      t.client = m;
-      maybeCommitLocal(t);
-    } else {
-      ep.send(sub.getCoordinator(), Prepared.newBuilder().setTxnId(t.id).setPrepareTs(prepareTs).build());
-    }
-  }
-
-  /** Coordinator: a cohort prepared ("Yes"); cohorts make themselves known this way. */
-  private void onPrepared(int cohort, Prepared p) {
-    LocalTxn t = localTxns.computeIfAbsent(p.getTxnId(), LocalTxn::new);
-    t.cohorts.add(cohort);
-    maybeCommitLocal(t);
-  }
-
-  /** Coordinator: once every cohort prepared, version = EVT = the current Lamport time. */
-  private void maybeCommitLocal(LocalTxn t) {
-    if (t.sub == null || t.client == null || t.committed
-        || t.cohorts.size() < t.sub.getNumParticipants() - 1) {
-      return;
-    }
-    t.committed = true;
-    t.version = clock.nextTimestamp();
-    count("local_wots");
-    for (KeyValue kv : t.sub.getWritesList()) {
-      applyCommit(kv.getKey(), t.id, t.version, t.version, kv.getValue(), true);
-    }
-    Commit commit = Commit.newBuilder().setTxnId(t.id).setVersion(t.version).setEvt(t.version).build();
-    for (int cohort : t.cohorts) {
-      ep.send(cohort, commit);
-    }
-    t.client.reply(WotReply.newBuilder().setVersion(t.version).build());
-    localTxns.remove(t.id);
-    replicate(t.sub, t.version);
-  }
-
-  private void onCommit(Commit c) {
-    LocalTxn t = localTxns.remove(c.getTxnId());
-    if (t != null && t.sub != null) {
-      for (KeyValue kv : t.sub.getWritesList()) {
-        applyCommit(kv.getKey(), t.id, c.getVersion(), c.getEvt(), kv.getValue(), true);
-      }
-      replicate(t.sub, c.getVersion());
-      return;
-    }
-    ReplicatedTxn r = replicatedTxns.remove(c.getTxnId());
-    if (r != null) {
-      commitReplicated(r, c.getEvt());
-    }
-  }
-
-  // =================================================================== replication (§IV-A)
-
   /**
-   * Replicates this participant's sub-request of a committed transaction to its
-   * equivalent servers, in two phases (the constrained topology): data and metadata to the
-   * keys' replica datacenters first; once all of them have stored it in IncomingWrites
-   * and acknowledged, metadata and the list of replicas to the non-replica datacenters.
+   * Replicates this participant's sub-request of a committed local transaction to its
+   * equivalent servers, in two phases (the constrained topology, §IV-A): data and
+   * metadata to the keys' replica datacenters first; once all of them have stored it in
+   * IncomingWrites and acknowledged, metadata to the non-replica datacenters.
    */
   private void replicate(WotSubRequest sub, long version) {
     boolean coordinator = sub.getCoordinator() == ep.id();
@@ -419,9 +349,8 @@ public final class K2Server implements ServerNode {
       secondPhase.run();
       return;
     }
-    CompletableFuture<Void> all = CompletableFuture.allOf(acks.toArray(CompletableFuture[]::new));
     // No timeout: a replica datacenter that is down delays replication, it does not cancel it.
-    all.whenCompleteAsync((r, err) -> {
+    CompletableFuture.allOf(acks.toArray(CompletableFuture[]::new)).whenCompleteAsync((r, err) -> {
       if (err != null) {
         LOG.warn("server {}: replication of v{} failed: {}", ep.id(), LamportClock.format(version), err.toString());
         return;
@@ -440,154 +369,6 @@ public final class K2Server implements ServerNode {
     return b;
   }
 
-  /** A replicated write-only transaction at one participant of a remote datacenter. */
-  private static final class ReplicatedTxn {
-    final long version;
-    String coordinatorKey;
-    int numParticipants;
-    int expectedKeys = -1;
-    final Map<String, ReplicatedKey> keys = new HashMap<>();
-    final List<Dep> deps = new ArrayList<>();
-    boolean complete;
-    // coordinator only
-    final Set<Integer> cohorts = new HashSet<>();
-    int depsPending = -1;
-    boolean preparing;
-
-    ReplicatedTxn(long version) {
-      this.version = version;
-    }
-
-    boolean isCoordinatorAt(Placement placement, int shard) {
-      return placement.shardOf(coordinatorKey) == shard;
-    }
-  }
-
-  private void onReplicate(Incoming m, Replicate r) {
-    ReplicatedTxn t = replicatedTxns.computeIfAbsent(r.getVersion(), ReplicatedTxn::new);
-    t.coordinatorKey = r.getCoordinatorKey();
-    t.numParticipants = r.getNumParticipants();
-    t.expectedKeys = r.getSubrequestKeys();
-    t.deps.addAll(r.getDepsList());
-    for (ReplicatedKey k : r.getKeysList()) {
-      checkShard(k.getKey());
-      t.keys.put(k.getKey(), k);
-      if (k.getHasValue()) {
-        incomingWrites.put(new VKey(k.getKey(), r.getVersion()), k.getValue());
-        answerWaitingRemoteReads(k.getKey(), r.getVersion(), k.getValue());
-      }
-    }
-    if (m.expectsReply()) {
-      m.reply(ReplicateAck.getDefaultInstance()); // data is in IncomingWrites
-    }
-    if (t.complete || t.keys.size() < t.expectedKeys) {
-      return;
-    }
-    t.complete = true;
-    if (t.isCoordinatorAt(placement, shard)) {
-      checkDependencies(t);
-      maybePrepareReplicated(t);
-    } else {
-      ep.send(topology.serverId(dc, placement.shardOf(t.coordinatorKey)),
-          Notify.newBuilder().setVersion(t.version).build());
-    }
-  }
-
-  private void onNotify(int from, Notify n) {
-    ReplicatedTxn t = replicatedTxns.computeIfAbsent(n.getVersion(), ReplicatedTxn::new);
-    t.cohorts.add(from);
-    maybePrepareReplicated(t);
-  }
-
-  /** One-hop dependency checks against the local servers holding the dependencies. */
-  private void checkDependencies(ReplicatedTxn t) {
-    t.depsPending = t.deps.size();
-    for (Dep d : t.deps) {
-      int server = topology.serverId(dc, placement.shardOf(d.getKey()));
-      if (server == ep.id()) {
-        store.awaitKey(d.getKey(), () -> store.isCommitted(d.getKey(), d.getVersion()), () -> depSatisfied(t));
-      } else {
-        ep.call(server, DepCheck.newBuilder().setKey(d.getKey()).setVersion(d.getVersion()).build())
-            .whenCompleteAsync((ok, err) -> {
-              if (err != null) {
-                LOG.warn("server {}: dependency check failed: {}", ep.id(), err.toString());
-                return;
-              }
-              depSatisfied(t);
-            }, thread);
-      }
-    }
-  }
-
-  private void depSatisfied(ReplicatedTxn t) {
-    t.depsPending--;
-    maybePrepareReplicated(t);
-  }
-
-  private void onDepCheck(Incoming m, DepCheck d) {
-    checkShard(d.getKey());
-    if (!store.isCommitted(d.getKey(), d.getVersion())) {
-      count("dep_check_waits");
-    }
-    store.awaitKey(d.getKey(), () -> store.isCommitted(d.getKey(), d.getVersion()),
-        () -> m.reply(DepOk.getDefaultInstance()));
-  }
-
-  /**
-   * Coordinator: with its own sub-request complete, every cohort notified and every
-   * dependency committed locally, run two-phase commit inside this datacenter and assign
-   * the EVT.
-   */
-  private void maybePrepareReplicated(ReplicatedTxn t) {
-    if (!t.complete || t.preparing || t.depsPending != 0
-        || t.cohorts.size() < t.numParticipants - 1) {
-      return;
-    }
-    t.preparing = true;
-    long prepareTs = clock.nextTimestamp();
-    for (String key : t.keys.keySet()) {
-      store.prepare(key, t.version, prepareTs);
-    }
-    List<CompletableFuture<Prepared>> yes = new ArrayList<>();
-    for (int cohort : t.cohorts) {
-      yes.add(ep.call(cohort, Prepare.newBuilder().setTxnId(t.version).build(), Prepared.class));
-    }
-    CompletableFuture.allOf(yes.toArray(CompletableFuture[]::new)).whenCompleteAsync((r, err) -> {
-      if (err != null) {
-        LOG.warn("server {}: prepare of replicated v{} failed: {}", ep.id(), LamportClock.format(t.version), err.toString());
-        return;
-      }
-      long evt = clock.nextTimestamp();
-      replicatedTxns.remove(t.version);
-      commitReplicated(t, evt);
-      Commit commit = Commit.newBuilder().setTxnId(t.version).setVersion(t.version).setEvt(evt).build();
-      for (int cohort : t.cohorts) {
-        ep.send(cohort, commit);
-      }
-    }, thread);
-  }
-
-  /** Cohort of a replicated transaction: mark its keys pending and say yes. */
-  private void onPrepare(Incoming m, Prepare p) {
-    ReplicatedTxn t = replicatedTxns.get(p.getTxnId());
-    if (t == null) {
-      throw new MalformedMessageException("prepare for unknown replicated transaction " + p.getTxnId());
-    }
-    long prepareTs = clock.nextTimestamp();
-    for (String key : t.keys.keySet()) {
-      store.prepare(key, t.version, prepareTs);
-    }
-    m.reply(Prepared.newBuilder().setTxnId(t.version).setPrepareTs(prepareTs).build());
-  }
-
-  private void commitReplicated(ReplicatedTxn t, long evt) {
-    count("replicated_wots");
-    for (ReplicatedKey k : t.keys.values()) {
-      Row value = k.getHasValue() ? incomingWrites.remove(new VKey(k.getKey(), t.version)) : null;
-      applyCommit(k.getKey(), t.version, t.version, evt, value, false);
-    }
-  }
-
   // =================================================================== lifecycle
 
   @Override
@@ -600,7 +381,7 @@ public final class K2Server implements ServerNode {
         out.put("cache_hits", cache.hits());
         out.put("cache_misses", cache.misses());
         out.put("cache_entries", (long) cache.size());
-        out.put("incoming_writes", (long) incomingWrites.size());
+        out.putAll(writes.gauges());
       }).get(5, TimeUnit.SECONDS);
     } catch (Exception e) {
       // closed or stuck: report the counters we have

@@ -20,7 +20,7 @@ public final class K2System implements StoreSystem {
 
   @Override
   public ServerNode startServer(Transport transport, int serverId, ServerOptions options) {
-    return new K2Server(transport, serverId, options, true);
+    return K2Server.start(transport, serverId, options, true);
   }
 
   @Override

@@ -166,6 +166,20 @@ public final class MultiVersionStore<V> {
     return false;
   }
 
+  /** The pending transactions on {@code key} that may commit with EVT at or below {@code ts}. */
+  public List<Long> pendingBelow(String key, long ts) {
+    Chain<V> c = chains.get(key);
+    List<Long> out = new ArrayList<>();
+    if (c != null) {
+      c.pending.forEach((txn, p) -> {
+        if (p < ts) {
+          out.add(txn);
+        }
+      });
+    }
+    return out;
+  }
+
   /** The smallest prepare time of a pending transaction on {@code key}, or Long.MAX_VALUE. */
   public long minPendingPrepare(String key) {
     Chain<V> c = chains.get(key);

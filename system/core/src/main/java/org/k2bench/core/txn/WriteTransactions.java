@@ -1,0 +1,431 @@
+package org.k2bench.core.txn;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executor;
+import java.util.function.Consumer;
+import org.k2bench.core.clock.LamportClock;
+import org.k2bench.core.data.Dep;
+import org.k2bench.core.data.Row;
+import org.k2bench.core.store.MultiVersionStore;
+import org.k2bench.core.topology.Topology;
+import org.k2bench.core.transport.Endpoint;
+import org.k2bench.core.transport.Incoming;
+import org.k2bench.core.transport.MalformedMessageException;
+import org.k2bench.core.txn.proto.CheckStatus;
+import org.k2bench.core.txn.proto.Commit;
+import org.k2bench.core.txn.proto.DepCheck;
+import org.k2bench.core.txn.proto.DepOk;
+import org.k2bench.core.txn.proto.KeyValue;
+import org.k2bench.core.txn.proto.Notify;
+import org.k2bench.core.txn.proto.Prepare;
+import org.k2bench.core.txn.proto.Prepared;
+import org.k2bench.core.txn.proto.Replicate;
+import org.k2bench.core.txn.proto.ReplicateAck;
+import org.k2bench.core.txn.proto.ReplicatedKey;
+import org.k2bench.core.txn.proto.StatusReply;
+import org.k2bench.core.txn.proto.WotReply;
+import org.k2bench.core.txn.proto.WotSubRequest;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Eiger-style write-only transactions at one server, shared by K2 and RAD: two-phase
+ * commit with a coordinator key, and the commit of replicated transactions after cohort
+ * notifications and one-hop dependency checks (K2 §III-C, §IV-A; Eiger). The systems
+ * differ in where participants live, which {@link Host#homeServer} answers (K2: the
+ * local datacenter; RAD: the server's replica group), in how a committed transaction is
+ * replicated, and in how a committed key is applied.
+ *
+ * <p>Runs on its server's thread, like the rest of the server: every handler and every
+ * future continuation below executes on {@code thread}.
+ */
+public final class WriteTransactions {
+  private static final Logger LOG = LoggerFactory.getLogger(WriteTransactions.class);
+  private static final int RECENT_COMMITS = 100_000;
+
+  /** What a system supplies. */
+  public interface Host {
+    /** The server holding {@code key} in this server's replica (the participant for it). */
+    int homeServer(String key);
+
+    /**
+     * Applies one committed key. {@code value} is null for metadata-only replication;
+     * {@code clientWrite} is true when a client of this replica wrote it.
+     */
+    void apply(String key, long txnId, long version, long evt, Row value, boolean clientWrite);
+
+    /** A client transaction committed here: replicate this participant's sub-request. */
+    void replicate(WotSubRequest sub, long version);
+
+    /** Replicated data arrived and is stored, not yet committed (K2's IncomingWrites). */
+    default void incoming(String key, long version, Row value) {}
+
+    /** Counts a protocol event for {@link org.k2bench.core.api.ServerNode#stats()}. */
+    void count(String stat);
+  }
+
+  private record VKey(String key, long version) {}
+
+  private final Endpoint ep;
+  private final Executor thread;
+  private final Topology topology;
+  private final MultiVersionStore<Row> store;
+  private final Host host;
+  private final LamportClock clock;
+  private final Map<Long, ClientTxn> clientTxns = new HashMap<>();
+  private final Map<Long, ReplicatedTxn> replicatedTxns = new HashMap<>();
+  /** Replicated data not yet committed, readable only by exact version (IncomingWrites). */
+  private final Map<VKey, Row> incomingWrites = new HashMap<>();
+  /** EVTs of transactions this server coordinated, for status checks; bounded. */
+  private final Map<Long, Long> recentCommits = new LinkedHashMap<>(16, 0.75f, false) {
+    @Override
+    protected boolean removeEldestEntry(Map.Entry<Long, Long> eldest) {
+      return size() > RECENT_COMMITS;
+    }
+  };
+  private final Map<Long, List<Incoming>> statusWaiters = new HashMap<>();
+  /** txn id -> its coordinator, for pending transactions at this participant. */
+  private final Map<Long, Integer> coordinators = new HashMap<>();
+
+  public WriteTransactions(Endpoint ep, Executor thread, MultiVersionStore<Row> store, Host host) {
+    this.ep = ep;
+    this.thread = thread;
+    this.topology = ep.transport().topology();
+    this.store = store;
+    this.host = host;
+    this.clock = ep.clock();
+  }
+
+  /** Handles the message if it belongs to write-only transactions; false otherwise. */
+  public boolean handle(Incoming m) {
+    if (m.is(WotSubRequest.class)) {
+      onSubRequest(m, m.as(WotSubRequest.class));
+    } else if (m.is(Prepared.class)) {
+      onPrepared(m.from(), m.as(Prepared.class));
+    } else if (m.is(Commit.class)) {
+      onCommit(m.as(Commit.class));
+    } else if (m.is(Replicate.class)) {
+      onReplicate(m, m.as(Replicate.class));
+    } else if (m.is(Notify.class)) {
+      onNotify(m.from(), m.as(Notify.class));
+    } else if (m.is(DepCheck.class)) {
+      onDepCheck(m, m.as(DepCheck.class));
+    } else if (m.is(Prepare.class)) {
+      onPrepare(m, m.as(Prepare.class));
+    } else if (m.is(CheckStatus.class)) {
+      onCheckStatus(m, m.as(CheckStatus.class));
+    } else {
+      return false;
+    }
+    return true;
+  }
+
+  private void checkHome(String key) {
+    if (host.homeServer(key) != ep.id()) {
+      throw new MalformedMessageException("key '" + key + "' is held by server " + host.homeServer(key)
+          + ", not by server " + ep.id());
+    }
+  }
+
+  /** Replicated data of an exact version that is not committed here yet, or null. */
+  public Row incoming(String key, long version) {
+    return incomingWrites.get(new VKey(key, version));
+  }
+
+  // =================================================================== client transactions
+
+  /** A client's write-only transaction at one participant. */
+  private static final class ClientTxn {
+    final long id;
+    WotSubRequest sub;
+    Incoming client;
+    final Set<Integer> cohorts = new HashSet<>();
+    boolean committed;
+
+    ClientTxn(long id) {
+      this.id = id;
+    }
+  }
+
+  private void onSubRequest(Incoming m, WotSubRequest sub) {
+    if (sub.getWritesCount() == 0 || sub.getNumParticipants() < 1) {
+      throw new MalformedMessageException("write-only sub-request " + sub.getTxnId() + " has no writes");
+    }
+    for (KeyValue kv : sub.getWritesList()) {
+      checkHome(kv.getKey());
+    }
+    ClientTxn t = clientTxns.computeIfAbsent(sub.getTxnId(), ClientTxn::new);
+    t.sub = sub;
+    long prepareTs = clock.nextTimestamp();
+    coordinators.put(t.id, sub.getCoordinator());
+    for (KeyValue kv : sub.getWritesList()) {
+      store.prepare(kv.getKey(), t.id, prepareTs);
+    }
+    if (sub.getCoordinator() == ep.id()) {
+      t.client = m;
+      maybeCommitClientTxn(t);
+    } else {
+      ep.send(sub.getCoordinator(), Prepared.newBuilder().setTxnId(t.id).setPrepareTs(prepareTs).build());
+    }
+  }
+
+  /** Coordinator: a cohort prepared ("Yes"); cohorts make themselves known this way. */
+  private void onPrepared(int cohort, Prepared p) {
+    ClientTxn t = clientTxns.computeIfAbsent(p.getTxnId(), ClientTxn::new);
+    t.cohorts.add(cohort);
+    maybeCommitClientTxn(t);
+  }
+
+  /** Coordinator: once every cohort prepared, version = EVT = the current Lamport time. */
+  private void maybeCommitClientTxn(ClientTxn t) {
+    if (t.sub == null || t.client == null || t.committed
+        || t.cohorts.size() < t.sub.getNumParticipants() - 1) {
+      return;
+    }
+    t.committed = true;
+    long version = clock.nextTimestamp();
+    host.count("client_wots");
+    clientTxns.remove(t.id);
+    for (KeyValue kv : t.sub.getWritesList()) {
+      host.apply(kv.getKey(), t.id, version, version, kv.getValue(), true);
+    }
+    Commit commit = Commit.newBuilder().setTxnId(t.id).setVersion(version).setEvt(version).build();
+    for (int cohort : t.cohorts) {
+      ep.send(cohort, commit);
+    }
+    t.client.reply(WotReply.newBuilder().setVersion(version).build());
+    committedAsCoordinator(t.id, version);
+    host.replicate(t.sub, version);
+  }
+
+  private void onCommit(Commit c) {
+    coordinators.remove(c.getTxnId());
+    ClientTxn t = clientTxns.remove(c.getTxnId());
+    if (t != null && t.sub != null) {
+      for (KeyValue kv : t.sub.getWritesList()) {
+        host.apply(kv.getKey(), t.id, c.getVersion(), c.getEvt(), kv.getValue(), true);
+      }
+      host.replicate(t.sub, c.getVersion());
+      return;
+    }
+    ReplicatedTxn r = replicatedTxns.remove(c.getTxnId());
+    if (r != null) {
+      commitReplicated(r, c.getEvt());
+    }
+  }
+
+  // =================================================================== replicated transactions
+
+  /** A replicated write-only transaction at one participant of another replica. */
+  private static final class ReplicatedTxn {
+    final long version;
+    String coordinatorKey;
+    int numParticipants;
+    int expectedKeys = -1;
+    final Map<String, ReplicatedKey> keys = new HashMap<>();
+    final List<Dep> deps = new ArrayList<>();
+    boolean complete;
+    // coordinator only
+    final Set<Integer> cohorts = new HashSet<>();
+    int depsPending = -1;
+    boolean preparing;
+
+    ReplicatedTxn(long version) {
+      this.version = version;
+    }
+  }
+
+  private void onReplicate(Incoming m, Replicate r) {
+    ReplicatedTxn t = replicatedTxns.computeIfAbsent(r.getVersion(), ReplicatedTxn::new);
+    t.coordinatorKey = r.getCoordinatorKey();
+    t.numParticipants = r.getNumParticipants();
+    t.expectedKeys = r.getSubrequestKeys();
+    t.deps.addAll(r.getDepsList());
+    for (ReplicatedKey k : r.getKeysList()) {
+      checkHome(k.getKey());
+      t.keys.put(k.getKey(), k);
+      if (k.getHasValue()) {
+        incomingWrites.put(new VKey(k.getKey(), r.getVersion()), k.getValue());
+        host.incoming(k.getKey(), r.getVersion(), k.getValue());
+      }
+    }
+    if (m.expectsReply()) {
+      m.reply(ReplicateAck.getDefaultInstance()); // the data is stored
+    }
+    if (t.complete || t.keys.size() < t.expectedKeys) {
+      return;
+    }
+    t.complete = true;
+    int coordinator = host.homeServer(t.coordinatorKey);
+    if (coordinator == ep.id()) {
+      checkDependencies(t);
+      maybePrepareReplicated(t);
+    } else {
+      coordinators.put(t.version, coordinator);
+      ep.send(coordinator, Notify.newBuilder().setVersion(t.version).build());
+    }
+  }
+
+  private void onNotify(int from, Notify n) {
+    ReplicatedTxn t = replicatedTxns.computeIfAbsent(n.getVersion(), ReplicatedTxn::new);
+    t.cohorts.add(from);
+    maybePrepareReplicated(t);
+  }
+
+  /** One-hop dependency checks against the servers holding the dependencies in this replica. */
+  private void checkDependencies(ReplicatedTxn t) {
+    t.depsPending = t.deps.size();
+    for (Dep d : t.deps) {
+      int server = host.homeServer(d.getKey());
+      if (server == ep.id()) {
+        store.awaitKey(d.getKey(), () -> store.isCommitted(d.getKey(), d.getVersion()), () -> depSatisfied(t));
+      } else {
+        ep.call(server, DepCheck.newBuilder().setKey(d.getKey()).setVersion(d.getVersion()).build())
+            .whenCompleteAsync((ok, err) -> {
+              if (err != null) {
+                LOG.warn("server {}: dependency check failed: {}", ep.id(), err.toString());
+                return;
+              }
+              depSatisfied(t);
+            }, thread);
+      }
+    }
+  }
+
+  private void depSatisfied(ReplicatedTxn t) {
+    t.depsPending--;
+    maybePrepareReplicated(t);
+  }
+
+  private void onDepCheck(Incoming m, DepCheck d) {
+    checkHome(d.getKey());
+    if (!store.isCommitted(d.getKey(), d.getVersion())) {
+      host.count("dep_check_waits");
+    }
+    store.awaitKey(d.getKey(), () -> store.isCommitted(d.getKey(), d.getVersion()),
+        () -> m.reply(DepOk.getDefaultInstance()));
+  }
+
+  /**
+   * Coordinator: with its own sub-request complete, every cohort notified and every
+   * dependency committed in this replica, run two-phase commit and assign the EVT.
+   */
+  private void maybePrepareReplicated(ReplicatedTxn t) {
+    if (!t.complete || t.preparing || t.depsPending != 0
+        || t.cohorts.size() < t.numParticipants - 1) {
+      return;
+    }
+    t.preparing = true;
+    long prepareTs = clock.nextTimestamp();
+    for (String key : t.keys.keySet()) {
+      store.prepare(key, t.version, prepareTs);
+    }
+    List<CompletableFuture<Prepared>> yes = new ArrayList<>();
+    for (int cohort : t.cohorts) {
+      yes.add(ep.call(cohort, Prepare.newBuilder().setTxnId(t.version).build(), Prepared.class));
+    }
+    CompletableFuture.allOf(yes.toArray(CompletableFuture[]::new)).whenCompleteAsync((r, err) -> {
+      if (err != null) {
+        LOG.warn("server {}: prepare of replicated v{} failed: {}", ep.id(),
+            LamportClock.format(t.version), err.toString());
+        return;
+      }
+      long evt = clock.nextTimestamp();
+      replicatedTxns.remove(t.version);
+      commitReplicated(t, evt);
+      Commit commit = Commit.newBuilder().setTxnId(t.version).setVersion(t.version).setEvt(evt).build();
+      for (int cohort : t.cohorts) {
+        ep.send(cohort, commit);
+      }
+      committedAsCoordinator(t.version, evt);
+    }, thread);
+  }
+
+  /** Cohort of a replicated transaction: mark its keys pending and say yes. */
+  private void onPrepare(Incoming m, Prepare p) {
+    ReplicatedTxn t = replicatedTxns.get(p.getTxnId());
+    if (t == null) {
+      throw new MalformedMessageException("prepare for unknown replicated transaction " + p.getTxnId());
+    }
+    long prepareTs = clock.nextTimestamp();
+    for (String key : t.keys.keySet()) {
+      store.prepare(key, t.version, prepareTs);
+    }
+    m.reply(Prepared.newBuilder().setTxnId(t.version).setPrepareTs(prepareTs).build());
+  }
+
+  private void commitReplicated(ReplicatedTxn t, long evt) {
+    host.count("replicated_wots");
+    coordinators.remove(t.version);
+    for (ReplicatedKey k : t.keys.values()) {
+      Row value = k.getHasValue() ? incomingWrites.remove(new VKey(k.getKey(), t.version)) : null;
+      host.apply(k.getKey(), t.version, t.version, evt, value, false);
+    }
+  }
+
+  // =================================================================== status checks (Eiger)
+
+  private void committedAsCoordinator(long txnId, long evt) {
+    recentCommits.put(txnId, evt);
+    List<Incoming> waiting = statusWaiters.remove(txnId);
+    if (waiting != null) {
+      for (Incoming w : waiting) {
+        w.reply(StatusReply.newBuilder().setEvt(evt).build());
+      }
+    }
+  }
+
+  /** Coordinator: answers once the transaction has committed (it may not have started yet). */
+  private void onCheckStatus(Incoming m, CheckStatus c) {
+    Long evt = recentCommits.get(c.getTxnId());
+    if (evt != null) {
+      m.reply(StatusReply.newBuilder().setEvt(evt).build());
+    } else {
+      statusWaiters.computeIfAbsent(c.getTxnId(), k -> new ArrayList<>()).add(m);
+    }
+  }
+
+  /**
+   * Resolves every transaction pending on {@code key} that may commit at or below
+   * {@code ts} (Eiger's read at an effective time): asks each one's coordinator for its
+   * status, then waits until this server has applied the commit. Calls {@code then} on
+   * the server thread with whether a coordinator in another datacenter was asked (a
+   * further wide-area round trip).
+   */
+  public void resolvePendingBelow(String key, long ts, Consumer<Boolean> then) {
+    List<CompletableFuture<StatusReply>> checks = new ArrayList<>();
+    boolean remote = false;
+    for (long txn : store.pendingBelow(key, ts)) {
+      Integer coordinator = coordinators.get(txn);
+      if (coordinator == null || coordinator == ep.id()) {
+        continue; // this server decides it; only waiting is needed
+      }
+      host.count("status_checks");
+      remote |= topology.dcOfServer(coordinator) != ep.dc();
+      checks.add(ep.call(coordinator, CheckStatus.newBuilder().setTxnId(txn).build(), StatusReply.class));
+    }
+    boolean remoteCheck = remote;
+    Runnable afterChecks = () -> store.awaitKey(key, () -> !store.hasPendingBelow(key, ts),
+        () -> then.accept(remoteCheck));
+    if (checks.isEmpty()) {
+      afterChecks.run();
+    } else {
+      CompletableFuture.allOf(checks.toArray(CompletableFuture[]::new))
+          .whenCompleteAsync((r, err) -> afterChecks.run(), thread);
+    }
+  }
+
+  /** Counters the engine keeps (for stats). */
+  public Map<String, Long> gauges() {
+    return Map.of("incoming_writes", (long) incomingWrites.size(),
+        "pending_client_txns", (long) clientTxns.size(),
+        "pending_replicated_txns", (long) replicatedTxns.size());
+  }
+}

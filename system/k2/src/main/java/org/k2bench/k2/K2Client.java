@@ -6,25 +6,18 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Random;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
+import org.k2bench.core.api.Calls;
 import org.k2bench.core.api.KvClient;
-import org.k2bench.core.api.OperationFailedException;
 import org.k2bench.core.api.ReadResult;
 import org.k2bench.core.api.ServerOptions;
 import org.k2bench.core.api.WriteResult;
-import org.k2bench.core.data.Dep;
 import org.k2bench.core.data.Row;
 import org.k2bench.core.topology.Placement;
 import org.k2bench.core.topology.Topology;
 import org.k2bench.core.transport.Endpoint;
 import org.k2bench.core.transport.Transport;
-import org.k2bench.core.txn.proto.KeyValue;
-import org.k2bench.core.txn.proto.WotReply;
-import org.k2bench.core.txn.proto.WotSubRequest;
+import org.k2bench.core.txn.WriteClient;
 
 /**
  * K2's client library (papers/k2.md §III-B): routes operations to the servers of its own
@@ -38,19 +31,24 @@ public final class K2Client implements KvClient {
   private final ServerOptions options;
   private final int dc;
   private final Endpoint ep;
-  private final Random random;
+  private final WriteClient writer;
+  private final SessionCache sessionCache;
   private long readTs;
   /** One-hop dependencies: the last write and every version read since (key -> version). */
   private final Map<String, Long> deps = new LinkedHashMap<>();
-  private long txnSeq;
 
-  K2Client(Transport transport, int clientId, int dc, ServerOptions options) {
+  /**
+   * @param sessionCache values only this session may read (PaRiS*'s private cache);
+   *     {@link SessionCache#NONE} for K2
+   */
+  public K2Client(Transport transport, int clientId, int dc, ServerOptions options, SessionCache sessionCache) {
     this.topology = transport.topology();
     this.placement = new Placement(topology);
     this.options = options;
     this.dc = dc;
     this.ep = transport.openClient(clientId, dc, Runnable::run, m -> { });
-    this.random = new Random(clientId);
+    this.writer = new WriteClient(ep, options.rpcTimeoutMs());
+    this.sessionCache = sessionCache;
   }
 
   @Override
@@ -76,36 +74,19 @@ public final class K2Client implements KvClient {
    * random coordinator key; the coordinator answers once all participants prepared and it
    * committed. Returns the version (also the EVT here).
    */
+  /**
+   * A local write-only transaction (§III-C): sub-requests to every local participant, a
+   * random coordinator key; the coordinator answers once all participants prepared and it
+   * committed. Afterwards deps = {<coordinator key, version>} and read_ts >= version.
+   */
   @Override
   public synchronized WriteResult writeTxn(Map<String, Row> writes) {
-    if (writes.isEmpty()) {
-      throw new IllegalArgumentException("a write-only transaction needs at least one key");
-    }
-    List<String> keys = new ArrayList<>(writes.keySet());
-    String coordinatorKey = keys.get(random.nextInt(keys.size()));
-    int coordinator = localServerFor(coordinatorKey);
-    Map<Integer, List<String>> participants = groupByLocalServer(keys);
-    long txnId = (++txnSeq << 16) | ep.id(); // low bits >= 4096: never a server-stamped version
-    CompletableFuture<WotReply> reply = null;
-    for (Map.Entry<Integer, List<String>> e : participants.entrySet()) {
-      WotSubRequest.Builder sub = WotSubRequest.newBuilder().setTxnId(txnId)
-          .setCoordinatorKey(coordinatorKey).setCoordinator(coordinator)
-          .setNumParticipants(participants.size());
-      for (String k : e.getValue()) {
-        sub.addWrites(KeyValue.newBuilder().setKey(k).setValue(writes.get(k)));
-      }
-      if (e.getKey() == coordinator) {
-        deps.forEach((k, v) -> sub.addDeps(Dep.newBuilder().setKey(k).setVersion(v)));
-        reply = call(coordinator, sub.build(), WotReply.class);
-      } else {
-        ep.send(e.getKey(), sub.build());
-      }
-    }
-    long version = await(reply, "write-only transaction").getVersion();
+    WriteClient.Committed c = writer.commit(writes, this::localServerFor, deps);
     deps.clear();
-    deps.put(coordinatorKey, version);
-    readTs = Math.max(readTs, version);
-    return new WriteResult(version, 0);
+    deps.put(c.coordinatorKey(), c.version());
+    readTs = Math.max(readTs, c.version());
+    sessionCache.onWrite(writes, c.version());
+    return new WriteResult(c.version(), 0);
   }
 
   @Override
@@ -147,17 +128,11 @@ public final class K2Client implements KvClient {
   }
 
   <T> T await(CompletableFuture<T> f, String what) {
-    try {
-      return f.get(options.rpcTimeoutMs(), TimeUnit.MILLISECONDS);
-    } catch (TimeoutException e) {
-      f.cancel(false);
-      throw new OperationFailedException(what + " timed out after " + options.rpcTimeoutMs() + " ms", e);
-    } catch (ExecutionException e) {
-      throw new OperationFailedException(what + " failed: " + e.getCause().getMessage(), e.getCause());
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw new OperationFailedException(what + " interrupted", e);
-    }
+    return Calls.await(f, what, options.rpcTimeoutMs());
+  }
+
+  SessionCache sessionCache() {
+    return sessionCache;
   }
 
   /** The session's current one-hop dependencies (for tests). */

@@ -190,7 +190,7 @@ public final class K2Server implements ServerNode {
       KeyVersions.Builder kv = KeyVersions.newBuilder().setKey(key);
       for (VersionView<Row> v : store.versionsFrom(key, req.getReadTs(), now)) {
         VersionInfo.Builder vi = VersionInfo.newBuilder().setVersion(v.version()).setEvt(v.evt())
-            .setLvt(v.lvt()).setStalenessMs(v.stalenessMs());
+            .setLvt(v.lvt()).setStalenessMs(v.stalenessMs()).setWithheld(v.withheld());
         Row value = v.withheld() ? null : localValue(key, v.version(), v.value());
         if (value != null) {
           vi.setHasValue(true).setValue(value);

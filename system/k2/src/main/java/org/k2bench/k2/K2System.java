@@ -25,6 +25,6 @@ public final class K2System implements StoreSystem {
 
   @Override
   public KvClient newClient(Transport transport, int clientId, int dc, ServerOptions options) {
-    return new K2Client(transport, clientId, dc, options);
+    return new K2Client(transport, clientId, dc, options, SessionCache.NONE);
   }
 }

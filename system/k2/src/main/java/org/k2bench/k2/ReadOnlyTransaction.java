@@ -54,7 +54,7 @@ final class ReadOnlyTransaction {
     Map<String, List<VersionInfo>> vers = new HashMap<>();
     for (CompletableFuture<ReadReply> f : round1) {
       for (KeyVersions kv : client.await(f, "read-only transaction, first round").getKeysList()) {
-        vers.put(kv.getKey(), kv.getVersionsList());
+        vers.put(kv.getKey(), withSessionValues(kv, client.sessionCache()));
       }
     }
 
@@ -102,6 +102,23 @@ final class ReadOnlyTransaction {
       orderedStaleness.put(k, staleness.get(k));
     }
     return new ReadResult(ordered, orderedVersions, wanRounds, orderedStaleness);
+  }
+
+  /**
+   * The first-round versions of a key, with values the session holds itself filled in
+   * (PaRiS*'s private cache; nothing for K2). A withheld version stays without a value: a
+   * pending transaction may still change which version is valid there.
+   */
+  static List<VersionInfo> withSessionValues(KeyVersions kv, SessionCache cache) {
+    if (cache == SessionCache.NONE) {
+      return kv.getVersionsList();
+    }
+    List<VersionInfo> out = new ArrayList<>(kv.getVersionsCount());
+    for (VersionInfo v : kv.getVersionsList()) {
+      Row own = v.getHasValue() || v.getWithheld() ? null : cache.get(kv.getKey(), v.getVersion());
+      out.add(own == null ? v : v.toBuilder().setHasValue(true).setValue(own).build());
+    }
+    return out;
   }
 
   /** The version valid at {@code ts} whose value came back in the first round, or null. */

@@ -3,13 +3,12 @@ package org.k2bench.k2;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.k2bench.k2.TestCluster.CA;
-import static org.k2bench.k2.TestCluster.VA;
-import static org.k2bench.k2.TestCluster.row;
-import static org.k2bench.k2.TestCluster.str;
+import static org.k2bench.core.testing.Clusters.CA;
+import static org.k2bench.core.testing.Clusters.VA;
+import static org.k2bench.core.testing.Clusters.row;
+import static org.k2bench.core.testing.Clusters.str;
 
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -19,6 +18,7 @@ import org.junit.jupiter.api.Test;
 import org.k2bench.core.api.KvClient;
 import org.k2bench.core.api.ServerOptions;
 import org.k2bench.core.cluster.LocalCluster;
+import org.k2bench.core.testing.Clusters;
 import org.k2bench.core.topology.Placement;
 import org.k2bench.core.transport.Endpoint;
 import org.k2bench.core.transport.RemoteException;
@@ -54,10 +54,7 @@ class K2GcTest {
   }
 
   static String replicaKeyOfVa(String prefix) {
-    String k = TestCluster.key(placement, prefix,
-        c -> Arrays.equals(placement.replicaDcs(c), new int[] {VA, CA}), used);
-    used.add(k);
-    return k;
+    return Clusters.key(placement, prefix, -1, new int[] {VA, CA}, used);
   }
 
   static ReadReply firstRound(int server, String key, long readTs) throws Exception {
@@ -74,7 +71,7 @@ class K2GcTest {
   static void supersedeAndCollect(KvClient writer, String key) {
     writer.write(key, row("v2"));
     writer.write(key, row("v3"));
-    TestCluster.sleep(WINDOW_MS * 3);
+    Clusters.sleep(WINDOW_MS * 3);
     writer.write(key, row("v4"));
   }
 
@@ -123,7 +120,7 @@ class K2GcTest {
     long v1 = writer.write(key, row("v1")).version();
     firstRound(server, key, v1);
     writer.write(key, row("v2"));
-    TestCluster.sleep(TIMEOUT_MS + WINDOW_MS);
+    Clusters.sleep(TIMEOUT_MS + WINDOW_MS);
     writer.write(key, row("v3"));
     assertThrows(ExecutionException.class, () -> secondRound(server, key, v1),
         "after the timeout no transaction can still ask for v1, so GC may remove it");

@@ -2,16 +2,15 @@ package org.k2bench.k2;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.k2bench.k2.TestCluster.CA;
-import static org.k2bench.k2.TestCluster.LDN;
-import static org.k2bench.k2.TestCluster.SG;
-import static org.k2bench.k2.TestCluster.SP;
-import static org.k2bench.k2.TestCluster.TYO;
-import static org.k2bench.k2.TestCluster.VA;
-import static org.k2bench.k2.TestCluster.awaitValue;
-import static org.k2bench.k2.TestCluster.key;
-import static org.k2bench.k2.TestCluster.row;
-import static org.k2bench.k2.TestCluster.str;
+import static org.k2bench.core.testing.Clusters.CA;
+import static org.k2bench.core.testing.Clusters.LDN;
+import static org.k2bench.core.testing.Clusters.SG;
+import static org.k2bench.core.testing.Clusters.SP;
+import static org.k2bench.core.testing.Clusters.TYO;
+import static org.k2bench.core.testing.Clusters.VA;
+import static org.k2bench.core.testing.Clusters.awaitValue;
+import static org.k2bench.core.testing.Clusters.row;
+import static org.k2bench.core.testing.Clusters.str;
 
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -26,6 +25,7 @@ import org.k2bench.core.api.KvClient;
 import org.k2bench.core.api.ReadResult;
 import org.k2bench.core.api.ServerOptions;
 import org.k2bench.core.cluster.LocalCluster;
+import org.k2bench.core.testing.Clusters;
 import org.k2bench.core.data.Row;
 import org.k2bench.core.topology.Placement;
 
@@ -52,10 +52,7 @@ class K2ReadTest {
   }
 
   static String key(String prefix, int... replicaDcs) {
-    String k = TestCluster.key(placement, prefix,
-        c -> Arrays.equals(placement.replicaDcs(c), replicaDcs), used);
-    used.add(k);
-    return k;
+    return Clusters.key(placement, prefix, -1, replicaDcs, used);
   }
 
   /** (a) Once the non-replica values are in the DC cache, a ROT takes zero wide-area rounds. */
@@ -75,7 +72,7 @@ class K2ReadTest {
     ReadResult first = reader.readTxn(keys); // may fetch what the polling did not cache
     assertTrue(first.wanRounds() <= 1);
     // Cut VA off by 200 ms each way: an all-local transaction does not notice.
-    TestCluster.slowWideArea(cluster, VA, 200);
+    Clusters.slowWideArea(cluster, VA, 200);
     long remoteBefore = cluster.stat(-1, "remote_reads_served");
     long hitsBefore = cluster.stat(VA, "cache_hits");
     long start = System.nanoTime();
@@ -116,7 +113,7 @@ class K2ReadTest {
     int remote = 0;
     List<Double> slow = new ArrayList<>();
     while (!sawNew && (System.nanoTime() - writtenAt) < 3_000_000_000L) {
-      TestCluster.advance(reader); // read at CA's present: the newest metadata CA has
+      Clusters.advance(reader); // read at CA's present: the newest metadata CA has
       long start = System.nanoTime();
       ReadResult r = reader.readTxn(List.of(k, local));
       double ms = (System.nanoTime() - start) / 1e6;
@@ -170,7 +167,7 @@ class K2ReadTest {
     Map<String, Row> w = new LinkedHashMap<>();
     keys.forEach(k -> w.put(k, row("w")));
     me.writeTxn(w); // warm up connections
-    TestCluster.slowWideArea(cluster, LDN, 200);
+    Clusters.slowWideArea(cluster, LDN, 200);
     for (int i = 0; i < 5; i++) {
       long start = System.nanoTime();
       me.writeTxn(w);

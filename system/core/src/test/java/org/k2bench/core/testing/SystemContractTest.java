@@ -1,0 +1,262 @@
+package org.k2bench.core.testing;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.k2bench.core.testing.Clusters.CA;
+import static org.k2bench.core.testing.Clusters.LDN;
+import static org.k2bench.core.testing.Clusters.SG;
+import static org.k2bench.core.testing.Clusters.SP;
+import static org.k2bench.core.testing.Clusters.TYO;
+import static org.k2bench.core.testing.Clusters.VA;
+import static org.k2bench.core.testing.Clusters.row;
+import static org.k2bench.core.testing.Clusters.str;
+
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import org.k2bench.core.api.KvClient;
+import org.k2bench.core.api.ReadResult;
+import org.k2bench.core.api.ServerOptions;
+import org.k2bench.core.api.StoreSystem;
+import org.k2bench.core.cluster.LocalCluster;
+import org.k2bench.core.data.Row;
+import org.k2bench.core.topology.Placement;
+
+/**
+ * Guarantees every bundled system gives (SPEC §3): atomic visibility of write-only
+ * transactions, causality, read-your-writes and monotonic reads, each under concurrency
+ * in all six datacenters. A system's module runs them by extending this class.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+public abstract class SystemContractTest {
+  protected LocalCluster cluster;
+  protected Placement placement;
+  protected final List<String> used = new ArrayList<>();
+
+  protected abstract StoreSystem system();
+
+  @BeforeAll
+  void start() {
+    cluster = Clusters.start(system(), ServerOptions.defaults());
+    placement = cluster.placement();
+  }
+
+  @AfterAll
+  void stop() {
+    cluster.close();
+  }
+
+  @AfterEach
+  void healLinks() {
+    cluster.transport().links().clearExtraDelays();
+  }
+
+  protected String key(String prefix, int shard, int... replicaDcs) {
+    return Clusters.key(placement, prefix, shard, replicaDcs, used);
+  }
+
+  protected interface DcBody {
+    void run(KvClient client, List<String> failures);
+  }
+
+  /** Runs {@code body} in a loop in one session per datacenter, plus {@code extra} threads, for {@code ms}. */
+  protected List<String> runEverywhere(long ms, List<Thread> extra, AtomicBoolean stop, DcBody body)
+      throws InterruptedException {
+    List<String> failures = Collections.synchronizedList(new ArrayList<>());
+    List<Thread> threads = new ArrayList<>(extra);
+    for (int dc = 0; dc < 6; dc++) {
+      KvClient c = cluster.client(dc);
+      threads.add(new Thread(() -> {
+        try {
+          while (!stop.get()) {
+            body.run(c, failures);
+          }
+        } catch (RuntimeException | AssertionError e) {
+          failures.add("dc " + c.dc() + ": " + e);
+        }
+      }));
+    }
+    threads.forEach(Thread::start);
+    Thread.sleep(ms);
+    stop.set(true);
+    for (Thread t : threads) {
+      t.join(20_000);
+    }
+    return failures;
+  }
+
+  static String tags(ReadResult r) {
+    StringBuilder sb = new StringBuilder();
+    r.rows().forEach((k, v) -> sb.append(k).append('=').append(str(v)).append(' '));
+    return sb.toString();
+  }
+
+  static long num(String s) {
+    return s.isEmpty() ? 0 : Long.parseLong(s);
+  }
+
+  /**
+   * Concurrent write-only transactions from three datacenters each write one tag to six
+   * keys on both shards and all replica positions; read-only transactions in every
+   * datacenter must see one tag across all keys they read. The writers overlap on the
+   * same keys, so transactions are concurrently pending at the same servers.
+   */
+  @Test
+  void readOnlyTransactionsNeverObservePartOfAWriteOnlyTransaction() throws Exception {
+    List<String> keys = List.of(key("c", 0, VA, CA), key("c", 1, VA, CA), key("c", 0, SP, LDN),
+        key("c", 1, SP, LDN), key("c", 0, TYO, SG), key("c", 1, TYO, SG));
+    AtomicLong writes = new AtomicLong();
+    AtomicLong reads = new AtomicLong();
+    AtomicBoolean stop = new AtomicBoolean();
+    List<Thread> writers = new ArrayList<>();
+    for (int dc : new int[] {VA, LDN, TYO}) {
+      KvClient w = cluster.client(dc);
+      writers.add(new Thread(() -> {
+        for (int i = 0; !stop.get(); i++) {
+          Map<String, Row> m = new LinkedHashMap<>();
+          String tag = "dc" + dc + "-" + i;
+          keys.forEach(k -> m.put(k, row(tag)));
+          w.writeTxn(m);
+          writes.incrementAndGet();
+        }
+      }));
+    }
+    Set<String> distinct = ConcurrentHashMap.newKeySet();
+    List<String> failures = runEverywhere(4_000, writers, stop, (c, f) -> {
+      Clusters.advance(c);
+      List<String> subset = new ArrayList<>(keys);
+      Collections.shuffle(subset);
+      subset = subset.subList(0, 2 + (int) (reads.incrementAndGet() % 5));
+      ReadResult r = c.readTxn(subset);
+      String first = str(r.rows().get(subset.get(0)));
+      distinct.add(first);
+      for (String k : subset) {
+        if (!str(r.rows().get(k)).equals(first)) {
+          f.add("dc " + c.dc() + " read a fractured transaction: " + tags(r));
+          return;
+        }
+      }
+    });
+    assertEquals(List.of(), failures.subList(0, Math.min(5, failures.size())));
+    assertTrue(writes.get() > 60, "enough write-only transactions: " + writes.get());
+    assertTrue(reads.get() > 200, "enough read-only transactions: " + reads.get());
+    assertTrue(distinct.size() > 20, "readers saw many different transactions: " + distinct.size());
+  }
+
+  /**
+   * A client in VA writes X then Y, over and over. X's replicas (TYO, SG) are behind links
+   * slowed by 60 ms, so elsewhere Y's update arrives well before X's. A read-only
+   * transaction anywhere that returns Y = i must return X >= i.
+   */
+  @Test
+  void aTransactionThatReturnsYAlsoReturnsTheXWrittenBeforeIt() throws Exception {
+    String x = key("d-x", 0, TYO, SG);
+    String y = key("d-y", 1, VA, CA);
+    for (int from = 0; from < 6; from++) {
+      for (int slow : new int[] {TYO, SG}) {
+        if (from != slow) {
+          cluster.transport().links().setExtraDelayMs(from, slow, 60);
+        }
+      }
+    }
+    KvClient writer = cluster.client(VA);
+    AtomicBoolean stop = new AtomicBoolean();
+    AtomicLong written = new AtomicLong();
+    Thread w = new Thread(() -> {
+      for (long i = 1; !stop.get(); i++) {
+        writer.write(x, row(Long.toString(i)));
+        writer.write(y, row(Long.toString(i)));
+        written.set(i);
+      }
+    });
+    AtomicLong checked = new AtomicLong();
+    AtomicLong sawY = new AtomicLong();
+    List<String> failures = runEverywhere(4_000, List.of(w), stop, (c, f) -> {
+      Clusters.advance(c);
+      ReadResult r = c.readTxn(List.of(y, x));
+      long yv = num(str(r.rows().get(y)));
+      long xv = num(str(r.rows().get(x)));
+      checked.incrementAndGet();
+      if (yv > 0) {
+        sawY.incrementAndGet();
+      }
+      if (xv < yv) {
+        f.add("dc " + c.dc() + " read Y=" + yv + " but X=" + xv);
+      }
+    });
+    assertEquals(List.of(), failures.subList(0, Math.min(5, failures.size())));
+    assertTrue(checked.get() > 100, "enough read-only transactions: " + checked.get());
+    assertTrue(written.get() > 10, "enough writes: " + written.get());
+    assertTrue(sawY.get() > 10, "readers saw Y advance: " + sawY.get());
+  }
+
+  /** A session reads its own single writes and write-only transactions, replica keys or not. */
+  @Test
+  void aSessionReadsItsOwnWrites() throws Exception {
+    List<String> keys = List.of(key("e", 0, VA, CA), key("e", 1, SP, LDN), key("e", 0, TYO, SG));
+    AtomicBoolean stop = new AtomicBoolean();
+    AtomicLong n = new AtomicLong();
+    List<String> failures = runEverywhere(2_000, List.of(), stop, (c, f) -> {
+      long i = n.incrementAndGet();
+      String mine = "s" + c.id() + "-" + i;
+      String k = keys.get((int) (i % keys.size()));
+      c.write(k, row(mine));
+      String got = str(c.readTxn(keys).rows().get(k));
+      if (!got.equals(mine)) {
+        f.add("dc " + c.dc() + " wrote " + mine + " to " + k + " then read " + got);
+      }
+      Map<String, Row> txn = new LinkedHashMap<>();
+      keys.forEach(kk -> txn.put(kk, row(mine + "t")));
+      c.writeTxn(txn);
+      ReadResult r = c.readTxn(keys);
+      for (String kk : keys) {
+        if (!str(r.rows().get(kk)).equals(mine + "t")) {
+          f.add("dc " + c.dc() + " wrote " + mine + "t to " + kk + " then read " + tags(r));
+          return;
+        }
+      }
+    });
+    assertEquals(List.of(), failures.subList(0, Math.min(5, failures.size())));
+    assertTrue(n.get() > 30, "enough writes: " + n.get());
+  }
+
+  /** A session never reads a version older than one it has read before. */
+  @Test
+  void readsAreMonotonicInEverySession() throws Exception {
+    String k = key("m", 0, SP, LDN);
+    String other = key("m", 1, TYO, SG);
+    KvClient writer = cluster.client(CA);
+    AtomicBoolean stop = new AtomicBoolean();
+    Thread w = new Thread(() -> {
+      for (long i = 1; !stop.get(); i++) {
+        writer.write(k, row(Long.toString(i)));
+        Clusters.sleep(3);
+      }
+    });
+    Map<Integer, Long> last = new ConcurrentHashMap<>();
+    AtomicLong advanced = new AtomicLong();
+    List<String> failures = runEverywhere(3_000, List.of(w), stop, (c, f) -> {
+      if (advanced.incrementAndGet() % 3 == 0) {
+        Clusters.advance(c); // sometimes move forward, sometimes re-read at the same point
+      }
+      long v = num(str(c.readTxn(List.of(k, other)).rows().get(k)));
+      Long before = last.put(c.id(), v);
+      if (before != null && v < before) {
+        f.add("dc " + c.dc() + " read " + k + "=" + v + " after reading " + before);
+      }
+    });
+    assertEquals(List.of(), failures.subList(0, Math.min(5, failures.size())));
+    assertTrue(last.values().stream().anyMatch(v -> v > 10), "readers saw the key advance: " + last);
+  }
+}

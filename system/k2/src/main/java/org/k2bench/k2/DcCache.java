@@ -21,6 +21,7 @@ final class DcCache<V> {
   private final LinkedHashMap<Entry, V> lru;
   private final Map<Entry, V> pinned = new HashMap<>();
   private long hits;
+  private long pinnedHits;
   private long misses;
 
   DcCache(int capacity) {
@@ -36,7 +37,9 @@ final class DcCache<V> {
   V get(String key, long version) {
     Entry e = new Entry(key, version);
     V v = pinned.get(e);
-    if (v == null) {
+    if (v != null) {
+      pinnedHits++;
+    } else {
       v = lru.get(e);
     }
     if (v == null) {
@@ -75,6 +78,11 @@ final class DcCache<V> {
 
   long hits() {
     return hits;
+  }
+
+  /** Hits on local writes still waiting for their replicas (a subset of {@link #hits}). */
+  long pinnedHits() {
+    return pinnedHits;
   }
 
   long misses() {

@@ -5,21 +5,13 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.LongAdder;
-import java.util.function.BiConsumer;
-import org.k2bench.core.api.ServerNode;
 import org.k2bench.core.api.ServerOptions;
 import org.k2bench.core.clock.LamportClock;
 import org.k2bench.core.data.Row;
+import org.k2bench.core.server.ServerActor;
 import org.k2bench.core.store.MultiVersionStore;
 import org.k2bench.core.store.MultiVersionStore.VersionView;
 import org.k2bench.core.topology.Placement;
-import org.k2bench.core.topology.Topology;
-import org.k2bench.core.transport.Endpoint;
 import org.k2bench.core.transport.Incoming;
 import org.k2bench.core.transport.MalformedMessageException;
 import org.k2bench.core.transport.Transport;
@@ -43,35 +35,24 @@ import org.slf4j.LoggerFactory;
 /**
  * A K2 server: one shard of one datacenter (papers/k2.md §III-V).
  *
- * <p>The server is an actor: every message, reply and timer runs on its single thread, so
- * the state below needs no locks. It keeps metadata for every key of its shard in a
+ * <p>The server is a {@link ServerActor}: every message, reply and timer runs on its single
+ * thread, so the state below needs no locks. It keeps metadata for every key of its shard in a
  * {@link MultiVersionStore}, values only for its replica keys, and a {@link DcCache} of
  * non-replica values. Write-only transactions (§III-C) and the commit of replicated ones
  * (§IV-A), with IncomingWrites, run in the shared {@link WriteTransactions} engine; what is
  * K2's own is here: the reads (§V-C), how a committed key is applied, and replication
  * with the constrained topology (§IV-A).
  */
-public final class K2Server implements ServerNode {
+public final class K2Server extends ServerActor {
   private static final Logger LOG = LoggerFactory.getLogger(K2Server.class);
-  static final Row EMPTY_ROW = Row.getDefaultInstance();
 
   private record VKey(String key, long version) {}
 
-  private final Topology topology;
-  private final Placement placement;
-  private final ServerOptions options;
-  private final int dc;
-  private final int shard;
-  private final ExecutorService thread;
-  private final Endpoint ep;
-  private final LamportClock clock;
-  private final MultiVersionStore<Row> store;
   private final DcCache<Row> cache;
   /** Remote reads that arrived before their version (never, with the constrained topology). */
   private final Map<VKey, List<Incoming>> waitingRemoteReads = new HashMap<>();
   /** Write-only transactions, local and replicated; also holds IncomingWrites (§IV-A). */
   private final WriteTransactions writes;
-  private final Map<String, LongAdder> stats = new ConcurrentHashMap<>();
 
   /**
    * Starts a K2 server on its topology address.
@@ -83,22 +64,9 @@ public final class K2Server implements ServerNode {
   }
 
   private K2Server(Transport transport, int serverId, ServerOptions options, boolean dcCache) {
-    this.topology = transport.topology();
-    this.placement = new Placement(topology);
-    this.options = options;
-    this.dc = topology.dcOfServer(serverId);
-    this.shard = topology.shardOfServer(serverId);
-    this.thread = Executors.newSingleThreadExecutor(r -> {
-      Thread t = new Thread(r, "k2-server-" + serverId);
-      t.setDaemon(true);
-      return t;
-    });
-    this.store = new MultiVersionStore<>(EMPTY_ROW, key -> placement.isReplica(dc, key),
-        System::currentTimeMillis, options.gcWindowMs(), options.replicaRetentionMs(),
-        options.txnTimeoutMs());
+    super("k2", transport, serverId, options,
+        key -> new Placement(transport.topology()).isReplica(transport.topology().dcOfServer(serverId), key));
     this.cache = new DcCache<>(dcCache ? options.cacheEntriesPerServer(topology.serversPerDc()) : 0);
-    this.ep = transport.openServer(serverId, thread, m -> { });
-    this.clock = ep.clock();
     this.writes = new WriteTransactions(ep, thread, store, new WriteTransactions.Host() {
       @Override
       public int homeServer(String key) {
@@ -125,15 +93,11 @@ public final class K2Server implements ServerNode {
         K2Server.this.count(stat);
       }
     });
-    ep.setHandler(this::handle);
+    start();
   }
 
   @Override
-  public Endpoint endpoint() {
-    return ep;
-  }
-
-  private void handle(Incoming m) {
+  protected void handle(Incoming m) {
     if (m.is(ReadRequest.class)) {
       onRead(m, m.as(ReadRequest.class));
     } else if (m.is(ReadByTimeRequest.class)) {
@@ -145,20 +109,11 @@ public final class K2Server implements ServerNode {
     }
   }
 
-  private void count(String stat) {
-    stats.computeIfAbsent(stat, k -> new LongAdder()).increment();
-  }
-
   private void checkShard(String key) {
     if (placement.shardOf(key) != shard) {
       throw new MalformedMessageException("key '" + key + "' belongs to shard " + placement.shardOf(key)
           + ", not to server " + ep.id() + " (shard " + shard + ")");
     }
-  }
-
-  /** Runs {@code then} on this server's thread when {@code f} completes. */
-  private <T> void onServer(CompletableFuture<T> f, BiConsumer<T, Throwable> then) {
-    f.orTimeout(options.rpcTimeoutMs(), TimeUnit.MILLISECONDS).whenCompleteAsync(then, thread);
   }
 
   private boolean isReplica(String key) {
@@ -369,29 +324,15 @@ public final class K2Server implements ServerNode {
     return b;
   }
 
-  // =================================================================== lifecycle
+  // =================================================================== stats
 
   @Override
-  public Map<String, Long> stats() {
-    Map<String, Long> out = new HashMap<>();
-    stats.forEach((k, v) -> out.put(k, v.sum()));
-    try {
-      thread.submit(() -> {
-        out.put("gc_removed", store.gcRemoved());
-        out.put("cache_hits", cache.hits());
-        out.put("cache_misses", cache.misses());
-        out.put("cache_entries", (long) cache.size());
-        out.putAll(writes.gauges());
-      }).get(5, TimeUnit.SECONDS);
-    } catch (Exception e) {
-      // closed or stuck: report the counters we have
-    }
-    return out;
-  }
-
-  @Override
-  public void close() {
-    ep.close();
-    thread.shutdownNow();
+  protected void gauges(Map<String, Long> out) {
+    super.gauges(out);
+    out.put("cache_hits", cache.hits());
+    out.put("cache_pinned_hits", cache.pinnedHits());
+    out.put("cache_misses", cache.misses());
+    out.put("cache_entries", (long) cache.size());
+    out.putAll(writes.gauges());
   }
 }

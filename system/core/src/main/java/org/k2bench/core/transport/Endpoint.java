@@ -3,6 +3,8 @@ package org.k2bench.core.transport;
 import com.google.protobuf.Any;
 import com.google.protobuf.Message;
 import io.grpc.stub.StreamObserver;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
@@ -30,6 +32,8 @@ public final class Endpoint implements AutoCloseable {
   private final LamportClock clock;
   private final Executor inbox;
   private volatile MessageHandler handler;
+  /** Messages that arrived before a handler was installed; touched only on the inbox. */
+  private List<Incoming> early = new ArrayList<>();
   private final Map<Integer, OutChannel> out = new ConcurrentHashMap<>();
   private final Map<Long, CompletableFuture<Any>> calls = new ConcurrentHashMap<>();
   private final AtomicLong nextRpcId = new AtomicLong();
@@ -60,9 +64,17 @@ public final class Endpoint implements AutoCloseable {
     return transport;
   }
 
-  /** Replaces the handler (a server may need its endpoint before its handler exists). */
+  /**
+   * Installs the handler; a server opens its endpoint before its handler exists.
+   * Messages that arrived without a handler are handled first, in arrival order.
+   */
   public void setHandler(MessageHandler handler) {
-    this.handler = handler;
+    inbox.execute(() -> {
+      this.handler = handler;
+      List<Incoming> held = early;
+      early = new ArrayList<>();
+      held.forEach(this::dispatch);
+    });
   }
 
   /** One-way message. */
@@ -150,21 +162,29 @@ public final class Endpoint implements AutoCloseable {
       return;
     }
     Incoming in = new Incoming(this, env.getFrom(), env.getRpcId(), env.getPayload());
-    inbox.execute(() -> {
-      try {
-        handler.handle(in);
-      } catch (MalformedMessageException e) {
-        Transport.LOG.warn("node {}: {}", id, e.getMessage());
-        if (in.expectsReply()) {
-          in.replyError(e.getMessage());
-        }
-      } catch (RuntimeException e) {
-        Transport.LOG.error("node {} failed on {}", id, in, e);
-        if (in.expectsReply()) {
-          in.replyError(e.toString());
-        }
+    inbox.execute(() -> dispatch(in));
+  }
+
+  /** On the inbox. */
+  private void dispatch(Incoming in) {
+    MessageHandler h = handler;
+    if (h == null) {
+      early.add(in);
+      return;
+    }
+    try {
+      h.handle(in);
+    } catch (MalformedMessageException e) {
+      Transport.LOG.warn("node {}: {}", id, e.getMessage());
+      if (in.expectsReply()) {
+        in.replyError(e.getMessage());
       }
-    });
+    } catch (RuntimeException e) {
+      Transport.LOG.error("node {} failed on {}", id, in, e);
+      if (in.expectsReply()) {
+        in.replyError(e.toString());
+      }
+    }
   }
 
   /** A client's stream to this server: answers to that client go back on it. */

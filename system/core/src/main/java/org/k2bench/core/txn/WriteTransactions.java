@@ -193,6 +193,7 @@ public final class WriteTransactions {
     long version = clock.nextTimestamp();
     host.count("client_wots");
     clientTxns.remove(t.id);
+    coordinators.remove(t.id);
     for (KeyValue kv : t.sub.getWritesList()) {
       host.apply(kv.getKey(), t.id, version, version, kv.getValue(), true);
     }

@@ -1,0 +1,118 @@
+package org.k2bench.core.server;
+
+import java.util.HashMap;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.function.BiConsumer;
+import java.util.function.Predicate;
+import org.k2bench.core.api.ServerNode;
+import org.k2bench.core.api.ServerOptions;
+import org.k2bench.core.clock.LamportClock;
+import org.k2bench.core.data.Row;
+import org.k2bench.core.store.MultiVersionStore;
+import org.k2bench.core.topology.Placement;
+import org.k2bench.core.topology.Topology;
+import org.k2bench.core.transport.Endpoint;
+import org.k2bench.core.transport.Incoming;
+import org.k2bench.core.transport.Transport;
+
+/**
+ * What every bundled server is built on: one shard of one datacenter run as an actor.
+ * Every message, reply continuation and timer runs on the server's single thread, so
+ * protocol state needs no locks; the thread also keeps each channel's messages in order.
+ * Holds the multiversion store, the protocol counters, and the lifecycle.
+ */
+public abstract class ServerActor implements ServerNode {
+  /** The value of a key never written (version 0). */
+  public static final Row EMPTY_ROW = Row.getDefaultInstance();
+
+  protected final Topology topology;
+  protected final Placement placement;
+  protected final ServerOptions options;
+  protected final int dc;
+  protected final int shard;
+  protected final ExecutorService thread;
+  protected final Endpoint ep;
+  protected final LamportClock clock;
+  protected final MultiVersionStore<Row> store;
+  private final Map<String, LongAdder> counters = new ConcurrentHashMap<>();
+
+  /**
+   * Opens the server's endpoint; messages wait until the subclass calls {@link #start()}.
+   *
+   * @param retainsForRemoteReads keys whose superseded versions other datacenters may still
+   *     read remotely (kept for the replica retention window instead of the GC window)
+   */
+  protected ServerActor(String system, Transport transport, int serverId, ServerOptions options,
+      Predicate<String> retainsForRemoteReads) {
+    this.topology = transport.topology();
+    this.placement = new Placement(topology);
+    this.options = options;
+    this.dc = topology.dcOfServer(serverId);
+    this.shard = topology.shardOfServer(serverId);
+    this.thread = Executors.newSingleThreadExecutor(r -> {
+      Thread t = new Thread(r, system + "-server-" + serverId);
+      t.setDaemon(true);
+      return t;
+    });
+    this.store = new MultiVersionStore<>(EMPTY_ROW, retainsForRemoteReads, System::currentTimeMillis,
+        options.gcWindowMs(), options.replicaRetentionMs(), options.txnTimeoutMs());
+    try {
+      this.ep = transport.openServer(serverId, thread, null);
+    } catch (RuntimeException e) {
+      thread.shutdownNow();
+      throw e;
+    }
+    this.clock = ep.clock();
+  }
+
+  /** Starts handling messages (those that arrived meanwhile first, in order). */
+  protected final void start() {
+    ep.setHandler(this::handle);
+  }
+
+  /** Handles one message on the server thread. */
+  protected abstract void handle(Incoming m);
+
+  /** Adds gauges read on the server thread (store sizes and the like) to {@code out}. */
+  protected void gauges(Map<String, Long> out) {
+    out.put("gc_removed", store.gcRemoved());
+  }
+
+  public void count(String stat) {
+    counters.computeIfAbsent(stat, k -> new LongAdder()).increment();
+  }
+
+  /** Runs {@code then} on the server thread when {@code f} completes or times out. */
+  protected <T> void onServer(CompletableFuture<T> f, BiConsumer<T, Throwable> then) {
+    f.orTimeout(options.rpcTimeoutMs(), TimeUnit.MILLISECONDS).whenCompleteAsync(then, thread);
+  }
+
+  @Override
+  public Endpoint endpoint() {
+    return ep;
+  }
+
+  @Override
+  public Map<String, Long> stats() {
+    Map<String, Long> out = new HashMap<>();
+    counters.forEach((k, v) -> out.put(k, v.sum()));
+    try {
+      thread.submit(() -> gauges(out)).get(5, TimeUnit.SECONDS);
+    } catch (Exception e) {
+      // closed or stuck: report the counters we have
+    }
+    return out;
+  }
+
+  @Override
+  public void close() {
+    ep.close();
+    thread.shutdownNow();
+  }
+}

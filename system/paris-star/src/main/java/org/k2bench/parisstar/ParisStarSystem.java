@@ -1,0 +1,45 @@
+package org.k2bench.parisstar;
+
+import org.k2bench.core.api.KvClient;
+import org.k2bench.core.api.ServerNode;
+import org.k2bench.core.api.ServerOptions;
+import org.k2bench.core.api.StoreSystem;
+import org.k2bench.core.transport.Transport;
+import org.k2bench.k2.K2Client;
+import org.k2bench.k2.K2Server;
+
+/**
+ * PaRiS* (K2 §VII-A; SPEC §3.3): K2's servers, replication and transactions with no DC
+ * cache, and a private cache per client holding the client's own writes for 5 s. A
+ * read-only transaction is local only when every non-replica key it reads is in that
+ * cache; otherwise it takes exactly one round of non-blocking remote reads to the nearest
+ * replica datacenter, as K2's second round does.
+ *
+ * <p>K2's servers still keep a local write of a non-replica key until its replicas have
+ * acknowledged the data (so no remote read waits for it); that is replication state, not
+ * a cache, and it lasts one replication round trip.
+ */
+public final class ParisStarSystem implements StoreSystem {
+  public static final long PRIVATE_CACHE_TTL_MS = 5_000;
+
+  @Override
+  public String name() {
+    return "paris-star";
+  }
+
+  @Override
+  public String description() {
+    return "PaRiS*: K2 without the DC cache, a private per-client cache of own writes (5 s)";
+  }
+
+  @Override
+  public ServerNode startServer(Transport transport, int serverId, ServerOptions options) {
+    return K2Server.start(transport, serverId, options, false);
+  }
+
+  @Override
+  public KvClient newClient(Transport transport, int clientId, int dc, ServerOptions options) {
+    return new K2Client(transport, clientId, dc, options,
+        new PrivateCache(PRIVATE_CACHE_TTL_MS, System::currentTimeMillis));
+  }
+}

@@ -1,0 +1,123 @@
+package org.k2bench.parisstar;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.k2bench.core.testing.Clusters.CA;
+import static org.k2bench.core.testing.Clusters.LDN;
+import static org.k2bench.core.testing.Clusters.SG;
+import static org.k2bench.core.testing.Clusters.SP;
+import static org.k2bench.core.testing.Clusters.TYO;
+import static org.k2bench.core.testing.Clusters.VA;
+import static org.k2bench.core.testing.Clusters.row;
+import static org.k2bench.core.testing.Clusters.str;
+
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.k2bench.core.api.KvClient;
+import org.k2bench.core.api.ReadResult;
+import org.k2bench.core.api.ServerOptions;
+import org.k2bench.core.cluster.LocalCluster;
+import org.k2bench.core.data.Row;
+import org.k2bench.core.testing.Clusters;
+import org.k2bench.core.topology.Placement;
+import org.k2bench.k2.K2Client;
+
+/** PaRiS*'s reads: local only through the private cache, otherwise exactly one round. */
+class ParisStarReadTest {
+  static LocalCluster cluster;
+  static Placement placement;
+  static final List<String> used = new ArrayList<>();
+
+  @BeforeAll
+  static void start() {
+    cluster = Clusters.start(new ParisStarSystem(), ServerOptions.defaults());
+    placement = cluster.placement();
+  }
+
+  @AfterAll
+  static void stop() {
+    cluster.close();
+  }
+
+  @AfterEach
+  void healLinks() {
+    cluster.transport().links().clearExtraDelays();
+  }
+
+  static String key(String prefix, int... replicaDcs) {
+    return Clusters.key(placement, prefix, -1, replicaDcs, used);
+  }
+
+  static Map<String, Row> rows(List<String> keys, String v) {
+    Map<String, Row> m = new LinkedHashMap<>();
+    keys.forEach(k -> m.put(k, row(v)));
+    return m;
+  }
+
+  /** Waits until no server holds a local write back for replication (see ParisStarSystem). */
+  static void awaitReplicated() {
+    long deadline = System.currentTimeMillis() + 5_000;
+    while (cluster.stat(-1, "cache_entries") > 0) {
+      assertTrue(System.currentTimeMillis() < deadline, "replication finished");
+      Clusters.sleep(10);
+    }
+  }
+
+  @Test
+  void localWhenThePrivateCacheCoversTheNonReplicaKeys() {
+    List<String> keys = List.of(key("p", TYO, SG), key("p", SP, LDN), key("p-r", VA, CA));
+    KvClient me = cluster.client(VA);
+    me.writeTxn(rows(keys, "mine"));
+    awaitReplicated();
+    Clusters.slowWideArea(cluster, VA, 200);
+    long remoteBefore = cluster.stat(-1, "remote_reads_served");
+    long start = System.nanoTime();
+    ReadResult r = me.readTxn(keys);
+    double ms = (System.nanoTime() - start) / 1e6;
+    keys.forEach(k -> assertEquals("mine", str(r.rows().get(k))));
+    assertEquals(0, r.wanRounds(), "own writes come from the private cache, replica keys from VA");
+    assertEquals(remoteBefore, cluster.stat(-1, "remote_reads_served"));
+    assertTrue(ms < 200, "no wide-area message: " + ms + " ms with +200 ms on every link");
+  }
+
+  @Test
+  void exactlyOneRoundOtherwiseAndNoDcCache() {
+    List<String> keys = List.of(key("q", TYO, SG), key("q", SP, LDN), key("q-r", VA, CA));
+    KvClient writer = cluster.client(VA);
+    writer.writeTxn(rows(keys, "w"));
+    awaitReplicated();
+    KvClient reader = cluster.client(VA); // same datacenter, another session
+    for (int i = 0; i < 5; i++) {
+      Clusters.advance(reader);
+      ReadResult r = reader.readTxn(keys);
+      keys.forEach(k -> assertEquals("w", str(r.rows().get(k))));
+      assertEquals(1, r.wanRounds(), "read " + i + ": the values are nowhere in VA, every time");
+    }
+    assertEquals(0, cluster.stat(-1, "cache_hits"), "no DC cache exists");
+    assertEquals(0, cluster.stat(-1, "remote_read_waits"), "remote reads never wait");
+  }
+
+  @Test
+  void privateCacheEntriesExpire() {
+    List<String> keys = List.of(key("x", TYO, SG), key("x-r", VA, CA));
+    KvClient me = new K2Client(cluster.transport(), 60_500, VA, ServerOptions.defaults(),
+        new PrivateCache(300, System::currentTimeMillis));
+    try {
+      me.writeTxn(rows(keys, "mine"));
+      awaitReplicated();
+      assertEquals(0, me.readTxn(keys).wanRounds(), "within the cache's lifetime");
+      Clusters.sleep(400);
+      ReadResult r = me.readTxn(keys);
+      assertEquals("mine", str(r.rows().get(keys.get(0))));
+      assertEquals(1, r.wanRounds(), "expired: the non-replica value is fetched remotely");
+    } finally {
+      me.close();
+    }
+  }
+}

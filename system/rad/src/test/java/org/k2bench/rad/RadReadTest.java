@@ -1,0 +1,145 @@
+package org.k2bench.rad;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.k2bench.core.testing.Clusters.CA;
+import static org.k2bench.core.testing.Clusters.LDN;
+import static org.k2bench.core.testing.Clusters.SG;
+import static org.k2bench.core.testing.Clusters.SP;
+import static org.k2bench.core.testing.Clusters.TYO;
+import static org.k2bench.core.testing.Clusters.VA;
+import static org.k2bench.core.testing.Clusters.row;
+import static org.k2bench.core.testing.Clusters.str;
+
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.k2bench.core.api.KvClient;
+import org.k2bench.core.api.ReadResult;
+import org.k2bench.core.api.ServerOptions;
+import org.k2bench.core.cluster.LocalCluster;
+import org.k2bench.core.data.Row;
+import org.k2bench.core.testing.Clusters;
+import org.k2bench.core.topology.Placement;
+
+/**
+ * RAD's read-only transactions (Eiger's algorithm) on the replica-group layout. The reader
+ * sits in CA, group {CA, LDN, SG}: key A lives in LDN and key B in SG for it, both remote.
+ */
+class RadReadTest {
+  static LocalCluster cluster;
+  static Placement placement;
+  static final List<String> used = new ArrayList<>();
+
+  @BeforeAll
+  static void start() {
+    cluster = Clusters.start(new RadSystem(), ServerOptions.defaults());
+    placement = cluster.placement();
+  }
+
+  @AfterAll
+  static void stop() {
+    cluster.close();
+  }
+
+  @AfterEach
+  void healLinks() {
+    cluster.transport().links().clearExtraDelays();
+  }
+
+  static String key(String prefix, int... replicaDcs) {
+    return Clusters.key(placement, prefix, -1, replicaDcs, used);
+  }
+
+  static CompletableFuture<ReadResult> readLater(KvClient reader, List<String> keys) {
+    return CompletableFuture.supplyAsync(() -> reader.readTxn(keys));
+  }
+
+  /**
+   * Round one returns A before and B after a causal pair of writes (A then B): B's EVT is
+   * later than A's LVT, so A is read again at the effective time, a second wide-area
+   * round, and the transaction returns the consistent pair.
+   */
+  @Test
+  void inconsistentFirstRoundVersionsCostASecondWideAreaRound() throws Exception {
+    String a = key("r2-a", SP, LDN);
+    String b = key("r2-b", TYO, SG);
+    KvClient reader = cluster.client(CA);
+    KvClient writer = cluster.client(LDN);
+    writer.write(a, row("a0"));
+    writer.write(b, row("b0"));
+    reader.readTxn(List.of(a, b)); // connections up
+    long round2Before = cluster.stat(LDN, "round2_requests");
+    // The reader's request to SG takes 100 ms longer: it reads B well after A.
+    cluster.transport().links().setExtraDelayMs(CA, SG, 100);
+    CompletableFuture<ReadResult> read = readLater(reader, List.of(a, b));
+    Clusters.sleep(25); // A has been read in LDN (7 ms away); B's request is still on its way
+    writer.write(a, row("a1"));
+    writer.write(b, row("b1")); // causally after a1, committed in SG long before B's read arrives
+    ReadResult r = read.get(10, TimeUnit.SECONDS);
+    assertEquals("a1", str(r.rows().get(a)), "A re-read at the effective time");
+    assertEquals("b1", str(r.rows().get(b)));
+    assertEquals(2, r.wanRounds(), "round one (LDN, SG) and round two (LDN) both crossed datacenters");
+    assertEquals(round2Before + 1, cluster.stat(LDN, "round2_requests"));
+  }
+
+  /**
+   * A write-only transaction on A and B is committed at its coordinator but still pending
+   * at the other participant, whose commit is slowed down: the second round there must
+   * first ask the coordinator in the other datacenter, a third wide-area round trip.
+   */
+  @Test
+  void aPendingWriteOnlyTransactionCostsAThirdRound() throws Exception {
+    String a = key("r3-a", SP, LDN);
+    String b = key("r3-b", TYO, SG);
+    KvClient reader = cluster.client(CA);
+    KvClient writer = cluster.client(CA); // its own links stay fast
+    writer.writeTxn(Map.of(a, row("t0"), b, row("t0")));
+    reader.readTxn(List.of(a, b));
+    long checksBefore = cluster.stat(-1, "status_checks");
+    // Messages between the two participants take 150 ms longer: whichever coordinates, it
+    // commits at ~165 ms (the other's "yes" is slow) and the other learns of the commit at
+    // ~325 ms. The reader arrives in between.
+    cluster.transport().links().setExtraDelayMs(LDN, SG, 150);
+    cluster.transport().links().setExtraDelayMs(SG, LDN, 150);
+    Map<String, Row> t1 = new LinkedHashMap<>();
+    t1.put(a, row("t1"));
+    t1.put(b, row("t1"));
+    CompletableFuture<Void> write = CompletableFuture.runAsync(() -> writer.writeTxn(t1));
+    Clusters.sleep(230);
+    ReadResult r = reader.readTxn(List.of(a, b));
+    write.get(10, TimeUnit.SECONDS);
+    assertEquals("t1", str(r.rows().get(a)), "atomic: both keys of the transaction");
+    assertEquals("t1", str(r.rows().get(b)));
+    assertEquals(3, r.wanRounds(), "round one, round two, and the status check with the coordinator");
+    assertTrue(cluster.stat(-1, "status_checks") > checksBefore);
+  }
+
+  /** Participants of a RAD write-only transaction span the group's datacenters. */
+  @Test
+  void writeLatencyIsSetByTheGroupsWideAreaRtts() {
+    // From VA (group VA, SP, TYO): the keys live in VA, SP and TYO.
+    List<String> keys = List.of(key("w", VA, CA), key("w", SP, LDN), key("w", TYO, SG));
+    KvClient me = cluster.client(VA);
+    Map<String, Row> w = new LinkedHashMap<>();
+    keys.forEach(k -> w.put(k, row("w")));
+    me.writeTxn(w);
+    double farthest = cluster.topology().rttMs(VA, TYO);
+    for (int i = 0; i < 3; i++) {
+      long start = System.nanoTime();
+      assertEquals(1, me.writeTxn(w).wanRounds());
+      double ms = (System.nanoTime() - start) / 1e6;
+      assertTrue(ms >= farthest, "the transaction waits for TYO: " + ms + " ms >= RTT " + farthest);
+    }
+    long start = System.nanoTime();
+    assertEquals(0, me.write(keys.get(0), row("local")).wanRounds(), "a key held in VA is written locally");
+    assertTrue((System.nanoTime() - start) / 1e6 < farthest);
+  }
+}

@@ -72,6 +72,11 @@ final class DcCache<V> {
     return lru.size() + pinned.size();
   }
 
+  /** Local writes still waiting for their replicas' acknowledgements. */
+  int pinnedSize() {
+    return pinned.size();
+  }
+
   int capacity() {
     return capacity;
   }

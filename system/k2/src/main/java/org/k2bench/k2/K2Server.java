@@ -333,6 +333,7 @@ public final class K2Server extends ServerActor {
     out.put("cache_pinned_hits", cache.pinnedHits());
     out.put("cache_misses", cache.misses());
     out.put("cache_entries", (long) cache.size());
+    out.put("cache_pinned_entries", (long) cache.pinnedSize());
     out.putAll(writes.gauges());
   }
 }

@@ -52,7 +52,7 @@ class MainTest {
   void unknownSystemListsTheValidOnes() throws Exception {
     Result r = run("serve", "--topology", topologyFile(THREE_DCS).toString(), "--system", "k3", "--all");
     assertOneLine(r);
-    assertTrue(r.err().contains("unknown system 'k3'; available: k2"), r.err());
+    assertTrue(r.err().contains("unknown system 'k3'; available: k2, paris-star, rad"), r.err());
   }
 
   @Test
@@ -77,11 +77,13 @@ class MainTest {
   }
 
   @Test
-  void systemsListsK2() {
+  void systemsListsEveryBundledSystem() {
     Result r = run("systems");
     assertEquals(0, r.code());
-    assertTrue(r.out().startsWith("k2 "), r.out());
-    assertTrue(Systems.available().containsKey("k2"));
+    for (String name : new String[] {"k2", "paris-star", "rad"}) {
+      assertTrue(r.out().lines().anyMatch(l -> l.startsWith(name + " ")), r.out());
+      assertTrue(Systems.available().containsKey(name));
+    }
   }
 
   @Test

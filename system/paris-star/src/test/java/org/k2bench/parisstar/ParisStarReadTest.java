@@ -63,7 +63,7 @@ class ParisStarReadTest {
   /** Waits until no server holds a local write back for replication (see ParisStarSystem). */
   static void awaitReplicated() {
     long deadline = System.currentTimeMillis() + 5_000;
-    while (cluster.stat(-1, "cache_entries") > 0) {
+    while (cluster.stat(-1, "cache_pinned_entries") > 0) {
       assertTrue(System.currentTimeMillis() < deadline, "replication finished");
       Clusters.sleep(10);
     }

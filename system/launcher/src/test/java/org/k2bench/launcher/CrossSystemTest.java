@@ -1,0 +1,111 @@
+package org.k2bench.launcher;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.k2bench.core.testing.Clusters.CA;
+import static org.k2bench.core.testing.Clusters.LDN;
+import static org.k2bench.core.testing.Clusters.SG;
+import static org.k2bench.core.testing.Clusters.SP;
+import static org.k2bench.core.testing.Clusters.TYO;
+import static org.k2bench.core.testing.Clusters.VA;
+import static org.k2bench.core.testing.Clusters.row;
+
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.k2bench.core.api.KvClient;
+import org.k2bench.core.api.ServerOptions;
+import org.k2bench.core.api.Systems;
+import org.k2bench.core.cluster.LocalCluster;
+import org.k2bench.core.data.Row;
+import org.k2bench.core.testing.Clusters;
+import org.k2bench.core.topology.Placement;
+
+/**
+ * The three bundled systems on the same scripted sequence of operations: K2 never takes
+ * more wide-area rounds than RAD or PaRiS* for the same read-only transaction, and its
+ * write-only transactions are local where RAD's wait for the group's datacenters.
+ */
+class CrossSystemTest {
+  /** The wide-area rounds of every read-only transaction of the script, in order. */
+  record Outcome(List<Integer> rounds, double wotMs) {}
+
+  static List<String> keys(Placement p) {
+    List<String> used = new ArrayList<>();
+    List<String> keys = new ArrayList<>();
+    int[][] positions = {{VA, CA}, {SP, LDN}, {TYO, SG}};
+    for (int i = 0; i < 12; i++) {
+      keys.add(Clusters.key(p, "x", i % 2, positions[i % 3], used));
+    }
+    return keys;
+  }
+
+  static Outcome runScript(String system) {
+    try (LocalCluster cluster = Clusters.start(Systems.byName("system", system), ServerOptions.defaults())) {
+      List<String> keys = keys(cluster.placement());
+      KvClient[] writers = new KvClient[6];
+      for (int dc = 0; dc < 6; dc++) {
+        writers[dc] = cluster.client(dc);
+      }
+      KvClient readerVa = cluster.client(VA);
+      KvClient readerSg = cluster.client(SG);
+      List<Integer> rounds = new ArrayList<>();
+      for (int i = 0; i < 24; i++) {
+        Map<String, Row> w = new LinkedHashMap<>();
+        for (int j = 0; j < 3; j++) {
+          w.put(keys.get((i + 4 * j) % keys.size()), row("v" + i));
+        }
+        writers[i % 6].writeTxn(w);
+        Clusters.sleep(40); // replication settles (the scaled matrix's largest RTT is 33 ms)
+        for (KvClient reader : new KvClient[] {readerVa, readerSg}) {
+          Clusters.advance(reader);
+          List<String> read = new ArrayList<>();
+          for (int j = 0; j < 5; j++) {
+            read.add(keys.get((i + 5 * j + reader.dc()) % keys.size()));
+          }
+          rounds.add(reader.readTxn(read).wanRounds());
+        }
+      }
+      // A write-only transaction from VA to keys held in VA, SP and TYO (RAD's group of VA).
+      Map<String, Row> w = new LinkedHashMap<>();
+      w.put(keys.get(0), row("w"));
+      w.put(keys.get(1), row("w"));
+      w.put(keys.get(2), row("w"));
+      writers[VA].writeTxn(w);
+      long start = System.nanoTime();
+      writers[VA].writeTxn(w);
+      return new Outcome(rounds, (System.nanoTime() - start) / 1e6);
+    }
+  }
+
+  @Test
+  void k2TakesNoMoreWideAreaRoundsThanRadOrParisStar() {
+    Outcome k2 = runScript("k2");
+    Outcome rad = runScript("rad");
+    Outcome paris = runScript("paris-star");
+    for (int i = 0; i < k2.rounds().size(); i++) {
+      assertTrue(k2.rounds().get(i) <= rad.rounds().get(i), "read " + i + ": K2 " + k2 + " vs RAD " + rad);
+      assertTrue(k2.rounds().get(i) <= paris.rounds().get(i), "read " + i + ": K2 " + k2 + " vs PaRiS* " + paris);
+      assertTrue(k2.rounds().get(i) <= 1, "K2 takes at most one wide-area round");
+      assertTrue(paris.rounds().get(i) <= 1, "PaRiS* takes at most one wide-area round");
+    }
+    int k2Total = k2.rounds().stream().mapToInt(Integer::intValue).sum();
+    int radTotal = rad.rounds().stream().mapToInt(Integer::intValue).sum();
+    int parisTotal = paris.rounds().stream().mapToInt(Integer::intValue).sum();
+    System.out.printf("wide-area rounds over %d reads: K2 %d %s, PaRiS* %d %s, RAD %d %s;"
+            + " write-only transaction from VA: K2 %.1f ms, RAD %.1f ms%n", k2.rounds().size(),
+        k2Total, k2.rounds(), parisTotal, paris.rounds(), radTotal, rad.rounds(), k2.wotMs(), rad.wotMs());
+    assertTrue(k2Total < parisTotal && parisTotal < radTotal,
+        "total rounds K2 " + k2Total + " < PaRiS* " + parisTotal + " < RAD " + radTotal);
+    assertTrue(k2.rounds().contains(0), "K2 serves some read-only transactions all-locally: " + k2.rounds());
+    assertTrue(rad.rounds().stream().anyMatch(r -> r >= 2) || radTotal > rad.rounds().size(),
+        "RAD needs more than one round for some: " + rad.rounds());
+
+    double radRtt = Clusters.topology(1).rttMs(VA, TYO);
+    assertTrue(rad.wotMs() >= radRtt, "RAD's write-only transaction waits for TYO: " + rad.wotMs() + " ms");
+    assertTrue(k2.wotMs() < radRtt, "K2's commits in VA: " + k2.wotMs() + " ms");
+    assertEquals(k2.rounds().size(), 48);
+  }
+}

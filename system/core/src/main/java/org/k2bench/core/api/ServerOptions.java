@@ -25,6 +25,10 @@ public record ServerOptions(long numKeys, double cacheFraction, long gcWindowMs,
     return new ServerOptions(numKeys, f, gcWindowMs, replicaRetentionMs, txnTimeoutMs, rpcTimeoutMs);
   }
 
+  public ServerOptions withRpcTimeoutMs(long ms) {
+    return new ServerOptions(numKeys, cacheFraction, gcWindowMs, replicaRetentionMs, txnTimeoutMs, ms);
+  }
+
   public ServerOptions withGc(long windowMs, long replicaMs, long timeoutMs) {
     return new ServerOptions(numKeys, cacheFraction, windowMs, replicaMs, timeoutMs, rpcTimeoutMs);
   }

@@ -13,10 +13,17 @@ final class Dispatcher implements AutoCloseable {
   private record Item(long dueNanos, long order, Runnable release) {}
 
   /**
-   * Parking wakes up ~90 us late on a typical VM; park until this long before the due
-   * time and spin the rest, so the emulated delay is accurate to a few microseconds.
+   * Parking wakes up ~90 us late on a typical VM, and ~1 ms late when the machine idles:
+   * park until this long before the due time and spin the rest, so the emulated delay is
+   * accurate to a few microseconds. Spinning costs CPU, so it is capped at
+   * {@link #SPIN_BUDGET} of wall time per second; under heavy traffic the dispatcher just
+   * parks (busy CPUs wake up promptly anyway).
    */
   private static final long SPIN_NANOS = 120_000;
+  private static final double SPIN_BUDGET = 0.05;
+  private static final long BUDGET_WINDOW_NANOS = 1_000_000_000L;
+  private long windowStart = System.nanoTime();
+  private long spentInWindow;
 
   private final PriorityQueue<Item> queue = new PriorityQueue<>(
       (a, b) -> a.dueNanos != b.dueNanos ? Long.compare(a.dueNanos, b.dueNanos)
@@ -56,9 +63,15 @@ final class Dispatcher implements AutoCloseable {
           changed.await();
           continue;
         }
-        long wait = next.dueNanos - System.nanoTime();
-        if (wait > SPIN_NANOS) {
-          changed.awaitNanos(wait - SPIN_NANOS);
+        long now = System.nanoTime();
+        if (now - windowStart > BUDGET_WINDOW_NANOS) {
+          windowStart = now;
+          spentInWindow = 0;
+        }
+        long spin = spentInWindow < SPIN_BUDGET * BUDGET_WINDOW_NANOS ? SPIN_NANOS : 0;
+        long wait = next.dueNanos - now;
+        if (wait > spin) {
+          changed.awaitNanos(wait - spin);
           continue;
         }
         if (wait > 0) {
@@ -70,6 +83,7 @@ final class Dispatcher implements AutoCloseable {
           } finally {
             lock.lock();
           }
+          spentInWindow += System.nanoTime() - now;
           continue; // an earlier item may have arrived meanwhile
         }
         queue.poll();

@@ -1,0 +1,156 @@
+package org.k2bench.ycsb;
+
+import com.google.protobuf.ByteString;
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.Set;
+import java.util.Vector;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.k2bench.core.api.KvClient;
+import org.k2bench.core.api.OperationFailedException;
+import org.k2bench.core.api.ServerOptions;
+import org.k2bench.core.api.StoreSystem;
+import org.k2bench.core.api.Systems;
+import org.k2bench.core.data.Row;
+import org.k2bench.core.topology.ConfigException;
+import org.k2bench.core.topology.Topology;
+import org.k2bench.core.topology.TopologyLoader;
+import org.k2bench.core.transport.Transport;
+import site.ycsb.ByteArrayByteIterator;
+import site.ycsb.ByteIterator;
+import site.ycsb.DB;
+import site.ycsb.DBException;
+import site.ycsb.Status;
+
+/**
+ * The YCSB binding for every bundled system, chosen by name. YCSB creates one instance per
+ * client thread; each is one client session ({@link KvClient}) located in the configured
+ * datacenter. The sessions of a process share one transport.
+ *
+ * <p>YCSB hands workloads a measuring wrapper around the binding, so the transactional
+ * workload reaches the session through {@link #current()} (init and the workload's
+ * per-thread setup run on the same client thread). The plain YCSB operations also work:
+ * read = a one-key read-only transaction, insert/update = a single write.
+ *
+ * <p>Properties: {@code k2bench.system}, {@code k2bench.topology} (file), {@code k2bench.dc},
+ * {@code k2bench.client_id_base} (ids of this process's sessions start there),
+ * {@code k2bench.rpc_timeout_ms}.
+ */
+public final class K2BenchDB extends DB {
+  private static final ThreadLocal<KvClient> CURRENT = new ThreadLocal<>();
+  private static final Object SHARED_LOCK = new Object();
+  private static Transport shared;
+  private static Topology topology;
+  private static int users;
+  private static final AtomicInteger NEXT_SESSION = new AtomicInteger();
+
+  private KvClient client;
+
+  /** The session of the calling YCSB client thread. */
+  public static KvClient current() {
+    KvClient c = CURRENT.get();
+    if (c == null) {
+      throw new IllegalStateException("no k2bench session on this thread; is db=" + K2BenchDB.class.getName() + "?");
+    }
+    return c;
+  }
+
+  static String required(Properties p, String name) {
+    String v = p.getProperty(name);
+    if (v == null || v.isBlank()) {
+      throw new ConfigException(name, "missing; set it with -p " + name + "=...");
+    }
+    return v;
+  }
+
+  @Override
+  public void init() throws DBException {
+    Properties p = getProperties();
+    try {
+      StoreSystem system = Systems.byName("k2bench.system", required(p, "k2bench.system"));
+      int base = Integer.parseInt(p.getProperty("k2bench.client_id_base", String.valueOf(Topology.firstClientId())));
+      long timeout = Long.parseLong(p.getProperty("k2bench.rpc_timeout_ms", "10000"));
+      Transport t;
+      synchronized (SHARED_LOCK) {
+        if (shared == null) {
+          topology = TopologyLoader.load(Path.of(required(p, "k2bench.topology")));
+          shared = new Transport(topology);
+        }
+        users++;
+        t = shared;
+      }
+      int dc = topology.dcIndex("k2bench.dc", required(p, "k2bench.dc"));
+      ServerOptions options = ServerOptions.defaults().withRpcTimeoutMs(timeout);
+      client = system.newClient(t, base + NEXT_SESSION.getAndIncrement(), dc, options);
+      CURRENT.set(client);
+    } catch (ConfigException e) {
+      throw new DBException(e.getMessage());
+    } catch (NumberFormatException e) {
+      throw new DBException("k2bench.client_id_base/k2bench.rpc_timeout_ms: not a number: " + e.getMessage());
+    }
+  }
+
+  @Override
+  public void cleanup() throws DBException {
+    if (client != null) {
+      client.close();
+      CURRENT.remove();
+    }
+    synchronized (SHARED_LOCK) {
+      if (--users == 0 && shared != null) {
+        shared.close();
+        shared = null;
+      }
+    }
+  }
+
+  static Row toRow(Map<String, ByteIterator> values) {
+    Row.Builder r = Row.newBuilder();
+    values.forEach((k, v) -> r.putColumns(k, ByteString.copyFrom(v.toArray())));
+    return r.build();
+  }
+
+  @Override
+  public Status read(String table, String key, Set<String> fields, Map<String, ByteIterator> result) {
+    try {
+      Row row = client.readTxn(List.of(key)).rows().get(key);
+      row.getColumnsMap().forEach((k, v) -> {
+        if (fields == null || fields.contains(k)) {
+          result.put(k, new ByteArrayByteIterator(v.toByteArray()));
+        }
+      });
+      return Status.OK;
+    } catch (OperationFailedException e) {
+      return Status.ERROR;
+    }
+  }
+
+  @Override
+  public Status update(String table, String key, Map<String, ByteIterator> values) {
+    try {
+      client.write(key, toRow(values));
+      return Status.OK;
+    } catch (OperationFailedException e) {
+      return Status.ERROR;
+    }
+  }
+
+  @Override
+  public Status insert(String table, String key, Map<String, ByteIterator> values) {
+    return update(table, key, values);
+  }
+
+  @Override
+  public Status scan(String table, String startkey, int recordcount, Set<String> fields,
+      Vector<HashMap<String, ByteIterator>> result) {
+    return Status.NOT_IMPLEMENTED;
+  }
+
+  @Override
+  public Status delete(String table, String key) {
+    return Status.NOT_IMPLEMENTED;
+  }
+}

@@ -1,0 +1,103 @@
+package org.k2bench.ycsb;
+
+import java.io.FileOutputStream;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.file.Path;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import org.HdrHistogram.Histogram;
+import org.HdrHistogram.HistogramLogWriter;
+import org.HdrHistogram.Recorder;
+
+/**
+ * Per-process measurements: one HdrHistogram {@link Recorder} per tag, written as tagged
+ * interval histograms to an HdrHistogram log once per interval. The log is the raw data of
+ * a run: latency distributions are merged from it across clients and intervals (never by
+ * averaging percentiles), and its intervals give the throughput time series and the
+ * trimming of warm-up and cool-down.
+ *
+ * <p>Tags and units: {@code rot}, {@code wot}, {@code write}: latency in microseconds from
+ * the intended start time; {@code rot_rounds}: one value per read-only transaction, the
+ * wide-area rounds it took (0 = all-local); {@code staleness}: microseconds, one value per
+ * key read; {@code <op>_error}: latency of failed operations.
+ */
+public final class OpRecorder implements AutoCloseable {
+  public static final String[] TAGS = {
+    "rot", "rot_rounds", "wot", "write", "staleness", "rot_error", "wot_error", "write_error"};
+
+  private final Map<String, Recorder> recorders = new ConcurrentHashMap<>();
+  private final Map<String, Histogram> recycled = new ConcurrentHashMap<>();
+  private final HistogramLogWriter writer;
+  private final PrintStream out;
+  private final Thread flusher;
+  private final long intervalMs;
+  private volatile boolean closed;
+  private long intervalStartMs;
+
+  public OpRecorder(Path log, long intervalMs) throws IOException {
+    this.intervalMs = intervalMs;
+    for (String tag : TAGS) {
+      recorders.put(tag, new Recorder(3));
+    }
+    this.out = new PrintStream(new FileOutputStream(log.toFile()), false, "UTF-8");
+    this.writer = new HistogramLogWriter(out);
+    long now = System.currentTimeMillis();
+    writer.outputLogFormatVersion();
+    writer.outputStartTime(now);
+    writer.setBaseTime(now);
+    writer.outputBaseTime(now);
+    writer.outputLegend();
+    out.flush();
+    this.intervalStartMs = now;
+    this.flusher = new Thread(this::flushLoop, "k2bench-hlog");
+    flusher.setDaemon(true);
+    flusher.start();
+  }
+
+  public void record(String tag, long value) {
+    recorders.get(tag).recordValue(Math.max(0, value));
+  }
+
+  private void flushLoop() {
+    while (!closed) {
+      try {
+        Thread.sleep(intervalMs);
+      } catch (InterruptedException e) {
+        return;
+      }
+      flush();
+    }
+  }
+
+  /** Writes one interval histogram per tag that saw values since the last flush. */
+  private synchronized void flush() {
+    long end = System.currentTimeMillis();
+    for (String tag : TAGS) {
+      Histogram h = recorders.get(tag).getIntervalHistogram(recycled.get(tag));
+      recycled.put(tag, h);
+      if (h.getTotalCount() == 0) {
+        continue;
+      }
+      h.setTag(tag);
+      h.setStartTimeStamp(intervalStartMs);
+      h.setEndTimeStamp(end);
+      writer.outputIntervalHistogram(h);
+    }
+    out.flush();
+    intervalStartMs = end;
+  }
+
+  @Override
+  public void close() {
+    closed = true;
+    flusher.interrupt();
+    try {
+      flusher.join(5_000);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    flush();
+    out.close();
+  }
+}

@@ -1,0 +1,223 @@
+package org.k2bench.ycsb;
+
+import com.google.protobuf.ByteString;
+import java.io.IOException;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.Set;
+import java.util.concurrent.atomic.AtomicLong;
+import org.apache.commons.rng.UniformRandomProvider;
+import org.apache.commons.rng.sampling.distribution.RejectionInversionZipfSampler;
+import org.apache.commons.rng.simple.RandomSource;
+import org.k2bench.core.api.KvClient;
+import org.k2bench.core.api.ReadResult;
+import org.k2bench.core.data.Row;
+import site.ycsb.DB;
+import site.ycsb.Workload;
+import site.ycsb.WorkloadException;
+import site.ycsb.measurements.Measurements;
+
+/**
+ * The transactional workload of SPEC §4 (K2 paper §VII-B) as a YCSB workload: each
+ * operation is a read-only transaction of {@code keys_per_op} distinct Zipf-chosen keys, a
+ * write-only transaction of as many keys, or a single write, in the configured mix. Rows
+ * have {@code columns} columns of {@code value_bytes} random bytes. The load phase writes
+ * every key of [insertstart, insertstart + insertcount) once.
+ *
+ * <p>Latency is measured from YCSB's intended start time when a target rate paces the
+ * threads (coordinated omission corrected), else from the actual start, and recorded with
+ * the wide-area rounds and staleness of each read in an {@link OpRecorder} log.
+ *
+ * <p>Properties (besides YCSB's recordcount, insertstart, insertcount, target):
+ * {@code k2bench.keys_per_op} (5), {@code k2bench.columns} (5), {@code k2bench.value_bytes}
+ * (128), {@code k2bench.zipf} (1.2), {@code k2bench.write_fraction} (0.01),
+ * {@code k2bench.wot_fraction} (0.5, of writes), {@code k2bench.hlog} (the log to write),
+ * {@code k2bench.hlog_interval_ms} (1000), {@code k2bench.seed}.
+ */
+public final class TxnWorkload extends Workload {
+  private KeySpace keys;
+  private int keysPerOp;
+  private int columns;
+  private int valueBytes;
+  private double writeFraction;
+  private double wotFraction;
+  private long seed;
+  private OpRecorder recorder;
+  private AtomicLong nextLoad;
+  private long loadEnd;
+
+  /** Per client thread. */
+  static final class Session {
+    final KvClient client;
+    final UniformRandomProvider rng;
+    final RejectionInversionZipfSampler ranks;
+
+    Session(KvClient client, UniformRandomProvider rng, RejectionInversionZipfSampler ranks) {
+      this.client = client;
+      this.rng = rng;
+      this.ranks = ranks;
+    }
+  }
+
+  static long longProp(Properties p, String name, long dflt, long min) throws WorkloadException {
+    String v = p.getProperty(name);
+    try {
+      long x = v == null ? dflt : Long.parseLong(v.trim());
+      if (x < min) {
+        throw new WorkloadException(name + ": must be at least " + min + ", got " + x);
+      }
+      return x;
+    } catch (NumberFormatException e) {
+      throw new WorkloadException(name + ": '" + v + "' is not an integer");
+    }
+  }
+
+  static double fractionProp(Properties p, String name, double dflt) throws WorkloadException {
+    String v = p.getProperty(name);
+    try {
+      double x = v == null ? dflt : Double.parseDouble(v.trim());
+      if (!(x >= 0 && x <= 1)) {
+        throw new WorkloadException(name + ": must be between 0 and 1, got " + x);
+      }
+      return x;
+    } catch (NumberFormatException e) {
+      throw new WorkloadException(name + ": '" + v + "' is not a number");
+    }
+  }
+
+  @Override
+  public void init(Properties p) throws WorkloadException {
+    long n = longProp(p, "recordcount", 1_000_000, 1);
+    double zipf;
+    try {
+      zipf = Double.parseDouble(p.getProperty("k2bench.zipf", "1.2"));
+    } catch (NumberFormatException e) {
+      throw new WorkloadException("k2bench.zipf: not a number: " + p.getProperty("k2bench.zipf"));
+    }
+    if (!(zipf > 0)) {
+      throw new WorkloadException("k2bench.zipf: must be > 0, got " + zipf);
+    }
+    keys = new KeySpace(n, zipf);
+    keysPerOp = (int) longProp(p, "k2bench.keys_per_op", 5, 1);
+    if (keysPerOp > n) {
+      throw new WorkloadException("k2bench.keys_per_op: " + keysPerOp + " is more than the " + n + " keys");
+    }
+    columns = (int) longProp(p, "k2bench.columns", 5, 1);
+    valueBytes = (int) longProp(p, "k2bench.value_bytes", 128, 0);
+    writeFraction = fractionProp(p, "k2bench.write_fraction", 0.01);
+    wotFraction = fractionProp(p, "k2bench.wot_fraction", 0.5);
+    seed = longProp(p, "k2bench.seed", 42, Long.MIN_VALUE);
+    long insertStart = longProp(p, INSERT_START_PROPERTY, 0, 0);
+    long insertCount = longProp(p, INSERT_COUNT_PROPERTY, n - insertStart, 0);
+    nextLoad = new AtomicLong(insertStart);
+    loadEnd = Math.min(n, insertStart + insertCount);
+    String hlog = p.getProperty("k2bench.hlog");
+    if (hlog != null) {
+      try {
+        recorder = new OpRecorder(Path.of(hlog), longProp(p, "k2bench.hlog_interval_ms", 1000, 10));
+      } catch (IOException e) {
+        throw new WorkloadException("k2bench.hlog: cannot write " + hlog + ": " + e.getMessage());
+      }
+    }
+  }
+
+  @Override
+  public Object initThread(Properties p, int threadId, int threadCount) {
+    KvClient client = K2BenchDB.current();
+    UniformRandomProvider rng = RandomSource.XO_RO_SHI_RO_128_PP.create(seed * 1_000_003L + client.id());
+    return new Session(client, rng, keys.ranks(rng));
+  }
+
+  /** {@code count} distinct keys by Zipf rank. */
+  List<String> chooseKeys(Session s, int count) {
+    Set<String> out = new LinkedHashSet<>();
+    while (out.size() < count) {
+      out.add(KeySpace.key(keys.idOfRank(s.ranks.sample())));
+    }
+    return new ArrayList<>(out);
+  }
+
+  Row randomRow(UniformRandomProvider rng) {
+    Row.Builder r = Row.newBuilder();
+    byte[] b = new byte[valueBytes];
+    for (int c = 0; c < columns; c++) {
+      rng.nextBytes(b);
+      r.putColumns("field" + c, ByteString.copyFrom(b));
+    }
+    return r.build();
+  }
+
+  @Override
+  public boolean doInsert(DB db, Object state) {
+    long id = nextLoad.getAndIncrement();
+    if (id >= loadEnd) {
+      return false;
+    }
+    Session s = (Session) state;
+    try {
+      s.client.write(KeySpace.key(id), randomRow(s.rng));
+      return true;
+    } catch (RuntimeException e) {
+      return false;
+    }
+  }
+
+  @Override
+  public boolean doTransaction(DB db, Object state) {
+    Session s = (Session) state;
+    long intended = Measurements.getMeasurements().getIntendedtartTimeNs();
+    long start = intended > 0 ? intended : System.nanoTime();
+    String op;
+    if (s.rng.nextDouble() < writeFraction) {
+      op = s.rng.nextDouble() < wotFraction ? "wot" : "write";
+    } else {
+      op = "rot";
+    }
+    try {
+      switch (op) {
+        case "rot" -> {
+          ReadResult r = s.client.readTxn(chooseKeys(s, keysPerOp));
+          record("rot", (System.nanoTime() - start) / 1000);
+          record("rot_rounds", r.wanRounds());
+          for (double ms : r.stalenessMs().values()) {
+            record("staleness", Math.round(ms * 1000));
+          }
+        }
+        case "wot" -> {
+          Map<String, Row> writes = new LinkedHashMap<>();
+          for (String k : chooseKeys(s, keysPerOp)) {
+            writes.put(k, randomRow(s.rng));
+          }
+          s.client.writeTxn(writes);
+          record("wot", (System.nanoTime() - start) / 1000);
+        }
+        default -> {
+          s.client.write(chooseKeys(s, 1).get(0), randomRow(s.rng));
+          record("write", (System.nanoTime() - start) / 1000);
+        }
+      }
+      return true;
+    } catch (RuntimeException e) {
+      record(op + "_error", (System.nanoTime() - start) / 1000);
+      return false;
+    }
+  }
+
+  private void record(String tag, long value) {
+    if (recorder != null) {
+      recorder.record(tag, value);
+    }
+  }
+
+  @Override
+  public void cleanup() {
+    if (recorder != null) {
+      recorder.close();
+    }
+  }
+}

@@ -1,0 +1,138 @@
+package org.k2bench.ycsb;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.HdrHistogram.Histogram;
+import org.HdrHistogram.HistogramLogReader;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.k2bench.core.api.KvClient;
+import org.k2bench.core.api.ReadResult;
+import org.k2bench.core.api.WriteResult;
+import org.k2bench.core.data.Row;
+import site.ycsb.WorkloadException;
+
+class TxnWorkloadTest {
+  @TempDir
+  Path dir;
+
+  /** Counts operations; reads take one wide-area round every third time. */
+  static final class FakeClient implements KvClient {
+    final Map<String, Integer> ops = new HashMap<>();
+    final AtomicInteger reads = new AtomicInteger();
+    int lastKeys;
+
+    @Override
+    public ReadResult readTxn(Collection<String> keys) {
+      ops.merge("rot", 1, Integer::sum);
+      lastKeys = keys.size();
+      Map<String, Row> rows = new LinkedHashMap<>();
+      Map<String, Long> versions = new LinkedHashMap<>();
+      Map<String, Double> stale = new LinkedHashMap<>();
+      keys.forEach(k -> {
+        rows.put(k, Row.getDefaultInstance());
+        versions.put(k, 1L);
+        stale.put(k, 2.5);
+      });
+      return new ReadResult(rows, versions, reads.incrementAndGet() % 3 == 0 ? 1 : 0, stale);
+    }
+
+    @Override
+    public WriteResult writeTxn(Map<String, Row> writes) {
+      ops.merge(writes.size() == 1 ? "write1" : "wot", 1, Integer::sum);
+      lastKeys = writes.size();
+      writes.values().forEach(r -> {
+        assertEquals(5, r.getColumnsCount());
+        assertEquals(128, r.getColumnsOrThrow("field0").size());
+      });
+      return new WriteResult(1, 0);
+    }
+
+    @Override
+    public WriteResult write(String key, Row row) {
+      ops.merge("write", 1, Integer::sum);
+      return new WriteResult(1, 0);
+    }
+
+    @Override
+    public int id() {
+      return 4096;
+    }
+
+    @Override
+    public int dc() {
+      return 0;
+    }
+
+    @Override
+    public void close() {}
+  }
+
+  Properties props(double writeFraction) {
+    Properties p = new Properties();
+    p.setProperty("recordcount", "10000");
+    p.setProperty("k2bench.write_fraction", Double.toString(writeFraction));
+    p.setProperty("k2bench.hlog", dir.resolve("c.hlog").toString());
+    p.setProperty("k2bench.hlog_interval_ms", "50");
+    return p;
+  }
+
+  @Test
+  void theMixFollowsTheConfiguredFractions() throws Exception {
+    Properties p = props(0.2);
+    site.ycsb.measurements.Measurements.setProperties(p); // as YCSB's Client does
+    TxnWorkload w = new TxnWorkload();
+    w.init(p);
+    FakeClient c = new FakeClient();
+    Object s = new TxnWorkload.Session(c, org.apache.commons.rng.simple.RandomSource.XO_RO_SHI_RO_128_PP.create(1L),
+        new KeySpace(10_000, 1.2).ranks(org.apache.commons.rng.simple.RandomSource.XO_RO_SHI_RO_128_PP.create(2L)));
+    int n = 20_000;
+    for (int i = 0; i < n; i++) {
+      assertTrue(w.doTransaction(null, s));
+    }
+    w.cleanup();
+    assertEquals(0.8, c.ops.get("rot") / (double) n, 0.01, "read-only transactions");
+    assertEquals(0.1, c.ops.get("wot") / (double) n, 0.01, "write-only transactions: half the writes");
+    assertEquals(0.1, c.ops.get("write") / (double) n, 0.01, "single writes: the other half");
+
+    Map<String, Long> counts = new HashMap<>();
+    Map<String, Histogram> merged = new HashMap<>();
+    HistogramLogReader r = new HistogramLogReader(dir.resolve("c.hlog").toFile());
+    for (Histogram h; (h = (Histogram) r.nextIntervalHistogram()) != null; ) {
+      counts.merge(h.getTag(), h.getTotalCount(), Long::sum);
+      merged.computeIfAbsent(h.getTag(), t -> new Histogram(3)).add(h);
+    }
+    assertEquals(c.ops.get("rot").longValue(), counts.get("rot"), "every read-only transaction logged");
+    assertEquals(c.ops.get("rot").longValue(), counts.get("rot_rounds"));
+    assertEquals(5L * c.ops.get("rot"), counts.get("staleness"), "one staleness value per key read");
+    assertEquals(2500, merged.get("staleness").getValueAtPercentile(50), 10, "microseconds");
+    double remote = merged.get("rot_rounds").getCountAtValue(1) / (double) counts.get("rot");
+    assertEquals(1 / 3.0, remote, 0.01, "wide-area rounds recorded per transaction");
+    assertEquals(c.ops.get("wot").longValue(), counts.get("wot"));
+    assertEquals(c.ops.get("write").longValue(), counts.get("write"));
+  }
+
+  @Test
+  void badPropertiesNameTheField() {
+    Properties p = props(0.01);
+    p.setProperty("k2bench.write_fraction", "1.5");
+    WorkloadException e = assertThrows(WorkloadException.class, () -> new TxnWorkload().init(p));
+    assertTrue(e.getMessage().startsWith("k2bench.write_fraction:"), e.getMessage());
+    Properties q = props(0.01);
+    q.setProperty("k2bench.keys_per_op", "five");
+    e = assertThrows(WorkloadException.class, () -> new TxnWorkload().init(q));
+    assertTrue(e.getMessage().startsWith("k2bench.keys_per_op:"), e.getMessage());
+    assertTrue(Files.exists(dir) && List.of(e.getMessage().split("\n")).size() == 1);
+  }
+}

@@ -14,7 +14,7 @@ RUN_STAMP = $(shell date -u +%Y%m%dT%H%M%SZ)
 .PHONY: help test test-java test-python build venv local-run bench-emulation clean
 
 help:
-	@echo "make local-run        run an experiment on this machine (arrives with issue 4)"
+	@echo "make local-run        run workloads/default.yaml on this machine (EXPERIMENT=<name> for another)"
 	@echo "make test             build everything and run all tests (Java + Python)"
 	@echo "make bench-emulation  measure the embedded WAN emulation: configured vs measured RTT"
 	@echo "make build            build system/launcher/target/k2bench.jar"
@@ -34,15 +34,16 @@ $(JAR): $(SOURCES)
 
 venv: $(VENV)/.installed
 
-$(VENV)/.installed: requirements.txt
+$(VENV)/.installed: requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q -r requirements.txt
+	$(VENV)/bin/pip install -q --no-build-isolation --no-deps -e .
 	touch $@
 
-local-run:
-	@echo "make local-run: the experiment runner (YCSB clients, orchestrator) is issue 4 and not built yet." >&2
-	@echo "Today: 'make test', 'make bench-emulation', and java -jar $(JAR) serve --help." >&2
-	@exit 2
+EXPERIMENT ?= default
+
+local-run: $(JAR) $(VENV)/.installed
+	$(VENV)/bin/k2bench run $(EXPERIMENT)
 
 bench-emulation: $(JAR)
 	dir=runs/$(RUN_STAMP)_bench-emulation; \

@@ -279,6 +279,10 @@ final class EmulationBench implements Callable<Integer> {
 
   /** Writes to a temporary file and renames it, so a reader never sees half a file. */
   static void writeAtomically(Path target, Writer w) throws IOException {
+    Path parent = target.toAbsolutePath().getParent();
+    if (parent != null) {
+      Files.createDirectories(parent);
+    }
     Path tmp = target.resolveSibling("." + target.getFileName() + ".tmp");
     try (OutputStream os = Files.newOutputStream(tmp)) {
       w.write(os);

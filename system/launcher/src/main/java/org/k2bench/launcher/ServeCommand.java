@@ -46,6 +46,10 @@ final class ServeCommand implements Callable<Integer> {
   @ArgGroup(exclusive = true, multiplicity = "1")
   Which which;
 
+  @Option(names = "--stats-out", paramLabel = "FILE",
+      description = "On shutdown, write every server's protocol counters here as JSON.")
+  java.nio.file.Path statsOut;
+
   @Override
   public Integer call() throws InterruptedException {
     Topology t = flags.loadTopology();
@@ -54,6 +58,7 @@ final class ServeCommand implements Callable<Integer> {
     CountDownLatch stopped = new CountDownLatch(1);
     LocalCluster cluster = LocalCluster.start(sys, t, flags.options(), servers);
     Thread hook = new Thread(() -> {
+      writeStats(t, cluster);
       cluster.close();
       stopped.countDown();
     }, "k2bench-shutdown");
@@ -68,6 +73,23 @@ final class ServeCommand implements Callable<Integer> {
     spec.commandLine().getOut().flush();
     stopped.await();
     return 0;
+  }
+
+  /** server name (DC:shard) -> counters, written atomically. */
+  private void writeStats(Topology t, LocalCluster cluster) {
+    if (statsOut == null) {
+      return;
+    }
+    java.util.Map<String, Object> all = new java.util.LinkedHashMap<>();
+    for (int id : cluster.serverIds()) {
+      all.put(t.dcName(t.dcOfServer(id)) + ":" + t.shardOfServer(id), new java.util.TreeMap<>(cluster.server(id).stats()));
+    }
+    try {
+      EmulationBench.writeAtomically(statsOut, os ->
+          new com.fasterxml.jackson.databind.ObjectMapper().writerWithDefaultPrettyPrinter().writeValue(os, all));
+    } catch (java.io.IOException e) {
+      System.err.println("k2bench-server: cannot write --stats-out " + statsOut + ": " + e.getMessage());
+    }
   }
 
   private IntPredicate select(Topology t) {

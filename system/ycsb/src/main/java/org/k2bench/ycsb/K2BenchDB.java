@@ -44,6 +44,7 @@ public final class K2BenchDB extends DB {
   private static final Object SHARED_LOCK = new Object();
   private static Transport shared;
   private static Topology topology;
+  private static volatile int localDc = -1;
   private static int users;
   private static final AtomicInteger NEXT_SESSION = new AtomicInteger();
 
@@ -56,6 +57,18 @@ public final class K2BenchDB extends DB {
       throw new IllegalStateException("no k2bench session on this thread; is db=" + K2BenchDB.class.getName() + "?");
     }
     return c;
+  }
+
+  /** The placement of this process's topology, once a session exists. */
+  static org.k2bench.core.topology.Placement placement() {
+    synchronized (SHARED_LOCK) {
+      return new org.k2bench.core.topology.Placement(topology);
+    }
+  }
+
+  /** The datacenter this process's sessions are in. */
+  static int localDc() {
+    return localDc;
   }
 
   static String required(Properties p, String name) {
@@ -83,6 +96,7 @@ public final class K2BenchDB extends DB {
         t = shared;
       }
       int dc = topology.dcIndex("k2bench.dc", required(p, "k2bench.dc"));
+      localDc = dc;
       ServerOptions options = ServerOptions.defaults().withRpcTimeoutMs(timeout);
       client = system.newClient(t, base + NEXT_SESSION.getAndIncrement(), dc, options);
       CURRENT.set(client);

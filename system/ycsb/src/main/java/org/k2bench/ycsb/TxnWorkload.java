@@ -27,7 +27,10 @@ import site.ycsb.measurements.Measurements;
  * operation is a read-only transaction of {@code keys_per_op} distinct Zipf-chosen keys, a
  * write-only transaction of as many keys, or a single write, in the configured mix. Rows
  * have {@code columns} columns of {@code value_bytes} random bytes. The load phase writes
- * every key of [insertstart, insertstart + insertcount) once.
+ * every key of [insertstart, insertstart + insertcount) once; with
+ * {@code k2bench.load_local=true} a loader writes only the keys whose first replica
+ * datacenter (group 0) is its own, so every system loads with local writes when one
+ * loader runs in each datacenter.
  *
  * <p>Latency is measured from YCSB's intended start time when a target rate paces the
  * threads (coordinated omission corrected), else from the actual start, and recorded with
@@ -41,15 +44,19 @@ import site.ycsb.measurements.Measurements;
  */
 public final class TxnWorkload extends Workload {
   private KeySpace keys;
-  private int keysPerOp;
-  private int columns;
-  private int valueBytes;
+  private Discrete keysPerOp;
+  private Discrete columns;
+  private Discrete valueBytes;
   private double writeFraction;
   private double wotFraction;
   private long seed;
   private OpRecorder recorder;
   private AtomicLong nextLoad;
   private long loadEnd;
+  private boolean loadLocal;
+  private final AtomicLong loaded = new AtomicLong();
+  private final AtomicLong loadFailures = new AtomicLong();
+  private String loadReport;
 
   /** Per client thread. */
   static final class Session {
@@ -103,12 +110,12 @@ public final class TxnWorkload extends Workload {
       throw new WorkloadException("k2bench.zipf: must be > 0, got " + zipf);
     }
     keys = new KeySpace(n, zipf);
-    keysPerOp = (int) longProp(p, "k2bench.keys_per_op", 5, 1);
-    if (keysPerOp > n) {
-      throw new WorkloadException("k2bench.keys_per_op: " + keysPerOp + " is more than the " + n + " keys");
+    keysPerOp = Discrete.parse("k2bench.keys_per_op", p.getProperty("k2bench.keys_per_op", "5"), 1);
+    if (keysPerOp.max() > n) {
+      throw new WorkloadException("k2bench.keys_per_op: up to " + keysPerOp.max() + " is more than the " + n + " keys");
     }
-    columns = (int) longProp(p, "k2bench.columns", 5, 1);
-    valueBytes = (int) longProp(p, "k2bench.value_bytes", 128, 0);
+    columns = Discrete.parse("k2bench.columns", p.getProperty("k2bench.columns", "5"), 1);
+    valueBytes = Discrete.parse("k2bench.value_bytes", p.getProperty("k2bench.value_bytes", "128"), 0);
     writeFraction = fractionProp(p, "k2bench.write_fraction", 0.01);
     wotFraction = fractionProp(p, "k2bench.wot_fraction", 0.5);
     seed = longProp(p, "k2bench.seed", 42, Long.MIN_VALUE);
@@ -116,6 +123,8 @@ public final class TxnWorkload extends Workload {
     long insertCount = longProp(p, INSERT_COUNT_PROPERTY, n - insertStart, 0);
     nextLoad = new AtomicLong(insertStart);
     loadEnd = Math.min(n, insertStart + insertCount);
+    loadLocal = Boolean.parseBoolean(p.getProperty("k2bench.load_local", "false"));
+    loadReport = p.getProperty("k2bench.load_report");
     String hlog = p.getProperty("k2bench.hlog");
     if (hlog != null) {
       try {
@@ -144,26 +153,44 @@ public final class TxnWorkload extends Workload {
 
   Row randomRow(UniformRandomProvider rng) {
     Row.Builder r = Row.newBuilder();
-    byte[] b = new byte[valueBytes];
-    for (int c = 0; c < columns; c++) {
+    int n = columns.sample(rng);
+    for (int c = 0; c < n; c++) {
+      byte[] b = new byte[valueBytes.sample(rng)];
       rng.nextBytes(b);
       r.putColumns("field" + c, ByteString.copyFrom(b));
     }
     return r.build();
   }
 
+  /**
+   * Writes the next key of this loader's share (retrying a failed write twice); false
+   * once the share is done, which ends the YCSB thread.
+   */
   @Override
   public boolean doInsert(DB db, Object state) {
-    long id = nextLoad.getAndIncrement();
-    if (id >= loadEnd) {
-      return false;
-    }
     Session s = (Session) state;
-    try {
-      s.client.write(KeySpace.key(id), randomRow(s.rng));
-      return true;
-    } catch (RuntimeException e) {
-      return false;
+    org.k2bench.core.topology.Placement placement = loadLocal ? K2BenchDB.placement() : null;
+    while (true) {
+      long id = nextLoad.getAndIncrement();
+      if (id >= loadEnd) {
+        return false;
+      }
+      String key = KeySpace.key(id);
+      if (placement != null && placement.replicaDcs(key)[0] != K2BenchDB.localDc()) {
+        continue; // another datacenter's loader writes it locally
+      }
+      for (int attempt = 0; attempt < 3; attempt++) {
+        try {
+          s.client.write(key, randomRow(s.rng));
+          loaded.incrementAndGet();
+          return true;
+        } catch (RuntimeException e) {
+          if (attempt == 2) {
+            loadFailures.incrementAndGet();
+            return true; // counted; the report tells the orchestrator
+          }
+        }
+      }
     }
   }
 
@@ -181,7 +208,7 @@ public final class TxnWorkload extends Workload {
     try {
       switch (op) {
         case "rot" -> {
-          ReadResult r = s.client.readTxn(chooseKeys(s, keysPerOp));
+          ReadResult r = s.client.readTxn(chooseKeys(s, keysPerOp.sample(s.rng)));
           record("rot", (System.nanoTime() - start) / 1000);
           record("rot_rounds", r.wanRounds());
           for (double ms : r.stalenessMs().values()) {
@@ -190,7 +217,7 @@ public final class TxnWorkload extends Workload {
         }
         case "wot" -> {
           Map<String, Row> writes = new LinkedHashMap<>();
-          for (String k : chooseKeys(s, keysPerOp)) {
+          for (String k : chooseKeys(s, keysPerOp.sample(s.rng))) {
             writes.put(k, randomRow(s.rng));
           }
           s.client.writeTxn(writes);
@@ -215,9 +242,17 @@ public final class TxnWorkload extends Workload {
   }
 
   @Override
-  public void cleanup() {
+  public void cleanup() throws WorkloadException {
     if (recorder != null) {
       recorder.close();
+    }
+    if (loadReport != null) {
+      try {
+        java.nio.file.Files.writeString(Path.of(loadReport),
+            "{\"loaded\": " + loaded.get() + ", \"failed\": " + loadFailures.get() + "}\n");
+      } catch (IOException e) {
+        throw new WorkloadException("k2bench.load_report: cannot write " + loadReport + ": " + e.getMessage());
+      }
     }
   }
 }

@@ -41,6 +41,8 @@ import org.slf4j.LoggerFactory;
  */
 public final class Transport implements AutoCloseable {
   static final Logger LOG = LoggerFactory.getLogger(Transport.class);
+  /** Large reads (TAO-like rows, many keys) exceed gRPC's default 4 MB message limit. */
+  static final int MAX_MESSAGE_BYTES = 256 << 20;
 
   private final Topology topology;
   private final LinkConditions links;
@@ -107,6 +109,7 @@ public final class Transport implements AutoCloseable {
         .workerEventLoopGroup(workers)
         .channelType(epoll ? EpollServerSocketChannel.class : NioServerSocketChannel.class)
         .directExecutor()
+        .maxInboundMessageSize(MAX_MESSAGE_BYTES)
         .addService(new WireService(ep))
         .build();
     try {
@@ -184,6 +187,7 @@ public final class Transport implements AutoCloseable {
         .channelType(epoll ? EpollSocketChannel.class : NioSocketChannel.class)
         .usePlaintext()
         .directExecutor()
+        .maxInboundMessageSize(MAX_MESSAGE_BYTES)
         .build());
     var self = new java.util.concurrent.atomic.AtomicReference<StreamObserver<Envelope>>();
     self.set(WireGrpc.newStub(ch).withWaitForReady().connect(new StreamObserver<>() {

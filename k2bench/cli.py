@@ -1,0 +1,116 @@
+"""The k2bench command line: run experiments, check experiment files, re-derive summaries."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from rich.console import Console
+
+from . import experiment, rundir
+from .errors import ConfigError
+from .hosts import LocalHost
+from .orchestrator import Env, Orchestrator, validate
+from .progress import Progress, summary_table
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _env(args) -> Env:
+    return Env(repo=REPO, jar=Path(args.jar), host=LocalHost(), java=args.java)
+
+
+def _load(env: Env, name: str) -> dict:
+    path = experiment.find(env.workloads, name)
+    return experiment.resolve(experiment.load_file(path), path.stem, env.systems())
+
+
+def cmd_run(args) -> int:
+    env = _env(args)
+    exp = _load(env, args.experiment)
+    if args.systems:
+        chosen = args.systems.split(",")
+        for s in chosen:
+            if s not in exp["systems"]:
+                raise ConfigError("--systems", f"{s!r} is not in the experiment's systems {exp['systems']}")
+        exp["systems"] = chosen
+    validate(env, exp)
+    runs = Path(args.runs)
+    if args.resume:
+        run_dir = Path(args.resume)
+        if not (run_dir / "manifest.json").exists():
+            raise ConfigError("--resume", f"{run_dir} is not a run directory (no manifest.json)")
+        old = json.loads((run_dir / "manifest.json").read_text())["config"]
+        if old != exp:
+            raise ConfigError("--resume", f"{run_dir} was run with a different configuration of {exp['name']}")
+    else:
+        run_dir = rundir.create(runs, exp["name"])
+    rundir.link_latest(runs, run_dir)
+    console = Console()
+    console.print(f"run directory: {run_dir}")
+    code = Orchestrator(env, Progress(console)).run(exp, run_dir, resume=bool(args.resume))
+    summaries = [json.loads(p.read_text()) for p in sorted(run_dir.glob("*/summary.json"))]
+    summaries += [json.loads(p.read_text()) for p in sorted(run_dir.glob("*/*/summary.json"))
+                  if not p.parent.name.startswith("trial-")]
+    if summaries:
+        console.print(summary_table(summaries))
+    return code
+
+
+def cmd_validate(args) -> int:
+    env = _env(args)
+    names = args.experiments or sorted(p.stem for p in env.workloads.glob("*.yaml"))
+    for name in names:
+        exp = _load(env, name)
+        validate(env, exp)
+        n = len(experiment.points(exp)) * len(exp["systems"]) * exp["trials"]
+        print(f"{name}: ok ({n} system run(s))")
+    return 0
+
+
+def cmd_summarize(args) -> int:
+    """Re-derives summary.json of every trial in a run from its raw logs."""
+    from .summary import summarize
+    run = Path(args.run)
+    manifest = json.loads((run / "manifest.json").read_text())
+    for s in sorted(run.rglob("summary.json")):
+        old = json.loads(s.read_text())
+        if "median_of_trials" in old:
+            continue
+        logs = {p.stem.removeprefix("client-"): p for p in sorted((s.parent / "clients").glob("client-*.hlog"))}
+        new = summarize(logs, system=old["system"], experiment=manifest["experiment"],
+                        window_ms=tuple(old["window_ms"]), origin_ms=old["timeseries"]["origin_ms"])
+        new |= {k: old[k] for k in ("point", "trial", "server_stats") if k in old}
+        rundir.write_json(s, new)
+        print(f"re-derived {s}")
+    return 0
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="k2bench", description=__doc__)
+    p.add_argument("--jar", default=str(REPO / "system/launcher/target/k2bench.jar"))
+    p.add_argument("--java", default="java")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run", help="run an experiment of workloads/ on this machine")
+    r.add_argument("experiment", help="name of a file in workloads/ (without .yaml) or a path")
+    r.add_argument("--runs", default=str(REPO / "runs"))
+    r.add_argument("--resume", metavar="RUN_DIR", help="continue a run, skipping completed points")
+    r.add_argument("--systems", help="comma-separated subset of the experiment's systems")
+    r.set_defaults(func=cmd_run)
+    v = sub.add_parser("validate", help="check experiment files without running anything")
+    v.add_argument("experiments", nargs="*")
+    v.set_defaults(func=cmd_validate)
+    s = sub.add_parser("summarize", help="re-derive the summaries of a run from its raw logs")
+    s.add_argument("run")
+    s.set_defaults(func=cmd_summarize)
+    args = p.parse_args(argv)
+    try:
+        return args.func(args)
+    except ConfigError as e:
+        print(f"k2bench: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

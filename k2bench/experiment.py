@@ -1,0 +1,254 @@
+"""Experiment files (SPEC §4, STYLE 3): a whole paper figure as one declarative YAML file.
+
+An experiment names the systems, the topology (a file in workloads/topologies plus
+overrides), the workload, the servers' and clients' settings, the durations with explicit
+warm-up and cool-down, the number of trials, and optional sweep axes. ``resolve`` fills in
+SPEC §4's defaults, validates every field (one-line ``ConfigError`` naming it) and returns
+the fully resolved configuration that is saved with the run; ``points`` expands the sweep.
+"""
+from __future__ import annotations
+
+import copy
+import itertools
+import pathlib
+from typing import Any
+
+import yaml
+
+from .errors import ConfigError
+
+# field -> (type, default, check). A check returns an error text or None.
+_POS = lambda v: None if v > 0 else "must be > 0"  # noqa: E731
+_NONNEG = lambda v: None if v >= 0 else "must be >= 0"  # noqa: E731
+_FRACTION = lambda v: None if 0 <= v <= 1 else "must be between 0 and 1"  # noqa: E731
+_ATLEAST1 = lambda v: None if v >= 1 else "must be at least 1"  # noqa: E731
+
+SCHEMA: dict[str, dict[str, tuple]] = {
+    "topology": {
+        "file": (str, "topologies/paper-local.yaml", None),
+        "servers_per_dc": (int, None, _ATLEAST1),
+        "replication_factor": (int, None, _ATLEAST1),
+        "rtt_scale": (float, 1.0, _POS),
+        "intra_dc_delay_ms": (float, None, _NONNEG),
+        "jitter_ms": (float, None, _NONNEG),
+    },
+    # "dist": an integer, or a discrete distribution {value: probability, ...}.
+    "workload": {
+        "keys": (int, 1_000_000, _ATLEAST1),
+        "keys_per_op": ("dist", 5, _ATLEAST1),
+        "columns": ("dist", 5, _ATLEAST1),
+        "value_bytes": ("dist", 128, _NONNEG),
+        "zipf": (float, 1.2, _POS),
+        "write_fraction": (float, 0.01, _FRACTION),
+        "wot_fraction": (float, 0.5, _FRACTION),
+    },
+    "server": {
+        "cache_fraction": (float, 0.05, _FRACTION),
+        "gc_window_ms": (int, 5000, _ATLEAST1),
+        "replica_retention_ms": (int, 15000, _ATLEAST1),
+        "txn_timeout_ms": (int, 5000, _ATLEAST1),
+        "heap_mb": (int, 768, _ATLEAST1),
+    },
+    "clients": {
+        "threads_per_dc": (int, 8, _ATLEAST1),
+        "target_ops_per_s_per_dc": (float, None, _POS),
+        "heap_mb": (int, 512, _ATLEAST1),
+        "rpc_timeout_ms": (int, 10000, _ATLEAST1),
+    },
+    "load": {
+        "threads_per_dc": (int, 8, _ATLEAST1),
+    },
+    "duration": {
+        "warmup_s": (float, 540, _NONNEG),
+        "measure_s": (float, 160, _POS),
+        "cooldown_s": (float, 20, _NONNEG),
+    },
+}
+TOP_LEVEL = {"name", "description", "extends", "systems", "trials", "sweep", *SCHEMA}
+DEFAULT_SYSTEMS = ["k2", "rad", "paris-star"]
+
+
+def _dist(field: str, value: Any, check) -> Any:
+    """An integer, or {value: probability} with probabilities summing to 1."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        problem = check(value) if check else None
+        if problem:
+            raise ConfigError(field, f"{problem}, got {value!r}")
+        return value
+    if not isinstance(value, dict) or not value:
+        raise ConfigError(field, f"must be an integer or a mapping value: probability, got {value!r}")
+    total = 0.0
+    for v, p in value.items():
+        if not isinstance(v, int) or isinstance(v, bool):
+            raise ConfigError(f"{field}.{v}", "values of a distribution must be integers")
+        if check and check(v):
+            raise ConfigError(f"{field}.{v}", check(v))
+        if not isinstance(p, (int, float)) or isinstance(p, bool) or p < 0:
+            raise ConfigError(f"{field}.{v}", f"probability must be a number >= 0, got {p!r}")
+        total += p
+    if abs(total - 1.0) > 1e-3:
+        raise ConfigError(field, f"probabilities sum to {total:g}, not 1")
+    return {int(v): float(p) for v, p in value.items()}
+
+
+def dist_max(value) -> int:
+    return max(value) if isinstance(value, dict) else value
+
+
+def dist_text(value) -> str:
+    """The form the Java workload reads: 5, or 1:0.515,2:0.1,..."""
+    return ",".join(f"{v}:{p}" for v, p in value.items()) if isinstance(value, dict) else str(value)
+
+
+def _typed(field: str, value: Any, typ: type) -> Any:
+    if typ is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if typ is int and isinstance(value, float) and value.is_integer():
+        return int(value)
+    if not isinstance(value, typ) or isinstance(value, bool):
+        want = {int: "an integer", float: "a number", str: "a string"}[typ]
+        raise ConfigError(field, f"must be {want}, got {value!r}")
+    return value
+
+
+def _section(name: str, given: Any) -> dict:
+    spec = SCHEMA[name]
+    if given is None:
+        given = {}
+    if not isinstance(given, dict):
+        raise ConfigError(name, f"must be a mapping, got {given!r}")
+    for key in given:
+        if key not in spec:
+            raise ConfigError(f"{name}.{key}", f"unknown field; allowed here: {', '.join(sorted(spec))}")
+    out = {}
+    for key, (typ, default, check) in spec.items():
+        field = f"{name}.{key}"
+        value = given.get(key, default)
+        if value is not None and typ == "dist":
+            value = _dist(field, value, check)
+        elif value is not None:
+            value = _typed(field, value, typ)
+            problem = check(value) if check else None
+            if problem:
+                raise ConfigError(field, f"{problem}, got {value!r}")
+        out[key] = value
+    return out
+
+
+def load_file(path: pathlib.Path, _seen: tuple = ()) -> dict:
+    """The experiment document; ``extends: <name>`` inherits another file of the same
+    directory, whose fields this one overrides (sections merge field by field)."""
+    doc = _read_yaml(path)
+    base_name = doc.pop("extends", None)
+    if base_name is None:
+        return doc
+    if not isinstance(base_name, str):
+        raise ConfigError("extends", f"must name an experiment file, got {base_name!r}")
+    base_path = path.parent / f"{base_name}.yaml"
+    if base_path in _seen or base_path == path:
+        raise ConfigError("extends", f"{base_name} extends itself (through {[p.stem for p in _seen]})")
+    if not base_path.exists():
+        raise ConfigError("extends", f"no experiment {base_name!r} next to {path.name}")
+    base = load_file(base_path, _seen + (path,))
+    merged = copy.deepcopy(base)
+    for key, value in doc.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict) and key != "sweep":
+            merged[key] = {**merged[key], **value}
+        else:
+            merged[key] = value
+    merged.pop("name", None) if "name" not in doc else None
+    return merged
+
+
+def _read_yaml(path: pathlib.Path) -> dict:
+    try:
+        doc = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise ConfigError(str(path), "no such file") from None
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark else ""
+        raise ConfigError(str(path), f"not valid YAML{where}") from None
+    if not isinstance(doc, dict):
+        raise ConfigError(str(path), "must be a YAML mapping of experiment fields")
+    return doc
+
+
+def resolve(doc: dict, name: str, known_systems: list[str]) -> dict:
+    """The fully resolved experiment: defaults filled in, every field checked."""
+    for key in doc:
+        if key not in TOP_LEVEL:
+            raise ConfigError(key, f"unknown field; allowed: {', '.join(sorted(TOP_LEVEL))}")
+    out: dict[str, Any] = {"name": _typed("name", doc.get("name", name), str)}
+    out["description"] = _typed("description", doc.get("description", ""), str)
+    systems = doc.get("systems", DEFAULT_SYSTEMS)
+    if not isinstance(systems, list) or not systems:
+        raise ConfigError("systems", f"must be a non-empty list of systems, got {systems!r}")
+    for i, s in enumerate(systems):
+        if s not in known_systems:
+            raise ConfigError(f"systems[{i}]", f"unknown system {s!r}; available: {', '.join(known_systems)}")
+    if len(set(systems)) != len(systems):
+        raise ConfigError("systems", f"lists a system twice: {systems}")
+    out["systems"] = list(systems)
+    for section in SCHEMA:
+        out[section] = _section(section, doc.get(section))
+    trials = _typed("trials", doc.get("trials", 1), int)
+    if trials < 1:
+        raise ConfigError("trials", f"must be at least 1, got {trials}")
+    out["trials"] = trials
+    if dist_max(out["workload"]["keys_per_op"]) > out["workload"]["keys"]:
+        raise ConfigError("workload.keys_per_op", "is larger than workload.keys")
+    out["sweep"] = _sweep(doc.get("sweep"), out)
+    return out
+
+
+def _sweep(given: Any, resolved: dict) -> dict:
+    if given is None:
+        return {}
+    if not isinstance(given, dict):
+        raise ConfigError("sweep", "must map dotted fields (e.g. workload.zipf) to lists of values")
+    out = {}
+    for axis, values in given.items():
+        field = f"sweep.{axis}"
+        parts = str(axis).split(".")
+        if len(parts) != 2 or parts[0] not in SCHEMA or parts[1] not in SCHEMA[parts[0]]:
+            raise ConfigError(field, "not a sweepable field; use section.field, e.g. workload.zipf")
+        if not isinstance(values, list) or not values:
+            raise ConfigError(field, "must be a non-empty list of values")
+        checked = []
+        for i, v in enumerate(values):
+            probe = copy.deepcopy(resolved[parts[0]])
+            probe[parts[1]] = v
+            checked.append(_section(parts[0], probe)[parts[1]] if v is not None else None)
+        out[axis] = checked
+    return out
+
+
+def points(exp: dict) -> list[tuple[str, dict]]:
+    """(point id, configuration) for every combination of sweep values; one point without a sweep."""
+    axes = exp["sweep"]
+    if not axes:
+        return [("", exp)]
+    out = []
+    for combo in itertools.product(*axes.values()):
+        cfg = copy.deepcopy(exp)
+        labels = []
+        for axis, value in zip(axes, combo):
+            section, field = axis.split(".")
+            cfg[section][field] = value
+            labels.append(f"{field}={value}")
+        cfg["sweep"] = {}
+        out.append(("_".join(labels), cfg))
+    return out
+
+
+def find(workloads_dir: pathlib.Path, name_or_path: str) -> pathlib.Path:
+    """The experiment file for a name in workloads/ (or a path); an unknown name lists the known ones."""
+    p = pathlib.Path(name_or_path)
+    if p.suffix in (".yaml", ".yml") and p.exists():
+        return p
+    candidate = workloads_dir / f"{name_or_path}.yaml"
+    if candidate.exists():
+        return candidate
+    known = sorted(f.stem for f in workloads_dir.glob("*.yaml"))
+    raise ConfigError("EXPERIMENT", f"no experiment {name_or_path!r} in {workloads_dir}; known: {', '.join(known)}")

@@ -1,0 +1,110 @@
+"""Live progress of a run (rich): experiment, system, point, trial, phase, elapsed/ETA and
+the clients' current throughput. Plain lines when the output is not a terminal (CI, logs)."""
+from __future__ import annotations
+
+import time
+
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+
+
+def _fmt(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    seconds = max(0, int(seconds))
+    return f"{seconds // 60}:{seconds % 60:02d}"
+
+
+class Progress:
+    def __init__(self, console: Console | None = None):
+        self.console = console or Console()
+        self.live: Live | None = None
+        self.state: dict = {}
+        self.total = 0
+        self.done = 0
+        self.per_trial = 0.0
+        self.started = 0.0
+        self.last_phase = None
+
+    def start(self, experiment: str, trials: int, eta_per_trial: float) -> None:
+        self.state = {"experiment": experiment}
+        self.total, self.per_trial, self.started = trials, eta_per_trial, time.time()
+        if self.console.is_terminal:
+            self.live = Live(self._render(), console=self.console, refresh_per_second=2, transient=False)
+            self.live.start()
+        else:
+            self.console.print(f"{experiment}: {trials} system run(s), about {_fmt(trials * eta_per_trial)} in all")
+
+    def begin_trial(self, index: int, system: str, point: str, trial: int) -> None:
+        self.done = index
+        self.update(system=system, point=point or "-", trial=trial)
+
+    def skip(self, system: str, point: str, trial: int) -> None:
+        self.console.print(f"skipping {system} {point or ''} trial {trial}: already complete")
+
+    def update(self, **fields) -> None:
+        self.state.update(fields)
+        if self.live:
+            self.live.update(self._render())
+        elif fields.get("phase") and fields["phase"] != self.last_phase:
+            self.last_phase = fields["phase"]
+            s = self.state
+            self.console.print(f"[{_fmt(time.time() - self.started)}] {s.get('system')} "
+                               f"{s.get('point') or ''} trial {s.get('trial')}: {fields['phase']}")
+
+    def _eta(self) -> float:
+        remaining = (self.total - self.done) * self.per_trial
+        e, x = self.state.get("elapsed"), self.state.get("expected")
+        if e is not None and x:
+            remaining -= min(e, x)
+        return remaining
+
+    def _render(self) -> Table:
+        s = self.state
+        t = Table.grid(padding=(0, 2))
+        t.add_column(style="bold")
+        t.add_column()
+        t.add_row("experiment", f"{s.get('experiment')}  ({self.done + 1}/{self.total})")
+        t.add_row("system", f"{s.get('system', '-')}   point {s.get('point', '-')}   trial {s.get('trial', '-')}")
+        x = s.get("expected")
+        t.add_row("phase", f"{s.get('phase', '-')}   {_fmt(s.get('elapsed'))}" + (f" / {_fmt(x)}" if x else ""))
+        rate = s.get("ops_per_s")
+        t.add_row("throughput", "-" if rate is None else f"{rate:,.0f} ops/s")
+        t.add_row("elapsed / ETA", f"{_fmt(time.time() - self.started)} / {_fmt(self._eta())}")
+        return t
+
+    def finish(self, status: str, reason: str | None) -> None:
+        if self.live:
+            self.live.stop()
+            self.live = None
+        self.console.print(f"run {status}" + (f": {reason}" if reason else ""))
+
+
+def summary_table(summaries: list[dict]) -> Table:
+    """One column per system (and point), one row per figure: fits a terminal."""
+    t = Table(title="summary (latencies in ms)")
+    t.add_column("", style="bold")
+    for s in summaries:
+        t.add_column(s["system"] + (f" {s['point']}" if s.get("point") else ""), justify="right")
+
+    def f(v):
+        return "-" if v is None else (f"{v:.1f}" if isinstance(v, float) else str(v))
+
+    def row(label, fn):
+        t.add_row(label, *[fn(s) for s in summaries])
+
+    rot = lambda s: s["ops"]["rot"]  # noqa: E731
+    row("ROTs", lambda s: str(rot(s)["count"]))
+    for p in ("mean", "p1", "p50", "p99"):
+        row(f"ROT {p}", lambda s, p=p: f(rot(s)["latency_ms"][p]))
+    row("ROT all-local", lambda s: "-" if rot(s)["all_local_fraction"] is None
+        else f"{100 * rot(s)['all_local_fraction']:.1f}%")
+    row("ROT WAN rounds 0/1/2/3", lambda s: "/".join(str(rot(s)["wan_rounds"][k]) for k in "0123"))
+    for op in ("wot", "write"):
+        row(f"{op.upper()} n, p50/p99", lambda s, op=op: f"{s['ops'][op]['count']}, "
+            f"{f(s['ops'][op]['latency_ms']['p50'])}/{f(s['ops'][op]['latency_ms']['p99'])}")
+    row("throughput ops/s", lambda s: f(s["throughput_ops_per_s"]))
+    row("staleness p50/p75/p99", lambda s: "/".join(f(s["staleness_ms"][k]) for k in ("p50", "p75", "p99")))
+    row("errors", lambda s: str(s["errors"]))
+    return t

@@ -1,0 +1,59 @@
+"""Run directories (SPEC §8): runs/<UTC timestamp>_<experiment>/, runs/latest, files
+written atomically (a reader never sees half a file), provenance from git."""
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import subprocess
+from pathlib import Path
+
+
+def utc_stamp() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+
+
+def iso(t: float) -> str:
+    return datetime.datetime.fromtimestamp(t, datetime.timezone.utc).isoformat()
+
+
+def create(runs_dir: Path, experiment: str) -> Path:
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    d = runs_dir / f"{utc_stamp()}_{experiment}"
+    d.mkdir()
+    return d
+
+
+def write_json(path: Path, obj) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(obj, indent=2, sort_keys=False) + "\n")
+    os.replace(tmp, path)
+
+
+def write_text(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def link_latest(runs_dir: Path, run_dir: Path) -> None:
+    tmp = runs_dir / ".latest.tmp"
+    if tmp.is_symlink() or tmp.exists():
+        tmp.unlink()
+    tmp.symlink_to(run_dir.name)
+    os.replace(tmp, runs_dir / "latest")
+
+
+def git_info(repo: Path) -> dict:
+    def git(*args):
+        try:
+            return subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True,
+                                  timeout=10, check=True).stdout
+        except (OSError, subprocess.SubprocessError):
+            return None
+    commit = git("rev-parse", "HEAD")
+    status = git("status", "--porcelain", "--untracked-files=no")
+    return {"git_commit": commit.strip() if commit else "unknown",
+            "git_dirty": None if status is None else bool(status.strip())}

@@ -1,0 +1,139 @@
+"""summary.json from the raw HdrHistogram logs of a run's clients (SPEC §6, §8).
+
+Every client process writes one log of tagged interval histograms (one interval per
+second; see system/ycsb OpRecorder): latencies in microseconds (``rot``, ``wot``,
+``write``), the wide-area rounds of each read-only transaction (``rot_rounds``, value =
+rounds), the staleness of each key read (``staleness``, microseconds) and failed operations
+(``<op>_error``). Distributions are merged interval by interval and client by client,
+never by averaging percentiles; warm-up and cool-down are trimmed by keeping the intervals
+whose midpoint lies in the measurement window.
+"""
+from __future__ import annotations
+
+import math
+import pathlib
+from dataclasses import dataclass
+
+from hdrh.histogram import HdrHistogram
+from hdrh.log import HistogramLogReader
+
+OPS = ("rot", "wot", "write")
+ERRORS = ("rot_error", "wot_error", "write_error")
+HIGHEST_US = 3_600_000_000  # an hour, in microseconds
+
+
+def new_histogram() -> HdrHistogram:
+    return HdrHistogram(1, HIGHEST_US, 3)
+
+
+@dataclass
+class Interval:
+    tag: str
+    start_ms: float
+    end_ms: float
+    histogram: HdrHistogram
+
+    @property
+    def midpoint_ms(self) -> float:
+        return (self.start_ms + self.end_ms) / 2
+
+
+def read_log(path: pathlib.Path) -> list[Interval]:
+    """Every interval histogram of one log, with absolute timestamps."""
+    reader = HistogramLogReader(str(path), new_histogram())
+    out = []
+    while True:
+        h = reader.get_next_interval_histogram(absolute=True)
+        if h is None:
+            return out
+        out.append(Interval(h.get_tag(), h.get_start_time_stamp(), h.get_end_time_stamp(), h))
+
+
+def merge(intervals: list[Interval], tag: str, window: tuple[float, float] | None) -> HdrHistogram:
+    """One histogram of everything recorded under ``tag`` inside ``window`` (ms, [start, end))."""
+    out = new_histogram()
+    for iv in intervals:
+        if iv.tag == tag and (window is None or window[0] <= iv.midpoint_ms < window[1]):
+            out.add(iv.histogram)
+    return out
+
+
+def _ms(us: float | None) -> float | None:
+    if us is None or (isinstance(us, float) and math.isnan(us)):
+        return None
+    return round(us / 1000.0, 3)
+
+
+def latency(h: HdrHistogram, percentiles=(1, 50, 90, 99, 99.9)) -> dict:
+    """mean and percentiles in ms of a histogram recorded in microseconds; nulls if empty."""
+    empty = h.get_total_count() == 0
+    out = {"mean": None if empty else _ms(h.get_mean_value())}
+    for p in percentiles:
+        key = "p" + (str(p).replace(".", "") if p != int(p) else str(int(p)))
+        out[key] = None if empty else _ms(h.get_value_at_percentile(p))
+    return out
+
+
+def rounds(h: HdrHistogram) -> dict:
+    return {str(r): h.get_count_at_value(r) if h.get_total_count() else 0 for r in range(4)}
+
+
+def _rot_block(intervals: list[Interval], window) -> dict:
+    rot = merge(intervals, "rot", window)
+    rr = merge(intervals, "rot_rounds", window)
+    n = rr.get_total_count()
+    return {
+        "count": rot.get_total_count(),
+        "latency_ms": latency(rot),
+        "all_local_fraction": None if n == 0 else round(rr.get_count_at_value(0) / n, 6),
+        "wan_rounds": rounds(rr),
+    }
+
+
+def timeseries(intervals: list[Interval], origin_ms: float) -> dict:
+    """Committed operations per second, per whole second since ``origin_ms`` (all clients summed)."""
+    bins: dict[int, int] = {}
+    for iv in intervals:
+        if iv.tag in OPS:
+            second = int((iv.midpoint_ms - origin_ms) // 1000)
+            bins[second] = bins.get(second, 0) + iv.histogram.get_total_count()
+    if not bins:
+        return {"t_s": [], "ops_per_s": []}
+    seconds = list(range(min(bins), max(bins) + 1))
+    return {"t_s": seconds, "ops_per_s": [bins.get(s, 0) for s in seconds]}
+
+
+def summarize(logs: dict[str, pathlib.Path], *, system: str, experiment: str,
+              window_ms: tuple[float, float], origin_ms: float | None = None) -> dict:
+    """The summary of one system's run from its clients' logs (name, e.g. datacenter, -> log)."""
+    per_client = {name: read_log(path) for name, path in sorted(logs.items())}
+    everything = [iv for ivs in per_client.values() for iv in ivs]
+    measured_s = (window_ms[1] - window_ms[0]) / 1000.0
+    committed = sum(merge(everything, op, window_ms).get_total_count() for op in OPS)
+    staleness = merge(everything, "staleness", window_ms)
+    summary = {
+        "system": system,
+        "experiment": experiment,
+        "measured_seconds": round(measured_s, 3),
+        "throughput_ops_per_s": round(committed / measured_s, 3) if measured_s > 0 else None,
+        "ops": {
+            "rot": _rot_block(everything, window_ms),
+            "wot": {"count": merge(everything, "wot", window_ms).get_total_count(),
+                    "latency_ms": latency(merge(everything, "wot", window_ms))},
+            "write": {"count": merge(everything, "write", window_ms).get_total_count(),
+                      "latency_ms": latency(merge(everything, "write", window_ms))},
+        },
+        "staleness_ms": {
+            k: v for k, v in latency(staleness, (50, 75, 99)).items() if k != "mean"
+        } | {"count": staleness.get_total_count()},
+        "errors": sum(merge(everything, e, window_ms).get_total_count() for e in ERRORS),
+        "per_dc": {name: {"rot": _rot_block(ivs, window_ms),
+                          "throughput_ops_per_s": round(sum(merge(ivs, op, window_ms).get_total_count()
+                                                            for op in OPS) / measured_s, 3)
+                          if measured_s > 0 else None}
+                   for name, ivs in per_client.items()},
+        "window_ms": [window_ms[0], window_ms[1]],
+    }
+    origin = origin_ms if origin_ms is not None else window_ms[0]
+    summary["timeseries"] = timeseries(everything, origin) | {"origin_ms": origin}
+    return summary

@@ -1,0 +1,55 @@
+package org.k2bench.launcher;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import org.k2bench.core.topology.Topology;
+import org.k2bench.core.topology.TopologyLoader;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Parameters;
+import picocli.CommandLine.Spec;
+
+/**
+ * Validates a topology file with the same loader the servers use and prints it resolved
+ * (scale applied, addresses listed) as JSON. The orchestrator calls it before starting
+ * anything, so the Java loader is the one definition of a valid topology.
+ */
+@Command(name = "topology", mixinStandardHelpOptions = true,
+    description = "Checks a topology file and prints it resolved, as JSON.")
+final class TopologyCommand implements Callable<Integer> {
+  @Spec
+  CommandSpec spec;
+
+  @Parameters(paramLabel = "FILE")
+  Path file;
+
+  @Override
+  public Integer call() throws Exception {
+    Topology t = TopologyLoader.load(file);
+    Map<String, Object> out = new LinkedHashMap<>();
+    out.put("datacenters", t.dcs());
+    out.put("rtt_ms", t.rttMatrixMs());
+    out.put("servers_per_dc", t.serversPerDc());
+    out.put("replication_factor", t.replicationFactor());
+    out.put("intra_dc_delay_ms", t.intraDcDelayMs());
+    out.put("jitter_ms", t.jitterMs());
+    Map<String, List<String>> servers = new LinkedHashMap<>();
+    for (int dc = 0; dc < t.numDcs(); dc++) {
+      List<String> addrs = new ArrayList<>();
+      for (int s = 0; s < t.serversPerDc(); s++) {
+        addrs.add(t.address(t.serverId(dc, s)).toString());
+      }
+      servers.put(t.dcName(dc), addrs);
+    }
+    out.put("servers", servers);
+    spec.commandLine().getOut().println(
+        new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT).writeValueAsString(out));
+    return 0;
+  }
+}

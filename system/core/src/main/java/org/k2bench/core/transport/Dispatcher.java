@@ -15,15 +15,17 @@ final class Dispatcher implements AutoCloseable {
   /**
    * Parking wakes up ~90 us late on a typical VM, and ~1 ms late when the machine idles:
    * park until this long before the due time and spin the rest, so the emulated delay is
-   * accurate to a few microseconds. Spinning costs CPU, so it is capped at
-   * {@link #SPIN_BUDGET} of wall time per second; under heavy traffic the dispatcher just
-   * parks (busy CPUs wake up promptly anyway).
+   * accurate to a few microseconds. Spinning costs CPU, so all dispatchers of a process
+   * share a budget of {@code k2bench.spin_budget} (a fraction of one core, default 0.05) per
+   * second; once it is spent they just park (busy CPUs wake up promptly anyway).
    */
   private static final long SPIN_NANOS = 120_000;
-  private static final double SPIN_BUDGET = 0.05;
   private static final long BUDGET_WINDOW_NANOS = 1_000_000_000L;
-  private long windowStart = System.nanoTime();
-  private long spentInWindow;
+  private static final long BUDGET_NANOS = Math.round(
+      Double.parseDouble(System.getProperty("k2bench.spin_budget", "0.05")) * BUDGET_WINDOW_NANOS);
+  private static final java.util.concurrent.atomic.AtomicLong WINDOW_START =
+      new java.util.concurrent.atomic.AtomicLong(System.nanoTime());
+  private static final java.util.concurrent.atomic.AtomicLong SPENT = new java.util.concurrent.atomic.AtomicLong();
 
   private final PriorityQueue<Item> queue = new PriorityQueue<>(
       (a, b) -> a.dueNanos != b.dueNanos ? Long.compare(a.dueNanos, b.dueNanos)
@@ -64,11 +66,11 @@ final class Dispatcher implements AutoCloseable {
           continue;
         }
         long now = System.nanoTime();
-        if (now - windowStart > BUDGET_WINDOW_NANOS) {
-          windowStart = now;
-          spentInWindow = 0;
+        long windowStart = WINDOW_START.get();
+        if (now - windowStart > BUDGET_WINDOW_NANOS && WINDOW_START.compareAndSet(windowStart, now)) {
+          SPENT.set(0);
         }
-        long spin = spentInWindow < SPIN_BUDGET * BUDGET_WINDOW_NANOS ? SPIN_NANOS : 0;
+        long spin = SPENT.get() < BUDGET_NANOS ? SPIN_NANOS : 0;
         long wait = next.dueNanos - now;
         if (wait > spin) {
           changed.awaitNanos(wait - spin);
@@ -83,7 +85,7 @@ final class Dispatcher implements AutoCloseable {
           } finally {
             lock.lock();
           }
-          spentInWindow += System.nanoTime() - now;
+          SPENT.addAndGet(System.nanoTime() - now);
           continue; // an earlier item may have arrived meanwhile
         }
         queue.poll();

@@ -72,11 +72,6 @@ public final class K2Client implements KvClient {
   /**
    * A local write-only transaction (§III-C): sub-requests to every local participant, a
    * random coordinator key; the coordinator answers once all participants prepared and it
-   * committed. Returns the version (also the EVT here).
-   */
-  /**
-   * A local write-only transaction (§III-C): sub-requests to every local participant, a
-   * random coordinator key; the coordinator answers once all participants prepared and it
    * committed. Afterwards deps = {<coordinator key, version>} and read_ts >= version.
    */
   @Override

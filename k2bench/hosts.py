@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from . import rundir
+
 
 @dataclass
 class Proc:
@@ -46,6 +48,9 @@ class Host(Protocol):
     def stop(self, proc: Proc, grace_s: float = 10.0) -> int | None: ...
 
     def free_ports(self, count: int) -> list[int]: ...
+
+    def put_text(self, path: Path, text: str) -> None:
+        """Writes a file the host's processes read (atomically: never seen half-written)."""
 
 
 class LocalHost:
@@ -82,6 +87,9 @@ class LocalHost:
             except subprocess.TimeoutExpired:
                 continue
         return self.poll(proc)
+
+    def put_text(self, path: Path, text: str) -> None:
+        rundir.write_text(path, text)
 
     def free_ports(self, count: int) -> list[int]:
         socks, ports = [], []

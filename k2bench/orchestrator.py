@@ -32,6 +32,9 @@ from .summary import summarize
 
 CLIENT_ID_BASE = 4096
 IDS_PER_PROCESS = 1000
+# Printed by every client process once its threads are connected (TxnWorkload.READY_LINE).
+CLIENTS_READY = "k2bench: clients ready"
+CLIENT_START_TIMEOUT_S = 300
 STATUS_RE = re.compile(r"(\d+) sec: (\d+) operations; ([\d.]+) current ops/sec")
 
 
@@ -146,6 +149,7 @@ class Orchestrator:
     def _start(self, t: Trial, stack: contextlib.ExitStack, name: str, argv: list[str]) -> Proc:
         p = self.env.host.start(name, argv, t.dir / "logs" / f"{name}.out", t.dir / "logs" / f"{name}.err")
         t.procs.append(p)
+        rundir.write_json(t.dir / "processes" / f"{name}.json", p.record())  # pid known while it runs
         stack.callback(self._stop, t, p)
         return p
 
@@ -159,14 +163,17 @@ class Orchestrator:
             if rc is not None:
                 raise RunFailed(f"{p.name} exited with code {rc} unexpectedly: {tail(p.stderr)}")
 
-    def _wait_ready(self, servers: list[Proc], timeout_s: float) -> None:
+    def _wait_for_line(self, procs: list[Proc], others: list[Proc], prefix: str, timeout_s: float,
+                       what: str) -> None:
+        """Waits until every process of ``procs`` printed a line starting with ``prefix``."""
         deadline = time.time() + timeout_s
-        pending = list(servers)
+        pending = list(procs)
         while pending:
-            self._check_alive(pending)
-            pending = [p for p in pending if not read(p.stdout).startswith("ready:")]
-            if time.time() > deadline:
-                raise RunFailed(f"servers not ready after {timeout_s:.0f} s: {[p.name for p in pending]}")
+            self._check_alive(pending + others)
+            pending = [p for p in pending
+                       if not any(ln.startswith(prefix) for ln in read(p.stdout).splitlines())]
+            if pending and time.time() > deadline:
+                raise RunFailed(f"{what} not ready after {timeout_s:.0f} s: {[p.name for p in pending]}")
             time.sleep(0.2)
 
     def _wait_exit(self, t: Trial, clients: list[Proc], servers: list[Proc], timeout_s: float,
@@ -209,7 +216,7 @@ class Orchestrator:
                 "--txn-timeout-ms", str(srv["txn_timeout_ms"]),
                 "--stats-out", str(t.dir / "servers" / f"stats-{dc}.json"), heap_mb=srv["heap_mb"]))
                 for dc in dcs]
-            self._wait_ready(servers, 120)
+            self._wait_for_line(servers, [], "ready:", 120, "servers")
 
             if "measured_rtt_ms" not in run_manifest:
                 # Once per run: the emulated WAN is the same for every system and point.
@@ -238,19 +245,29 @@ class Orchestrator:
             if loaded != w["keys"] or failed:
                 raise RunFailed(f"load wrote {loaded} of {w['keys']} keys ({failed} failed)")
 
+            # Clients connect, then wait at a start barrier: JVM start-up (seconds on a
+            # loaded machine) must not eat into the warm-up, and every client process
+            # measures the same window (see TxnWorkload).
             total = dur["warmup_s"] + dur["measure_s"] + dur["cooldown_s"]
+            start_file = t.dir / "clients" / "start"
             clients = []
-            t0 = time.time()
+            self.progress.update(phase="starting clients", elapsed=0, expected=None, ops_per_s=None)
             for i, dc in enumerate(dcs):
                 hlog = t.dir / "clients" / f"client-{dc}.hlog"
                 props = self._client_props(t, cfg, topo_file, dc,
                                            CLIENT_ID_BASE + (len(dcs) + i) * IDS_PER_PROCESS, hlog)
-                props |= {"maxexecutiontime": int(round(total)), "operationcount": 2**31 - 1}
+                props |= {"operationcount": 2**31 - 1, "k2bench.start_file": str(start_file),
+                          "k2bench.run_s": total,
+                          # a safety net only: the workload stops itself at start + run_s
+                          "maxexecutiontime": int(total + CLIENT_START_TIMEOUT_S + 60)}
                 args = ["-t", "-s", "-P", str(self._props_file(t, f"client-{dc}", props)),
                         "-threads", str(cl["threads_per_dc"])]
                 if cl["target_ops_per_s_per_dc"]:
                     args += ["-target", str(max(1, round(cl["target_ops_per_s_per_dc"])))]
                 clients.append(self._start(t, stack, f"client-{dc}", env.ycsb(cl["heap_mb"], *args)))
+            self._wait_for_line(clients, servers, CLIENTS_READY, CLIENT_START_TIMEOUT_S, "clients")
+            t0 = time.time() + 1.0
+            env.host.put_text(start_file, f"{round(t0 * 1000)}\n")
             self._wait_exit(t, clients, servers, total + 180, "running", total)
             self.progress.update(phase="stopping", elapsed=0, expected=None, ops_per_s=None)
             for p in servers:
@@ -259,6 +276,7 @@ class Orchestrator:
             if bad:
                 raise RunFailed(f"{bad[0].name} exited with code {bad[0].returncode}: {tail(bad[0].stderr)}")
 
+        t0 = round(t0 * 1000) / 1000  # what the clients read: their intervals start there
         window = ((t0 + dur["warmup_s"]) * 1000, (t0 + dur["warmup_s"] + dur["measure_s"]) * 1000)
         logs = {p.name.removeprefix("client-"): t.dir / "clients" / f"{p.name}.hlog" for p in clients}
         missing = [str(p) for p in logs.values() if not p.exists()]

@@ -34,6 +34,8 @@ public final class OpRecorder implements AutoCloseable {
   private final long intervalMs;
   private volatile boolean closed;
   private long intervalStartMs;
+  /** Interval boundaries fall on {@code originMs + k * intervalMs}. */
+  private volatile long originMs;
 
   public OpRecorder(Path log, long intervalMs) throws IOException {
     this.intervalMs = intervalMs;
@@ -50,6 +52,7 @@ public final class OpRecorder implements AutoCloseable {
     writer.outputLegend();
     out.flush();
     this.intervalStartMs = now;
+    this.originMs = now;
     this.flusher = new Thread(this::flushLoop, "k2bench-hlog");
     flusher.setDaemon(true);
     flusher.start();
@@ -59,12 +62,29 @@ public final class OpRecorder implements AutoCloseable {
     recorders.get(tag).recordValue(Math.max(0, value));
   }
 
+  /**
+   * Puts interval boundaries on {@code startMs + k * interval} (the run's common start), so
+   * the measurement window, which starts and ends on whole intervals after the start,
+   * contains whole intervals of every client.
+   */
+  public void alignTo(long startMs) {
+    originMs = startMs;
+    flusher.interrupt();
+  }
+
   private void flushLoop() {
     while (!closed) {
+      long now = System.currentTimeMillis();
+      long origin = originMs;
+      long next = origin + (Math.floorDiv(now - origin, intervalMs) + 1) * intervalMs;
       try {
-        Thread.sleep(intervalMs);
+        Thread.sleep(next - now);
       } catch (InterruptedException e) {
-        return;
+        if (closed) {
+          return;
+        }
+        flush(); // re-aligned: close the interval that ran up to now
+        continue;
       }
       flush();
     }

@@ -36,6 +36,12 @@ import site.ycsb.measurements.Measurements;
  * threads (coordinated omission corrected), else from the actual start, and recorded with
  * the wide-area rounds and staleness of each read in an {@link OpRecorder} log.
  *
+ * <p>With {@code k2bench.start_file}, the threads of every client process start together:
+ * once all threads of a process are connected it prints {@value #READY_LINE}, and every
+ * thread waits until the orchestrator writes the start time (epoch ms) into that file, so
+ * JVM start-up never eats into the warm-up and every process measures the same window.
+ * With {@code k2bench.run_s} the workload stops itself that many seconds after the start.
+ *
  * <p>Properties (besides YCSB's recordcount, insertstart, insertcount, target):
  * {@code k2bench.keys_per_op} (5), {@code k2bench.columns} (5), {@code k2bench.value_bytes}
  * (128), {@code k2bench.zipf} (1.2), {@code k2bench.write_fraction} (0.01),
@@ -43,6 +49,9 @@ import site.ycsb.measurements.Measurements;
  * {@code k2bench.hlog_interval_ms} (1000), {@code k2bench.seed}.
  */
 public final class TxnWorkload extends Workload {
+  /** Printed on stdout once every thread of this process is ready to start. */
+  public static final String READY_LINE = "k2bench: clients ready";
+
   private KeySpace keys;
   private Discrete keysPerOp;
   private Discrete columns;
@@ -57,6 +66,13 @@ public final class TxnWorkload extends Workload {
   private final AtomicLong loaded = new AtomicLong();
   private final AtomicLong loadFailures = new AtomicLong();
   private String loadReport;
+  private Path startFile;
+  private long runMs;
+  private long startTimeoutMs;
+  private final java.util.concurrent.atomic.AtomicInteger threadsReady =
+      new java.util.concurrent.atomic.AtomicInteger();
+  private volatile long endAtMs = Long.MAX_VALUE;
+  private long startAtMs = -1;
 
   /** Per client thread. */
   static final class Session {
@@ -125,6 +141,10 @@ public final class TxnWorkload extends Workload {
     loadEnd = Math.min(n, insertStart + insertCount);
     loadLocal = Boolean.parseBoolean(p.getProperty("k2bench.load_local", "false"));
     loadReport = p.getProperty("k2bench.load_report");
+    String start = p.getProperty("k2bench.start_file");
+    startFile = start == null ? null : Path.of(start);
+    runMs = Math.round(1000 * doubleProp(p, "k2bench.run_s", 0));
+    startTimeoutMs = longProp(p, "k2bench.start_timeout_ms", 600_000, 1);
     String hlog = p.getProperty("k2bench.hlog");
     if (hlog != null) {
       try {
@@ -135,11 +155,100 @@ public final class TxnWorkload extends Workload {
     }
   }
 
+  static double doubleProp(Properties p, String name, double dflt) throws WorkloadException {
+    String v = p.getProperty(name);
+    try {
+      double x = v == null ? dflt : Double.parseDouble(v.trim());
+      if (!(x >= 0)) {
+        throw new WorkloadException(name + ": must be >= 0, got " + x);
+      }
+      return x;
+    } catch (NumberFormatException e) {
+      throw new WorkloadException(name + ": '" + v + "' is not a number");
+    }
+  }
+
   @Override
-  public Object initThread(Properties p, int threadId, int threadCount) {
+  public Object initThread(Properties p, int threadId, int threadCount) throws WorkloadException {
     KvClient client = K2BenchDB.current();
     UniformRandomProvider rng = RandomSource.XO_RO_SHI_RO_128_PP.create(seed * 1_000_003L + client.id());
-    return new Session(client, rng, keys.ranks(rng));
+    Session s = new Session(client, rng, keys.ranks(rng));
+    if (startFile != null) {
+      awaitStart(threadCount);
+    } else if (runMs > 0) {
+      synchronized (this) {
+        if (endAtMs == Long.MAX_VALUE) {
+          endAtMs = System.currentTimeMillis() + runMs;
+        }
+      }
+    }
+    return s;
+  }
+
+  /**
+   * The start barrier (see the class comment). Called by YCSB before a thread's first
+   * operation and before it takes its pacing origin, so a paced thread does not try to
+   * catch up on the time it waited.
+   */
+  private void awaitStart(int threadCount) throws WorkloadException {
+    if (threadsReady.incrementAndGet() == threadCount) {
+      System.out.println(READY_LINE);
+      System.out.flush();
+    }
+    long t0 = startTime();
+    long wait = t0 - System.currentTimeMillis();
+    if (wait > 0) {
+      try {
+        Thread.sleep(wait);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new WorkloadException("interrupted while waiting for the start time");
+      }
+    }
+  }
+
+  /** The start time from the start file, read once per process; waits for the file to appear. */
+  private synchronized long startTime() throws WorkloadException {
+    if (startAtMs >= 0) {
+      return startAtMs;
+    }
+    long deadline = System.currentTimeMillis() + startTimeoutMs;
+    while (true) {
+      try {
+        String text = java.nio.file.Files.readString(startFile).trim();
+        if (!text.isEmpty()) {
+          startAtMs = Long.parseLong(text);
+          break;
+        }
+      } catch (java.nio.file.NoSuchFileException e) {
+        // not yet
+      } catch (IOException | NumberFormatException e) {
+        throw new WorkloadException("k2bench.start_file: cannot read a start time from " + startFile + ": " + e);
+      }
+      if (System.currentTimeMillis() > deadline) {
+        throw new WorkloadException("k2bench.start_file: no start time in " + startFile + " after "
+            + startTimeoutMs + " ms");
+      }
+      try {
+        Thread.sleep(10);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new WorkloadException("interrupted while waiting for " + startFile);
+      }
+    }
+    if (recorder != null) {
+      recorder.alignTo(startAtMs);
+    }
+    if (runMs > 0) {
+      endAtMs = startAtMs + runMs;
+    }
+    return startAtMs;
+  }
+
+  /** Stops at the end of the run ({@code k2bench.run_s} after the start), or when YCSB asks. */
+  @Override
+  public boolean isStopRequested() {
+    return super.isStopRequested() || System.currentTimeMillis() >= endAtMs;
   }
 
   /** {@code count} distinct keys by Zipf rank. */
@@ -230,8 +339,9 @@ public final class TxnWorkload extends Workload {
       }
       return true;
     } catch (RuntimeException e) {
+      // Recorded and counted; the thread goes on (returning false would end it for good).
       record(op + "_error", (System.nanoTime() - start) / 1000);
-      return false;
+      return true;
     }
   }
 

@@ -11,12 +11,13 @@ JAR := system/launcher/target/k2bench.jar
 SOURCES := $(shell find system -name '*.java' -o -name '*.proto' -o -name 'pom.xml' -o -path '*/META-INF/services/*' | grep -v /target/)
 RUN_STAMP = $(shell date -u +%Y%m%dT%H%M%SZ)
 
-.PHONY: help test test-java test-python build venv local-run bench-emulation clean
+.PHONY: help test test-java test-python build venv local-run bench-emulation bench-throughput clean
 
 help:
 	@echo "make local-run        run workloads/default.yaml on this machine (EXPERIMENT=<name> for another)"
 	@echo "make test             build everything and run all tests (Java + Python)"
 	@echo "make bench-emulation  measure the embedded WAN emulation: configured vs measured RTT"
+	@echo "make bench-throughput peak throughput per core of every system vs an echo RPC ceiling"
 	@echo "make build            build system/launcher/target/k2bench.jar"
 
 test: test-java test-python
@@ -49,6 +50,9 @@ bench-emulation: $(JAR)
 	dir=runs/$(RUN_STAMP)_bench-emulation; \
 	java -jar $(JAR) bench-emulation --out $$dir; \
 	ln -sfn $$(basename $$dir) runs/latest
+
+bench-throughput: $(JAR) $(VENV)/.installed
+	$(VENV)/bin/k2bench bench-throughput
 
 clean:
 	$(MVN) clean

@@ -58,6 +58,51 @@ def cmd_run(args) -> int:
     return code
 
 
+def cmd_bench_throughput(args) -> int:
+    """Peak throughput per core of every system, next to the transport's echo ceiling."""
+    import os
+    import subprocess
+    from rich.table import Table
+    env = _env(args)
+    exp = _load(env, "bench-throughput")
+    validate(env, exp)
+    runs = Path(args.runs)
+    run_dir = rundir.create(runs, exp["name"])
+    rundir.link_latest(runs, run_dir)
+    console = Console()
+    console.print(f"run directory: {run_dir}\nmeasuring the echo ceiling ...")
+    echo = subprocess.run(env.launcher("bench-echo", "--json", str(run_dir / "echo.json")),
+                          capture_output=True, text=True)
+    if echo.returncode != 0:
+        console.print(echo.stderr)
+        return 1
+    console.print(echo.stdout.strip())
+    code = Orchestrator(env, Progress(console)).run(exp, run_dir)
+    if code != 0:
+        return code
+    ceiling = json.loads((run_dir / "echo.json").read_text())
+    cores = ceiling["cores"]
+    report = {"cores": cores, "echo_rpcs_per_s": ceiling["echo_rpcs_per_s"], "systems": {}}
+    table = Table(title=f"peak throughput on {cores} cores (closed loop, emulation on)")
+    for col in ("system", "peak ops/s", "at threads/DC", "ops/s per core", "ratio to echo ceiling"):
+        table.add_column(col, justify="right")
+    table.add_row("echo RPC (ceiling)", f"{ceiling['echo_rpcs_per_s']:,}", "-",
+                  f"{ceiling['echo_rpcs_per_s'] / cores:,.0f}", "1.000")
+    for system in exp["systems"]:
+        best = max((json.loads(p.read_text()) for p in (run_dir / system).glob("*/summary.json")),
+                   key=lambda s: s["throughput_ops_per_s"] or 0)
+        peak = best["throughput_ops_per_s"]
+        threads = best["point"].split("=")[-1]
+        report["systems"][system] = {"peak_ops_per_s": peak, "threads_per_dc": int(threads),
+                                     "ops_per_s_per_core": peak / cores,
+                                     "ratio_to_echo": peak / ceiling["echo_rpcs_per_s"]}
+        table.add_row(system, f"{peak:,.0f}", threads, f"{peak / cores:,.0f}",
+                      f"{peak / ceiling['echo_rpcs_per_s']:.3f}")
+    rundir.write_json(run_dir / "throughput.json", report)
+    console.print(table)
+    return 0
+
+
 def cmd_validate(args) -> int:
     env = _env(args)
     names = args.experiments or sorted(p.stem for p in env.workloads.glob("*.yaml"))
@@ -98,6 +143,9 @@ def main(argv=None) -> int:
     r.add_argument("--resume", metavar="RUN_DIR", help="continue a run, skipping completed points")
     r.add_argument("--systems", help="comma-separated subset of the experiment's systems")
     r.set_defaults(func=cmd_run)
+    b = sub.add_parser("bench-throughput", help="peak throughput per core vs the transport's echo ceiling")
+    b.add_argument("--runs", default=str(REPO / "runs"))
+    b.set_defaults(func=cmd_bench_throughput)
     v = sub.add_parser("validate", help="check experiment files without running anything")
     v.add_argument("experiments", nargs="*")
     v.set_defaults(func=cmd_validate)

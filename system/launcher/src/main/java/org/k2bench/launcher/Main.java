@@ -10,7 +10,7 @@ import picocli.CommandLine.Command;
     description = "Starts servers of a bundled system (k2, ...) from a topology file, and "
         + "measures the emulated WAN.",
     subcommands = {ServeCommand.class, SystemsCommand.class, PingCommand.class,
-        TopologyCommand.class, EmulationBench.class})
+        TopologyCommand.class, EmulationBench.class, EchoBench.class})
 public final class Main implements Runnable {
   /** Exit code for bad input (config, flags): the message names the field. */
   static final int BAD_INPUT = 2;

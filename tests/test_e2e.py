@@ -1,0 +1,168 @@
+"""End to end through the k2bench CLI: a tiny experiment on every system, teardown on
+Ctrl-C and on a crashed server, and bad input stopping before anything starts."""
+import json
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import yaml
+
+from conftest import ROOT
+
+TINY = ROOT / "tests" / "fixtures" / "tiny.yaml"
+
+
+def k2bench(*args, **kw):
+    return subprocess.run([sys.executable, "-m", "k2bench.cli", *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=kw.pop("timeout", 600), **kw)
+
+
+def start(runs: pathlib.Path, *args):
+    return subprocess.Popen([sys.executable, "-m", "k2bench.cli", "run", str(TINY), "--runs", str(runs), *args],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def processes_mentioning(text: str) -> list[int]:
+    """Live processes whose command line contains ``text`` (e.g. a run directory)."""
+    out = []
+    for d in pathlib.Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                if text in (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"):
+                    out.append(int(d.name))
+            except OSError:
+                pass
+    return [p for p in out if p != os.getpid()]
+
+
+def wait_for(predicate, timeout_s, what):
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        if predicate():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_a_tiny_experiment_leaves_a_complete_run_directory(jar, tmp_path):
+    r = k2bench("run", str(TINY), "--runs", str(tmp_path))
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    run = (tmp_path / "latest").resolve()
+    assert run.parent == tmp_path and run.name.endswith("_tiny")
+    m = json.loads((run / "manifest.json").read_text())
+    assert m["status"] == "completed" and m["experiment"] == "tiny"
+    assert m["systems"] == ["k2", "rad", "paris-star"]
+    assert len(m["git_commit"]) == 40 and isinstance(m["git_dirty"], bool)
+    assert m["started"] < m["stopped"]
+    assert m["config"]["workload"]["keys"] == 300, "the resolved configuration is saved"
+    rtt = m["measured_rtt_ms"]
+    assert rtt["VA"]["CA"]["configured"] == pytest.approx(6.0) and rtt["VA"]["CA"]["p50"] >= 6.0
+    for system in m["systems"]:
+        d = run / system
+        s = json.loads((d / "summary.json").read_text())
+        assert s["system"] == system and s["experiment"] == "tiny"
+        assert s["ops"]["rot"]["count"] > 0 and s["errors"] == 0
+        assert s["throughput_ops_per_s"] > 0
+        assert len(list((d / "clients").glob("client-*.hlog"))) == 6
+        assert (d / "topology.yaml").exists()
+        assert len(list((d / "servers").glob("stats-*.json"))) == 6
+        records = [json.loads(p.read_text()) for p in (d / "processes").glob("*.json")]
+        names = {r["name"] for r in records}
+        assert {f"server-{dc}" for dc in ("VA", "CA", "SP", "LDN", "TYO", "SG")} <= names
+        assert {f"client-{dc}" for dc in ("VA", "SG")} <= names and {"load-VA"} <= names
+        for rec in records:
+            assert rec["argv"] and rec["pid"] > 0 and rec["stopped"] >= rec["started"]
+            assert pathlib.Path(rec["stdout"]).exists() and pathlib.Path(rec["stderr"]).exists()
+            assert rec["exit_code"] in (0, 143, -15), rec
+        if system == "k2":
+            assert s["ops"]["rot"]["wan_rounds"]["2"] == 0 and s["ops"]["rot"]["wan_rounds"]["3"] == 0
+    assert "summary (latencies in ms)" in r.stdout
+    assert processes_mentioning(str(run)) == [], "no process of the run is left"
+
+
+def test_ctrl_c_tears_everything_down_and_marks_the_run(jar, tmp_path):
+    p = start(tmp_path)
+    wait_for(lambda: any(tmp_path.glob("*/k2/logs/server-SG.out")) and
+             "ready:" in next(tmp_path.glob("*/k2/logs/server-SG.out")).read_text(), 60, "servers up")
+    run = next(tmp_path.glob("*_tiny"))
+    assert processes_mentioning(str(run)), "servers are running"
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 130, out + err
+    m = json.loads((run / "manifest.json").read_text())
+    assert m["status"] == "interrupted" and m["stopped"]
+    assert processes_mentioning(str(run)) == [], "no orphan processes"
+
+
+def test_a_crashed_server_fails_the_run_and_stops_the_rest(jar, tmp_path):
+    p = start(tmp_path)
+    wait_for(lambda: any(tmp_path.glob("*/k2/logs/client-VA.err")), 90, "clients running")
+    run = next(tmp_path.glob("*_tiny"))
+    victim = json.loads((run / "k2" / "processes" / "server-LDN.json").read_text())["pid"]
+    os.kill(victim, signal.SIGKILL)
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 1, out + err
+    m = json.loads((run / "manifest.json").read_text())
+    assert m["status"] == "failed" and "server-LDN exited" in m["reason"]
+    assert processes_mentioning(str(run)) == []
+
+
+@pytest.mark.parametrize("change, field", [
+    ({"systems": ["k2", "k7"]}, "systems[1]"),
+    ({"workload": {"zipf": "high"}}, "workload.zipf"),
+    ({"clients": {"threads": 4}}, "clients.threads"),
+    ({"topology": {"file": "topologies/broken.yaml"}}, "rtt_ms.VA.XX"),
+])
+def test_bad_input_stops_with_one_line_before_anything_starts(jar, tmp_path, change, field):
+    exp = yaml.safe_load(TINY.read_text())
+    for key, value in change.items():
+        exp[key] = {**exp[key], **value} if isinstance(value, dict) else value
+    f = tmp_path / "bad.yaml"
+    f.write_text(yaml.safe_dump(exp))
+    broken = ROOT / "workloads" / "topologies" / "broken.yaml"
+    if "broken" in str(change):
+        doc = yaml.safe_load((ROOT / "workloads" / "topologies" / "paper-local.yaml").read_text())
+        doc["rtt_ms"]["VA"]["XX"] = 10
+        broken.write_text(yaml.safe_dump(doc))
+    try:
+        r = k2bench("run", str(f), "--runs", str(tmp_path / "runs"), timeout=120)
+    finally:
+        broken.unlink(missing_ok=True)
+    assert r.returncode == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and field in lines[0], r.stderr
+    assert not (tmp_path / "runs").exists(), "nothing started, no run directory"
+
+
+def test_an_unknown_experiment_lists_the_known_ones(jar):
+    r = k2bench("run", "nosuch", timeout=120)
+    assert r.returncode == 2 and "known:" in r.stderr and "smoke" in r.stderr
+
+
+def test_resume_skips_completed_points(jar, tmp_path):
+    exp = yaml.safe_load(TINY.read_text())
+    exp["systems"] = ["k2"]
+    exp["sweep"] = {"workload.zipf": [0.9, 1.4]}
+    f = tmp_path / "sweep.yaml"
+    f.write_text(yaml.safe_dump(exp))
+    runs = tmp_path / "runs"
+    assert k2bench("run", str(f), "--runs", str(runs)).returncode == 0
+    run = (runs / "latest").resolve()
+    done, redo = run / "k2" / "zipf=0.9", run / "k2" / "zipf=1.4"
+    kept = {p: p.stat().st_mtime_ns for p in done.rglob("*") if p.is_file()}
+    # As if the run had been interrupted during the second point.
+    (redo / "summary.json").unlink()
+    r = k2bench("run", str(f), "--runs", str(runs), "--resume", str(run))
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    assert "skipping k2 zipf=0.9" in r.stdout
+    assert {p: p.stat().st_mtime_ns for p in done.rglob("*") if p.is_file()} == kept, "done point untouched"
+    assert json.loads((redo / "summary.json").read_text())["point"] == "zipf=1.4"
+    assert json.loads((run / "manifest.json").read_text())["status"] == "completed"
+    exp["workload"]["keys"] = 400
+    f.write_text(yaml.safe_dump(exp))
+    r = k2bench("run", str(f), "--runs", str(runs), "--resume", str(run))
+    assert r.returncode == 2 and "different configuration" in r.stderr, "a changed experiment is not resumed"

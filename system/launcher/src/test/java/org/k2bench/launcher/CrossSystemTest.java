@@ -29,8 +29,12 @@ import org.k2bench.core.topology.Placement;
  * write-only transactions are local where RAD's wait for the group's datacenters.
  */
 class CrossSystemTest {
-  /** The wide-area rounds of every read-only transaction of the script, in order. */
-  record Outcome(List<Integer> rounds, double wotMs) {}
+  /**
+   * The wide-area rounds of every read-only transaction of the script, in order; of the
+   * same session's immediate re-read of the same keys; and the latency of a write-only
+   * transaction.
+   */
+  record Outcome(List<Integer> rounds, List<Integer> rereads, double wotMs) {}
 
   static List<String> keys(Placement p) {
     List<String> used = new ArrayList<>();
@@ -52,6 +56,7 @@ class CrossSystemTest {
       KvClient readerVa = cluster.client(VA);
       KvClient readerSg = cluster.client(SG);
       List<Integer> rounds = new ArrayList<>();
+      List<Integer> rereads = new ArrayList<>();
       for (int i = 0; i < 24; i++) {
         Map<String, Row> w = new LinkedHashMap<>();
         for (int j = 0; j < 3; j++) {
@@ -66,6 +71,9 @@ class CrossSystemTest {
             read.add(keys.get((i + 5 * j + reader.dc()) % keys.size()));
           }
           rounds.add(reader.readTxn(read).wanRounds());
+          if (reader == readerVa) {
+            rereads.add(reader.readTxn(read).wanRounds());
+          }
         }
       }
       // A write-only transaction from VA to keys held in VA, SP and TYO (RAD's group of VA).
@@ -76,7 +84,7 @@ class CrossSystemTest {
       writers[VA].writeTxn(w);
       long start = System.nanoTime();
       writers[VA].writeTxn(w);
-      return new Outcome(rounds, (System.nanoTime() - start) / 1e6);
+      return new Outcome(rounds, rereads, (System.nanoTime() - start) / 1e6);
     }
   }
 
@@ -100,6 +108,9 @@ class CrossSystemTest {
     assertTrue(k2Total < parisTotal && parisTotal < radTotal,
         "total rounds K2 " + k2Total + " < PaRiS* " + parisTotal + " < RAD " + radTotal);
     assertTrue(k2.rounds().contains(0), "K2 serves some read-only transactions all-locally: " + k2.rounds());
+    // What a read just fetched stays in K2's DC cache; PaRiS* has none, so it fetches again.
+    assertTrue(k2.rereads().stream().allMatch(r -> r == 0), "K2 re-reads from its DC cache: " + k2.rereads());
+    assertTrue(paris.rereads().stream().allMatch(r -> r == 1), "PaRiS* fetches again: " + paris.rereads());
     assertTrue(rad.rounds().stream().anyMatch(r -> r >= 2) || radTotal > rad.rounds().size(),
         "RAD needs more than one round for some: " + rad.rounds());
 

@@ -93,11 +93,26 @@ class ParisStarReadTest {
     writer.writeTxn(rows(keys, "w"));
     awaitReplicated();
     KvClient reader = cluster.client(VA); // same datacenter, another session
-    for (int i = 0; i < 5; i++) {
+    long fetchesBefore = cluster.stat(VA, "remote_fetches");
+    long[] servedBefore = new long[6];
+    for (int dc = 0; dc < 6; dc++) {
+      servedBefore[dc] = cluster.stat(dc, "remote_reads_served");
+    }
+    int n = 5;
+    for (int i = 0; i < n; i++) {
       Clusters.advance(reader);
       ReadResult r = reader.readTxn(keys);
       keys.forEach(k -> assertEquals("w", str(r.rows().get(k))));
       assertEquals(1, r.wanRounds(), "read " + i + ": the values are nowhere in VA, every time");
+    }
+    // One round means one request per non-replica key, each to that key's nearest replica.
+    assertEquals(2L * n, cluster.stat(VA, "remote_fetches") - fetchesBefore, "one fetch per non-replica key");
+    for (int dc = 0; dc < 6; dc++) {
+      final int d = dc;
+      long expected = n * keys.stream().filter(k -> !placement.isReplica(VA, k)
+          && placement.nearestReplica(VA, k) == d).count();
+      assertEquals(expected, cluster.stat(dc, "remote_reads_served") - servedBefore[dc],
+          "remote reads served in dc " + dc + ": only the nearest replicas, once per read");
     }
     assertEquals(0, cluster.stat(-1, "cache_hits"), "no DC cache exists");
     assertEquals(0, cluster.stat(-1, "remote_read_waits"), "remote reads never wait");

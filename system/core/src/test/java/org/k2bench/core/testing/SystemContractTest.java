@@ -170,6 +170,30 @@ public abstract class SystemContractTest {
         }
       }
     }
+    checkCausality(x, y);
+  }
+
+  /**
+   * The same writes, but now the readers of CA, SP and LDN reach Y's datacenters (VA, CA)
+   * 60 ms late: where a system reads remotely, a transaction reads X well before Y, so it
+   * can see a Y newer than the X it read unless it notices the inconsistency (Eiger's
+   * second round) or reads a consistent snapshot in the first place (K2, PaRiS*).
+   */
+  @Test
+  void causalityHoldsWhenTheReaderReachesYLate() throws Exception {
+    String x = key("d2-x", 0, TYO, SG);
+    String y = key("d2-y", 1, VA, CA);
+    for (int from : new int[] {CA, SP, LDN}) {
+      for (int slow : new int[] {VA, CA}) {
+        if (from != slow) {
+          cluster.transport().links().setExtraDelayMs(from, slow, 60);
+        }
+      }
+    }
+    checkCausality(x, y);
+  }
+
+  private void checkCausality(String x, String y) throws Exception {
     KvClient writer = cluster.client(VA);
     AtomicBoolean stop = new AtomicBoolean();
     AtomicLong written = new AtomicLong();

@@ -87,15 +87,19 @@ public final class K2BenchDB extends DB {
       int base = Integer.parseInt(p.getProperty("k2bench.client_id_base", String.valueOf(Topology.firstClientId())));
       long timeout = Long.parseLong(p.getProperty("k2bench.rpc_timeout_ms", "10000"));
       Transport t;
+      int dc;
       synchronized (SHARED_LOCK) {
         if (shared == null) {
           topology = TopologyLoader.load(Path.of(required(p, "k2bench.topology")));
+          dc = topology.dcIndex("k2bench.dc", required(p, "k2bench.dc"));
           shared = new Transport(topology);
+          int threads = Integer.parseInt(p.getProperty("threadcount", "1"));
+          connectToEveryServer(shared, base + threads, dc, timeout);
         }
         users++;
         t = shared;
       }
-      int dc = topology.dcIndex("k2bench.dc", required(p, "k2bench.dc"));
+      dc = topology.dcIndex("k2bench.dc", required(p, "k2bench.dc"));
       localDc = dc;
       ServerOptions options = ServerOptions.defaults().withRpcTimeoutMs(timeout);
       client = system.newClient(t, base + NEXT_SESSION.getAndIncrement(), dc, options);
@@ -104,6 +108,37 @@ public final class K2BenchDB extends DB {
       throw new DBException(e.getMessage());
     } catch (NumberFormatException e) {
       throw new DBException("k2bench.client_id_base/k2bench.rpc_timeout_ms: not a number: " + e.getMessage());
+    }
+  }
+
+  /**
+   * Opens this process's connections to every server and exercises the transport before
+   * the first operation, so connection set-up and a cold JVM's first messages (seconds on
+   * a loaded machine) are not measured; also fails early, naming the server, if one is
+   * unreachable. Uses one client id past the sessions' ids ({@code base + threadcount}).
+   */
+  private static void connectToEveryServer(Transport t, int warmUpId, int dc, long timeoutMs) throws DBException {
+    org.k2bench.core.transport.Endpoint ep = t.openClient(warmUpId, dc, Runnable::run, m -> { });
+    try {
+      for (int round = 0; round < 3; round++) {
+        List<java.util.concurrent.CompletableFuture<Long>> pings = new java.util.ArrayList<>();
+        for (int server = 0; server < topology.numServers(); server++) {
+          pings.add(ep.ping(server, 0));
+        }
+        for (int server = 0; server < topology.numServers(); server++) {
+          try {
+            pings.get(server).get(timeoutMs, java.util.concurrent.TimeUnit.MILLISECONDS);
+          } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
+            throw new DBException(topology.addressField(server) + ": server " + topology.address(server)
+                + " did not answer a ping within " + timeoutMs + " ms");
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new DBException("interrupted while connecting to the servers");
+          }
+        }
+      }
+    } finally {
+      ep.close();
     }
   }
 

@@ -26,6 +26,13 @@ public final class OpRecorder implements AutoCloseable {
   public static final String[] TAGS = {
     "rot", "rot_rounds", "wot", "write", "staleness", "rot_error", "wot_error", "write_error"};
 
+  /**
+   * A fixed range, one hour in microseconds (larger values are clamped to it): an
+   * auto-resizing histogram grows past the range its log header declares, which the
+   * Python reader of the logs (hdrhistogram) cannot decode.
+   */
+  public static final long HIGHEST_VALUE = 3_600_000_000L;
+
   private final Map<String, Recorder> recorders = new ConcurrentHashMap<>();
   private final Map<String, Histogram> recycled = new ConcurrentHashMap<>();
   private final HistogramLogWriter writer;
@@ -40,7 +47,7 @@ public final class OpRecorder implements AutoCloseable {
   public OpRecorder(Path log, long intervalMs) throws IOException {
     this.intervalMs = intervalMs;
     for (String tag : TAGS) {
-      recorders.put(tag, new Recorder(3));
+      recorders.put(tag, new Recorder(1, HIGHEST_VALUE, 3));
     }
     this.out = new PrintStream(new FileOutputStream(log.toFile()), false, "UTF-8");
     this.writer = new HistogramLogWriter(out);
@@ -59,7 +66,7 @@ public final class OpRecorder implements AutoCloseable {
   }
 
   public void record(String tag, long value) {
-    recorders.get(tag).recordValue(Math.max(0, value));
+    recorders.get(tag).recordValue(Math.min(HIGHEST_VALUE, Math.max(0, value)));
   }
 
   /**

@@ -285,7 +285,9 @@ class Orchestrator:
         summary = summarize(logs, system=t.system, experiment=cfg["name"], window_ms=window,
                             origin_ms=t0 * 1000)
         summary["point"] = t.point
+        summary["point_values"] = point_values(run_manifest["config"], cfg)
         summary["trial"] = t.trial
+        summary["start_ms"] = t0 * 1000  # the clients' common start; the window follows from it
         summary["server_stats"] = server_totals(t.dir / "servers")
         rundir.write_json(t.dir / "summary.json", summary)
         return summary
@@ -336,6 +338,12 @@ class Orchestrator:
         rundir.write_json(manifest_path, manifest)
         trials = [(pid, cfg, system, k) for pid, cfg in points(exp)
                   for system in exp["systems"] for k in range(1, exp["trials"] + 1)]
+        # Every trial of the run and where it lives, so readers (analysis/) never parse
+        # directory names (STYLE 4).
+        manifest["trials"] = [
+            {"system": system, "point": pid, "point_values": point_values(exp, cfg), "trial": k,
+             "dir": str(trial_dir(run_dir, system, pid, k, exp["trials"]).relative_to(run_dir))}
+            for pid, cfg, system, k in trials]
         self.progress.start(exp["name"], len(trials), eta_per_trial(exp))
         status, reason, code = "completed", None, 0
         previous = signal.signal(signal.SIGTERM, _raise_interrupt)
@@ -368,6 +376,11 @@ class Orchestrator:
             rundir.write_json(manifest_path, manifest)
             self.progress.finish(status, reason)
         return code
+
+
+def point_values(exp: dict, cfg: dict) -> dict:
+    """The sweep values of one point, e.g. {"workload.zipf": 1.2}; {} without a sweep."""
+    return {axis: cfg[axis.split(".")[0]][axis.split(".")[1]] for axis in exp["sweep"]}
 
 
 def _raise_interrupt(signum, frame):

@@ -11,11 +11,12 @@ JAR := system/launcher/target/k2bench.jar
 SOURCES := $(shell find system -name '*.java' -o -name '*.proto' -o -name 'pom.xml' -o -path '*/META-INF/services/*' | grep -v /target/)
 RUN_STAMP = $(shell date -u +%Y%m%dT%H%M%SZ)
 
-.PHONY: help test test-java test-python build venv local-run bench-emulation bench-throughput clean
+.PHONY: help test test-java test-python build venv local-run analyze bench-emulation bench-throughput clean
 
 help:
 	@echo "make local-run        run workloads/default.yaml on this machine (EXPERIMENT=<name> for another)"
 	@echo "make test             build everything and run all tests (Java + Python)"
+	@echo "make analyze          report with the paper's figures for runs/latest (RUN=<dir> or RUN=\"<dir> <dir>\")"
 	@echo "make bench-emulation  measure the embedded WAN emulation: configured vs measured RTT"
 	@echo "make bench-throughput peak throughput per core of every system vs an echo RPC ceiling"
 	@echo "make build            build system/launcher/target/k2bench.jar"
@@ -45,6 +46,11 @@ EXPERIMENT ?= default
 
 local-run: $(JAR) $(VENV)/.installed
 	$(VENV)/bin/k2bench run $(EXPERIMENT)
+
+RUN ?= runs/latest
+
+analyze: $(VENV)/.installed
+	$(VENV)/bin/python -m analysis.report $(RUN)
 
 bench-emulation: $(JAR)
 	dir=runs/$(RUN_STAMP)_bench-emulation; \

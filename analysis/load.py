@@ -1,0 +1,288 @@
+"""Runs into tidy pandas frames (SPEC §6, §8).
+
+A run directory holds a manifest (the resolved experiment, its trials and where they
+live) and, per trial, the clients' raw HdrHistogram logs. Everything here is derived from
+those logs: latency distributions are merged interval by interval and client by client
+(never by averaging percentiles), and warm-up and cool-down are trimmed with the
+durations in the run's manifest, counted from the trial's common client start.
+
+Frames are tidy: one row per observation, with the identifying columns ``run``,
+``experiment``, ``point`` (sweep point id, "" without a sweep), ``trial``, ``system`` and,
+where it applies, ``dc`` ("all" for every datacenter together) and ``op``.
+"""
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+from hdrh.histogram import HdrHistogram
+
+from k2bench.summary import OPS, Interval, latency, merge, new_histogram, read_log
+
+ALL = "all"
+PERCENTILES = (1, 50, 75, 90, 99, 99.9)
+
+
+class RunError(Exception):
+    """A directory that is not a usable run; the message says what is missing."""
+
+
+@dataclass
+class Trial:
+    """One system at one sweep point, one trial: its clients' logs and its window."""
+    run: str
+    experiment: str
+    system: str
+    point: str
+    point_values: dict
+    trial: int
+    dir: Path
+    config: dict
+    start_ms: float
+    summary: dict
+    logs: dict[str, Path]
+    _intervals: dict[str, list[Interval]] | None = field(default=None, repr=False)
+    _merged: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def window_ms(self) -> tuple[float, float]:
+        """The measurement window: after warm-up, before cool-down (manifest durations)."""
+        d = self.config["duration"]
+        begin = self.start_ms + 1000 * d["warmup_s"]
+        return begin, begin + 1000 * d["measure_s"]
+
+    @property
+    def measured_s(self) -> float:
+        return self.config["duration"]["measure_s"]
+
+    def intervals(self) -> dict[str, list[Interval]]:
+        """Every interval histogram of every client log, by datacenter (read once)."""
+        if self._intervals is None:
+            self._intervals = {dc: read_log(p) for dc, p in sorted(self.logs.items())}
+        return self._intervals
+
+    def merged(self, tag: str, dc: str = ALL, window: bool = True) -> HdrHistogram:
+        """Everything recorded under ``tag`` (in one datacenter, or all) in the window.
+        Memoized: callers must not modify the histogram (merge it into a new one)."""
+        key = (tag, dc, window)
+        if key not in self._merged:
+            ivs = self.intervals()
+            chosen = [iv for d, lst in ivs.items() if dc in (ALL, d) for iv in lst]
+            self._merged[key] = merge(chosen, tag, self.window_ms if window else None)
+        return self._merged[key]
+
+    def ids(self) -> dict:
+        return {"run": self.run, "experiment": self.experiment, "point": self.point,
+                "trial": self.trial, "system": self.system}
+
+
+@dataclass
+class Run:
+    dir: Path
+    manifest: dict
+    trials: list[Trial]
+
+    @property
+    def name(self) -> str:
+        return self.dir.name
+
+    @property
+    def experiment(self) -> str:
+        return self.manifest.get("experiment", "?")
+
+
+def _point_config(config: dict, point_values: dict) -> dict:
+    cfg = copy.deepcopy(config)
+    for axis, value in point_values.items():
+        section, name = axis.split(".")
+        cfg[section][name] = value
+    return cfg
+
+
+def load_run(path: str | Path) -> Run:
+    """One run directory (a ``runs/latest`` link is followed)."""
+    d = Path(path).resolve()
+    manifest_path = d / "manifest.json"
+    if not manifest_path.exists():
+        raise RunError(f"{path}: not a run directory (no manifest.json)")
+    manifest = json.loads(manifest_path.read_text())
+    config = manifest.get("config")
+    if not config or "duration" not in config:
+        raise RunError(f"{path}: manifest.json has no resolved config with durations")
+    entries = manifest.get("trials")
+    if entries is None:  # runs made before the manifest listed its trials
+        entries = [{"dir": str(p.parent.relative_to(d))} for p in sorted(d.glob("**/summary.json"))
+                   if (p.parent / "clients").is_dir()]
+    trials = []
+    for e in entries:
+        tdir = d / e["dir"]
+        summary_path = tdir / "summary.json"
+        if not summary_path.exists():
+            continue  # not run (an interrupted run): nothing to analyse
+        summary = json.loads(summary_path.read_text())
+        logs = {p.stem.removeprefix("client-"): p for p in sorted((tdir / "clients").glob("client-*.hlog"))}
+        start = summary.get("start_ms", summary.get("timeseries", {}).get("origin_ms"))
+        if start is None:
+            raise RunError(f"{summary_path}: no start_ms; cannot place the measurement window")
+        values = e.get("point_values", summary.get("point_values", {}))
+        trials.append(Trial(run=d.name, experiment=manifest.get("experiment", "?"),
+                            system=e.get("system", summary["system"]), point=e.get("point", summary.get("point", "")),
+                            point_values=values, trial=e.get("trial", summary.get("trial", 1)), dir=tdir,
+                            config=_point_config(config, values), start_ms=float(start), summary=summary,
+                            logs=logs))
+    return Run(d, manifest, trials)
+
+
+def load_runs(paths) -> list[Run]:
+    """Several runs; a run given twice (e.g. by its name and through runs/latest) counts once."""
+    if isinstance(paths, (str, Path)):
+        paths = [paths]
+    unique = list(dict.fromkeys(Path(p).resolve() for p in paths))
+    return [load_run(p) for p in unique]
+
+
+def trials_of(runs) -> list[Trial]:
+    return [t for r in (runs if isinstance(runs, list) else [runs]) for t in r.trials]
+
+
+def _pkey(p: float) -> str:
+    return "p" + (str(p).replace(".", "") if p != int(p) else str(int(p)))
+
+
+def _dcs(t: Trial) -> list[str]:
+    return [ALL, *sorted(t.logs)]
+
+
+# ------------------------------------------------------------------ frames
+
+def latency_frame(runs, ops=OPS, per_dc: bool = True) -> pd.DataFrame:
+    """Latency per (run, point, trial, system, dc, op): count, mean and percentiles in ms
+    of the merged histogram, which is kept in column ``histogram`` for further merging
+    (see ``merge_rows``)."""
+    rows = []
+    for t in trials_of(runs):
+        for dc in (_dcs(t) if per_dc else [ALL]):
+            for op in ops:
+                h = t.merged(op, dc)
+                stats = latency(h, PERCENTILES)
+                rows.append(t.ids() | {"dc": dc, "op": op, "count": h.get_total_count(),
+                                       **{("mean_ms" if k == "mean" else f"{k}_ms"): v for k, v in stats.items()},
+                                       "histogram": h})
+    return pd.DataFrame(rows)
+
+
+def merge_rows(frame: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    """Merges the ``histogram`` column of the rows in each group (e.g. the trials of a
+    point) and recomputes count, mean and percentiles from the merged histogram."""
+    rows = []
+    for key, group in frame.groupby(by, sort=False, dropna=False):
+        h = new_histogram()
+        for x in group["histogram"]:
+            h.add(x)
+        stats = latency(h, PERCENTILES)
+        key = key if isinstance(key, tuple) else (key,)
+        rows.append(dict(zip(by, key)) | {"count": h.get_total_count(),
+                                          **{("mean_ms" if k == "mean" else f"{k}_ms"): v for k, v in stats.items()},
+                                          "histogram": h})
+    return pd.DataFrame(rows)
+
+
+def cdf(h: HdrHistogram, scale: float = 1000.0) -> pd.DataFrame:
+    """The empirical CDF of a histogram: one row per distinct recorded value (value / scale)."""
+    total = h.get_total_count()
+    if total == 0:
+        return pd.DataFrame({"value": [], "fraction": []})
+    values, fractions, seen = [], [], 0
+    for item in h.get_recorded_iterator():
+        seen += item.count_at_value_iterated_to
+        values.append(item.value_iterated_to / scale)
+        fractions.append(seen / total)
+    return pd.DataFrame({"value": values, "fraction": fractions})
+
+
+def cdf_frame(runs, tag: str = "rot", dc: str = ALL, merge_trials: bool = True) -> pd.DataFrame:
+    """Latency (or staleness) CDF per (run, point, system[, trial]) in ms, for plotting."""
+    frame = latency_frame(runs, ops=(tag,), per_dc=dc != ALL)
+    frame = frame[frame["dc"] == dc]
+    by = ["run", "experiment", "point", "system"] + ([] if merge_trials else ["trial"])
+    if frame.empty:
+        return pd.DataFrame(columns=[*by, "latency_ms", "fraction"])
+    parts = []
+    for _, row in merge_rows(frame, by).iterrows():
+        c = cdf(row["histogram"]).rename(columns={"value": "latency_ms"})
+        for col in by:
+            c[col] = row[col]
+        parts.append(c)
+    return pd.concat(parts, ignore_index=True)[[*by, "latency_ms", "fraction"]]
+
+
+def throughput_frame(runs) -> pd.DataFrame:
+    """Committed operations per second over each trial's run, with the phase of each second
+    (warmup, measure, cooldown) from the manifest's durations."""
+    rows = []
+    for t in trials_of(runs):
+        d = t.config["duration"]
+        bins: dict[int, int] = {}
+        for ivs in t.intervals().values():
+            for iv in ivs:
+                if iv.tag in OPS:
+                    s = int((iv.midpoint_ms - t.start_ms) // 1000)
+                    bins[s] = bins.get(s, 0) + iv.histogram.get_total_count()
+        for s in sorted(bins):
+            phase = ("warmup" if s < d["warmup_s"] else
+                     "measure" if s < d["warmup_s"] + d["measure_s"] else "cooldown")
+            rows.append(t.ids() | {"t_s": s, "ops_per_s": bins[s], "phase": phase})
+    return pd.DataFrame(rows, columns=["run", "experiment", "point", "trial", "system", "t_s", "ops_per_s", "phase"])
+
+
+def summary_frame(runs) -> pd.DataFrame:
+    """One row per (run, point, trial, system): throughput over the window, ROT mean and
+    percentiles, all-local fraction, wide-area rounds, write latencies, staleness and
+    errors, all recomputed from the logs; plus the point's sweep values as columns."""
+    rows = []
+    for t in trials_of(runs):
+        rot = t.merged("rot")
+        rounds = t.merged("rot_rounds")
+        n = rounds.get_total_count()
+        committed = sum(t.merged(op).get_total_count() for op in OPS)
+        errors = sum(t.merged(f"{op}_error").get_total_count() for op in OPS)
+        st = latency(t.merged("staleness"), (50, 75, 99))
+        row = t.ids() | t.point_values | {
+            "throughput_ops_per_s": committed / t.measured_s if t.measured_s else None,
+            "rot_count": rot.get_total_count(),
+            **{f"rot_{k}_ms": v for k, v in latency(rot, PERCENTILES).items()},
+            "all_local_fraction": rounds.get_count_at_value(0) / n if n else None,
+            **{f"rounds_{r}": (rounds.get_count_at_value(r) if n else 0) for r in range(4)},
+            "staleness_p50_ms": st["p50"], "staleness_p75_ms": st["p75"], "staleness_p99_ms": st["p99"],
+            "errors": errors,
+        }
+        for op in ("wot", "write"):
+            h = t.merged(op)
+            s = latency(h, (50, 99))
+            row |= {f"{op}_count": h.get_total_count(), f"{op}_p50_ms": s["p50"], f"{op}_p99_ms": s["p99"]}
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def rounds_frame(runs) -> pd.DataFrame:
+    """Read-only transactions by wide-area rounds (0 = all-local), per (run, point, trial,
+    system, dc): count and fraction of that trial's transactions in that dc."""
+    rows = []
+    for t in trials_of(runs):
+        for dc in _dcs(t):
+            h = t.merged("rot_rounds", dc)
+            n = h.get_total_count()
+            for r in range(4):
+                c = h.get_count_at_value(r) if n else 0
+                rows.append(t.ids() | {"dc": dc, "rounds": r, "count": c, "fraction": c / n if n else None})
+    return pd.DataFrame(rows)
+
+
+def staleness_frame(runs) -> pd.DataFrame:
+    """Staleness percentiles in ms per (run, point, trial, system) (SPEC §6: time since a
+    newer version of the returned key was written in the reading datacenter)."""
+    frame = latency_frame(runs, ops=("staleness",), per_dc=False)
+    return frame.drop(columns=["op", "dc"])

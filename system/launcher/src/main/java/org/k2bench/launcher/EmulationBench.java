@@ -228,7 +228,7 @@ final class EmulationBench implements Callable<Integer> {
     manifest.put("started", started.toString());
     manifest.put("stopped", stopped.toString());
     manifest.put("status", "completed");
-    manifest.put("measured_rtt_ms", PingCommand.matrix(t, idle));
+    manifest.put("measured_rtt_ms", PingCommand.matrix(t, idle, -1));
 
     ObjectMapper json = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
     writeAtomically(out.resolve("bench-emulation.json"), os -> json.writeValue(os, result));

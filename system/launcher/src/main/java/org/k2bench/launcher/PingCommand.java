@@ -39,12 +39,19 @@ final class PingCommand implements Callable<Integer> {
   @Option(names = "--json", paramLabel = "FILE", description = "Also write the matrix as JSON.")
   Path json;
 
+  @Option(names = "--from", paramLabel = "DC",
+      description = "Measure only this datacenter's row, from this machine: where the network "
+          + "itself has the latency (real regions, tc), a probe must sit in the datacenter it "
+          + "measures from. Without it, one process measures every pair (embedded emulation).")
+  String fromDc;
+
   @Override
   public Integer call() throws Exception {
     Topology t = org.k2bench.core.topology.TopologyLoader.load(topology);
     if (samples < 1) {
       throw new org.k2bench.core.topology.ConfigException("--samples", "must be at least 1");
     }
+    int only = fromDc == null ? -1 : t.dcIndex("--from", fromDc);
     try (Transport transport = new Transport(t)) {
       Endpoint[] from = new Endpoint[t.numDcs()];
       int[] to = new int[t.numDcs()];
@@ -52,12 +59,13 @@ final class PingCommand implements Callable<Integer> {
         from[dc] = transport.openClient(65_000 - dc, dc, Runnable::run, m -> { });
         to[dc] = t.serverId(dc, 0);
       }
+      java.util.function.BiPredicate<Integer, Integer> pairs = (a, b) -> only < 0 || a == only || b == only;
       long warmEnd = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(warmupS);
       do {
-        RttProbe.measure(from, to, 2, 0);
+        RttProbe.measure(from, to, 2, 0, pairs, only);
       } while (System.nanoTime() < warmEnd);
-      LatencyHistogram[][] h = RttProbe.measure(from, to, samples, 0);
-      Map<String, Object> result = matrix(t, h);
+      LatencyHistogram[][] h = RttProbe.measure(from, to, samples, 0, pairs, only);
+      Map<String, Object> result = matrix(t, h, only);
       print(t, h);
       if (json != null) {
         new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT).writeValue(json.toFile(), result);
@@ -66,9 +74,13 @@ final class PingCommand implements Callable<Integer> {
     return 0;
   }
 
-  static Map<String, Object> matrix(Topology t, LatencyHistogram[][] h) {
+  /** The measured matrix; with {@code only >= 0}, that datacenter's row alone. */
+  static Map<String, Object> matrix(Topology t, LatencyHistogram[][] h, int only) {
     Map<String, Object> out = new LinkedHashMap<>();
     for (int a = 0; a < t.numDcs(); a++) {
+      if (only >= 0 && a != only) {
+        continue;
+      }
       Map<String, Object> row = new LinkedHashMap<>();
       for (int b = 0; b < t.numDcs(); b++) {
         LatencyHistogram x = a < b ? h[a][b] : b < a ? h[b][a] : null;
@@ -85,6 +97,9 @@ final class PingCommand implements Callable<Integer> {
     out.printf("%-10s %10s %10s %10s%n", "pair", "configured", "p50", "p99");
     for (int a = 0; a < t.numDcs(); a++) {
       for (int b = a + 1; b < t.numDcs(); b++) {
+        if (h[a][b] == null) {
+          continue;
+        }
         out.printf("%-10s %10.2f %10.2f %10.2f%n", t.dcName(a) + "-" + t.dcName(b), t.rttMs(a, b),
             h[a][b].percentileMs(50), h[a][b].percentileMs(99));
       }

@@ -46,6 +46,11 @@ final class ServeCommand implements Callable<Integer> {
   @ArgGroup(exclusive = true, multiplicity = "1")
   Which which;
 
+  @Option(names = "--listen-host", paramLabel = "HOST",
+      description = "Listen here (e.g. 0.0.0.0) instead of on the topology addresses, which "
+          + "a machine behind NAT (a cloud public IP) cannot bind.")
+  String listenHost;
+
   @Option(names = "--stats-out", paramLabel = "FILE",
       description = "On shutdown, write every server's protocol counters here as JSON.")
   java.nio.file.Path statsOut;
@@ -56,7 +61,7 @@ final class ServeCommand implements Callable<Integer> {
     StoreSystem sys = Systems.byName("--system", system);
     IntPredicate servers = select(t);
     CountDownLatch stopped = new CountDownLatch(1);
-    LocalCluster cluster = LocalCluster.start(sys, t, flags.options(), servers);
+    LocalCluster cluster = LocalCluster.start(sys, t, flags.options(), servers, listenHost);
     Thread hook = new Thread(() -> {
       writeStats(t, cluster);
       cluster.close();

@@ -39,6 +39,7 @@ final class TopologyCommand implements Callable<Integer> {
     out.put("replication_factor", t.replicationFactor());
     out.put("intra_dc_delay_ms", t.intraDcDelayMs());
     out.put("jitter_ms", t.jitterMs());
+    out.put("wan_emulation", t.wanEmulation() ? "embedded" : "none");
     Map<String, List<String>> servers = new LinkedHashMap<>();
     for (int dc = 0; dc < t.numDcs(); dc++) {
       List<String> addrs = new ArrayList<>();

@@ -37,7 +37,6 @@ public final class FreePorts {
         }
       }
     }
-    return new Topology(t.dcs(), t.rttMatrixMs(), t.serversPerDc(), t.replicationFactor(),
-        servers, t.intraDcDelayMs(), t.jitterMs());
+    return t.withServers(servers);
   }
 }

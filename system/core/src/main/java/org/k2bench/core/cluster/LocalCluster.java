@@ -28,12 +28,12 @@ public final class LocalCluster implements AutoCloseable {
   private final AtomicInteger nextClientId;
 
   private LocalCluster(StoreSystem system, Topology topology, ServerOptions options,
-      IntPredicate serverIds, int firstClientId) {
+      IntPredicate serverIds, int firstClientId, String listenHost) {
     this.system = system;
     this.topology = topology;
     this.placement = new Placement(topology);
     this.options = options;
-    this.transport = new Transport(topology);
+    this.transport = new Transport(topology, listenHost);
     this.servers = new ServerNode[topology.numServers()];
     this.nextClientId = new AtomicInteger(firstClientId);
     try {
@@ -50,13 +50,19 @@ public final class LocalCluster implements AutoCloseable {
 
   /** Starts every server of the topology. */
   public static LocalCluster start(StoreSystem system, Topology topology, ServerOptions options) {
-    return new LocalCluster(system, topology, options, id -> true, Topology.firstClientId());
+    return new LocalCluster(system, topology, options, id -> true, Topology.firstClientId(), null);
   }
 
   /** Starts the servers whose node ids {@code serverIds} accepts (e.g. all of one datacenter). */
   public static LocalCluster start(StoreSystem system, Topology topology, ServerOptions options,
       IntPredicate serverIds) {
-    return new LocalCluster(system, topology, options, serverIds, Topology.firstClientId());
+    return start(system, topology, options, serverIds, null);
+  }
+
+  /** As above, listening on {@code listenHost} (null: the topology addresses) instead. */
+  public static LocalCluster start(StoreSystem system, Topology topology, ServerOptions options,
+      IntPredicate serverIds, String listenHost) {
+    return new LocalCluster(system, topology, options, serverIds, Topology.firstClientId(), listenHost);
   }
 
   /** The ids of the servers this process runs. */

@@ -22,6 +22,7 @@ public final class Topology {
   private final List<List<HostPort>> servers;
   private final double intraDcDelayMs;
   private final double jitterMs;
+  private final boolean wanEmulation;
   private final int[][] nearestFirst;
 
   public Topology(
@@ -32,6 +33,24 @@ public final class Topology {
       List<List<HostPort>> servers,
       double intraDcDelayMs,
       double jitterMs) {
+    this(dcs, rttMs, serversPerDc, replicationFactor, servers, intraDcDelayMs, jitterMs, true);
+  }
+
+  /**
+   * @param wanEmulation whether the transport delays messages by the matrix (SPEC §5,
+   *     embedded emulation); false where the network itself has the latency (real regions,
+   *     or tc/netem on a cluster) and the matrix only ranks datacenters by distance
+   */
+  public Topology(
+      List<String> dcs,
+      double[][] rttMs,
+      int serversPerDc,
+      int replicationFactor,
+      List<List<HostPort>> servers,
+      double intraDcDelayMs,
+      double jitterMs,
+      boolean wanEmulation) {
+    this.wanEmulation = wanEmulation;
     this.dcs = List.copyOf(dcs);
     this.rttMs = new double[dcs.size()][];
     for (int i = 0; i < dcs.size(); i++) {
@@ -189,6 +208,11 @@ public final class Topology {
     return jitterMs;
   }
 
+  /** Whether the transport emulates the WAN (see the constructor). */
+  public boolean wanEmulation() {
+    return wanEmulation;
+  }
+
   public int numServers() {
     return dcs.size() * serversPerDc;
   }
@@ -213,6 +237,11 @@ public final class Topology {
     return servers.get(dcOfServer(serverId)).get(shardOfServer(serverId));
   }
 
+  /** Every server's address, per datacenter. */
+  public List<List<HostPort>> servers() {
+    return servers;
+  }
+
   /** Field path of a server's address in the topology file, for error messages. */
   public String addressField(int serverId) {
     return "servers." + dcName(dcOfServer(serverId)) + "[" + shardOfServer(serverId) + "]";
@@ -231,17 +260,26 @@ public final class Topology {
         row[i] *= factor;
       }
     }
-    return new Topology(dcs, m, serversPerDc, replicationFactor, servers, intraDcDelayMs, jitterMs);
+    return new Topology(dcs, m, serversPerDc, replicationFactor, servers, intraDcDelayMs, jitterMs, wanEmulation);
   }
 
   /** The same topology with servers on {@code host} at consecutive ports from {@code basePort}. */
   public Topology withLocalPorts(String host, int basePort) {
-    return new Topology(dcs, rttMs, serversPerDc, replicationFactor,
-        localAddresses(dcs.size(), serversPerDc, host, basePort), intraDcDelayMs, jitterMs);
+    return withServers(localAddresses(dcs.size(), serversPerDc, host, basePort));
   }
 
   public Topology withJitterMs(double jitter) {
-    return new Topology(dcs, rttMs, serversPerDc, replicationFactor, servers, intraDcDelayMs, jitter);
+    return new Topology(dcs, rttMs, serversPerDc, replicationFactor, servers, intraDcDelayMs, jitter, wanEmulation);
+  }
+
+  /** The same topology with servers at these addresses. */
+  public Topology withServers(List<List<HostPort>> addresses) {
+    return new Topology(dcs, rttMs, serversPerDc, replicationFactor, addresses, intraDcDelayMs, jitterMs,
+        wanEmulation);
+  }
+
+  public Topology withWanEmulation(boolean on) {
+    return new Topology(dcs, rttMs, serversPerDc, replicationFactor, servers, intraDcDelayMs, jitterMs, on);
   }
 
   public static List<List<HostPort>> localAddresses(int numDcs, int serversPerDc, String host, int basePort) {
@@ -259,6 +297,6 @@ public final class Topology {
   @Override
   public String toString() {
     return "Topology{dcs=" + dcs + ", S=" + serversPerDc + ", f=" + replicationFactor
-        + ", rtt=" + Arrays.deepToString(rttMs) + "}";
+        + ", rtt=" + Arrays.deepToString(rttMs) + (wanEmulation ? "" : ", no WAN emulation") + "}";
   }
 }

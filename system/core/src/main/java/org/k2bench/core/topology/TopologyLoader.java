@@ -27,6 +27,8 @@ import java.util.Set;
  * intra_dc_delay_ms: 0 # optional
  * jitter_ms: 0         # optional, added per message without reordering
  * rtt_scale: 1.0       # optional, multiplies every RTT
+ * wan_emulation: embedded  # optional: the transport delays messages by the matrix (default);
+ *                      # none where the network has the latency (real regions, tc/netem)
  * servers:             # either one address per server ...
  *   VA: ["10.0.0.1:7000", ...]
  * base_port: 7000      # ... or consecutive ports on one host (default 127.0.0.1)
@@ -36,7 +38,7 @@ import java.util.Set;
 public final class TopologyLoader {
   private static final Set<String> FIELDS = Set.of(
       "datacenters", "rtt_ms", "servers_per_dc", "replication_factor", "intra_dc_delay_ms",
-      "jitter_ms", "rtt_scale", "servers", "base_port", "host");
+      "jitter_ms", "rtt_scale", "servers", "base_port", "host", "wan_emulation");
 
   private TopologyLoader() {}
 
@@ -157,8 +159,12 @@ public final class TopologyLoader {
     } else {
       throw new ConfigException("servers", "missing; give servers (per datacenter host:port lists) or base_port");
     }
+    String emulation = root.getText("wan_emulation", "embedded");
+    if (!emulation.equals("embedded") && !emulation.equals("none")) {
+      throw new ConfigException("wan_emulation", "must be embedded or none, got '" + emulation + "'");
+    }
     return new Topology(dcs, rtt, s, f, servers,
-        root.getDouble("intra_dc_delay_ms", 0), root.getDouble("jitter_ms", 0));
+        root.getDouble("intra_dc_delay_ms", 0), root.getDouble("jitter_ms", 0), emulation.equals("embedded"));
   }
 
   private static int index(List<String> dcs, String field, String name) {

@@ -7,7 +7,8 @@ import org.k2bench.core.topology.Topology;
  * The emulated one-way delay of every directed datacenter pair (SPEC §5): RTT/2 from the
  * matrix (kept in nanoseconds, never truncated to whole ms), the intra-datacenter delay
  * inside a datacenter, optional uniform jitter, and a per-link extra delay that tests and
- * fault injection can change at run time. Thread-safe.
+ * fault injection can change at run time. Without WAN emulation (the network itself has the
+ * latency) only the extra delays apply. Thread-safe.
  */
 public final class LinkConditions {
   private final long[][] baseNanos;
@@ -21,10 +22,10 @@ public final class LinkConditions {
     for (int a = 0; a < d; a++) {
       for (int b = 0; b < d; b++) {
         double ms = a == b ? topology.intraDcDelayMs() : topology.rttMs(a, b) / 2.0;
-        baseNanos[a][b] = Math.round(ms * 1_000_000.0);
+        baseNanos[a][b] = topology.wanEmulation() ? Math.round(ms * 1_000_000.0) : 0;
       }
     }
-    jitterNanos = Math.round(topology.jitterMs() * 1_000_000.0);
+    jitterNanos = topology.wanEmulation() ? Math.round(topology.jitterMs() * 1_000_000.0) : 0;
   }
 
   /** The configured one-way delay, without jitter. */

@@ -22,16 +22,29 @@ public final class RttProbe {
    */
   public static LatencyHistogram[][] measure(Endpoint[] from, int[] to, int samples, long gapMs)
       throws InterruptedException {
+    return measure(from, to, samples, gapMs, (a, b) -> true, -1);
+  }
+
+  /**
+   * As above, for the pairs {@code pairs} accepts; with {@code origin >= 0} every ping of a
+   * pair involving it is sent by {@code from[origin]} (the probe physically in that
+   * datacenter, where the network itself has the latency).
+   */
+  public static LatencyHistogram[][] measure(Endpoint[] from, int[] to, int samples, long gapMs,
+      java.util.function.BiPredicate<Integer, Integer> pairs, int origin) throws InterruptedException {
     int d = from.length;
     LatencyHistogram[][] out = new LatencyHistogram[d][d];
     List<Thread> threads = new ArrayList<>();
     List<Throwable> errors = java.util.Collections.synchronizedList(new ArrayList<>());
     for (int a = 0; a < d; a++) {
       for (int b = a + 1; b < d; b++) {
+        if (!pairs.test(a, b)) {
+          continue;
+        }
         LatencyHistogram h = new LatencyHistogram();
         out[a][b] = h;
-        Endpoint src = from[a];
-        int dst = to[b];
+        Endpoint src = origin >= 0 ? from[origin] : from[a];
+        int dst = origin >= 0 && b == origin ? to[a] : to[b];
         Thread t = new Thread(() -> {
           try {
             for (int i = 0; i < samples; i++) {

@@ -55,13 +55,27 @@ public final class Transport implements AutoCloseable {
   private final Map<Integer, Endpoint> endpoints = new ConcurrentHashMap<>();
   private final Map<Integer, Integer> clientDcs = new ConcurrentHashMap<>();
   private final List<Endpoint> opened = new CopyOnWriteArrayList<>();
+  private final String listenHost;
   private volatile boolean closed;
 
   public Transport(Topology topology) {
-    this(topology, new LinkConditions(topology), 2);
+    this(topology, null);
+  }
+
+  /**
+   * @param listenHost where servers listen instead of their topology address (e.g. 0.0.0.0
+   *     on a cloud machine whose topology address is a public IP it cannot bind), or null
+   */
+  public Transport(Topology topology, String listenHost) {
+    this(topology, new LinkConditions(topology), 2, listenHost);
   }
 
   public Transport(Topology topology, LinkConditions links, int dispatcherThreads) {
+    this(topology, links, dispatcherThreads, null);
+  }
+
+  public Transport(Topology topology, LinkConditions links, int dispatcherThreads, String listenHost) {
+    this.listenHost = listenHost;
     this.topology = topology;
     this.links = links;
     int ioThreads = Math.max(2, Runtime.getRuntime().availableProcessors());
@@ -104,7 +118,8 @@ public final class Transport implements AutoCloseable {
     }
     Endpoint ep = register(new Endpoint(this, serverId, topology.dcOfServer(serverId), inbox, handler));
     HostPort addr = topology.address(serverId);
-    Server server = NettyServerBuilder.forAddress(new InetSocketAddress(addr.host(), addr.port()))
+    String bindHost = listenHost != null ? listenHost : addr.host();
+    Server server = NettyServerBuilder.forAddress(new InetSocketAddress(bindHost, addr.port()))
         .bossEventLoopGroup(boss)
         .workerEventLoopGroup(workers)
         .channelType(epoll ? EpollServerSocketChannel.class : NioServerSocketChannel.class)
@@ -119,10 +134,10 @@ public final class Transport implements AutoCloseable {
       Throwable cause = e.getCause() != null ? e.getCause() : e;
       if (cause instanceof BindException || String.valueOf(cause.getMessage()).contains("in use")) {
         throw new ConfigException(topology.addressField(serverId), "port " + addr.port() + " on "
-            + addr.host() + " is in use; stop what holds it or choose other ports");
+            + bindHost + " is in use; stop what holds it or choose other ports");
       }
-      throw new ConfigException(topology.addressField(serverId), "cannot listen on " + addr + ": "
-          + cause.getMessage());
+      throw new ConfigException(topology.addressField(serverId), "cannot listen on " + bindHost + ":"
+          + addr.port() + ": " + cause.getMessage());
     }
     servers.put(serverId, server);
     return ep;

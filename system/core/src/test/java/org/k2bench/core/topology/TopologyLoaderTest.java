@@ -44,6 +44,24 @@ class TopologyLoaderTest {
   }
 
   @Test
+  void withoutWanEmulationTheTransportAddsNoDelayButKeepsTheMatrix() {
+    Topology t = TopologyLoader.parse(GOOD + "wan_emulation: none\njitter_ms: 3\n");
+    assertFalse(t.wanEmulation());
+    assertEquals(146.5, t.rttMs(2, 0), "the matrix still ranks datacenters by distance");
+    org.k2bench.core.transport.LinkConditions links = new org.k2bench.core.transport.LinkConditions(t);
+    assertEquals(0, links.sampleDelayNanos(0, 2), "the network has the latency: no delay, no jitter");
+    links.setExtraDelayMs(0, 2, 5);
+    assertEquals(5_000_000, links.sampleDelayNanos(0, 2), "injected delays still apply");
+    assertFalse(t.withRttScale(0.5).withServers(t.withLocalPorts("127.0.0.1", 7200).servers()).wanEmulation(),
+        "the setting survives every copy");
+    org.k2bench.core.transport.LinkConditions emulated =
+        new org.k2bench.core.transport.LinkConditions(TopologyLoader.parse(GOOD));
+    assertEquals(73_250_000, emulated.baseDelayNanos(0, 2), "embedded (default): RTT/2, fractional ms kept");
+    ConfigException e = bad(GOOD + "wan_emulation: netem\n");
+    assertEquals("wan_emulation", e.field());
+  }
+
+  @Test
   void unknownDatacenterIsNamed() {
     ConfigException e = bad(GOOD.replace("CA: {SP: 194}", "CA: {SP: 194, XX: 3}"));
     assertEquals("rtt_ms.CA.XX", e.field());

@@ -43,7 +43,7 @@ class Trial:
     config: dict
     start_ms: float
     summary: dict
-    logs: dict[str, Path]
+    logs: dict[str, list[Path]]  # datacenter -> its client processes' HdrHistogram logs
     _intervals: dict[str, list[Interval]] | None = field(default=None, repr=False)
     _merged: dict = field(default_factory=dict, repr=False)
 
@@ -61,7 +61,7 @@ class Trial:
     def intervals(self) -> dict[str, list[Interval]]:
         """Every interval histogram of every client log, by datacenter (read once)."""
         if self._intervals is None:
-            self._intervals = {dc: read_log(p) for dc, p in sorted(self.logs.items())}
+            self._intervals = {dc: [iv for p in ps for iv in read_log(p)] for dc, ps in sorted(self.logs.items())}
         return self._intervals
 
     def merged(self, tag: str, dc: str = ALL, window: bool = True) -> HdrHistogram:
@@ -123,7 +123,10 @@ def load_run(path: str | Path) -> Run:
         if not summary_path.exists():
             continue  # not run (an interrupted run): nothing to analyse
         summary = json.loads(summary_path.read_text())
-        logs = {p.stem.removeprefix("client-"): p for p in sorted((tdir / "clients").glob("client-*.hlog"))}
+        if "client_logs" in e:
+            logs = {dc: [tdir / rel for rel in rels] for dc, rels in e["client_logs"].items()}
+        else:  # runs made before the manifest listed its client logs: one per datacenter
+            logs = {p.stem.removeprefix("client-"): [p] for p in sorted((tdir / "clients").glob("client-*.hlog"))}
         start = summary.get("start_ms", summary.get("timeseries", {}).get("origin_ms"))
         if start is None:
             raise RunError(f"{summary_path}: no start_ms; cannot place the measurement window")

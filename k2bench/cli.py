@@ -10,6 +10,8 @@ from rich.console import Console
 
 from . import experiment, rundir
 from .errors import ConfigError
+from . import inventory
+from .deploy import LocalDeployment, RemoteDeployment
 from .hosts import LocalHost
 from .orchestrator import Env, Orchestrator, validate
 from .progress import Progress, summary_table
@@ -18,7 +20,12 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def _env(args) -> Env:
-    return Env(repo=REPO, jar=Path(args.jar), host=LocalHost(), java=args.java)
+    if getattr(args, "inventory", None):
+        dep = RemoteDeployment(inventory.load(args.inventory), base_port=args.base_port,
+                               jar=args.remote_jar, known_hosts=args.known_hosts)
+    else:
+        dep = LocalDeployment(LocalHost(Path(args.jar)))
+    return Env(repo=REPO, jar=Path(args.jar), deployment=dep, java=args.java)
 
 
 def _load(env: Env, name: str) -> dict:
@@ -116,17 +123,30 @@ def cmd_summarize(args) -> int:
     from .summary import summarize
     run = Path(args.run)
     manifest = json.loads((run / "manifest.json").read_text())
-    for s in sorted(run.rglob("summary.json")):
-        old = json.loads(s.read_text())
-        if "median_of_trials" in old:
+    for entry in manifest.get("trials") or legacy_trials(run):
+        path = run / entry["dir"] / "summary.json"
+        if not path.exists():
             continue
-        logs = {p.stem.removeprefix("client-"): p for p in sorted((s.parent / "clients").glob("client-*.hlog"))}
+        old = json.loads(path.read_text())
+        logs = {dc: [run / entry["dir"] / rel for rel in rels] for dc, rels in entry["client_logs"].items()}
         new = summarize(logs, system=old["system"], experiment=manifest["experiment"],
                         window_ms=tuple(old["window_ms"]), origin_ms=old["timeseries"]["origin_ms"])
-        new |= {k: old[k] for k in ("point", "trial", "server_stats") if k in old}
-        rundir.write_json(s, new)
-        print(f"re-derived {s}")
+        new |= {k: old[k] for k in ("point", "point_values", "trial", "start_ms", "server_stats") if k in old}
+        rundir.write_json(path, new)
+        print(f"re-derived {path}")
     return 0
+
+
+def legacy_trials(run: Path) -> list[dict]:
+    """Trials of a run made before the manifest listed them: one client log per datacenter."""
+    out = []
+    for s in sorted(run.rglob("summary.json")):
+        if "median_of_trials" in json.loads(s.read_text()):
+            continue
+        logs = sorted((s.parent / "clients").glob("client-*.hlog"))
+        out.append({"dir": str(s.parent.relative_to(run)),
+                    "client_logs": {p.stem.removeprefix("client-"): [f"clients/{p.name}"] for p in logs}})
+    return out
 
 
 def main(argv=None) -> int:
@@ -139,6 +159,12 @@ def main(argv=None) -> int:
     r.add_argument("--runs", default=str(REPO / "runs"))
     r.add_argument("--resume", metavar="RUN_DIR", help="continue a run, skipping completed points")
     r.add_argument("--systems", help="comma-separated subset of the experiment's systems")
+    r.add_argument("--inventory", metavar="JSON",
+                   help="run on the machines of this inventory over SSH (terraform output; see k2bench/inventory.py)")
+    r.add_argument("--known-hosts", metavar="FILE", help="SSH host keys of the inventory's machines")
+    r.add_argument("--base-port", type=int, default=17000, help="first server port on remote machines")
+    r.add_argument("--remote-jar", default="/opt/k2bench/k2bench.jar",
+                   help="the jar on remote machines (where ansible's k2bench_server role puts it)")
     r.set_defaults(func=cmd_run)
     b = sub.add_parser("bench-throughput", help="peak throughput per core vs the transport's echo ceiling")
     b.add_argument("--runs", default=str(REPO / "runs"))

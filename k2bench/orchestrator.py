@@ -27,6 +27,7 @@ import yaml
 from . import rundir
 from .errors import ConfigError, RunFailed
 from .experiment import dist_text, points
+from .deploy import Deployment, share
 from .hosts import Host, Proc
 from .summary import summarize
 
@@ -40,22 +41,20 @@ STATUS_RE = re.compile(r"(\d+) sec: (\d+) operations; ([\d.]+) current ops/sec")
 
 @dataclass
 class Env:
-    """Where things are: the repository, the system jar, the Java binary, the host."""
+    """Where things are: the repository, the local jar and Java binary (to check inputs),
+    and the deployment whose hosts run the processes."""
     repo: Path
     jar: Path
-    host: Host
+    deployment: Deployment
     java: str = "java"
 
     @property
     def workloads(self) -> Path:
         return self.repo / "workloads"
 
-    def launcher(self, *args: str, heap_mb: int | None = None) -> list[str]:
-        heap = [f"-Xmx{heap_mb}m"] if heap_mb else []
-        return [self.java, *heap, "-jar", str(self.jar), *args]
-
-    def ycsb(self, heap_mb: int, *args: str) -> list[str]:
-        return [self.java, f"-Xmx{heap_mb}m", "-cp", str(self.jar), "site.ycsb.Client", *args]
+    def launcher(self, *args: str) -> list[str]:
+        """A launcher command on this machine (input checks, the echo benchmark)."""
+        return [self.java, "-jar", str(self.jar), *args]
 
     def check_output(self, *args: str) -> str:
         """Runs a short launcher command; a ConfigError carries its one-line complaint."""
@@ -68,6 +67,16 @@ class Env:
 
     def systems(self) -> list[str]:
         return [line.split()[0] for line in self.check_output("systems").splitlines() if line.strip()]
+
+
+def java(host: Host, heap_mb: int, *args: str) -> list[str]:
+    """The launcher (k2bench-server) on a host."""
+    return ["java", f"-Xmx{heap_mb}m", "-jar", host.jar(), *args]
+
+
+def ycsb(host: Host, heap_mb: int, *args: str) -> list[str]:
+    """YCSB's client, with the bundled binding and workload, on a host."""
+    return ["java", f"-Xmx{heap_mb}m", "-cp", host.jar(), "site.ycsb.Client", *args]
 
 
 # ------------------------------------------------------------------ topology of a run
@@ -122,6 +131,8 @@ def validate(env: Env, exp: dict) -> dict:
         doc = topology_doc(env, cfg)
         n = len(doc.get("datacenters") or []) * int(doc.get("servers_per_dc") or 0)
         resolved = resolved or check_topology(env, with_ports(doc, list(range(20000, 20000 + n))))
+        if isinstance(doc.get("datacenters"), list) and isinstance(doc.get("servers_per_dc"), int):
+            env.deployment.topology(doc, doc["servers_per_dc"])  # the inventory fits the topology
     if not env.jar.exists():
         raise ConfigError("jar", f"{env.jar} is missing; run `make build`")
     return resolved
@@ -136,6 +147,7 @@ class Trial:
     trial: int
     cfg: dict
     dir: Path
+    rel: str  # the trial directory relative to the run directory (how hosts name its files)
     procs: list[Proc] = field(default_factory=list)
 
 
@@ -146,22 +158,23 @@ class Orchestrator:
 
     # -------------------------------------------------------------- processes
 
-    def _start(self, t: Trial, stack: contextlib.ExitStack, name: str, argv: list[str]) -> Proc:
-        p = self.env.host.start(name, argv, t.dir / "logs" / f"{name}.out", t.dir / "logs" / f"{name}.err")
+    def _start(self, t: Trial, stack: contextlib.ExitStack, host: Host, name: str, argv: list[str]) -> Proc:
+        p = host.start(name, argv, f"{t.rel}/logs/{name}.out", f"{t.rel}/logs/{name}.err")
+        p.handle_host = host
         t.procs.append(p)
         rundir.write_json(t.dir / "processes" / f"{name}.json", p.record())  # pid known while it runs
         stack.callback(self._stop, t, p)
         return p
 
     def _stop(self, t: Trial, p: Proc) -> None:
-        self.env.host.stop(p)
+        p.handle_host.stop(p)
         rundir.write_json(t.dir / "processes" / f"{p.name}.json", p.record())
 
     def _check_alive(self, procs: list[Proc]) -> None:
         for p in procs:
-            rc = self.env.host.poll(p)
+            rc = p.handle_host.poll(p)
             if rc is not None:
-                raise RunFailed(f"{p.name} exited with code {rc} unexpectedly: {tail(p.stderr)}")
+                raise RunFailed(f"{p.name} exited with code {rc} unexpectedly: {tail(p)}")
 
     def _wait_for_line(self, procs: list[Proc], others: list[Proc], prefix: str, timeout_s: float,
                        what: str) -> None:
@@ -170,8 +183,8 @@ class Orchestrator:
         pending = list(procs)
         while pending:
             self._check_alive(pending + others)
-            pending = [p for p in pending
-                       if not any(ln.startswith(prefix) for ln in read(p.stdout).splitlines())]
+            pending = [p for p in pending if not any(
+                ln.startswith(prefix) for ln in p.handle_host.read_text(p.stdout).splitlines())]
             if pending and time.time() > deadline:
                 raise RunFailed(f"{what} not ready after {timeout_s:.0f} s: {[p.name for p in pending]}")
             time.sleep(0.2)
@@ -181,10 +194,10 @@ class Orchestrator:
         start = time.time()
         while True:
             self._check_alive(servers)
-            done = [p for p in clients if self.env.host.poll(p) is not None]
+            done = [p for p in clients if p.handle_host.poll(p) is not None]
             for p in done:
                 if p.returncode != 0:
-                    raise RunFailed(f"{p.name} exited with code {p.returncode}: {tail(p.stderr)}")
+                    raise RunFailed(f"{p.name} exited with code {p.returncode}: {tail(p)}")
             if len(done) == len(clients):
                 return
             if time.time() - start > timeout_s:
@@ -196,51 +209,64 @@ class Orchestrator:
     # -------------------------------------------------------------- phases
 
     def run_trial(self, t: Trial, run_manifest: dict) -> dict:
-        cfg, env = t.cfg, self.env
+        cfg, env, dep = t.cfg, self.env, self.env.deployment
         w, srv, cl, dur = cfg["workload"], cfg["server"], cfg["clients"], cfg["duration"]
         doc = topology_doc(env, cfg)
-        n_servers = len(doc["datacenters"]) * doc["servers_per_dc"]
-        topo_doc = with_ports(doc, env.host.free_ports(n_servers))
-        topo_file = t.dir / "topology.yaml"
-        rundir.write_text(topo_file, yaml.safe_dump(topo_doc, sort_keys=False))
-        dcs = topo_doc["datacenters"]
+        dcs = doc["datacenters"]
+        topo_doc = dep.topology(doc, doc["servers_per_dc"])
+        topo_rel = f"{t.rel}/topology.yaml"
+        topo_text = yaml.safe_dump(topo_doc, sort_keys=False)
+        rundir.write_text(t.dir / "topology.yaml", topo_text)
+        for h in dep.hosts():
+            h.put_text(topo_rel, topo_text)
         t.dir.mkdir(parents=True, exist_ok=True)
         with contextlib.ExitStack() as stack:
             self.progress.update(system=t.system, point=t.point, trial=t.trial, phase="starting servers",
                                  elapsed=0, expected=None, ops_per_s=None)
-            servers = [self._start(t, stack, f"server-{dc}", env.launcher(
-                "serve", "--topology", str(topo_file), "--system", t.system, "--dc", dc,
-                "--keys", str(w["keys"]), "--cache-fraction", str(srv["cache_fraction"]),
+            listen = ["--listen-host", dep.listen_host] if dep.listen_host else []
+            servers = [self._start(t, stack, s.host, s.name, java(
+                s.host, srv["heap_mb"], "serve", "--topology", s.host.path(topo_rel), "--system", t.system,
+                *s.select, *listen, "--keys", str(w["keys"]), "--cache-fraction", str(srv["cache_fraction"]),
                 "--gc-window-ms", str(srv["gc_window_ms"]),
                 "--replica-retention-ms", str(srv["replica_retention_ms"]),
                 "--txn-timeout-ms", str(srv["txn_timeout_ms"]),
-                "--stats-out", str(t.dir / "servers" / f"stats-{dc}.json"), heap_mb=srv["heap_mb"]))
-                for dc in dcs]
+                "--stats-out", s.host.path(f"{t.rel}/servers/stats-{s.name}.json")))
+                for s in dep.servers(dcs, doc["servers_per_dc"])]
             self._wait_for_line(servers, [], "ready:", 120, "servers")
 
             if "measured_rtt_ms" not in run_manifest:
-                # Once per run: the emulated WAN is the same for every system and point.
+                # Once per run: the WAN is the same for every system and point.
                 self.progress.update(phase="measuring RTT matrix", elapsed=0, expected=None)
-                rtt_file = t.dir / "rtt.json"
-                ping = self._start(t, stack, "ping", env.launcher(
-                    "ping", "--topology", str(topo_file), "--samples", "10", "--warmup-s", "2",
-                    "--json", str(rtt_file)))
-                self._wait_exit(t, [ping], servers, 120, "measuring RTT matrix", None)
-                run_manifest["measured_rtt_ms"] = json.loads(rtt_file.read_text())
+                probes = []
+                for i, pinger in enumerate(dep.pingers(dcs)):
+                    row = ["--from", pinger.from_dc] if pinger.from_dc else []
+                    out = f"{t.rel}/rtt-{pinger.from_dc or 'all'}.json"
+                    probes.append((pinger.host, out, self._start(t, stack, pinger.host, f"ping-{pinger.from_dc or 'all'}",
+                                   java(pinger.host, 512, "ping", "--topology", pinger.host.path(topo_rel), *row,
+                                        "--samples", "10", "--warmup-s", "2", "--json", pinger.host.path(out)))))
+                self._wait_exit(t, [p for _, _, p in probes], servers, 120, "measuring RTT matrix", None)
+                matrix: dict = {}
+                for host, out, _ in probes:
+                    for a, row in json.loads(host.read_text(out)).items():
+                        matrix.setdefault(a, {}).update(row)
+                run_manifest["measured_rtt_ms"] = matrix
+                rundir.write_json(t.dir / "rtt.json", matrix)
 
             # Load: each datacenter's loader writes the keys it can write locally (those
             # whose first replica it is), so loading costs no wide-area round in any system.
             loaders = []
             for i, dc in enumerate(dcs):
-                props = self._client_props(t, cfg, topo_file, dc, CLIENT_ID_BASE + i * IDS_PER_PROCESS, None)
+                slot = dep.clients(dc)[0]
+                props = self._client_props(t, cfg, slot.host.path(topo_rel), dc,
+                                           CLIENT_ID_BASE + i * IDS_PER_PROCESS, None)
                 props |= {"insertstart": 0, "insertcount": w["keys"], "operationcount": 2**31 - 1,
                           "k2bench.load_local": "true",
-                          "k2bench.load_report": str(t.dir / "clients" / f"load-{dc}.json")}
-                loaders.append(self._start(t, stack, f"load-{dc}", env.ycsb(
-                    cl["heap_mb"], "-load", "-s", "-P", str(self._props_file(t, f"load-{dc}", props)),
-                    "-threads", str(cfg["load"]["threads_per_dc"]))))
-            self._wait_exit(t, loaders, servers, max(600, w["keys"] / 20), "loading keys", None)
-            reports = [json.loads((t.dir / "clients" / f"load-{dc}.json").read_text()) for dc in dcs]
+                          "k2bench.load_report": slot.host.path(f"{t.rel}/clients/load-{dc}.json")}
+                loaders.append((slot.host, dc, self._start(t, stack, slot.host, f"load-{dc}", ycsb(
+                    slot.host, cl["heap_mb"], "-load", "-s", "-P", self._props_file(t, slot.host, f"load-{dc}", props),
+                    "-threads", str(cfg["load"]["threads_per_dc"])))))
+            self._wait_exit(t, [p for _, _, p in loaders], servers, max(600, w["keys"] / 20), "loading keys", None)
+            reports = [json.loads(h.read_text(f"{t.rel}/clients/load-{dc}.json")) for h, dc, _ in loaders]
             loaded, failed = sum(r["loaded"] for r in reports), sum(r["failed"] for r in reports)
             if loaded != w["keys"] or failed:
                 raise RunFailed(f"load wrote {loaded} of {w['keys']} keys ({failed} failed)")
@@ -249,39 +275,44 @@ class Orchestrator:
             # loaded machine) must not eat into the warm-up, and every client process
             # measures the same window (see TxnWorkload).
             total = dur["warmup_s"] + dur["measure_s"] + dur["cooldown_s"]
-            start_file = t.dir / "clients" / "start"
-            clients = []
+            start_rel = f"{t.rel}/clients/start"
+            clients, client_hosts = [], []
             self.progress.update(phase="starting clients", elapsed=0, expected=None, ops_per_s=None)
-            for i, dc in enumerate(dcs):
-                hlog = t.dir / "clients" / f"client-{dc}.hlog"
-                props = self._client_props(t, cfg, topo_file, dc,
-                                           CLIENT_ID_BASE + (len(dcs) + i) * IDS_PER_PROCESS, hlog)
-                props |= {"operationcount": 2**31 - 1, "k2bench.start_file": str(start_file),
-                          "k2bench.run_s": total,
-                          # a safety net only: the workload stops itself at start + run_s
-                          "maxexecutiontime": int(total + CLIENT_START_TIMEOUT_S + 60)}
-                args = ["-t", "-s", "-P", str(self._props_file(t, f"client-{dc}", props)),
-                        "-threads", str(cl["threads_per_dc"])]
-                if cl["target_ops_per_s_per_dc"]:
-                    args += ["-target", str(max(1, round(cl["target_ops_per_s_per_dc"])))]
-                clients.append(self._start(t, stack, f"client-{dc}", env.ycsb(cl["heap_mb"], *args)))
+            n = 0
+            for dc in dcs:
+                for slot in dep.clients(dc):
+                    props = self._client_props(t, cfg, slot.host.path(topo_rel), dc,
+                                               CLIENT_ID_BASE + (len(dcs) + n) * IDS_PER_PROCESS,
+                                               slot.host.path(f"{t.rel}/clients/{slot.name}.hlog"))
+                    n += 1
+                    props |= {"operationcount": 2**31 - 1, "k2bench.start_file": slot.host.path(start_rel),
+                              "k2bench.run_s": total,
+                              # a safety net only: the workload stops itself at start + run_s
+                              "maxexecutiontime": int(total + CLIENT_START_TIMEOUT_S + 60)}
+                    threads = max(1, share(cl["threads_per_dc"], slot))
+                    args = ["-t", "-s", "-P", self._props_file(t, slot.host, slot.name, props), "-threads", str(threads)]
+                    if cl["target_ops_per_s_per_dc"]:
+                        args += ["-target", str(max(1, round(share(cl["target_ops_per_s_per_dc"], slot))))]
+                    clients.append(self._start(t, stack, slot.host, slot.name, ycsb(slot.host, cl["heap_mb"], *args)))
+                    if slot.host not in client_hosts:
+                        client_hosts.append(slot.host)
             self._wait_for_line(clients, servers, CLIENTS_READY, CLIENT_START_TIMEOUT_S, "clients")
             t0 = time.time() + 1.0
-            env.host.put_text(start_file, f"{round(t0 * 1000)}\n")
+            for h in client_hosts:
+                h.put_text(start_rel, f"{round(t0 * 1000)}\n")
             self._wait_exit(t, clients, servers, total + 180, "running", total)
             self.progress.update(phase="stopping", elapsed=0, expected=None, ops_per_s=None)
             for p in servers:
                 self._stop(t, p)
             bad = [p for p in servers if p.returncode not in (0, 143, -15)]
             if bad:
-                raise RunFailed(f"{bad[0].name} exited with code {bad[0].returncode}: {tail(bad[0].stderr)}")
+                raise RunFailed(f"{bad[0].name} exited with code {bad[0].returncode}: {tail(bad[0])}")
 
+        for h in dep.hosts():
+            h.fetch(t.rel)  # logs, client logs, server stats: home into the local run directory
         t0 = round(t0 * 1000) / 1000  # what the clients read: their intervals start there
         window = ((t0 + dur["warmup_s"]) * 1000, (t0 + dur["warmup_s"] + dur["measure_s"]) * 1000)
-        logs = {p.name.removeprefix("client-"): t.dir / "clients" / f"{p.name}.hlog" for p in clients}
-        missing = [str(p) for p in logs.values() if not p.exists()]
-        if missing:
-            raise RunFailed(f"client logs missing: {missing}")
+        logs = client_logs(t.dir, {dc: [s.name for s in dep.clients(dc)] for dc in dcs})
         summary = summarize(logs, system=t.system, experiment=cfg["name"], window_ms=window,
                             origin_ms=t0 * 1000)
         summary["point"] = t.point
@@ -292,14 +323,14 @@ class Orchestrator:
         rundir.write_json(t.dir / "summary.json", summary)
         return summary
 
-    def _client_props(self, t: Trial, cfg: dict, topo: Path, dc: str, id_base: int, hlog: Path | None) -> dict:
+    def _client_props(self, t: Trial, cfg: dict, topo: str, dc: str, id_base: int, hlog: str | None) -> dict:
         w = cfg["workload"]
         props = {
             "db": "org.k2bench.ycsb.K2BenchDB",
             "workload": "org.k2bench.ycsb.TxnWorkload",
             "recordcount": w["keys"],
             "k2bench.system": t.system,
-            "k2bench.topology": str(topo),
+            "k2bench.topology": topo,
             "k2bench.dc": dc,
             "k2bench.client_id_base": id_base,
             "k2bench.rpc_timeout_ms": cfg["clients"]["rpc_timeout_ms"],
@@ -319,35 +350,45 @@ class Orchestrator:
             props["k2bench.hlog"] = str(hlog)
         return props
 
-    def _props_file(self, t: Trial, name: str, props: dict) -> Path:
-        path = t.dir / "clients" / f"{name}.properties"
-        rundir.write_text(path, "".join(f"{k}={v}\n" for k, v in props.items()))
-        return path
+    def _props_file(self, t: Trial, host: Host, name: str, props: dict) -> str:
+        """The exact YCSB configuration of a client process, on its host and in the run."""
+        rel = f"{t.rel}/clients/{name}.properties"
+        text = "".join(f"{k}={v}\n" for k, v in props.items())
+        rundir.write_text(t.dir / "clients" / f"{name}.properties", text)
+        host.put_text(rel, text)
+        return host.path(rel)
 
     # -------------------------------------------------------------- experiment
 
     def run(self, exp: dict, run_dir: Path, resume: bool = False) -> int:
         manifest_path = run_dir / "manifest.json"
         manifest = json.loads(manifest_path.read_text()) if resume and manifest_path.exists() else {}
+        dep = self.env.deployment
         manifest |= {
             "experiment": exp["name"], "config": exp, "systems": exp["systems"],
-            **rundir.git_info(self.env.repo), "hosts": [self.env.host.name],
+            **rundir.git_info(self.env.repo), "hosts": dep.describe()["hosts"], "deployment": dep.describe(),
             "started": manifest.get("started", rundir.iso(time.time())), "stopped": None,
             "status": "running", "jar": str(self.env.jar),
         }
         rundir.write_json(manifest_path, manifest)
+        if getattr(dep, "inventory", None) is not None:
+            rundir.write_json(run_dir / "inventory.json", dep.inventory.doc)
         trials = [(pid, cfg, system, k) for pid, cfg in points(exp)
                   for system in exp["systems"] for k in range(1, exp["trials"] + 1)]
         # Every trial of the run and where it lives, so readers (analysis/) never parse
         # directory names (STYLE 4).
+        dcs = topology_doc(self.env, exp)["datacenters"]
         manifest["trials"] = [
             {"system": system, "point": pid, "point_values": point_values(exp, cfg), "trial": k,
-             "dir": str(trial_dir(run_dir, system, pid, k, exp["trials"]).relative_to(run_dir))}
+             "dir": str(trial_dir(run_dir, system, pid, k, exp["trials"]).relative_to(run_dir)),
+             "client_logs": {dc: [f"clients/{s.name}.hlog" for s in dep.clients(dc)] for dc in dcs}}
             for pid, cfg, system, k in trials]
         self.progress.start(exp["name"], len(trials), eta_per_trial(exp))
         status, reason, code = "completed", None, 0
         previous = signal.signal(signal.SIGTERM, _raise_interrupt)
         try:
+            for h in dep.hosts():
+                h.bind_run(run_dir)
             for i, (pid, cfg, system, k) in enumerate(trials):
                 tdir = trial_dir(run_dir, system, pid, k, exp["trials"])
                 if (tdir / "summary.json").exists():
@@ -356,7 +397,7 @@ class Orchestrator:
                 if tdir.exists():
                     shutil.rmtree(tdir)  # a trial that did not finish starts over
                 self.progress.begin_trial(i, system, pid, k)
-                self.run_trial(Trial(system, pid, k, cfg, tdir), manifest)
+                self.run_trial(Trial(system, pid, k, cfg, tdir, str(tdir.relative_to(run_dir))), manifest)
                 rundir.write_json(manifest_path, manifest)
             for pid, cfg in points(exp):
                 for system in exp["systems"]:
@@ -423,15 +464,18 @@ def server_totals(stats_dir: Path) -> dict:
     return totals
 
 
-def read(path: Path) -> str:
-    try:
-        return path.read_text(errors="replace")
-    except FileNotFoundError:
-        return ""
+def client_logs(trial_dir: Path, names: dict[str, list[str]]) -> dict[str, list[Path]]:
+    """Each datacenter's client logs (datacenter -> the hlog of every client process there)."""
+    logs = {dc: [trial_dir / "clients" / f"{n}.hlog" for n in ns] for dc, ns in names.items()}
+    missing = [str(p) for ps in logs.values() for p in ps if not p.exists()]
+    if missing:
+        raise RunFailed(f"client logs missing: {missing}")
+    return logs
 
 
-def tail(path: Path, lines: int = 3) -> str:
-    text = [ln for ln in read(path).splitlines() if ln.strip()]
+def tail(p: Proc, lines: int = 3) -> str:
+    """The last lines of a process's stderr, wherever it runs."""
+    text = [ln for ln in p.handle_host.read_text(p.stderr).splitlines() if ln.strip()]
     return " | ".join(text[-lines:]) or "(no output)"
 
 
@@ -439,7 +483,7 @@ def current_rate(clients: list[Proc]) -> float | None:
     """The clients' current throughput from YCSB's status lines (for the display only)."""
     total, seen = 0.0, False
     for p in clients:
-        matches = STATUS_RE.findall(read(p.stderr)[-2000:])
+        matches = STATUS_RE.findall(p.handle_host.read_text(p.stderr)[-2000:])
         if matches:
             total += float(matches[-1][2])
             seen = True

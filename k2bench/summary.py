@@ -103,10 +103,10 @@ def timeseries(intervals: list[Interval], origin_ms: float) -> dict:
     return {"t_s": seconds, "ops_per_s": [bins.get(s, 0) for s in seconds]}
 
 
-def summarize(logs: dict[str, pathlib.Path], *, system: str, experiment: str,
+def summarize(logs: dict[str, list[pathlib.Path]], *, system: str, experiment: str,
               window_ms: tuple[float, float], origin_ms: float | None = None) -> dict:
-    """The summary of one system's run from its clients' logs (name, e.g. datacenter, -> log)."""
-    per_client = {name: read_log(path) for name, path in sorted(logs.items())}
+    """The summary of one system's run from its clients' logs (datacenter -> its clients' logs)."""
+    per_client = {dc: [iv for p in paths for iv in read_log(p)] for dc, paths in sorted(logs.items())}
     everything = [iv for ivs in per_client.values() for iv in ivs]
     measured_s = (window_ms[1] - window_ms[0]) / 1000.0
     committed = sum(merge(everything, op, window_ms).get_total_count() for op in OPS)

@@ -76,7 +76,7 @@ def test_a_tiny_experiment_leaves_a_complete_run_directory(jar, tmp_path):
         assert {f"client-{dc}" for dc in ("VA", "SG")} <= names and {"load-VA"} <= names
         for rec in records:
             assert rec["argv"] and rec["pid"] > 0 and rec["stopped"] >= rec["started"]
-            assert pathlib.Path(rec["stdout"]).exists() and pathlib.Path(rec["stderr"]).exists()
+            assert (run / rec["stdout"]).exists() and (run / rec["stderr"]).exists(), "paths relative to the run"
             assert rec["exit_code"] in (0, 143, -15), rec
         if system == "k2":
             assert s["ops"]["rot"]["wan_rounds"]["2"] == 0 and s["ops"]["rot"]["wan_rounds"]["3"] == 0

@@ -1,0 +1,205 @@
+"""Where each process of a run goes. The orchestrator asks a Deployment for the hosts of the
+servers, clients and RTT probes and for the topology the servers run with; the local
+deployment puts everything on this machine (one server JVM per datacenter, emulated WAN),
+the remote one follows an inventory (k2bench/inventory.py) over SSH.
+"""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from .errors import ConfigError
+from .hosts import Host, LocalHost, SshHost
+from .inventory import Inventory
+
+
+class Deployment(Protocol):
+    kind: str
+    listen_host: str | None
+
+    def hosts(self) -> list[Host]: ...
+
+    def describe(self) -> dict: ...
+
+    def topology(self, doc: dict, servers_per_dc: int) -> dict:
+        """The topology the servers run with: the experiment's, with their addresses."""
+
+    def servers(self, dcs: list[str], servers_per_dc: int) -> list["ServerSlot"]: ...
+
+    def clients(self, dc: str) -> list["ClientSlot"]: ...
+
+    def pingers(self, dcs: list[str]) -> list["Pinger"]: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class ServerSlot:
+    host: Host
+    dc: str
+    name: str            # process name, e.g. server-VA or server-VA-1
+    select: tuple        # which servers the JVM runs: ("--dc", "VA") or ("--server", "VA:1")
+
+
+@dataclass(frozen=True)
+class ClientSlot:
+    host: Host
+    dc: str
+    name: str            # process name, e.g. client-VA or client-VA-1
+    index: int           # among the datacenter's client slots
+    count: int           # client slots of the datacenter (threads and rate are split over them)
+
+
+@dataclass(frozen=True)
+class Pinger:
+    host: Host
+    from_dc: str | None  # None: one process measures every pair (embedded emulation)
+
+
+class LocalDeployment:
+    """Everything on this machine: one server JVM and one client JVM per datacenter."""
+
+    kind = "local"
+    listen_host = None
+
+    def __init__(self, host: LocalHost):
+        self.host = host
+
+    def hosts(self) -> list[Host]:
+        return [self.host]
+
+    def describe(self) -> dict:
+        return {"kind": self.kind, "hosts": [self.host.name]}
+
+    def topology(self, doc: dict, servers_per_dc: int) -> dict:
+        doc = copy.deepcopy(doc)
+        dcs = doc["datacenters"]
+        ports = iter(self.host.free_ports(len(dcs) * servers_per_dc))
+        doc["servers"] = {dc: [f"127.0.0.1:{next(ports)}" for _ in range(servers_per_dc)] for dc in dcs}
+        for k in ("base_port", "host"):
+            doc.pop(k, None)
+        return doc
+
+    def servers(self, dcs: list[str], servers_per_dc: int) -> list[ServerSlot]:
+        return [ServerSlot(self.host, dc, f"server-{dc}", ("--dc", dc)) for dc in dcs]
+
+    def clients(self, dc: str) -> list[ClientSlot]:
+        return [ClientSlot(self.host, dc, f"client-{dc}", 0, 1)]
+
+    def pingers(self, dcs: list[str]) -> list[Pinger]:
+        return [Pinger(self.host, None)]
+
+    def close(self) -> None:
+        return None
+
+
+class RemoteDeployment:
+    """The machines of an inventory, over SSH. A datacenter's servers run in one JVM on its
+    single server host, or one per host when it has as many server hosts as servers; each
+    client host runs one YCSB process with an equal share of the datacenter's threads."""
+
+    kind = "remote"
+
+    def __init__(self, inventory: Inventory, base_port: int = 17000, jar: str = "/opt/k2bench/k2bench.jar",
+                 known_hosts: str | None = None):
+        self.inventory = inventory
+        self.base_port = base_port
+        self._by_machine: dict[tuple[str, int], SshHost] = {}
+        self._jar, self._known_hosts = jar, known_hosts
+        # Servers listen on every interface where their topology address is a public IP that
+        # the machine cannot bind (cloud NAT).
+        self.listen_host = "0.0.0.0" if inventory.topology_address == "public" else None
+
+    def _host(self, h) -> SshHost:
+        key = (h.ssh_host, h.ssh_port)
+        if key not in self._by_machine:
+            self._by_machine[key] = SshHost(h.name, h.ssh_host, h.ssh_port, self.inventory.ssh_user,
+                                            self.inventory.private_key, h.remote_dir, self._jar,
+                                            self._known_hosts)
+        return self._by_machine[key]
+
+    def hosts(self) -> list[Host]:
+        return [self._host(h) for h in self.inventory.machines()]
+
+    def describe(self) -> dict:
+        return {"kind": self.kind, "provider": self.inventory.provider, "latency": self.inventory.latency,
+                "experiment_id": self.inventory.experiment_id, "hosts": [h.name for h in self.hosts()]}
+
+    def _check(self, dcs: list[str]) -> None:
+        missing = [dc for dc in dcs if dc not in self.inventory.datacenters]
+        if missing:
+            raise ConfigError("inventory.datacenters", f"has no {', '.join(missing)}; the topology needs "
+                              f"{', '.join(dcs)}")
+
+    def _server_hosts(self, dc: str, servers_per_dc: int):
+        hosts = self.inventory.hosts(dc, "server")
+        if len(hosts) not in (1, servers_per_dc):
+            raise ConfigError(f"inventory.datacenters.{dc}.hosts", f"{len(hosts)} server hosts for "
+                              f"{servers_per_dc} servers per datacenter; give 1 or {servers_per_dc}")
+        return hosts
+
+    def topology(self, doc: dict, servers_per_dc: int) -> dict:
+        doc = copy.deepcopy(doc)
+        dcs = doc["datacenters"]
+        self._check(dcs)
+        next_port: dict[tuple[str, int], int] = {}
+        servers = {}
+        for dc in dcs:
+            hosts = self._server_hosts(dc, servers_per_dc)
+            addrs = []
+            for i in range(servers_per_dc):
+                h = hosts[0] if len(hosts) == 1 else hosts[i]
+                key = (h.ssh_host, h.ssh_port)
+                port = next_port.get(key, self.base_port)
+                next_port[key] = port + 1
+                addrs.append(f"{self.inventory.address(h)}:{port}")
+            servers[dc] = addrs
+        doc["servers"] = servers
+        for k in ("base_port", "host"):
+            doc.pop(k, None)
+        # The in-process emulation only where the network has no latency of its own.
+        doc["wan_emulation"] = "embedded" if self.inventory.latency == "embedded" else "none"
+        return doc
+
+    def servers(self, dcs: list[str], servers_per_dc: int) -> list[ServerSlot]:
+        self._check(dcs)
+        out = []
+        for dc in dcs:
+            hosts = self._server_hosts(dc, servers_per_dc)
+            if len(hosts) == 1:
+                out.append(ServerSlot(self._host(hosts[0]), dc, f"server-{dc}", ("--dc", dc)))
+            else:
+                out += [ServerSlot(self._host(h), dc, f"server-{dc}-{i}", ("--server", f"{dc}:{i}"))
+                        for i, h in enumerate(hosts)]
+        return out
+
+    def clients(self, dc: str) -> list[ClientSlot]:
+        hosts = self.inventory.hosts(dc, "client")
+        if len(hosts) == 1:
+            return [ClientSlot(self._host(hosts[0]), dc, f"client-{dc}", 0, 1)]
+        return [ClientSlot(self._host(h), dc, f"client-{dc}-{i}", i, len(hosts)) for i, h in enumerate(hosts)]
+
+    def pingers(self, dcs: list[str]) -> list[Pinger]:
+        if self.inventory.latency == "embedded":
+            return [Pinger(self.clients(dcs[0])[0].host, None)]
+        # Real or tc latency depends on where the prober is: measure each row from its DC.
+        return [Pinger(self.clients(dc)[0].host, dc) for dc in dcs]
+
+    def close(self) -> None:
+        for h in self._by_machine.values():
+            h.close()
+
+
+def share(total: int | float | None, slot: ClientSlot) -> int | float | None:
+    """A client slot's share of a per-datacenter total (threads or ops/s)."""
+    if total is None:
+        return None
+    if isinstance(total, int):
+        return total // slot.count + (1 if slot.index < total % slot.count else 0)
+    return total / slot.count
+
+
+def local(jar: Path) -> LocalDeployment:
+    return LocalDeployment(LocalHost(jar))

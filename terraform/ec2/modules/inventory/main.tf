@@ -1,0 +1,31 @@
+# Renders the EC2 inventory (k2bench/inventory.py, schema k2bench-inventory/1). Kept apart
+# from the AWS resources so a test can render it from literal addresses without a provider.
+locals {
+  dcs = distinct([for h in var.hosts : h.dc])
+
+  inventory = {
+    schema           = "k2bench-inventory/1"
+    experiment_id    = var.experiment_id
+    provider         = "ec2"
+    latency          = "real"   # the regions' own WAN latency, no netem
+    topology_address = "public" # datacenters reach each other over the internet
+    ssh = {
+      user        = var.ssh_user
+      private_key = var.ssh_private_key
+    }
+    datacenters = {
+      for dc in local.dcs : dc => {
+        region = one(distinct([for h in var.hosts : h.region if h.dc == dc]))
+        hosts = [
+          for h in var.hosts : {
+            name       = h.name
+            role       = h.role
+            public_ip  = h.public_ip
+            private_ip = h.private_ip
+            ssh_port   = 22
+          } if h.dc == dc
+        ]
+      }
+    }
+  }
+}

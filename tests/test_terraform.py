@@ -1,0 +1,581 @@
+"""Terraform for EC2 and Emulab (SPEC §1, §2, §9).
+
+Provider plugins cannot be downloaded here, so the configurations are checked by parsing
+them (python-hcl2) and asserting their structure, by `terraform fmt`, by checkov, and by
+running Terraform itself on the parts that need no provider: the variables' validations
+and the inventory module. `terraform init && validate` is attempted and skipped, saying
+why, when the providers cannot be fetched.
+"""
+import json
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from k2bench import inventory as k2inventory
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+TF = ROOT / "terraform"
+EC2 = TF / "ec2"
+EMULAB = TF / "emulab"
+FIXTURES = ROOT / "tests" / "fixtures" / "terraform"
+
+# Scan tools live in their own virtualenv; K2BENCH_CHECKOV points elsewhere while developing.
+CHECKOV = pathlib.Path(os.environ.get("K2BENCH_CHECKOV") or ROOT / ".venv-lint" / "bin" / "checkov")
+CHECKOV_INSTALL = "python3 -m venv .venv-lint && .venv-lint/bin/pip install checkov==3.3.30"
+
+TERRAFORM = shutil.which("terraform")
+# The newest Terraform release whose go.mod has no replace directives, which `go install
+# module@version` refuses; 1.5 is all these configurations need.
+TERRAFORM_BUILD = "go install github.com/hashicorp/terraform@v1.8.5"
+
+# SPEC §2.
+SPEC_REGIONS = {"VA": "us-east-1", "CA": "us-west-1", "SP": "sa-east-1", "LDN": "eu-west-2",
+                "TYO": "ap-northeast-1", "SG": "ap-southeast-1"}
+
+EVERYWHERE = ("0.0.0.0/0", "::/0")
+
+
+# ---- parsing ---------------------------------------------------------------------------
+
+
+def hcl(directory):
+    """The .tf files of a directory merged: {"resource": {type: {name: body}}, "variable": {...}, ...}."""
+    try:
+        import hcl2
+    except ImportError:
+        pytest.fail("python-hcl2 is missing from this virtualenv: add python-hcl2==8.1.4 to requirements.txt")
+    options = hcl2.SerializationOptions(with_comments=False, explicit_blocks=False, strip_string_quotes=True)
+    merged = {"resource": {}, "data": {}, "variable": {}, "output": {}, "module": {}, "locals": {},
+              "provider": {}, "terraform": []}
+    for path in sorted(directory.glob("*.tf")):
+        doc = hcl2.loads(path.read_text(), serialization_options=options)
+        for kind in ("resource", "data"):
+            for block in doc.get(kind, []):
+                for rtype, named in block.items():
+                    merged[kind].setdefault(rtype, {}).update(named)
+        for kind in ("variable", "output", "module", "provider"):
+            for block in doc.get(kind, []):
+                merged[kind].update(block)
+        for block in doc.get("locals", []):
+            merged["locals"].update(block)
+        merged["terraform"] += doc.get("terraform", [])
+    return merged
+
+
+@pytest.fixture(scope="module")
+def ec2():
+    return hcl(EC2)
+
+
+@pytest.fixture(scope="module")
+def emulab():
+    return hcl(EMULAB)
+
+
+def resources(doc, rtype):
+    return doc["resource"].get(rtype, {})
+
+
+def strings(value):
+    """Every string inside a parsed value."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from strings(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from strings(v)
+
+
+# ---- EC2: structure --------------------------------------------------------------------
+
+
+def test_ec2_datacenters_are_the_six_regions_of_the_spec(ec2):
+    assert ec2["variable"]["datacenters"]["default"] == SPEC_REGIONS
+
+
+def test_ec2_one_aws_provider_every_regional_block_names_its_region(ec2):
+    # AWS provider 6: a resource's own `region`; no aliases, so for_each covers the regions.
+    assert "alias" not in ec2["provider"]["aws"]
+    blocks = [(kind, t, n, body) for kind in ("resource", "data") for t, named in ec2[kind].items()
+              if t.startswith("aws_") for n, body in named.items()]
+    assert len(blocks) >= 15
+    for kind, rtype, name, body in blocks:
+        where = f"{kind} {rtype}.{name}"
+        assert body.get("for_each") in ("${var.datacenters}", "${local.hosts}"), where
+        expected = "${each.value}" if body["for_each"] == "${var.datacenters}" else "${each.value.region}"
+        assert body.get("region") == expected, where
+
+
+@pytest.mark.parametrize("rtype", [
+    "aws_vpc", "aws_subnet", "aws_internet_gateway", "aws_route_table", "aws_route",
+    "aws_route_table_association", "aws_security_group", "aws_default_security_group",
+    "aws_key_pair", "aws_ec2_managed_prefix_list",
+])
+def test_ec2_per_datacenter_network(ec2, rtype):
+    named = resources(ec2, rtype)
+    assert named, f"no {rtype}"
+    assert all(body["for_each"] == "${var.datacenters}" for body in named.values())
+
+
+def test_ec2_internet_route_and_public_addresses(ec2):
+    (route,) = resources(ec2, "aws_route").values()
+    assert route["destination_cidr_block"] == "0.0.0.0/0"
+    assert route["gateway_id"] == "${aws_internet_gateway.this[each.key].id}"
+    (subnet,) = resources(ec2, "aws_subnet").values()
+    assert subnet["vpc_id"] == "${aws_vpc.this[each.key].id}"
+    (host,) = resources(ec2, "aws_instance").values()
+    assert host["associate_public_ip_address"] is True
+    assert host["subnet_id"] == "${aws_subnet.public[each.value.dc].id}"
+    assert host["vpc_security_group_ids"] == ["${aws_security_group.cluster[each.value.dc].id}"]
+
+
+def test_ec2_instances(ec2):
+    (host,) = resources(ec2, "aws_instance").values()
+    assert host["for_each"] == "${local.hosts}"
+    assert host["instance_type"] == "${var.instance_type}"
+    assert host["ami"] == "${data.aws_ami.ubuntu[each.value.dc].id}"
+    assert host["key_name"] == "${aws_key_pair.operator[each.value.dc].key_name}"
+    assert host["metadata_options"][0]["http_tokens"] == "required"
+    assert host["root_block_device"][0]["encrypted"] is True
+    variables = ec2["variable"]
+    assert variables["servers_per_dc"]["default"] == 4
+    assert variables["clients_per_dc"]["default"] == 8
+    assert variables["instance_type"]["default"] == "t3.2xlarge"
+    host_list = ec2["locals"]["host_list"]
+    assert "var.servers_per_dc" in host_list and "var.clients_per_dc" in host_list
+    (key,) = resources(ec2, "aws_key_pair").values()
+    assert "var.ssh_public_key" in key["public_key"]
+
+
+def test_ec2_ubuntu_2204_from_canonical_in_each_region(ec2):
+    ami = ec2["data"]["aws_ami"]["ubuntu"]
+    assert ami["for_each"] == "${var.datacenters}" and ami["most_recent"] is True
+    assert ami["owners"] == ["099720109477"]  # Canonical
+    names = [f["values"] for f in ami["filter"] if f["name"] == "name"]
+    assert names == [["ubuntu/images/*/ubuntu-jammy-22.04-amd64-server-*"]]
+
+
+def ingress_rules(doc):
+    rules = dict(resources(doc, "aws_vpc_security_group_ingress_rule"))
+    # The legacy rule resource and inline blocks would escape the checks below: none exist.
+    assert "aws_security_group_rule" not in doc["resource"]
+    for name, sg in resources(doc, "aws_security_group").items():
+        assert "ingress" not in sg and "egress" not in sg, f"aws_security_group.{name} has inline rules"
+    return rules
+
+
+CLUSTER_PREFIX_LIST = "${aws_ec2_managed_prefix_list.cluster[each.key].id}"
+VPC_CIDR = "${aws_vpc.this[each.key].cidr_block}"
+
+
+def test_ec2_ingress_only_operator_ssh_and_cluster_ports(ec2):
+    rules = ingress_rules(ec2)
+    assert len(rules) == 5
+    seen = set()
+    for name, rule in rules.items():
+        where = f"aws_vpc_security_group_ingress_rule.{name}"
+        assert rule["security_group_id"] == "${aws_security_group.cluster[each.key].id}", where
+        sources = {k: rule[k] for k in ("cidr_ipv4", "cidr_ipv6", "prefix_list_id",
+                                        "referenced_security_group_id") if k in rule}
+        assert len(sources) == 1, f"{where}: one source, got {sources}"
+        ((kind, source),) = sources.items()
+        assert not any(e in source for e in EVERYWHERE), f"{where}: from everywhere"
+        ports = (rule["ip_protocol"], rule.get("from_port"), rule.get("to_port"))
+        if source == "${var.operator_cidr}":
+            assert (kind, ports) == ("cidr_ipv4", ("tcp", 22, 22)), f"{where}: operator gets SSH only"
+            seen.add("ssh")
+        else:
+            assert source in (CLUSTER_PREFIX_LIST, VPC_CIDR), f"{where}: source {source}"
+            assert ports in (("tcp", "${var.server_ports.from}", "${var.server_ports.to}"),
+                             ("icmp", 8, 0)), f"{where}: ports {ports}"
+            seen.add((source, ports[0]))
+        assert rule.get("description"), where
+    assert seen == {"ssh", (CLUSTER_PREFIX_LIST, "tcp"), (CLUSTER_PREFIX_LIST, "icmp"),
+                    (VPC_CIDR, "tcp"), (VPC_CIDR, "icmp")}
+
+
+def test_ec2_server_ports_cannot_cover_ssh(ec2):
+    var = ec2["variable"]["server_ports"]
+    assert var["default"] == {"from": 17000, "to": 17999}
+    assert "var.server_ports.from >= 1024" in var["validation"][0]["condition"]
+
+
+def test_ec2_cluster_prefix_list_is_every_instances_public_address(ec2):
+    (pl,) = resources(ec2, "aws_ec2_managed_prefix_list").values()
+    assert pl["address_family"] == "IPv4"
+    assert pl["max_entries"] == "${length(local.host_list)}"
+    (entry,) = pl["dynamic"]
+    assert entry["entry"]["for_each"] == "${local.hosts}"
+    assert entry["entry"]["content"][0]["cidr"] == "${aws_instance.host[entry.key].public_ip}/32"
+
+
+def test_ec2_everywhere_appears_only_in_the_default_route_and_egress(ec2):
+    allowed = {("aws_route", "internet"), ("aws_vpc_security_group_egress_rule", "all")}
+    for rtype, named in ec2["resource"].items():
+        for name, body in named.items():
+            if any(e in s for s in strings(body) for e in EVERYWHERE):
+                assert (rtype, name) in allowed, f"{rtype}.{name} mentions 0.0.0.0/0 or ::/0"
+
+
+def test_ec2_egress_is_all_with_a_reason(ec2):
+    (egress,) = resources(ec2, "aws_vpc_security_group_egress_rule").values()
+    assert (egress["cidr_ipv4"], egress["ip_protocol"]) == ("0.0.0.0/0", "-1")
+    text = (EC2 / "security.tf").read_text()
+    before = text[:text.index('resource "aws_vpc_security_group_egress_rule"')].rstrip().splitlines()
+    assert before[-1].startswith("#") and "Egress" in "\n".join(before[-4:])
+
+
+def test_ec2_operator_cidr_refuses_everywhere(ec2):
+    conditions = " ".join(v["condition"] for v in ec2["variable"]["operator_cidr"]["validation"])
+    assert "cidrnetmask(var.operator_cidr)" in conditions  # IPv4 only: ::/0 cannot pass
+    assert ">= 8" in conditions  # 0.0.0.0/0 cannot pass (and see the terraform plan tests below)
+
+
+UNTAGGABLE = {"aws_route", "aws_route_table_association"}
+
+
+def test_ec2_everything_is_tagged_with_the_experiment_id(ec2):
+    assert ec2["locals"]["tags"]["experiment_id"] == "${var.experiment_id}"
+    for rtype, named in ec2["resource"].items():
+        if not rtype.startswith("aws_") or rtype in UNTAGGABLE:
+            continue
+        for name, body in named.items():
+            assert body.get("tags", "").startswith("${merge(local.tags,"), f"{rtype}.{name}"
+    (host,) = resources(ec2, "aws_instance").values()
+    assert host["root_block_device"][0]["tags"].startswith("${merge(local.tags,")
+
+
+def test_ec2_inventory_output_and_file(ec2):
+    assert ec2["output"]["inventory"]["value"] == "${module.inventory.json}"
+    local_file = resources(ec2, "local_file")["inventory"]
+    assert local_file["filename"] == "${path.module}/inventory.json"
+    assert local_file["content"] == "${module.inventory.json}"
+    module = ec2["module"]["inventory"]
+    assert module["source"] == "./modules/inventory"
+    assert module["ssh_user"] == "ubuntu"
+    hosts = module["hosts"]
+    assert "aws_instance.host[h.name].public_ip" in hosts and "aws_instance.host[h.name].private_ip" in hosts
+
+
+def test_versions_are_pinned(ec2, emulab):
+    for doc, providers in ((ec2, {"aws": ("hashicorp/aws", "~> 6."), "local": ("hashicorp/local", "~> 2.")}),
+                           (emulab, {"local": ("hashicorp/local", "~> 2.")})):
+        (block,) = doc["terraform"]
+        assert block["required_version"] == ">= 1.5"
+        (required,) = block["required_providers"]
+        assert set(required) == set(providers)
+        for name, (source, version) in providers.items():
+            assert required[name]["source"] == source
+            assert required[name]["version"].startswith(version)
+
+
+@pytest.mark.parametrize("directory", [EC2, EMULAB], ids=["ec2", "emulab"])
+def test_every_variable_is_described_and_validated(directory):
+    for name, var in hcl(directory)["variable"].items():
+        assert var.get("description"), f"{directory.name}: variable {name} has no description"
+        validations = var.get("validation", [])
+        assert validations, f"{directory.name}: variable {name} has no validation"
+        for v in validations:
+            assert v["error_message"].startswith(f"{name}: "), f"{name}: message should name the field"
+
+
+def test_ec2_required_variables(ec2):
+    required = sorted(n for n, v in ec2["variable"].items() if "default" not in v)
+    assert required == ["experiment_id", "operator_cidr", "ssh_public_key"]
+    assert "regex(" in ec2["variable"]["experiment_id"]["validation"][0]["condition"]
+
+
+def test_checkov_skips_give_reasons():
+    for path in TF.rglob("*.tf"):
+        for m in re.finditer(r"#checkov:skip=([A-Z0-9_]+)(?::(.*))?", path.read_text()):
+            assert m.group(2) and len(m.group(2)) > 40, f"{path.name}: {m.group(1)} skipped without a reason"
+
+
+# ---- Emulab: structure -----------------------------------------------------------------
+
+
+def test_emulab_experiment_is_created_and_terminated_through_portal_py(emulab):
+    experiment = resources(emulab, "terraform_data")["experiment"]
+    provisioners = [next(iter(p.values())) for p in experiment["provisioner"]]
+    commands = [(p["command"], p.get("when")) for p in provisioners]
+    assert commands == [("start", None), ("wait", None), ("inventory", None), ("terminate", "destroy")]
+    for p in provisioners[:3]:
+        assert p["interpreter"].startswith("${concat(local.portal,")
+    assert provisioners[3]["interpreter"] == "${self.input.portal}"
+    assert "--terminate-on-failure" in provisioners[1]["interpreter"]
+    assert "--terminate-on-failure" in provisioners[2]["interpreter"]
+    portal = emulab["locals"]["portal"]
+    assert "python3" in portal and "portal.py" in portal
+    for flag in ("--project", "var.project", "--name", "var.experiment_name", "--pem", "var.pem_path"):
+        assert flag in portal
+    assert "var.profile" in provisioners[0]["interpreter"] and "var.duration_hours" in provisioners[0]["interpreter"]
+    assert set(experiment["triggers_replace"]) >= {"project", "name", "profile", "bindings", "duration"}
+
+
+def test_emulab_outputs_the_inventory_portal_py_writes(emulab):
+    data = emulab["data"]["local_file"]["inventory"]
+    assert data["filename"] == "${local.inventory_path}"
+    assert data["depends_on"] == ["${terraform_data.experiment}"]
+    assert emulab["output"]["inventory"]["value"] == "${data.local_file.inventory.content}"
+    assert emulab["locals"]["inventory_path"] == '${abspath("${path.module}/inventory.json")}'
+
+
+def test_emulab_bindings_are_the_profiles_parameters(emulab):
+    bindings = emulab["locals"]["bindings"]
+    profile = (EMULAB / "profile.py").read_text()
+    for name in ("datacenters", "servers_per_dc", "clients_per_dc", "hardware_type"):
+        assert f"{name} =" in bindings
+        assert f'pc.defineParameter("{name}"' in profile
+    assert emulab["variable"]["datacenters"]["default"] == list(SPEC_REGIONS)
+
+
+# ---- terraform itself ------------------------------------------------------------------
+
+
+def terraform(*args, cwd, timeout=120):
+    if TERRAFORM is None:
+        pytest.skip(f"terraform is not on PATH; build the pinned release with `{TERRAFORM_BUILD}` "
+                    "and put $(go env GOPATH)/bin on PATH")
+    env = {**os.environ, "TF_IN_AUTOMATION": "1", "CHECKPOINT_DISABLE": "1"}
+    return subprocess.run([TERRAFORM, *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def test_terraform_fmt():
+    r = terraform("fmt", "-check", "-recursive", "-diff", "-no-color", str(TF), cwd=ROOT)
+    assert r.returncode == 0, f"terraform fmt -recursive terraform/ would change:\n{r.stdout}{r.stderr}"
+
+
+PROVIDER_DOWNLOAD_FAILED = re.compile(r"Failed to query available provider packages|Failed to install provider"
+                                      r"|could not connect to|no such host")
+
+
+@pytest.mark.parametrize("directory", [EC2, EMULAB], ids=["ec2", "emulab"])
+def test_terraform_init_and_validate(directory, tmp_path):
+    work = tmp_path / directory.name
+    shutil.copytree(directory, work, ignore=shutil.ignore_patterns(".terraform", "*.tfstate*", "terraform.tfvars"))
+    r = terraform("init", "-backend=false", "-input=false", "-no-color", cwd=work, timeout=300)
+    if r.returncode != 0 and PROVIDER_DOWNLOAD_FAILED.search(r.stdout + r.stderr):
+        pytest.skip("terraform init cannot download provider plugins on this machine, so validate cannot run")
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = terraform("validate", "-no-color", cwd=work)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def without_providers(tmp_path, directory, files, extra=""):
+    """Copies `files` of `directory` (which use no provider) into a fresh root and inits it."""
+    work = tmp_path / directory.name
+    work.mkdir()
+    for name in files:
+        src = directory / name
+        (shutil.copytree if src.is_dir() else shutil.copy)(src, work / name)
+    if extra:
+        (work / "test.tf").write_text(extra)
+    r = terraform("init", "-backend=false", "-input=false", "-no-color", cwd=work)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return work
+
+
+EC2_GOOD = {"experiment_id": "k2b-test", "operator_cidr": "203.0.113.7/32",
+            "ssh_public_key": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIExample me@laptop"}
+
+
+def plan(work, variables):
+    args = [f"-var={k}={v}" for k, v in variables.items()]
+    return terraform("plan", "-input=false", "-no-color", "-lock=false", *args, cwd=work)
+
+
+@pytest.fixture(scope="module")
+def ec2_variables(tmp_path_factory):
+    return without_providers(tmp_path_factory.mktemp("tf"), EC2, ["variables.tf", "locals.tf"])
+
+
+def test_ec2_good_variables_pass(ec2_variables):
+    r = plan(ec2_variables, EC2_GOOD)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("name, value, message", [
+    ("operator_cidr", "0.0.0.0/0", "operator_cidr: 0.0.0.0/0 and other prefixes shorter than /8 are refused"),
+    ("operator_cidr", "::/0", "operator_cidr: must be an IPv4 CIDR"),
+    ("operator_cidr", "1.0.0.0/4", "operator_cidr: 0.0.0.0/0 and other prefixes shorter than /8 are refused"),
+    ("operator_cidr", "203.0.113.7", "operator_cidr: must be an IPv4 CIDR"),
+    ("operator_cidr", "203.0.113.7/24", "operator_cidr: host bits must be zero"),
+    ("experiment_id", "K2B_demo", "experiment_id: use 4-32 characters"),
+    ("ssh_public_key", "not a key", "ssh_public_key: must be one OpenSSH public key line"),
+    ("datacenters", '{VA="us-east-1",CA="california"}', "datacenters: each value must be an AWS region name"),
+    ("datacenters", '{va="us-east-1"}', "datacenters: give at least one datacenter"),
+    ("servers_per_dc", "0", "servers_per_dc: must be a whole number from 1 to 32"),
+    ("clients_per_dc", "1.5", "clients_per_dc: must be a whole number from 1 to 64"),
+    ("server_ports", "{from=22,to=17999}", "server_ports: need 1024 <= from <= to <= 65535"),
+    ("vpc_cidr", "10.0.0.0/8", "vpc_cidr: must be an IPv4 CIDR from /16 to /24"),
+])
+def test_ec2_bad_variables_are_refused_naming_the_field(ec2_variables, name, value, message):
+    r = plan(ec2_variables, {**EC2_GOOD, name: value})
+    assert r.returncode != 0
+    assert message in " ".join(r.stderr.split()), r.stderr
+
+
+def test_ec2_host_list_order_and_rule_count(tmp_path):
+    work = without_providers(tmp_path, EC2, ["variables.tf", "locals.tf"], extra="""
+output "names" { value = [for h in local.host_list : h.name] }
+output "rules" { value = local.inbound_rules_per_security_group }
+""")
+    r = terraform("apply", "-auto-approve", "-input=false", "-no-color", "-lock=false",
+                  *[f"-var={k}={v}" for k, v in EC2_GOOD.items()], cwd=work)
+    assert r.returncode == 0, r.stdout + r.stderr
+    out = json.loads(terraform("output", "-json", "-no-color", cwd=work).stdout)
+    names = out["names"]["value"]
+    assert len(names) == 6 * 12
+    # Datacenters by name (map order), servers then clients, numerically.
+    assert names[:12] == [f"ca-server-{i}" for i in range(4)] + [f"ca-client-{i}" for i in range(8)]
+    assert out["rules"]["value"] == 2 * 72 + 3
+
+
+def render_ec2_inventory(tmp_path, variables):
+    """The inventory module of terraform/ec2 fed by its real host_list, with made-up addresses."""
+    work = without_providers(tmp_path, EC2, ["variables.tf", "locals.tf", "modules"], extra="""
+module "inventory" {
+  source          = "./modules/inventory"
+  experiment_id   = var.experiment_id
+  ssh_user        = "ubuntu"
+  ssh_private_key = var.ssh_private_key
+  hosts = [for i, h in local.host_list : merge(h, {
+    public_ip  = cidrhost("198.51.100.0/24", i + 10)
+    private_ip = cidrhost(var.vpc_cidr, i + 10)
+  })]
+}
+output "inventory" { value = module.inventory.json }
+""")
+    r = terraform("apply", "-auto-approve", "-input=false", "-no-color", "-lock=false",
+                  *[f"-var={k}={v}" for k, v in variables.items()], cwd=work)
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = terraform("output", "-raw", "-no-color", "inventory", cwd=work)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def test_ec2_inventory_tiny_matches_golden(tmp_path):
+    doc = render_ec2_inventory(tmp_path, {**EC2_GOOD, "datacenters": '{VA="us-east-1",LDN="eu-west-2"}',
+                                          "servers_per_dc": "1", "clients_per_dc": "1"})
+    assert doc == json.loads((FIXTURES / "ec2-inventory-tiny.json").read_text())
+    inv = k2inventory.parse(doc)
+    assert inv.regions == {"LDN": "eu-west-2", "VA": "us-east-1"}
+    assert inv.address(inv.hosts("VA", "server")[0]) == "198.51.100.12"
+
+
+def test_ec2_inventory_default_cluster_parses(tmp_path):
+    inv = k2inventory.parse(render_ec2_inventory(tmp_path, EC2_GOOD))
+    assert (inv.provider, inv.latency, inv.topology_address, inv.ssh_user) == ("ec2", "real", "public", "ubuntu")
+    assert inv.regions == SPEC_REGIONS
+    for dc in SPEC_REGIONS:
+        assert [h.name for h in inv.hosts(dc)] == [f"{dc.lower()}-server-{i}" for i in range(4)] + \
+            [f"{dc.lower()}-client-{i}" for i in range(8)]
+    assert len({h.public_ip for h in inv.hosts()}) == 72
+
+
+@pytest.fixture(scope="module")
+def emulab_variables(tmp_path_factory):
+    return without_providers(tmp_path_factory.mktemp("tf"), EMULAB, ["variables.tf"])
+
+
+@pytest.fixture
+def emulab_good(tmp_path):
+    pem = tmp_path / "emulab.pem"
+    pem.write_text("certificate\n")
+    return {"project": "K2Bench", "profile": "K2Bench,k2bench", "pem_path": str(pem)}
+
+
+def test_emulab_good_variables_pass(emulab_variables, emulab_good):
+    r = plan(emulab_variables, emulab_good)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("name, value, message", [
+    ("project", "my project", "project: your Emulab project id"),
+    ("profile", "k2bench", "profile: give the portal profile as project,name"),
+    ("pem_path", "/nonexistent/emulab.pem", "pem_path: no such file"),
+    ("experiment_name", "a-name-longer-than-16", "experiment_name: use 1-16 letters"),
+    ("duration_hours", "0", "duration_hours: must be a whole number of hours from 1 to 168"),
+    ("datacenters", '["VA","va"]', "datacenters: give distinct names"),
+    ("hardware_type", "D430!", "hardware_type: an Emulab node type"),
+])
+def test_emulab_bad_variables_are_refused_naming_the_field(emulab_variables, emulab_good, name, value, message):
+    r = plan(emulab_variables, {**emulab_good, name: value})
+    assert r.returncode != 0
+    assert message in " ".join(r.stderr.split()), r.stderr
+
+
+# ---- checkov -----------------------------------------------------------------------------
+
+
+def test_checkov_passes():
+    if not CHECKOV.exists():
+        pytest.fail(f"checkov not found at {CHECKOV}: `{CHECKOV_INSTALL}` (or set K2BENCH_CHECKOV)")
+    r = subprocess.run([str(CHECKOV), "-d", str(TF), "--framework", "terraform", "secrets",
+                        "--skip-download", "--output", "json"],
+                       capture_output=True, text=True, timeout=300, cwd=ROOT)
+    reports = json.loads(r.stdout)
+    reports = reports if isinstance(reports, list) else [reports]
+    by_type = {rep.get("check_type"): rep for rep in reports}
+    failed = [f"{c['check_id']} {c['resource']} ({c['file_path']})"
+              for rep in reports for c in rep.get("results", {}).get("failed_checks", [])]
+    assert not failed, "checkov failed:\n" + "\n".join(failed)
+    assert r.returncode == 0, r.stderr[-2000:]
+    summary = by_type["terraform"]["summary"]
+    assert summary["passed"] >= 100 and summary["parsing_errors"] == 0, summary
+
+
+# ---- Emulab: Terraform's own argument lists drive portal.py ----------------------------
+
+
+def test_emulab_provisioners_drive_portal_py_against_a_fake_portal(tmp_path):
+    """Evaluates main.tf's locals and each provisioner's interpreter list with Terraform, then
+    runs them in order (start, wait, inventory, terminate) against the fake portal."""
+    from test_emulab_portal import EXPECTED, FakePortal, serve
+
+    experiment = resources(hcl(EMULAB), "terraform_data")["experiment"]
+    provisioners = [next(iter(p.values())) for p in experiment["provisioner"]]
+    outputs = "\n".join(
+        f'output "{p["command"]}" {{ value = {p["interpreter"][2:-1].replace("self.input.portal", "local.portal")} }}'
+        for p in provisioners)
+    main = (EMULAB / "main.tf").read_text()
+    (locals_block,) = re.findall(r"^locals \{\n.*?^\}\n", main, flags=re.S | re.M)
+    pem = tmp_path / "emulab.pem"
+    pem.write_text("certificate\n")
+    work = without_providers(tmp_path, EMULAB, ["variables.tf", "portal.py"], extra=locals_block + outputs)
+    variables = {"project": "K2Bench", "experiment_name": "k2b-emu", "profile": "K2Bench,k2bench",
+                 "pem_path": str(pem), "datacenters": '["VA","LDN"]', "servers_per_dc": "2",
+                 "clients_per_dc": "1", "duration_hours": "4"}
+    r = terraform("apply", "-auto-approve", "-input=false", "-no-color", "-lock=false",
+                  *[f"-var={k}={v}" for k, v in variables.items()], cwd=work)
+    assert r.returncode == 0, r.stdout + r.stderr
+    argv = {k: v["value"] for k, v in json.loads(terraform("output", "-json", cwd=work).stdout).items()}
+    assert list(argv) == ["inventory", "start", "terminate", "wait"]
+
+    fake = FakePortal(statuses=["ready"])
+    server = serve(fake)
+    env = {k: v for k, v in os.environ.items() if k != "K2BENCH_EMULAB_PEM_PASSWORD"}
+    env["K2BENCH_EMULAB_URL"] = f"http://127.0.0.1:{server.server_address[1]}/usr/testbed"
+    try:
+        for command in ("start", "wait", "inventory", "terminate"):
+            python, *args = argv[command]
+            assert python == "python3"
+            r = subprocess.run([sys.executable, *args, command], capture_output=True, text=True,
+                               env=env, timeout=60)
+            assert r.returncode == 0, f"{command}: {r.stderr}"
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert fake.methods() == ["startExperiment", "experimentStatus", "experimentManifests",
+                              "terminateExperiment"]
+    assert json.loads(fake.calls[0][2]["bindings"]) == {
+        "datacenters": "VA,LDN", "servers_per_dc": "2", "clients_per_dc": "1", "hardware_type": "d430"}
+    assert fake.calls[0][2]["duration"] == "4"
+    assert json.loads((work / "inventory.json").read_text()) == EXPECTED

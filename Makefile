@@ -6,12 +6,14 @@ SHELL := /bin/bash
 
 PYTHON ?= python3
 VENV := .venv
+LINT_VENV := .venv-lint
 MVN := mvn -B -q -f system/pom.xml
 JAR := system/launcher/target/k2bench.jar
 SOURCES := $(shell find system -name '*.java' -o -name '*.proto' -o -name 'pom.xml' -o -path '*/META-INF/services/*' | grep -v /target/)
 RUN_STAMP = $(shell date -u +%Y%m%dT%H%M%SZ)
 
-.PHONY: help test test-java test-python build venv local-run analyze bench-emulation bench-throughput clean
+.PHONY: help test test-java test-python deploy-test build venv local-run analyze bench-emulation bench-throughput \
+	ec2-up ec2-run ec2-down emulab-up emulab-run emulab-down clean
 
 help:
 	@echo "make local-run        run workloads/default.yaml on this machine (EXPERIMENT=<name> for another)"
@@ -20,14 +22,24 @@ help:
 	@echo "make bench-emulation  measure the embedded WAN emulation: configured vs measured RTT"
 	@echo "make bench-throughput peak throughput per core of every system vs an echo RPC ceiling"
 	@echo "make build            build system/launcher/target/k2bench.jar"
+	@echo "make deploy-test      the remote path on 3 local test hosts: Ansible site.yml + smoke via Fabric (root)"
+	@echo "make ec2-up / ec2-run / ec2-down        six AWS regions (terraform/ec2; EXPERIMENT=<name>)"
+	@echo "make emulab-up / emulab-run / emulab-down   an Emulab experiment with tc latency (terraform/emulab)"
 
 test: test-java test-python
 
 test-java:
 	mvn -B -ntp -f system/pom.xml install | grep -E "Tests run:|FAIL|ERROR|BUILD"
 
-test-python: $(VENV)/.installed
-	$(VENV)/bin/python -m pytest -q tests
+test-python: $(VENV)/.installed $(LINT_VENV)/.installed
+	$(VENV)/bin/python -m pytest -q tests --ignore=tests/deploy
+
+# The remote path for real on this machine: three test hosts (network namespaces with
+# their own sshd), ansible/site.yml applied to them, the smoke experiment through the
+# Fabric backend into runs/. Needs root; installs openssh-server if it is missing.
+deploy-test: $(JAR) $(VENV)/.installed
+	@test -x /usr/sbin/sshd || apt-get install -y -q --no-install-recommends openssh-server
+	$(VENV)/bin/python -m pytest -q tests/deploy
 
 build: $(JAR)
 
@@ -35,6 +47,11 @@ $(JAR): $(SOURCES)
 	$(MVN) install -DskipTests
 
 venv: $(VENV)/.installed
+
+$(LINT_VENV)/.installed: requirements-lint.txt
+	$(PYTHON) -m venv $(LINT_VENV)
+	$(LINT_VENV)/bin/pip install -q -r requirements-lint.txt
+	touch $@
 
 $(VENV)/.installed: requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -60,6 +77,43 @@ bench-emulation: $(JAR)
 bench-throughput: $(JAR) $(VENV)/.installed
 	$(VENV)/bin/k2bench bench-throughput
 
+# ---------------------------------------------------------------- real clusters
+# Each target first checks credentials and variables and stops with one line naming what
+# is missing (terraform/check_env.py). Inventories: terraform/<provider>/inventory.json.
+TF_EC2 := terraform -chdir=terraform/ec2
+TF_EMULAB := terraform -chdir=terraform/emulab
+EXPERIMENT_REMOTE = $(if $(filter command line environment,$(origin EXPERIMENT)),$(EXPERIMENT),default)
+
+ec2-up:
+	@$(PYTHON) terraform/check_env.py ec2
+	$(TF_EC2) init -input=false
+	$(TF_EC2) apply -input=false
+
+ec2-run:
+	@$(PYTHON) terraform/check_env.py ec2 --inventory
+	@$(MAKE) --no-print-directory build venv
+	$(VENV)/bin/k2bench deploy --inventory terraform/ec2/inventory.json
+	$(VENV)/bin/k2bench run $(EXPERIMENT_REMOTE) --inventory terraform/ec2/inventory.json
+
+ec2-down:
+	@$(PYTHON) terraform/check_env.py ec2
+	$(TF_EC2) destroy -input=false
+
+emulab-up:
+	@$(PYTHON) terraform/check_env.py emulab
+	$(TF_EMULAB) init -input=false
+	$(TF_EMULAB) apply -input=false
+
+emulab-run:
+	@$(PYTHON) terraform/check_env.py emulab --inventory
+	@$(MAKE) --no-print-directory build venv
+	$(VENV)/bin/k2bench deploy --inventory terraform/emulab/inventory.json
+	$(VENV)/bin/k2bench run $(EXPERIMENT_REMOTE) --inventory terraform/emulab/inventory.json
+
+emulab-down:
+	@$(PYTHON) terraform/check_env.py emulab
+	$(TF_EMULAB) destroy -input=false
+
 clean:
 	$(MVN) clean
-	rm -rf $(VENV)
+	rm -rf $(VENV) $(LINT_VENV)

@@ -3,14 +3,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
 from rich.console import Console
 
-from . import experiment, rundir
+from . import experiment, inventory, rundir
 from .errors import ConfigError
-from . import inventory
 from .deploy import LocalDeployment, RemoteDeployment
 from .hosts import LocalHost
 from .orchestrator import Env, Orchestrator, validate
@@ -149,6 +149,41 @@ def legacy_trials(run: Path) -> list[dict]:
     return out
 
 
+def cmd_deploy(args) -> int:
+    """Prepares an inventory's machines with Ansible (ansible/site.yml): Java, the jar, the
+    client and server directories, and tc/netem latency where the inventory says so."""
+    import subprocess
+
+    import yaml
+
+    from .ansible_inventory import to_ansible
+    inv = inventory.load(args.inventory)
+    jar = Path(args.jar)
+    if not jar.exists():
+        raise ConfigError("--jar", f"{jar} is missing; run `make build`")
+    work = Path(args.workdir) if args.workdir else REPO / "runs" / ".deploy" / inv.experiment_id
+    extra = {"k2bench_jar": str(jar.resolve()), "k2bench_tc_dir": str((work / "tc").resolve())}
+    for item in args.extra_var or []:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ConfigError("--extra-var", f"{item!r} is not NAME=VALUE")
+        extra[key] = yaml.safe_load(value)
+    if inv.latency == "netem":
+        from .tc import write_scripts
+        topo = yaml.safe_load(Path(args.topology).read_text())
+        write_scripts(inv, topo["rtt_ms"], work / "tc")
+    hosts_file = work / "hosts.yml"
+    rundir.write_text(hosts_file, yaml.safe_dump(to_ansible(inv, extra), sort_keys=False))
+    cmd = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(hosts_file),
+           str(REPO / "ansible" / "site.yml")]
+    if args.known_hosts:
+        cmd += ["--ssh-common-args",
+                f"-o UserKnownHostsFile={Path(args.known_hosts).resolve()} -o StrictHostKeyChecking=yes"]
+    print(f"ansible inventory: {hosts_file}", flush=True)
+    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible" / "ansible.cfg"))
+    return subprocess.run(cmd, env=env).returncode
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="k2bench", description=__doc__)
     p.add_argument("--jar", default=str(REPO / "system/launcher/target/k2bench.jar"))
@@ -172,6 +207,14 @@ def main(argv=None) -> int:
     v = sub.add_parser("validate", help="check experiment files without running anything")
     v.add_argument("experiments", nargs="*")
     v.set_defaults(func=cmd_validate)
+    d = sub.add_parser("deploy", help="prepare an inventory's machines with Ansible (site.yml)")
+    d.add_argument("--inventory", required=True, metavar="JSON")
+    d.add_argument("--known-hosts", metavar="FILE", help="SSH host keys of the machines")
+    d.add_argument("--topology", default=str(REPO / "workloads" / "topologies" / "paper-local.yaml"),
+                   help="RTT matrix for tc/netem (latency netem)")
+    d.add_argument("--extra-var", action="append", metavar="NAME=VALUE", help="an Ansible variable (repeatable)")
+    d.add_argument("--workdir", help="where the Ansible inventory and tc scripts go (default runs/.deploy/<id>)")
+    d.set_defaults(func=cmd_deploy)
     s = sub.add_parser("summarize", help="re-derive the summaries of a run from its raw logs")
     s.add_argument("run")
     s.set_defaults(func=cmd_summarize)

@@ -144,17 +144,18 @@ class RemoteDeployment:
         doc = copy.deepcopy(doc)
         dcs = doc["datacenters"]
         self._check(dcs)
-        next_port: dict[tuple[str, int], int] = {}
+        # Ports count up per address: machines may share one (test hosts on loopback).
+        next_port: dict[str, int] = {}
         servers = {}
         for dc in dcs:
             hosts = self._server_hosts(dc, servers_per_dc)
             addrs = []
             for i in range(servers_per_dc):
                 h = hosts[0] if len(hosts) == 1 else hosts[i]
-                key = (h.ssh_host, h.ssh_port)
-                port = next_port.get(key, self.base_port)
-                next_port[key] = port + 1
-                addrs.append(f"{self.inventory.address(h)}:{port}")
+                address = self.inventory.address(h)
+                port = next_port.get(address, self.base_port)
+                next_port[address] = port + 1
+                addrs.append(f"{address}:{port}")
             servers[dc] = addrs
         doc["servers"] = servers
         for k in ("base_port", "host"):

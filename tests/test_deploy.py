@@ -1,0 +1,121 @@
+"""The inventory schema and where a remote deployment puts each process (no SSH needed:
+placing processes and addresses is pure; the SSH path itself runs in tests/deploy)."""
+import copy
+import json
+
+import pytest
+import yaml
+
+from conftest import ROOT
+from k2bench import inventory
+from k2bench.deploy import ClientSlot, LocalDeployment, RemoteDeployment, share
+from k2bench.errors import ConfigError
+from k2bench.hosts import LocalHost
+
+EC2 = json.loads((ROOT / "tests/fixtures/inventory/ec2-6dc.json").read_text())
+TOPO = yaml.safe_load((ROOT / "workloads/topologies/paper-local.yaml").read_text())
+DCS = TOPO["datacenters"]
+
+
+def bad(doc, field):
+    with pytest.raises(ConfigError) as e:
+        inventory.parse(doc)
+    assert e.value.field == field and "\n" not in str(e.value), str(e.value)
+    return str(e.value)
+
+
+def test_the_ec2_fixture_parses_with_its_defaults():
+    inv = inventory.parse(EC2)
+    assert inv.provider == "ec2" and inv.latency == "real" and inv.topology_address == "public"
+    assert list(inv.datacenters) == DCS
+    assert len(inv.hosts("VA", "server")) == 2 and len(inv.hosts(role="client")) == 12
+    assert len(inv.machines()) == len(inv.hosts()), "one machine per host entry on EC2"
+
+
+def test_bad_inventories_name_the_field():
+    doc = copy.deepcopy(EC2)
+    doc["schema"] = "v0"
+    bad(doc, "schema")
+    doc = copy.deepcopy(EC2)
+    doc["latency"] = "fast"
+    bad(doc, "latency")
+    doc = copy.deepcopy(EC2)
+    doc["datacenters"]["VA"]["hosts"][0]["public_ip"] = "not-an-ip"
+    assert "not an IP address" in bad(doc, "datacenters.VA.hosts[0].public_ip")
+    doc = copy.deepcopy(EC2)
+    doc["datacenters"]["CA"]["hosts"] = [h for h in doc["datacenters"]["CA"]["hosts"] if h["role"] == "server"]
+    assert "no client host" in bad(doc, "datacenters.CA.hosts")
+    doc = copy.deepcopy(EC2)
+    doc["datacenters"]["SG"]["hosts"][1]["name"] = doc["datacenters"]["SG"]["hosts"][0]["name"]
+    assert "two different machines" in bad(doc, "datacenters.SG.hosts[1].name")
+
+
+def remote(doc=EC2, **kw):
+    return RemoteDeployment(inventory.parse(doc), **kw)
+
+
+def test_one_server_jvm_per_server_host_at_the_public_addresses():
+    dep = remote()
+    topo = dep.topology(TOPO, 2)
+    va = [h for h in EC2["datacenters"]["VA"]["hosts"] if h["role"] == "server"]
+    assert topo["servers"]["VA"] == [f"{va[0]['public_ip']}:17000", f"{va[1]['public_ip']}:17000"]
+    assert topo["wan_emulation"] == "none", "EC2's latency is real: the transport adds none"
+    assert dep.listen_host == "0.0.0.0", "a public IP behind NAT cannot be bound"
+    slots = dep.servers(DCS, 2)
+    assert [(s.name, s.select) for s in slots if s.dc == "VA"] == [
+        ("server-VA-0", ("--server", "VA:0")), ("server-VA-1", ("--server", "VA:1"))]
+    assert len({s.host.name for s in slots}) == 12
+    pingers = dep.pingers(DCS)
+    assert [p.from_dc for p in pingers] == DCS, "real latency: each row measured from its datacenter"
+
+
+def test_a_single_server_host_runs_the_whole_datacenter():
+    doc = copy.deepcopy(EC2)
+    for d in doc["datacenters"].values():
+        servers = [h for h in d["hosts"] if h["role"] == "server"]
+        d["hosts"] = servers[:1] + [h for h in d["hosts"] if h["role"] == "client"]
+    dep = remote(doc, base_port=18000)
+    topo = dep.topology(TOPO, 4)
+    assert [a.split(":")[1] for a in topo["servers"]["LDN"]] == ["18000", "18001", "18002", "18003"]
+    assert [s.select for s in dep.servers(DCS, 4) if s.dc == "LDN"] == [("--dc", "LDN")]
+
+
+def test_server_hosts_must_match_the_servers_per_datacenter():
+    with pytest.raises(ConfigError) as e:
+        remote().topology(TOPO, 3)
+    assert e.value.field == "inventory.datacenters.VA.hosts" and "give 1 or 3" in str(e.value)
+
+
+def test_a_topology_datacenter_missing_from_the_inventory_is_named():
+    doc = copy.deepcopy(EC2)
+    del doc["datacenters"]["TYO"]
+    with pytest.raises(ConfigError) as e:
+        remote(doc).topology(TOPO, 2)
+    assert e.value.field == "inventory.datacenters" and "TYO" in str(e.value)
+
+
+def test_clients_share_the_datacenters_threads_and_rate():
+    dep = remote()
+    slots = dep.clients("SP")
+    assert [s.name for s in slots] == ["client-SP-0", "client-SP-1"]
+    assert [share(9, s) for s in slots] == [5, 4] and sum(share(9, s) for s in slots) == 9
+    assert [share(20.0, s) for s in slots] == [10.0, 10.0]
+    assert share(None, slots[0]) is None
+
+
+def test_embedded_latency_machines_in_several_datacenters():
+    doc = json.loads((ROOT / "tests/fixtures/inventory/test-3machines.json").read_text())
+    dep = remote(doc)
+    topo = dep.topology(TOPO, 2)
+    assert topo["wan_emulation"] == "embedded" and dep.listen_host is None
+    ports = [a for dc in DCS for a in topo["servers"][dc]]
+    assert len(set(ports)) == len(ports), "two datacenters on one machine get distinct ports"
+    assert len(dep.hosts()) == 3 and len(dep.pingers(DCS)) == 1
+
+
+def test_the_local_deployment_is_one_jvm_per_datacenter_on_loopback(tmp_path):
+    dep = LocalDeployment(LocalHost(tmp_path / "k2bench.jar"))
+    topo = dep.topology(TOPO, 2)
+    assert all(a.startswith("127.0.0.1:") for dc in DCS for a in topo["servers"][dc])
+    assert [s.select for s in dep.servers(DCS, 2)] == [("--dc", dc) for dc in DCS]
+    assert dep.clients("VA") == [ClientSlot(dep.host, "VA", "client-VA", 0, 1)]

@@ -13,13 +13,15 @@ final class Dispatcher implements AutoCloseable {
   private record Item(long dueNanos, long order, Runnable release) {}
 
   /**
-   * Parking wakes up ~90 us late on a typical VM, and ~1 ms late when the machine idles:
-   * park until this long before the due time and spin the rest, so the emulated delay is
-   * accurate to a few microseconds. Spinning costs CPU, so all dispatchers of a process
+   * Parking wakes up ~90-200 us late on a typical VM, now and then milliseconds late when
+   * the machine idles: park until {@code k2bench.spin_us} (default 120) before the due time
+   * and spin the rest, so the emulated delay is usually accurate to a few microseconds
+   * (longer spins measured no better: they take the CPU the rest of the transport needs).
+   * Spinning costs CPU, so all dispatchers of a process
    * share a budget of {@code k2bench.spin_budget} (a fraction of one core, default 0.05) per
    * second; once it is spent they just park (busy CPUs wake up promptly anyway).
    */
-  private static final long SPIN_NANOS = 120_000;
+  private static final long SPIN_NANOS = Long.getLong("k2bench.spin_us", 120) * 1000;
   private static final long BUDGET_WINDOW_NANOS = 1_000_000_000L;
   private static final long BUDGET_NANOS = Math.round(
       Double.parseDouble(System.getProperty("k2bench.spin_budget", "0.05")) * BUDGET_WINDOW_NANOS);

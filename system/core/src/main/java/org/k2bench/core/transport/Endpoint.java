@@ -19,8 +19,9 @@ import org.k2bench.core.transport.proto.Pong;
  * One node's attachment to the transport: a server (listening on its topology address) or
  * a client (no address; servers answer it on the stream it opened).
  *
- * <p>Every message to another node goes through one {@link OutChannel} per destination,
- * which applies the emulated WAN delay and keeps the channel FIFO. Incoming requests and
+ * <p>Every message to another node goes through one {@link OutChannel} per destination and
+ * arrives through an {@link InChannel}, which applies the emulated WAN delay and keeps the
+ * channel FIFO. Incoming requests and
  * reply completions run on the node's {@code inbox} executor in arrival order; servers give
  * a single-threaded inbox so protocol code needs no locks. The Lamport clock advances on
  * every send and receive here, below the protocols.
@@ -133,11 +134,10 @@ public final class Endpoint implements AutoCloseable {
   }
 
   private OutChannel openChannel(int to) {
-    int toDc = transport.dcOfNode(to);
-    return new OutChannel(transport, this, to, dc, toDc);
+    return new OutChannel(transport, this, to);
   }
 
-  /** Called by the transport for every envelope addressed to this node. */
+  /** Called by the transport for every envelope addressed to this node, when it is due. */
   void receive(Envelope env) {
     if (closed) {
       return;

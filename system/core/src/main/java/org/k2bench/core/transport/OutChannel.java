@@ -4,59 +4,32 @@ import io.grpc.stub.StreamObserver;
 import org.k2bench.core.transport.proto.Envelope;
 
 /**
- * One directed channel (sender node -> receiver node). Applies the emulated delay at the
- * sender, as netem does on egress, with {@code due = max(now + delay, last due)} so jitter
- * never reorders, and writes envelopes to a single gRPC stream so they arrive in order.
+ * The sending half of one directed channel (sender node -> receiver node): stamps each
+ * envelope with its sequence number and send time and writes it at once to the channel's
+ * single gRPC stream, so envelopes arrive in send order. The emulated delay is applied by
+ * the receiver ({@link InChannel}), measured from the send time stamped here.
  */
 final class OutChannel {
   private final Transport transport;
   private final Endpoint owner;
   private final int to;
-  private final int fromDc;
-  private final int toDc;
-  private final Dispatcher dispatcher;
   private final boolean toServer;
   private StreamObserver<Envelope> sink;
-  private long lastDueNanos = Long.MIN_VALUE;
   private long seq;
-  private int queued;
   private boolean closed;
 
-  OutChannel(Transport transport, Endpoint owner, int to, int fromDc, int toDc) {
+  OutChannel(Transport transport, Endpoint owner, int to) {
     this.transport = transport;
     this.owner = owner;
     this.to = to;
-    this.fromDc = fromDc;
-    this.toDc = toDc;
     this.toServer = transport.topology().isServer(to);
-    this.dispatcher = transport.dispatcherFor(owner.id(), to);
   }
 
   synchronized void send(Envelope.Builder b) {
     if (closed) {
       return;
     }
-    b.setSeq(++seq);
-    Envelope env = b.build();
-    long now = System.nanoTime();
-    long due = Math.max(now + transport.links().sampleDelayNanos(fromDc, toDc), lastDueNanos);
-    lastDueNanos = due;
-    if (due <= now && queued == 0) {
-      write(env);
-    } else {
-      queued++;
-      dispatcher.schedule(due, () -> release(env));
-    }
-  }
-
-  private synchronized void release(Envelope env) {
-    queued--;
-    if (!closed) {
-      write(env);
-    }
-  }
-
-  private void write(Envelope env) {
+    Envelope env = b.setSeq(++seq).setSentNanos(System.nanoTime()).setClockDomain(ClockDomain.ID).build();
     if (sink == null) {
       if (!toServer) {
         Transport.LOG.debug("node {}: no stream to client {}, dropping {}", owner.id(), to, env.getSeq());

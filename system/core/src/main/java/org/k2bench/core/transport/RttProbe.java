@@ -8,7 +8,8 @@ import org.k2bench.core.metrics.LatencyHistogram;
 /**
  * Measures round trips through the transport between datacenters: from an endpoint
  * located in datacenter a to a server in datacenter b, the emulated RTT(a, b) plus the
- * transport's own cost. All pairs are measured concurrently, each pair sequentially.
+ * transport's own cost. All pairs are measured concurrently; each prober of a pair pings
+ * sequentially.
  */
 public final class RttProbe {
   private RttProbe() {}
@@ -22,7 +23,23 @@ public final class RttProbe {
    */
   public static LatencyHistogram[][] measure(Endpoint[] from, int[] to, int samples, long gapMs)
       throws InterruptedException {
-    return measure(from, to, samples, gapMs, (a, b) -> true, -1);
+    return measure(from, to, samples, 1, gapMs, (a, b) -> true, -1, (a, b, nanos) -> { });
+  }
+
+  /** Every single round trip as measured, before it is rounded into a histogram bucket. */
+  @FunctionalInterface
+  public interface SampleSink {
+    void record(int a, int b, long rttNanos);
+  }
+
+  /**
+   * As {@link #measure(Endpoint[], int[], int, long)} with {@code probesPerPair} pingers
+   * per pair, each sending its share of {@code samples} in turn (more samples in the same
+   * time, for a stable p99), handing every sample to {@code sink}.
+   */
+  public static LatencyHistogram[][] measure(Endpoint[] from, int[] to, int samples, int probesPerPair,
+      long gapMs, SampleSink sink) throws InterruptedException {
+    return measure(from, to, samples, probesPerPair, gapMs, (a, b) -> true, -1, sink);
   }
 
   /**
@@ -32,6 +49,12 @@ public final class RttProbe {
    */
   public static LatencyHistogram[][] measure(Endpoint[] from, int[] to, int samples, long gapMs,
       java.util.function.BiPredicate<Integer, Integer> pairs, int origin) throws InterruptedException {
+    return measure(from, to, samples, 1, gapMs, pairs, origin, (a, b, nanos) -> { });
+  }
+
+  private static LatencyHistogram[][] measure(Endpoint[] from, int[] to, int samples, int probesPerPair,
+      long gapMs, java.util.function.BiPredicate<Integer, Integer> pairs, int origin, SampleSink sink)
+      throws InterruptedException {
     int d = from.length;
     LatencyHistogram[][] out = new LatencyHistogram[d][d];
     List<Thread> threads = new ArrayList<>();
@@ -43,22 +66,29 @@ public final class RttProbe {
         }
         LatencyHistogram h = new LatencyHistogram();
         out[a][b] = h;
+        int pa = a;
+        int pb = b;
         Endpoint src = origin >= 0 ? from[origin] : from[a];
         int dst = origin >= 0 && b == origin ? to[a] : to[b];
-        Thread t = new Thread(() -> {
-          try {
-            for (int i = 0; i < samples; i++) {
-              h.recordNanos(src.ping(dst, 0).get(30, TimeUnit.SECONDS));
-              if (gapMs > 0) {
-                Thread.sleep(gapMs);
+        for (int k = 0; k < probesPerPair; k++) {
+          int share = samples / probesPerPair + (k < samples % probesPerPair ? 1 : 0);
+          Thread t = new Thread(() -> {
+            try {
+              for (int i = 0; i < share; i++) {
+                long rtt = src.ping(dst, 0).get(30, TimeUnit.SECONDS);
+                h.recordNanos(rtt);
+                sink.record(pa, pb, rtt);
+                if (gapMs > 0) {
+                  Thread.sleep(gapMs);
+                }
               }
+            } catch (Exception e) {
+              errors.add(e);
             }
-          } catch (Exception e) {
-            errors.add(e);
-          }
-        }, "rtt-probe-" + a + "-" + b);
-        threads.add(t);
-        t.start();
+          }, "rtt-probe-" + a + "-" + b + "-" + k);
+          threads.add(t);
+          t.start();
+        }
       }
     }
     for (Thread t : threads) {

@@ -37,7 +37,7 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Each directed pair of nodes uses one long-lived bidirectional stream, so a channel
  * is FIFO; servers reach servers on streams they open themselves and reach clients on the
- * stream the client opened. Delays are applied by the sender (see {@link OutChannel}).
+ * stream the client opened. Delays are applied by the receiver (see {@link InChannel}).
  */
 public final class Transport implements AutoCloseable {
   static final Logger LOG = LoggerFactory.getLogger(Transport.class);
@@ -53,7 +53,6 @@ public final class Transport implements AutoCloseable {
   private final Map<HostPort, ManagedChannel> channels = new ConcurrentHashMap<>();
   private final Map<Integer, Server> servers = new ConcurrentHashMap<>();
   private final Map<Integer, Endpoint> endpoints = new ConcurrentHashMap<>();
-  private final Map<Integer, Integer> clientDcs = new ConcurrentHashMap<>();
   private final List<Endpoint> opened = new CopyOnWriteArrayList<>();
   private final String listenHost;
   private volatile boolean closed;
@@ -149,7 +148,6 @@ public final class Transport implements AutoCloseable {
       throw new IllegalArgumentException("client id " + clientId + " outside ["
           + Topology.firstClientId() + ", 65536)");
     }
-    clientDcs.put(clientId, dc);
     return register(new Endpoint(this, clientId, dc, inbox, handler));
   }
 
@@ -173,22 +171,6 @@ public final class Transport implements AutoCloseable {
     }
   }
 
-  /** Registers the datacenter of a client hosted elsewhere (its messages carry only its id). */
-  public void learnClientDc(int clientId, int dc) {
-    clientDcs.put(clientId, dc);
-  }
-
-  int dcOfNode(int node) {
-    if (topology.isServer(node)) {
-      return topology.dcOfServer(node);
-    }
-    Integer dc = clientDcs.get(node);
-    if (dc == null) {
-      throw new IllegalStateException("unknown datacenter of client " + node);
-    }
-    return dc;
-  }
-
   Dispatcher dispatcherFor(int from, int to) {
     return dispatchers[Math.floorMod(from * 31 + to, dispatchers.length)];
   }
@@ -205,10 +187,11 @@ public final class Transport implements AutoCloseable {
         .maxInboundMessageSize(MAX_MESSAGE_BYTES)
         .build());
     var self = new java.util.concurrent.atomic.AtomicReference<StreamObserver<Envelope>>();
+    InChannel back = new InChannel(this, owner);
     self.set(WireGrpc.newStub(ch).withWaitForReady().connect(new StreamObserver<>() {
       @Override
       public void onNext(Envelope env) {
-        owner.receive(env);
+        back.arrive(env);
       }
 
       @Override
@@ -237,6 +220,7 @@ public final class Transport implements AutoCloseable {
 
     @Override
     public StreamObserver<Envelope> connect(StreamObserver<Envelope> back) {
+      InChannel in = new InChannel(Transport.this, ep);
       return new StreamObserver<>() {
         private int client = -1;
 
@@ -244,10 +228,9 @@ public final class Transport implements AutoCloseable {
         public void onNext(Envelope env) {
           if (client < 0 && !topology.isServer(env.getFrom())) {
             client = env.getFrom();
-            learnClientDc(client, env.getFromDc());
             ep.attachReturnStream(client, back);
           }
-          ep.receive(env);
+          in.arrive(env);
         }
 
         @Override

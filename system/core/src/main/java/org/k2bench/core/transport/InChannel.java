@@ -1,0 +1,51 @@
+package org.k2bench.core.transport;
+
+import org.k2bench.core.transport.proto.Envelope;
+
+/**
+ * The receiving half of one directed channel: the WAN emulation of SPEC §5. Each envelope
+ * is handed to its node at {@code due = max(send time + delay, previous due)}: the delay of
+ * its datacenter link (RTT/2 + extra + jitter, see {@link LinkConditions}), and the clamp
+ * keeps the channel FIFO however the jitter falls.
+ *
+ * <p>The delay is counted from the sender's send time when both ends read the same clock
+ * ({@link ClockDomain}: any two processes on one machine), so the time the envelope spent
+ * in gRPC, Netty and the kernel on its way here is part of the emulated delay rather than
+ * added to it, as the wire's own latency is on a real link. Between machines the delay
+ * counts from arrival instead, like netem on a real network.
+ */
+final class InChannel {
+  private final Transport transport;
+  private final Endpoint node;
+  private Dispatcher dispatcher;
+  private long lastDueNanos = Long.MIN_VALUE;
+  private int queued;
+
+  InChannel(Transport transport, Endpoint node) {
+    this.transport = transport;
+    this.node = node;
+  }
+
+  /** Called for every envelope of the channel, in arrival (= send) order. */
+  synchronized void arrive(Envelope env) {
+    long now = System.nanoTime();
+    long sent = env.getClockDomain() == ClockDomain.ID ? Math.min(env.getSentNanos(), now) : now;
+    long due = Math.max(sent + transport.links().sampleDelayNanos(env.getFromDc(), node.dc()), lastDueNanos);
+    lastDueNanos = due;
+    if (due <= now && queued == 0) {
+      node.receive(env);
+      return;
+    }
+    if (dispatcher == null) {
+      dispatcher = transport.dispatcherFor(env.getFrom(), node.id());
+    }
+    queued++;
+    dispatcher.schedule(due, () -> release(env));
+  }
+
+  /** Under the channel's lock, so an arrival that is already due cannot overtake it. */
+  private synchronized void release(Envelope env) {
+    queued--;
+    node.receive(env);
+  }
+}

@@ -1,0 +1,88 @@
+package org.k2bench.core.transport;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.google.protobuf.Any;
+import com.google.protobuf.UInt64Value;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.k2bench.core.topology.Topology;
+import org.k2bench.core.transport.proto.Envelope;
+
+/**
+ * The receiver's delay line (SPEC §5): a message is due at send time + link delay when the
+ * sender shares this machine's clock, so time spent in transit is absorbed instead of added;
+ * at arrival + delay otherwise; and never before an earlier message of its channel.
+ */
+class InChannelTest {
+  private static final long MS = 1_000_000L;
+
+  private record Delivery(long value, long atNanos) {}
+
+  /** From server 1 in CA to a client in VA: one-way RTT(VA, CA) / 2. */
+  private static Envelope env(long value, long sentNanos, long clockDomain) {
+    return Envelope.newBuilder().setFrom(1).setFromDc(1).setTo(60_000).setSeq(value)
+        .setPayload(Any.pack(UInt64Value.of(value))).setSentNanos(sentNanos).setClockDomain(clockDomain).build();
+  }
+
+  private static void awaitCount(List<?> l, int n) throws InterruptedException {
+    long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+    while (l.size() < n && System.nanoTime() < end) {
+      Thread.sleep(1);
+    }
+    assertEquals(n, l.size(), "deliveries");
+  }
+
+  @Test
+  void delayCountsFromTheSendTimeOnOneClockAndFromArrivalAcrossClocks() throws Exception {
+    Topology t = EmulationTest.scaledPaperTopology(0).withRttScale(10); // the paper's matrix
+    long oneWay = Math.round(t.rttMs(0, 1) / 2 * MS);
+    try (Transport transport = new Transport(t)) {
+      List<Delivery> got = new CopyOnWriteArrayList<>();
+      Endpoint node = transport.openClient(60_000, 0, Runnable::run,
+          m -> got.add(new Delivery(m.as(UInt64Value.class).getValue(), System.nanoTime())));
+      InChannel same = new InChannel(transport, node);
+      InChannel other = new InChannel(transport, node);
+
+      // Sent 20 ms ago on this clock (a slow transit): due 10 ms from now, not 30.
+      long arrive = System.nanoTime();
+      same.arrive(env(1, arrive - 20 * MS, ClockDomain.ID));
+      // The same stamp from another machine's clock means nothing here: due 30 ms from arrival.
+      other.arrive(env(2, arrive - 20 * MS, ClockDomain.ID + 1));
+      awaitCount(got, 2);
+      long first = got.get(0).atNanos - arrive;
+      long second = got.get(1).atNanos - arrive;
+      assertEquals(1, got.get(0).value);
+      assertTrue(first >= oneWay - 20 * MS && first < oneWay - 20 * MS + 5 * MS,
+          "same clock: released at send time + delay, got " + first / 1e6 + " ms after arrival");
+      assertTrue(second >= oneWay && second < oneWay + 5 * MS,
+          "other clock: released at arrival + delay, got " + second / 1e6 + " ms after arrival");
+    }
+  }
+
+  @Test
+  void aMessageAlreadyDueIsDeliveredAtOnceButNeverBeforeAnEarlierOneOfItsChannel() throws Exception {
+    Topology t = EmulationTest.scaledPaperTopology(0);
+    long oneWay = Math.round(t.rttMs(0, 1) / 2 * MS);
+    try (Transport transport = new Transport(t)) {
+      List<Delivery> got = new CopyOnWriteArrayList<>();
+      Endpoint node = transport.openClient(60_000, 0, Runnable::run,
+          m -> got.add(new Delivery(m.as(UInt64Value.class).getValue(), System.nanoTime())));
+      InChannel ch = new InChannel(transport, node);
+
+      long now = System.nanoTime();
+      ch.arrive(env(1, now - oneWay - MS, ClockDomain.ID)); // transit took longer than the link
+      assertEquals(1, got.size(), "overdue and nothing queued: delivered inside arrive()");
+
+      ch.arrive(env(2, System.nanoTime(), ClockDomain.ID)); // due in one delay
+      ch.arrive(env(3, 0, ClockDomain.ID)); // long overdue, but behind message 2
+      assertEquals(1, got.size(), "message 3 waits for message 2");
+      awaitCount(got, 3);
+      assertEquals(List.of(1L, 2L, 3L), got.stream().map(Delivery::value).toList(), "FIFO");
+      assertTrue(got.get(2).atNanos >= got.get(1).atNanos);
+    }
+  }
+}

@@ -23,8 +23,9 @@ import org.k2bench.rad.proto.ReadRequest;
  * <ol>
  *   <li>Round 1 reads the currently visible version of each key, with its EVT and LVT,
  *       from the server of the client's group holding it.
- *   <li>The effective time is the largest EVT returned. A key whose version is not valid
- *       then (LVT below it) is read again, at the effective time (round 2).
+ *   <li>The effective time is the largest EVT returned, and at least the version of any of
+ *       the session's own writes being read. A key whose version is not valid then (LVT
+ *       below it) is read again, at the effective time (round 2).
  *   <li>A round-2 server holding a pending write-only transaction that may commit below
  *       the effective time first asks the transaction's coordinator, which may be in yet
  *       another datacenter: a third wide-area round.
@@ -58,6 +59,9 @@ final class EigerReadOnlyTransaction {
     long effective = 0;
     for (CurrentVersion v : current.values()) {
       effective = Math.max(effective, v.getEvt());
+    }
+    for (String k : keys) {
+      effective = Math.max(effective, client.ownWriteVersion(k)); // read-your-writes (RadClient)
     }
     Map<String, Row> rows = new LinkedHashMap<>();
     Map<String, Long> versions = new LinkedHashMap<>();

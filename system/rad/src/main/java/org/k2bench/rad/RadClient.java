@@ -25,6 +25,20 @@ final class RadClient implements KvClient {
   private final Endpoint ep;
   private final WriteClient writer;
   private final Map<String, Long> deps = new LinkedHashMap<>();
+  /**
+   * The session's own writes (key -> version = EVT) until a read has seen them. The
+   * coordinator of a write-only transaction answers once it committed; another participant
+   * may hold the transaction pending for a while longer, and round one there returns the
+   * previous version. A read-only transaction's effective time is therefore at least the
+   * version of the session's own writes it reads: such a key then goes to round two, whose
+   * server resolves the pending transaction with its coordinator (read-your-writes).
+   */
+  private final Map<String, Long> ownWrites = new LinkedHashMap<>(16, 0.75f, false) {
+    @Override
+    protected boolean removeEldestEntry(Map.Entry<String, Long> eldest) {
+      return size() > 10_000; // long visible by then
+    }
+  };
 
   RadClient(Transport transport, int clientId, int dc, ServerOptions options) {
     this.placement = new Placement(transport.topology());
@@ -47,6 +61,11 @@ final class RadClient implements KvClient {
     return ep;
   }
 
+  /** The version of the session's own write of {@code key} no read has returned yet, or 0. */
+  long ownWriteVersion(String key) {
+    return ownWrites.getOrDefault(key, 0L);
+  }
+
   long timeoutMs() {
     return options.rpcTimeoutMs();
   }
@@ -67,7 +86,10 @@ final class RadClient implements KvClient {
       throw new IllegalArgumentException("a read-only transaction needs at least one key");
     }
     ReadResult r = EigerReadOnlyTransaction.run(this, keys);
-    r.versions().forEach((k, v) -> deps.merge(k, v, Math::max));
+    r.versions().forEach((k, v) -> {
+      deps.merge(k, v, Math::max);
+      ownWrites.computeIfPresent(k, (key, mine) -> v >= mine ? null : mine);
+    });
     return r;
   }
 
@@ -75,6 +97,7 @@ final class RadClient implements KvClient {
   @Override
   public synchronized WriteResult writeTxn(Map<String, Row> writes) {
     WriteClient.Committed c = writer.commit(writes, this::homeServer, deps);
+    writes.keySet().forEach(k -> ownWrites.put(k, c.version()));
     deps.clear();
     deps.put(c.coordinatorKey(), c.version());
     boolean remote = c.participants().stream().anyMatch(this::isRemote);

@@ -122,6 +122,32 @@ class RadReadTest {
     assertTrue(cluster.stat(-1, "status_checks") > checksBefore);
   }
 
+  /**
+   * The coordinator answers the writer once it committed, while the other participant
+   * still holds the transaction pending (its commit message is slowed down). The writer's
+   * next reads, of each key alone, must return its own write: without a floor on the
+   * effective time, round one at the pending participant returns the previous version and
+   * nothing sends it to round two.
+   */
+  @Test
+  void aSessionReadsItsOwnWriteOnlyTransactionWhileAParticipantStillHasItPending() {
+    String a = key("ryw-a", SP, LDN);
+    String b = key("ryw-b", TYO, SG);
+    KvClient me = cluster.client(CA);
+    me.writeTxn(Map.of(a, row("t0"), b, row("t0")));
+    me.readTxn(List.of(a, b));
+    cluster.transport().links().setExtraDelayMs(LDN, SG, 150);
+    cluster.transport().links().setExtraDelayMs(SG, LDN, 150);
+    Map<String, Row> t1 = new LinkedHashMap<>();
+    t1.put(a, row("t1"));
+    t1.put(b, row("t1"));
+    me.writeTxn(t1); // returns at ~165 ms; the other participant commits at ~325 ms
+    long checksBefore = cluster.stat(-1, "status_checks");
+    assertEquals("t1", str(me.readTxn(List.of(a)).rows().get(a)), "read-your-writes on " + a);
+    assertEquals("t1", str(me.readTxn(List.of(b)).rows().get(b)), "read-your-writes on " + b);
+    assertTrue(cluster.stat(-1, "status_checks") > checksBefore, "the pending participant asked the coordinator");
+  }
+
   /** Participants of a RAD write-only transaction span the group's datacenters. */
   @Test
   void writeLatencyIsSetByTheGroupsWideAreaRtts() {

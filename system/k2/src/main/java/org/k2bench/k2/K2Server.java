@@ -86,6 +86,9 @@ public final class K2Server extends ServerActor {
       @Override
       public void incoming(String key, long version, Row value) {
         answerWaitingRemoteReads(key, version, value);
+        if (org.k2bench.core.testing.Mutants.active(org.k2bench.core.testing.Mutants.INCOMING_WRITES_VISIBLE)) {
+          store.commit(key, version, version, clock.nextTimestamp(), value); // the bug: visible before commit
+        }
       }
 
       @Override
@@ -187,16 +190,34 @@ public final class K2Server extends ServerActor {
       m.reply(reply.setValue(value).build());
       return;
     }
-    int replicaDc = placement.nearestReplica(dc, key);
     count("remote_fetches");
-    RemoteRead rr = RemoteRead.newBuilder().setKey(key).setVersion(v.version()).build();
-    onServer(ep.call(topology.serverId(replicaDc, shard), rr, RemoteReadReply.class), (r, err) -> {
+    fetch(m, key, v.version(), reply, placement.replicasByDistance(dc, key), 0);
+  }
+
+  /**
+   * Fetches the exact version from {@code replicas[i]}, caches it and answers. A replica
+   * datacenter that does not answer within the failover timeout (down, paused, cut off)
+   * is skipped for the next nearest one (paper §VI-A, f >= 2); the last one gets the full
+   * RPC timeout. The constrained topology guarantees every replica has the version.
+   */
+  private void fetch(Incoming m, String key, long version, ReadByTimeReply.Builder reply, int[] replicas, int i) {
+    int replicaDc = replicas[i];
+    boolean last = i == replicas.length - 1;
+    long timeoutMs = last ? options.rpcTimeoutMs() : options.failoverTimeoutMs();
+    RemoteRead rr = RemoteRead.newBuilder().setKey(key).setVersion(version).build();
+    onServer(ep.call(topology.serverId(replicaDc, shard), rr, RemoteReadReply.class), timeoutMs, (r, err) -> {
       if (err != null) {
-        m.replyError("remote read of '" + key + "' from " + topology.dcName(replicaDc) + " failed: " + err);
+        if (!last) {
+          count("remote_read_failovers");
+          fetch(m, key, version, reply, replicas, i + 1);
+        } else {
+          m.replyError("remote read of '" + key + "' failed at every replica datacenter, last "
+              + topology.dcName(replicaDc) + ": " + err);
+        }
         return;
       }
-      cache.put(key, v.version(), r.getValue());
-      m.reply(reply.setValue(r.getValue()).setRemote(true).setRemoteDc(replicaDc).build());
+      cache.put(key, version, r.getValue());
+      m.reply(reply.setValue(r.getValue()).setRemote(true).setRemoteDc(replicaDc).setFailovers(i).build());
     });
   }
 

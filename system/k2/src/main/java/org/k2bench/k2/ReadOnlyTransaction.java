@@ -89,7 +89,8 @@ final class ReadOnlyTransaction {
       versions.put(e.getKey(), r.getVersion());
       staleness.put(e.getKey(), r.getStalenessMs());
       if (r.getRemote()) {
-        wanRounds = 1;
+        // One round by design; a fail-over to another replica datacenter adds one each.
+        wanRounds = Math.max(wanRounds, 1 + r.getFailovers());
       }
     }
     client.afterRead(ts, versions);

@@ -34,6 +34,11 @@ final class ServerFlags {
   @Option(names = "--rpc-timeout-ms", defaultValue = "10000", description = "Default ${DEFAULT-VALUE}.")
   long rpcTimeoutMs;
 
+  @Option(names = "--failover-timeout-ms", defaultValue = "2000",
+      description = "How long a remote read waits for a replica datacenter before trying the next. "
+          + "Default ${DEFAULT-VALUE}.")
+  long failoverTimeoutMs;
+
   Topology loadTopology() {
     return TopologyLoader.load(topology);
   }
@@ -45,12 +50,14 @@ final class ServerFlags {
     if (!(cacheFraction >= 0 && cacheFraction <= 1)) {
       throw new ConfigException("--cache-fraction", "must be between 0 and 1, got " + cacheFraction);
     }
-    for (long v : new long[] {gcWindowMs, replicaRetentionMs, txnTimeoutMs, rpcTimeoutMs}) {
+    for (long v : new long[] {gcWindowMs, replicaRetentionMs, txnTimeoutMs, rpcTimeoutMs, failoverTimeoutMs}) {
       if (v < 1) {
-        throw new ConfigException("--gc-window-ms/--replica-retention-ms/--txn-timeout-ms/--rpc-timeout-ms",
+        throw new ConfigException(
+            "--gc-window-ms/--replica-retention-ms/--txn-timeout-ms/--rpc-timeout-ms/--failover-timeout-ms",
             "must be positive, got " + v);
       }
     }
-    return new ServerOptions(keys, cacheFraction, gcWindowMs, replicaRetentionMs, txnTimeoutMs, rpcTimeoutMs);
+    return new ServerOptions(keys, cacheFraction, gcWindowMs, replicaRetentionMs, txnTimeoutMs, rpcTimeoutMs,
+        failoverTimeoutMs);
   }
 }

@@ -60,6 +60,7 @@ public final class TxnWorkload extends Workload {
   private double wotFraction;
   private long seed;
   private OpRecorder recorder;
+  private HistoryLog history;
   private AtomicLong nextLoad;
   private long loadEnd;
   private boolean loadLocal;
@@ -79,6 +80,8 @@ public final class TxnWorkload extends Workload {
     final KvClient client;
     final UniformRandomProvider rng;
     final RejectionInversionZipfSampler ranks;
+    /** Index of the session's next operation in its history. */
+    long nextOp;
 
     Session(KvClient client, UniformRandomProvider rng, RejectionInversionZipfSampler ranks) {
       this.client = client;
@@ -145,6 +148,14 @@ public final class TxnWorkload extends Workload {
     startFile = start == null ? null : Path.of(start);
     runMs = Math.round(1000 * doubleProp(p, "k2bench.run_s", 0));
     startTimeoutMs = longProp(p, "k2bench.start_timeout_ms", 600_000, 1);
+    String historyPath = p.getProperty("k2bench.history");
+    if (historyPath != null) {
+      try {
+        history = new HistoryLog(Path.of(historyPath));
+      } catch (IOException e) {
+        throw new WorkloadException("k2bench.history: cannot write " + historyPath + ": " + e.getMessage());
+      }
+    }
     String hlog = p.getProperty("k2bench.hlog");
     if (hlog != null) {
       try {
@@ -289,11 +300,14 @@ public final class TxnWorkload extends Workload {
         continue; // another datacenter's loader writes it locally
       }
       for (int attempt = 0; attempt < 3; attempt++) {
+        long start = System.nanoTime();
         try {
-          s.client.write(key, randomRow(s.rng));
+          long version = s.client.write(key, randomRow(s.rng)).version();
           loaded.incrementAndGet();
+          log(s, "load", start, null, Map.of(key, version), -1, null);
           return true;
         } catch (RuntimeException e) {
+          log(s, "load", start, null, nullVersions(List.of(key)), -1, String.valueOf(e.getMessage()));
           if (attempt == 2) {
             loadFailures.incrementAndGet();
             return true; // counted; the report tells the orchestrator
@@ -314,35 +328,62 @@ public final class TxnWorkload extends Workload {
     } else {
       op = "rot";
     }
+    long began = System.nanoTime(); // the history's times are actual, not intended
+    List<String> keys = chooseKeys(s, op.equals("write") ? 1 : keysPerOp.sample(s.rng));
     try {
       switch (op) {
         case "rot" -> {
-          ReadResult r = s.client.readTxn(chooseKeys(s, keysPerOp.sample(s.rng)));
+          ReadResult r = s.client.readTxn(keys);
           record("rot", (System.nanoTime() - start) / 1000);
           record("rot_rounds", r.wanRounds());
           for (double ms : r.stalenessMs().values()) {
             record("staleness", Math.round(ms * 1000));
           }
+          log(s, "rot", began, r.versions(), null, r.wanRounds(), null);
         }
         case "wot" -> {
           Map<String, Row> writes = new LinkedHashMap<>();
-          for (String k : chooseKeys(s, keysPerOp.sample(s.rng))) {
+          for (String k : keys) {
             writes.put(k, randomRow(s.rng));
           }
-          s.client.writeTxn(writes);
+          long version = s.client.writeTxn(writes).version();
           record("wot", (System.nanoTime() - start) / 1000);
+          log(s, "wot", began, null, sameVersion(keys, version), -1, null);
         }
         default -> {
-          s.client.write(chooseKeys(s, 1).get(0), randomRow(s.rng));
+          long version = s.client.write(keys.get(0), randomRow(s.rng)).version();
           record("write", (System.nanoTime() - start) / 1000);
+          log(s, "write", began, null, Map.of(keys.get(0), version), -1, null);
         }
       }
       return true;
     } catch (RuntimeException e) {
       // Recorded and counted; the thread goes on (returning false would end it for good).
       record(op + "_error", (System.nanoTime() - start) / 1000);
+      log(s, op, began, null, op.equals("rot") ? null : nullVersions(keys), -1, String.valueOf(e.getMessage()));
       return true;
     }
+  }
+
+  /** One operation into the history, if one is being kept (k2bench.history). */
+  private void log(Session s, String op, long startNanos, Map<String, Long> reads, Map<String, Long> writes,
+      int rounds, String error) {
+    if (history != null) {
+      history.record(s.client.id(), s.nextOp++, op, startNanos, System.nanoTime(), reads, writes, rounds, error);
+    }
+  }
+
+  private static Map<String, Long> sameVersion(List<String> keys, long version) {
+    Map<String, Long> m = new LinkedHashMap<>();
+    keys.forEach(k -> m.put(k, version));
+    return m;
+  }
+
+  /** The keys of a failed write: whether it committed, and at which version, is unknown. */
+  private static Map<String, Long> nullVersions(List<String> keys) {
+    Map<String, Long> m = new LinkedHashMap<>();
+    keys.forEach(k -> m.put(k, null));
+    return m;
   }
 
   private void record(String tag, long value) {
@@ -355,6 +396,13 @@ public final class TxnWorkload extends Workload {
   public void cleanup() throws WorkloadException {
     if (recorder != null) {
       recorder.close();
+    }
+    if (history != null) {
+      try {
+        history.close();
+      } catch (IOException e) {
+        throw new WorkloadException("k2bench.history: cannot finish " + e.getMessage());
+      }
     }
     if (loadReport != null) {
       try {

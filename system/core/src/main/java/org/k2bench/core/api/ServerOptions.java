@@ -9,28 +9,35 @@ package org.k2bench.core.api;
  * @param replicaRetentionMs how long replica servers keep superseded versions for remote reads
  * @param txnTimeoutMs read-only transaction timeout; a first-round access protects versions this long
  * @param rpcTimeoutMs how long a client or server waits for an answer before failing the operation
+ * @param failoverTimeoutMs how long a remote read waits for a replica datacenter before it
+ *     asks the next nearest one (K2 §VI-A); well above the largest RTT, so that a loaded but
+ *     healthy replica is not skipped
  */
 public record ServerOptions(long numKeys, double cacheFraction, long gcWindowMs,
-    long replicaRetentionMs, long txnTimeoutMs, long rpcTimeoutMs) {
+    long replicaRetentionMs, long txnTimeoutMs, long rpcTimeoutMs, long failoverTimeoutMs) {
 
   public static ServerOptions defaults() {
-    return new ServerOptions(1_000_000, 0.05, 5_000, 15_000, 5_000, 10_000);
+    return new ServerOptions(1_000_000, 0.05, 5_000, 15_000, 5_000, 10_000, 2_000);
+  }
+
+  public ServerOptions withFailoverTimeoutMs(long ms) {
+    return new ServerOptions(numKeys, cacheFraction, gcWindowMs, replicaRetentionMs, txnTimeoutMs, rpcTimeoutMs, ms);
   }
 
   public ServerOptions withNumKeys(long n) {
-    return new ServerOptions(n, cacheFraction, gcWindowMs, replicaRetentionMs, txnTimeoutMs, rpcTimeoutMs);
+    return new ServerOptions(n, cacheFraction, gcWindowMs, replicaRetentionMs, txnTimeoutMs, rpcTimeoutMs, failoverTimeoutMs);
   }
 
   public ServerOptions withCacheFraction(double f) {
-    return new ServerOptions(numKeys, f, gcWindowMs, replicaRetentionMs, txnTimeoutMs, rpcTimeoutMs);
+    return new ServerOptions(numKeys, f, gcWindowMs, replicaRetentionMs, txnTimeoutMs, rpcTimeoutMs, failoverTimeoutMs);
   }
 
   public ServerOptions withRpcTimeoutMs(long ms) {
-    return new ServerOptions(numKeys, cacheFraction, gcWindowMs, replicaRetentionMs, txnTimeoutMs, ms);
+    return new ServerOptions(numKeys, cacheFraction, gcWindowMs, replicaRetentionMs, txnTimeoutMs, ms, failoverTimeoutMs);
   }
 
   public ServerOptions withGc(long windowMs, long replicaMs, long timeoutMs) {
-    return new ServerOptions(numKeys, cacheFraction, windowMs, replicaMs, timeoutMs, rpcTimeoutMs);
+    return new ServerOptions(numKeys, cacheFraction, windowMs, replicaMs, timeoutMs, rpcTimeoutMs, failoverTimeoutMs);
   }
 
   /** DC cache entries per server. */

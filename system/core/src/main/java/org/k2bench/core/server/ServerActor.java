@@ -90,7 +90,12 @@ public abstract class ServerActor implements ServerNode {
 
   /** Runs {@code then} on the server thread when {@code f} completes or times out. */
   protected <T> void onServer(CompletableFuture<T> f, BiConsumer<T, Throwable> then) {
-    f.orTimeout(options.rpcTimeoutMs(), TimeUnit.MILLISECONDS).whenCompleteAsync(then, thread);
+    onServer(f, options.rpcTimeoutMs(), then);
+  }
+
+  /** As above, timing out after {@code timeoutMs}. */
+  protected <T> void onServer(CompletableFuture<T> f, long timeoutMs, BiConsumer<T, Throwable> then) {
+    f.orTimeout(timeoutMs, TimeUnit.MILLISECONDS).whenCompleteAsync(then, thread);
   }
 
   @Override

@@ -107,6 +107,9 @@ public final class MultiVersionStore<V> {
     List<Runnable> waiters;
   }
 
+  private static final boolean READ_PENDING_MUTANT =
+      org.k2bench.core.testing.Mutants.active(org.k2bench.core.testing.Mutants.READ_PENDING);
+
   private final Map<String, Chain<V>> chains = new HashMap<>();
   private final V initialValue;
   private final Predicate<String> isReplicaKey;
@@ -291,7 +294,7 @@ public final class MultiVersionStore<V> {
         continue; // expired: offered to no new reader, so its protection lapses (see class comment)
       }
       v.lastAccessMs = now;
-      boolean uncertain = lvt > pendingFrom;
+      boolean uncertain = lvt > pendingFrom && !READ_PENDING_MUTANT;
       out.add(new VersionView<>(v.version, v.evt, lvt, uncertain ? null : v.value,
           uncertain, last ? 0 : Math.max(0, now - v.supersededAtMs)));
     }

@@ -74,13 +74,23 @@ public final class Placement {
 
   /** The replica datacenter of {@code key} that is nearest to {@code fromDc} by RTT (itself if a replica). */
   public int nearestReplica(int fromDc, String key) {
+    return replicasByDistance(fromDc, key)[0];
+  }
+
+  /** The replica datacenters of {@code key}, nearest to {@code fromDc} first (fail-over order). */
+  public int[] replicasByDistance(int fromDc, String key) {
     int pos = groupPosition(key);
+    int[] out = new int[topology.replicationFactor()];
+    int n = 0;
     for (int dc : topology.dcsByDistanceFrom(fromDc)) {
       if (dc / topology.replicationFactor() == pos) {
-        return dc;
+        out[n++] = dc;
       }
     }
-    throw new IllegalStateException("no replica for " + key);
+    if (n != out.length) {
+      throw new IllegalStateException("key " + key + " has " + n + " replicas, not " + out.length);
+    }
+    return out;
   }
 
   /** The datacenter of {@code fromDc}'s own replica group that holds {@code key} (RAD). */

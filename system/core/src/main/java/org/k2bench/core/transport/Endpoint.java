@@ -95,7 +95,8 @@ public final class Endpoint implements AutoCloseable {
 
   /** Request/reply, unpacking the reply as {@code replyType}. */
   public <T extends Message> CompletableFuture<T> call(int to, Message request, Class<T> replyType) {
-    return call(to, request).thenApply(any -> {
+    CompletableFuture<Any> reply = call(to, request);
+    CompletableFuture<T> out = reply.thenApply(any -> {
       try {
         return any.unpack(replyType);
       } catch (com.google.protobuf.InvalidProtocolBufferException e) {
@@ -103,6 +104,10 @@ public final class Endpoint implements AutoCloseable {
             + replyType.getSimpleName() + ": " + e.getMessage());
       }
     });
+    // A caller that gives up (orTimeout) completes only this future: forget the call too,
+    // or every request to a dead node would stay in the table for good.
+    out.whenComplete((r, e) -> reply.cancel(false));
+    return out;
   }
 
   /** Measures the emulated round trip to {@code to} in nanoseconds (answered by the transport). */

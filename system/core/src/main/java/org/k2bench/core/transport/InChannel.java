@@ -28,6 +28,9 @@ final class InChannel {
 
   /** Called for every envelope of the channel, in arrival (= send) order. */
   synchronized void arrive(Envelope env) {
+    if (transport.links().dropping(env.getFromDc(), node.dc())) {
+      return; // a partition in drop mode: the message is lost
+    }
     long now = System.nanoTime();
     long sent = env.getClockDomain() == ClockDomain.ID ? Math.min(env.getSentNanos(), now) : now;
     long due = Math.max(sent + transport.links().sampleDelayNanos(env.getFromDc(), node.dc()), lastDueNanos);

@@ -55,6 +55,7 @@ public final class Transport implements AutoCloseable {
   private final Map<Integer, Endpoint> endpoints = new ConcurrentHashMap<>();
   private final List<Endpoint> opened = new CopyOnWriteArrayList<>();
   private final String listenHost;
+  private final FaultFile faults;
   private volatile boolean closed;
 
   public Transport(Topology topology) {
@@ -87,6 +88,7 @@ public final class Transport implements AutoCloseable {
     for (int i = 0; i < dispatcherThreads; i++) {
       dispatchers[i] = new Dispatcher("k2b-wan-" + i);
     }
+    this.faults = FaultFile.fromSystemProperty(topology, links);
   }
 
   private static java.util.concurrent.ThreadFactory daemonThreads(String prefix) {
@@ -263,6 +265,9 @@ public final class Transport implements AutoCloseable {
       return;
     }
     closed = true;
+    if (faults != null) {
+      faults.close();
+    }
     for (Endpoint ep : opened) {
       ep.close();
     }

@@ -42,6 +42,8 @@ def cmd_run(args) -> int:
             if s not in exp["systems"]:
                 raise ConfigError("--systems", f"{s!r} is not in the experiment's systems {exp['systems']}")
         exp["systems"] = chosen
+    if args.no_check:
+        exp["check"] = False
     validate(env, exp)
     runs = Path(args.runs)
     if args.resume:
@@ -131,10 +133,36 @@ def cmd_summarize(args) -> int:
         logs = {dc: [run / entry["dir"] / rel for rel in rels] for dc, rels in entry["client_logs"].items()}
         new = summarize(logs, system=old["system"], experiment=manifest["experiment"],
                         window_ms=tuple(old["window_ms"]), origin_ms=old["timeseries"]["origin_ms"])
-        new |= {k: old[k] for k in ("point", "point_values", "trial", "start_ms", "server_stats") if k in old}
+        new |= {k: old[k] for k in ("point", "point_values", "trial", "start_ms", "server_stats", "availability",
+                                    "faults", "consistency") if k in old}
         rundir.write_json(path, new)
         print(f"re-derived {path}")
     return 0
+
+
+def cmd_check(args) -> int:
+    """Runs the consistency checker again on every trial of a run (from its histories)."""
+    from .orchestrator import check_trial_dir
+    info = _env(args).system_info
+    run = Path(args.run)
+    if not (run / "manifest.json").exists():
+        raise ConfigError("run", f"{run} is not a run directory (no manifest.json)")
+    manifest = json.loads((run / "manifest.json").read_text())
+    mutant = manifest["config"].get("testing", {}).get("mutant")
+    total = 0
+    for entry in manifest.get("trials") or legacy_trials(run):
+        tdir = run / entry["dir"]
+        if not (tdir / "summary.json").exists():
+            continue
+        summary = json.loads((tdir / "summary.json").read_text())
+        c = check_trial_dir(tdir, summary["system"], info[summary["system"]]["max_wan_rounds"], mutant)
+        summary["consistency"] = c
+        rundir.write_json(tdir / "summary.json", summary)
+        total += c["violations"]
+        kinds = ", ".join(f"{k} {v}" for k, v in c["by_kind"].items())
+        print(f"{entry['dir']}: {c['violations']} violations in {c['checked_ops']} operations"
+              + (f" ({kinds})" if kinds else ""))
+    return 1 if total else 0
 
 
 def legacy_trials(run: Path) -> list[dict]:
@@ -194,6 +222,8 @@ def main(argv=None) -> int:
     r.add_argument("--runs", default=str(REPO / "runs"))
     r.add_argument("--resume", metavar="RUN_DIR", help="continue a run, skipping completed points")
     r.add_argument("--systems", help="comma-separated subset of the experiment's systems")
+    r.add_argument("--no-check", action="store_true",
+                   help="skip the consistency checker after each trial (the histories are still kept)")
     r.add_argument("--inventory", metavar="JSON",
                    help="run on the machines of this inventory over SSH (terraform output; see k2bench/inventory.py)")
     r.add_argument("--known-hosts", metavar="FILE", help="SSH host keys of the inventory's machines")
@@ -215,6 +245,9 @@ def main(argv=None) -> int:
     d.add_argument("--extra-var", action="append", metavar="NAME=VALUE", help="an Ansible variable (repeatable)")
     d.add_argument("--workdir", help="where the Ansible inventory and tc scripts go (default runs/.deploy/<id>)")
     d.set_defaults(func=cmd_deploy)
+    c = sub.add_parser("check", help="check a run's histories for consistency again (exit 1 on violations)")
+    c.add_argument("run")
+    c.set_defaults(func=cmd_check)
     s = sub.add_parser("summarize", help="re-derive the summaries of a run from its raw logs")
     s.add_argument("run")
     s.set_defaults(func=cmd_summarize)

@@ -26,7 +26,9 @@ class Deployment(Protocol):
     def topology(self, doc: dict, servers_per_dc: int) -> dict:
         """The topology the servers run with: the experiment's, with their addresses."""
 
-    def servers(self, dcs: list[str], servers_per_dc: int) -> list["ServerSlot"]: ...
+    def servers(self, dcs: list[str], servers_per_dc: int, per_server: bool = False) -> list["ServerSlot"]:
+        """Where each server process runs; per_server asks for one process per server where
+        the layout leaves a choice (locally)."""
 
     def clients(self, dc: str) -> list["ClientSlot"]: ...
 
@@ -82,7 +84,10 @@ class LocalDeployment:
             doc.pop(k, None)
         return doc
 
-    def servers(self, dcs: list[str], servers_per_dc: int) -> list[ServerSlot]:
+    def servers(self, dcs: list[str], servers_per_dc: int, per_server: bool = False) -> list[ServerSlot]:
+        if per_server:
+            return [ServerSlot(self.host, dc, f"server-{dc}-{i}", ("--server", f"{dc}:{i}"))
+                    for dc in dcs for i in range(servers_per_dc)]
         return [ServerSlot(self.host, dc, f"server-{dc}", ("--dc", dc)) for dc in dcs]
 
     def clients(self, dc: str) -> list[ClientSlot]:
@@ -164,7 +169,8 @@ class RemoteDeployment:
         doc["wan_emulation"] = "embedded" if self.inventory.latency == "embedded" else "none"
         return doc
 
-    def servers(self, dcs: list[str], servers_per_dc: int) -> list[ServerSlot]:
+    def servers(self, dcs: list[str], servers_per_dc: int, per_server: bool = False) -> list[ServerSlot]:
+        # The inventory decides: one process per server host (per_server has no say here).
         self._check(dcs)
         out = []
         for dc in dcs:

@@ -43,6 +43,10 @@ SCHEMA: dict[str, dict[str, tuple]] = {
         "wot_fraction": (float, 0.5, _FRACTION),
     },
     "server": {
+        # per_dc: one JVM per datacenter; per_server: one per server (faults on one server)
+        "processes": (str, "per_dc", lambda v: None if v in ("per_dc", "per_server")
+                      else "must be per_dc or per_server"),
+        "failover_timeout_ms": (int, 2000, _ATLEAST1),
         "cache_fraction": (float, 0.05, _FRACTION),
         "gc_window_ms": (int, 5000, _ATLEAST1),
         "replica_retention_ms": (int, 15000, _ATLEAST1),
@@ -64,7 +68,16 @@ SCHEMA: dict[str, dict[str, tuple]] = {
         "cooldown_s": (float, 20, _NONNEG),
     },
 }
-TOP_LEVEL = {"name", "description", "extends", "systems", "trials", "sweep", *SCHEMA}
+TOP_LEVEL = {"name", "description", "extends", "systems", "trials", "sweep", "check", "faults", "testing",
+             *SCHEMA}
+FAULT_KINDS = {
+    # kind: (required fields, optional fields)
+    "kill": ({"at_s"}, {"dc", "server"}),          # kill -9, for the rest of the trial
+    "pause": ({"at_s", "for_s"}, {"dc", "server"}),  # SIGSTOP, SIGCONT after for_s
+    "partition": ({"at_s", "for_s", "dcs"}, {"mode"}),  # hold (deliver at heal) | drop
+    "delay": ({"at_s", "for_s", "dcs", "extra_ms"}, set()),  # latency spike, both directions
+}
+MUTANTS = ("skip-dependency-checks", "incoming-writes-visible", "rad-skip-second-round", "read-pending")
 DEFAULT_SYSTEMS = ["k2", "rad", "paris-star"]
 
 
@@ -199,7 +212,72 @@ def resolve(doc: dict, name: str, known_systems: list[str]) -> dict:
     if dist_max(out["workload"]["keys_per_op"]) > out["workload"]["keys"]:
         raise ConfigError("workload.keys_per_op", "is larger than workload.keys")
     out["sweep"] = _sweep(doc.get("sweep"), out)
+    check = doc.get("check", True)
+    if not isinstance(check, bool):
+        raise ConfigError("check", f"must be true or false (run the consistency checker), got {check!r}")
+    out["check"] = check
+    out["faults"] = _faults(doc.get("faults"), out["duration"])
+    out["testing"] = _testing(doc.get("testing"))
     return out
+
+
+def _faults(given: Any, duration: dict) -> list[dict]:
+    """Faults injected during the trial (issue 7), at seconds after the clients' start."""
+    if given is None:
+        return []
+    if not isinstance(given, list):
+        raise ConfigError("faults", "must be a list of faults, e.g. [{kind: kill, dc: TYO, at_s: 30}]")
+    total = duration["warmup_s"] + duration["measure_s"] + duration["cooldown_s"]
+    out = []
+    for i, f in enumerate(given):
+        field = f"faults[{i}]"
+        if not isinstance(f, dict) or f.get("kind") not in FAULT_KINDS:
+            raise ConfigError(f"{field}.kind", f"must be one of {', '.join(FAULT_KINDS)}")
+        required, optional = FAULT_KINDS[f["kind"]]
+        for key in f:
+            if key != "kind" and key not in required | optional:
+                raise ConfigError(f"{field}.{key}", f"unknown field for {f['kind']}; allowed: "
+                                  f"{', '.join(sorted(required | optional))}")
+        for key in required:
+            if key not in f:
+                raise ConfigError(f"{field}.{key}", f"missing; a {f['kind']} fault needs {', '.join(sorted(required))}")
+        g = {"kind": f["kind"]}
+        for key in ("at_s", "for_s", "extra_ms"):
+            if key in f:
+                g[key] = _typed(f"{field}.{key}", f[key], float)
+                if g[key] < 0 or (key != "at_s" and g[key] == 0):
+                    raise ConfigError(f"{field}.{key}", f"must be {'>= 0' if key == 'at_s' else '> 0'}, got {f[key]!r}")
+        if g["at_s"] >= total:
+            raise ConfigError(f"{field}.at_s", f"{g['at_s']} s is after the trial's end ({total} s after the start)")
+        if f["kind"] in ("kill", "pause"):
+            if ("dc" in f) == ("server" in f):
+                raise ConfigError(field, "give exactly one of dc (a whole datacenter) or server (DC:SHARD)")
+            g["dc" if "dc" in f else "server"] = _typed(f"{field}.{'dc' if 'dc' in f else 'server'}",
+                                                        f.get("dc", f.get("server")), str)
+        if "dcs" in f:
+            dcs = f["dcs"]
+            if not (isinstance(dcs, list) and len(dcs) == 2 and all(isinstance(d, str) for d in dcs)
+                    and dcs[0] != dcs[1]):
+                raise ConfigError(f"{field}.dcs", f"must be two different datacenters, got {dcs!r}")
+            g["dcs"] = list(dcs)
+        if f["kind"] == "partition":
+            g["mode"] = f.get("mode", "hold")
+            if g["mode"] not in ("hold", "drop"):
+                raise ConfigError(f"{field}.mode", f"must be hold or drop, got {g['mode']!r}")
+        out.append(g)
+    return out
+
+
+def _testing(given: Any) -> dict:
+    """Test-only switches: a deliberately broken protocol variant for the checker's tests."""
+    if given is None:
+        return {"mutant": None}
+    if not isinstance(given, dict) or set(given) - {"mutant"}:
+        raise ConfigError("testing", "only testing.mutant is allowed")
+    m = given.get("mutant")
+    if m is not None and m not in MUTANTS:
+        raise ConfigError("testing.mutant", f"unknown mutant {m!r}; known: {', '.join(MUTANTS)}")
+    return {"mutant": m}
 
 
 def _sweep(given: Any, resolved: dict) -> dict:

@@ -62,6 +62,9 @@ class Host(Protocol):
 
     def stop(self, proc: Proc, grace_s: float = 10.0) -> int | None: ...
 
+    def signal(self, proc: Proc, sig: int) -> None:
+        """Sends a signal to a process's group (fault injection: SIGKILL, SIGSTOP, SIGCONT)."""
+
     def put_text(self, rel: str, text: str) -> None:
         """Writes a run file the host's processes read (atomically: never seen half-written)."""
 
@@ -124,6 +127,12 @@ class LocalHost:
             except subprocess.TimeoutExpired:
                 continue
         return self.poll(proc)
+
+    def signal(self, proc: Proc, sig: int) -> None:
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            pass
 
     def put_text(self, rel: str, text: str) -> None:
         rundir.write_text(Path(self.path(rel)), text)
@@ -257,6 +266,12 @@ class SshHost:
                     return proc.returncode
                 time.sleep(0.2)
         return self.poll(proc)
+
+    def signal(self, proc: Proc, sig: int) -> None:
+        # The process itself: its wrapper shell must live on to record the exit code.
+        self._run(f"kill -{signal.Signals(sig).name.removeprefix('SIG')} {proc.pid} 2>/dev/null || true",
+                  f"signalling {proc.name}")
+        self._status_at = 0.0
 
     def put_text(self, rel: str, text: str) -> None:
         import io

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import json
 import re
 import shutil
@@ -26,8 +27,10 @@ import yaml
 
 from . import rundir
 from .errors import ConfigError, RunFailed
+from . import checker
 from .experiment import dist_text, points
 from .deploy import Deployment, share
+from .faults import FAULTS_FILE, FaultInjector, fault_windows, unavailability
 from .hosts import Host, Proc
 from .summary import summarize
 
@@ -66,17 +69,35 @@ class Env:
         return p.stdout
 
     def systems(self) -> list[str]:
-        return [line.split()[0] for line in self.check_output("systems").splitlines() if line.strip()]
+        return list(self.system_info)
+
+    @functools.cached_property
+    def system_info(self) -> dict[str, dict]:
+        """The bundled systems by name: description and claims (max_wan_rounds)."""
+        return {s["name"]: s for s in json.loads(self.check_output("systems", "--json"))}
 
 
-def java(host: Host, heap_mb: int, *args: str) -> list[str]:
-    """The launcher (k2bench-server) on a host."""
-    return ["java", f"-Xmx{heap_mb}m", "-jar", host.jar(), *args]
+def _jvm(heap_mb: int, props: dict | None) -> list[str]:
+    return ["java", f"-Xmx{heap_mb}m", *(f"-D{k}={v}" for k, v in (props or {}).items())]
 
 
-def ycsb(host: Host, heap_mb: int, *args: str) -> list[str]:
+def java(host: Host, heap_mb: int, *args: str, props: dict | None = None) -> list[str]:
+    """The launcher (k2bench-server) on a host, with JVM system properties."""
+    return [*_jvm(heap_mb, props), "-jar", host.jar(), *args]
+
+
+def ycsb(host: Host, heap_mb: int, *args: str, props: dict | None = None) -> list[str]:
     """YCSB's client, with the bundled binding and workload, on a host."""
-    return ["java", f"-Xmx{heap_mb}m", "-cp", host.jar(), "site.ycsb.Client", *args]
+    return [*_jvm(heap_mb, props), "-cp", host.jar(), "site.ycsb.Client", *args]
+
+
+def jvm_props(host: Host, t: "Trial") -> dict:
+    """System properties every process of a trial gets: the faults file its transport
+    watches, and a test-only mutant."""
+    props = {"k2bench.faults_file": host.path(f"{t.rel}/{FAULTS_FILE}")}
+    if t.cfg["testing"]["mutant"]:
+        props["k2bench.mutant"] = t.cfg["testing"]["mutant"]
+    return props
 
 
 # ------------------------------------------------------------------ topology of a run
@@ -133,9 +154,27 @@ def validate(env: Env, exp: dict) -> dict:
         resolved = resolved or check_topology(env, with_ports(doc, list(range(20000, 20000 + n))))
         if isinstance(doc.get("datacenters"), list) and isinstance(doc.get("servers_per_dc"), int):
             env.deployment.topology(doc, doc["servers_per_dc"])  # the inventory fits the topology
+            check_fault_targets(cfg["faults"], doc["datacenters"], doc["servers_per_dc"])
     if not env.jar.exists():
         raise ConfigError("jar", f"{env.jar} is missing; run `make build`")
     return resolved
+
+
+def check_fault_targets(faults: list[dict], dcs: list[str], servers_per_dc: int) -> None:
+    """Every datacenter and server a fault names exists in the topology."""
+    for i, f in enumerate(faults):
+        names = [(f"faults[{i}].dcs", d) for d in f.get("dcs", [])]
+        if "dc" in f:
+            names.append((f"faults[{i}].dc", f["dc"]))
+        if "server" in f:
+            dc, _, shard = f["server"].partition(":")
+            names.append((f"faults[{i}].server", dc))
+            if not shard.isdigit() or int(shard) >= servers_per_dc:
+                raise ConfigError(f"faults[{i}].server", f"{f['server']!r} is not DC:SHARD with a shard below "
+                                  f"{servers_per_dc}")
+        for field_, dc in names:
+            if dc not in dcs:
+                raise ConfigError(field_, f"unknown datacenter {dc!r}; datacenters: {', '.join(dcs)}")
 
 
 # ------------------------------------------------------------------ one trial
@@ -149,6 +188,7 @@ class Trial:
     dir: Path
     rel: str  # the trial directory relative to the run directory (how hosts name its files)
     procs: list[Proc] = field(default_factory=list)
+    faults: "FaultInjector | None" = None
 
 
 class Orchestrator:
@@ -170,8 +210,10 @@ class Orchestrator:
         p.handle_host.stop(p)
         rundir.write_json(t.dir / "processes" / f"{p.name}.json", p.record())
 
-    def _check_alive(self, procs: list[Proc]) -> None:
+    def _check_alive(self, procs: list[Proc], t: Trial | None = None) -> None:
         for p in procs:
+            if t is not None and t.faults is not None and p.name in t.faults.killed:
+                continue  # killed on purpose (a fault)
             rc = p.handle_host.poll(p)
             if rc is not None:
                 raise RunFailed(f"{p.name} exited with code {rc} unexpectedly: {tail(p)}")
@@ -193,7 +235,9 @@ class Orchestrator:
                    phase: str, expected_s: float) -> None:
         start = time.time()
         while True:
-            self._check_alive(servers)
+            if t.faults is not None:
+                t.faults.poll()
+            self._check_alive(servers, t)
             done = [p for p in clients if p.handle_host.poll(p) is not None]
             for p in done:
                 if p.returncode != 0:
@@ -204,7 +248,7 @@ class Orchestrator:
                 raise RunFailed(f"{phase} did not finish within {timeout_s:.0f} s")
             self.progress.update(phase=phase, elapsed=time.time() - start, expected=expected_s,
                                  ops_per_s=current_rate(clients))
-            time.sleep(0.5)
+            time.sleep(0.1 if t.faults is not None and t.faults.faults else 0.5)
 
     # -------------------------------------------------------------- phases
 
@@ -219,19 +263,25 @@ class Orchestrator:
         rundir.write_text(t.dir / "topology.yaml", topo_text)
         for h in dep.hosts():
             h.put_text(topo_rel, topo_text)
+            h.put_text(f"{t.rel}/{FAULTS_FILE}", "{}\n")  # no network fault in force
         t.dir.mkdir(parents=True, exist_ok=True)
         with contextlib.ExitStack() as stack:
             self.progress.update(system=t.system, point=t.point, trial=t.trial, phase="starting servers",
                                  elapsed=0, expected=None, ops_per_s=None)
             listen = ["--listen-host", dep.listen_host] if dep.listen_host else []
+            slots = dep.servers(dcs, doc["servers_per_dc"], per_server=srv["processes"] == "per_server")
             servers = [self._start(t, stack, s.host, s.name, java(
                 s.host, srv["heap_mb"], "serve", "--topology", s.host.path(topo_rel), "--system", t.system,
                 *s.select, *listen, "--keys", str(w["keys"]), "--cache-fraction", str(srv["cache_fraction"]),
                 "--gc-window-ms", str(srv["gc_window_ms"]),
                 "--replica-retention-ms", str(srv["replica_retention_ms"]),
                 "--txn-timeout-ms", str(srv["txn_timeout_ms"]),
-                "--stats-out", s.host.path(f"{t.rel}/servers/stats-{s.name}.json")))
-                for s in dep.servers(dcs, doc["servers_per_dc"])]
+                "--failover-timeout-ms", str(srv["failover_timeout_ms"]),
+                "--stats-out", s.host.path(f"{t.rel}/servers/stats-{s.name}.json"), props=jvm_props(s.host, t)))
+                for s in slots]
+            for f in cfg["faults"]:
+                if f["kind"] in ("kill", "pause"):
+                    FaultInjector.targets(f, list(zip(slots, servers)))  # a bad target fails now
             self._wait_for_line(servers, [], "ready:", 120, "servers")
 
             if "measured_rtt_ms" not in run_manifest:
@@ -261,10 +311,11 @@ class Orchestrator:
                                            CLIENT_ID_BASE + i * IDS_PER_PROCESS, None)
                 props |= {"insertstart": 0, "insertcount": w["keys"], "operationcount": 2**31 - 1,
                           "k2bench.load_local": "true",
-                          "k2bench.load_report": slot.host.path(f"{t.rel}/clients/load-{dc}.json")}
+                          "k2bench.load_report": slot.host.path(f"{t.rel}/clients/load-{dc}.json"),
+                          "k2bench.history": slot.host.path(f"{t.rel}/clients/history-load-{dc}.jsonl")}
                 loaders.append((slot.host, dc, self._start(t, stack, slot.host, f"load-{dc}", ycsb(
                     slot.host, cl["heap_mb"], "-load", "-s", "-P", self._props_file(t, slot.host, f"load-{dc}", props),
-                    "-threads", str(cfg["load"]["threads_per_dc"])))))
+                    "-threads", str(cfg["load"]["threads_per_dc"]), props=jvm_props(slot.host, t)))))
             self._wait_exit(t, [p for _, _, p in loaders], servers, max(600, w["keys"] / 20), "loading keys", None)
             reports = [json.loads(h.read_text(f"{t.rel}/clients/load-{dc}.json")) for h, dc, _ in loaders]
             loaded, failed = sum(r["loaded"] for r in reports), sum(r["failed"] for r in reports)
@@ -287,24 +338,30 @@ class Orchestrator:
                     n += 1
                     props |= {"operationcount": 2**31 - 1, "k2bench.start_file": slot.host.path(start_rel),
                               "k2bench.run_s": total,
+                              "k2bench.history": slot.host.path(f"{t.rel}/clients/history-{slot.name}.jsonl"),
                               # a safety net only: the workload stops itself at start + run_s
                               "maxexecutiontime": int(total + CLIENT_START_TIMEOUT_S + 60)}
                     threads = max(1, share(cl["threads_per_dc"], slot))
                     args = ["-t", "-s", "-P", self._props_file(t, slot.host, slot.name, props), "-threads", str(threads)]
                     if cl["target_ops_per_s_per_dc"]:
                         args += ["-target", str(max(1, round(share(cl["target_ops_per_s_per_dc"], slot))))]
-                    clients.append(self._start(t, stack, slot.host, slot.name, ycsb(slot.host, cl["heap_mb"], *args)))
+                    clients.append(self._start(t, stack, slot.host, slot.name,
+                                               ycsb(slot.host, cl["heap_mb"], *args, props=jvm_props(slot.host, t))))
                     if slot.host not in client_hosts:
                         client_hosts.append(slot.host)
             self._wait_for_line(clients, servers, CLIENTS_READY, CLIENT_START_TIMEOUT_S, "clients")
             t0 = time.time() + 1.0
             for h in client_hosts:
                 h.put_text(start_rel, f"{round(t0 * 1000)}\n")
+            t.faults = FaultInjector(cfg["faults"], round(t0 * 1000), list(zip(slots, servers)), dep.hosts(),
+                                     f"{t.rel}/{FAULTS_FILE}", t.dir / "timeline.jsonl")
+            stack.callback(t.faults.close)
             self._wait_exit(t, clients, servers, total + 180, "running", total)
+            t.faults.close()
             self.progress.update(phase="stopping", elapsed=0, expected=None, ops_per_s=None)
             for p in servers:
                 self._stop(t, p)
-            bad = [p for p in servers if p.returncode not in (0, 143, -15)]
+            bad = [p for p in servers if p.returncode not in (0, 143, -15) and p.name not in t.faults.killed]
             if bad:
                 raise RunFailed(f"{bad[0].name} exited with code {bad[0].returncode}: {tail(bad[0])}")
 
@@ -320,6 +377,15 @@ class Orchestrator:
         summary["trial"] = t.trial
         summary["start_ms"] = t0 * 1000  # the clients' common start; the window follows from it
         summary["server_stats"] = server_totals(t.dir / "servers")
+        histories = {dc: [t.dir / "clients" / f"history-{s.name}.jsonl" for s in dep.clients(dc)] for dc in dcs}
+        ops_by_dc = {dc: checker.load_history(paths) for dc, paths in histories.items()}
+        summary["availability"] = unavailability(ops_by_dc, t0 * 1000)
+        summary["faults"] = cfg["faults"]
+        if cfg["check"]:
+            self.progress.update(phase="checking consistency", elapsed=0, expected=None, ops_per_s=None)
+            summary["consistency"] = check_trial_dir(
+                t.dir, t.system, self.env.system_info[t.system]["max_wan_rounds"], cfg["testing"]["mutant"],
+                [o for ops in ops_by_dc.values() for o in ops])
         rundir.write_json(t.dir / "summary.json", summary)
         return summary
 
@@ -462,6 +528,28 @@ def server_totals(stats_dir: Path) -> dict:
             for k, v in counters.items():
                 totals[k] = totals.get(k, 0) + v
     return totals
+
+
+def check_trial_dir(tdir: Path, system: str, max_wan_rounds: int | None, mutant: str | None,
+                    client_ops: list[dict] | None = None) -> dict:
+    """Runs the consistency checker on a trial's histories (the loaders' and the clients';
+    ``client_ops`` if the caller already read the clients'), holding read-only transactions
+    to the system's claimed wide-area rounds except while a fault of the trial's timeline was
+    in force: writes consistency.json and the plain r/w history.txt; returns the summary's
+    consistency block."""
+    clients = tdir / "clients"
+    loads = checker.load_history(sorted(clients.glob("history-load-*.jsonl")))
+    if client_ops is None:
+        client_ops = checker.load_history(sorted(p for p in clients.glob("history-*.jsonl")
+                                                 if not p.name.startswith("history-load-")))
+    everything = loads + client_ops
+    result = checker.check(everything, max_wan_rounds=max_wan_rounds,
+                           fault_windows=fault_windows(tdir / "timeline.jsonl"))
+    result |= {"system": system, "mutant": mutant}
+    rundir.write_json(tdir / "consistency.json", result)
+    checker.export_text(everything, tdir / "history.txt")
+    return {"checked_ops": result["checked"]["ops"], "violations": result["violations"]["count"],
+            "by_kind": result["violations"]["by_kind"], "round_claim": result["round_claim"]}
 
 
 def client_logs(trial_dir: Path, names: dict[str, list[str]]) -> dict[str, list[Path]]:

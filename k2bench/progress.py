@@ -107,4 +107,10 @@ def summary_table(summaries: list[dict]) -> Table:
     row("throughput ops/s", lambda s: f(s["throughput_ops_per_s"]))
     row("staleness p50/p75/p99", lambda s: "/".join(f(s["staleness_ms"][k]) for k in ("p50", "p75", "p99")))
     row("errors", lambda s: str(s["errors"]))
+    row("unavailability windows", lambda s: "-" if "availability" not in s else
+        ", ".join(f"{w['dc']} {w['from_s']:.0f}-{w['to_s']:.0f}s" for w in s["availability"]["windows"]) or "none")
+    row("consistency violations", lambda s: "not checked" if "consistency" not in s else
+        f"{s['consistency']['violations']} of {s['consistency']['checked_ops']} ops"
+        + (f" ({', '.join(f'{k} {v}' for k, v in s['consistency']['by_kind'].items())})"
+           if s["consistency"]["violations"] else ""))
     return t

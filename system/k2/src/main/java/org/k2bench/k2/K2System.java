@@ -19,6 +19,11 @@ public final class K2System implements StoreSystem {
   }
 
   @Override
+  public int maxWanRounds() {
+    return 1; // paper §V: at most one round of non-blocking cross-datacenter reads
+  }
+
+  @Override
   public ServerNode startServer(Transport transport, int serverId, ServerOptions options) {
     return K2Server.start(transport, serverId, options, true);
   }

@@ -1,10 +1,16 @@
 package org.k2bench.launcher;
 
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
 import java.util.concurrent.Callable;
 import org.k2bench.core.api.StoreSystem;
 import org.k2bench.core.api.Systems;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
 
 @Command(name = "systems", mixinStandardHelpOptions = true, description = "Lists the bundled systems.")
@@ -12,11 +18,28 @@ final class SystemsCommand implements Callable<Integer> {
   @Spec
   CommandSpec spec;
 
+  @Option(names = "--json", description = "One JSON object per system, with its claims (for the orchestrator).")
+  boolean json;
+
   @Override
-  public Integer call() {
-    for (StoreSystem s : Systems.available().values()) {
-      spec.commandLine().getOut().printf("%-12s %s%n", s.name(), s.description());
+  public Integer call() throws Exception {
+    var out = spec.commandLine().getOut();
+    if (json) {
+      List<Map<String, Object>> all = new ArrayList<>();
+      for (StoreSystem s : Systems.available().values()) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("name", s.name());
+        m.put("description", s.description());
+        m.put("max_wan_rounds", s.maxWanRounds() == Integer.MAX_VALUE ? null : s.maxWanRounds());
+        all.add(m);
+      }
+      out.println(new ObjectMapper().writeValueAsString(all));
+    } else {
+      for (StoreSystem s : Systems.available().values()) {
+        out.printf("%-12s %s%n", s.name(), s.description());
+      }
     }
+    out.flush();
     return 0;
   }
 }

@@ -84,6 +84,10 @@ class MainTest {
       assertTrue(r.out().lines().anyMatch(l -> l.startsWith(name + " ")), r.out());
       assertTrue(Systems.available().containsKey(name));
     }
+    Result json = run("systems", "--json");
+    assertEquals(0, json.code());
+    assertTrue(json.out().contains("{\"name\":\"k2\",") && json.out().contains("\"max_wan_rounds\":1}"), json.out());
+    assertTrue(json.out().contains("RAD") && json.out().contains("\"max_wan_rounds\":null}"), "RAD claims no bound");
   }
 
   @Test

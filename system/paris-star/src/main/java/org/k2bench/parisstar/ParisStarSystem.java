@@ -33,6 +33,11 @@ public final class ParisStarSystem implements StoreSystem {
   }
 
   @Override
+  public int maxWanRounds() {
+    return 1; // one round of non-blocking remote reads, or none (§VII-A)
+  }
+
+  @Override
   public ServerNode startServer(Transport transport, int serverId, ServerOptions options) {
     return K2Server.start(transport, serverId, options, false);
   }

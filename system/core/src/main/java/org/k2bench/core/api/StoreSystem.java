@@ -13,6 +13,15 @@ public interface StoreSystem {
 
   String description();
 
+  /**
+   * The most wide-area rounds a read-only transaction takes by design while no fault is in
+   * force, which the consistency checker holds the system to ({@link Integer#MAX_VALUE}:
+   * no such claim).
+   */
+  default int maxWanRounds() {
+    return Integer.MAX_VALUE;
+  }
+
   ServerNode startServer(Transport transport, int serverId, ServerOptions options);
 
   KvClient newClient(Transport transport, int clientId, int dc, ServerOptions options);

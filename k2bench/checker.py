@@ -1,0 +1,310 @@
+"""Consistency checking of a run's histories (issue 7).
+
+Every client session records its operations (system/ycsb HistoryLog): read-only
+transactions with the version read per key, write-only transactions and single writes with
+the version they created, loads (the load phase's writes) likewise. Versions are unique per
+write (Lamport timestamp with the writer's node id), a write-only transaction gives all its
+keys one version, and a key's versions are ordered by number: the newest visible version
+is the largest (every bundled system's apply rule). Version 0 is the empty row a key has
+before it is loaded.
+
+The checker builds the causal order of the history — session order plus reads-from (the
+write that created a version precedes every read that returns it) — and then asks of every
+read: does it return a version older than a write to the same key that causally precedes
+the reading transaction? Each such read is a violation, named by the most specific
+guarantee it breaks:
+
+* ``read-your-writes``: the newer write is the session's own;
+* ``atomic-visibility``: the newer write belongs to a write-only transaction this read-only
+  transaction observed through another key (it saw part of the transaction);
+* ``monotonic-reads``: an earlier operation of the session read the newer version;
+* ``causality``: any other causally preceding write (through reads-from, across sessions).
+
+It also flags ``duplicate-version`` (two operations created the same version of a key),
+``unknown-version`` (a read returned a version nobody wrote, and no failed write could have
+written it), ``causal-cycle`` (the order is not acyclic: a read returned a write from its
+own future), and ``wan-rounds``: a read-only transaction took more wide-area rounds than
+its system claims (K2 and PaRiS*: one; StoreSystem.maxWanRounds) outside the windows in
+which a fault was in force.
+
+History line format (JSON per line; times in epoch ms)::
+
+    {"s": 4097, "i": 12, "op": "rot", "t0": ..., "t1": ..., "ok": true, "r": {"k": 1234}, "rounds": 1}
+    {"s": 4097, "i": 13, "op": "wot", "t0": ..., "t1": ..., "ok": true, "w": {"k": 5678, "j": 5678}}
+    {"s": 5001, "i": 0, "op": "load", "t0": ..., "t1": ..., "ok": true, "w": {"k": 99}}
+
+A failed write (``ok`` false) may still have committed, at a version the client never
+learned: it is not in the causal order, but a read of an otherwise unknown version of one of
+its keys is attributed to it rather than flagged.
+"""
+from __future__ import annotations
+
+import bisect
+import json
+from collections import defaultdict, deque
+from pathlib import Path
+from typing import Iterable
+
+import numpy as np
+
+KINDS = ("read-your-writes", "atomic-visibility", "monotonic-reads", "causality", "duplicate-version",
+         "unknown-version", "causal-cycle", "wan-rounds")
+MAX_LISTED = 50  # violations listed in full per kind; all are counted
+FAULT_SLACK_MS = 5000  # a fault's effects (held messages, fail-over timeouts) outlast it
+
+
+def load_history(paths: Iterable[Path]) -> list[dict]:
+    """The operations of every history file (missing files contribute nothing)."""
+    ops = []
+    for p in paths:
+        p = Path(p)
+        if not p.exists():
+            continue
+        with p.open() as f:
+            for n, line in enumerate(f, 1):
+                line = line.strip()
+                if not line:
+                    continue
+                try:
+                    ops.append(json.loads(line))
+                except json.JSONDecodeError as e:
+                    raise ValueError(f"{p}:{n}: not a history line ({e.msg})") from None
+    return ops
+
+
+def _brief(op: dict) -> dict:
+    """An operation as a violation report shows it."""
+    out = {k: op[k] for k in ("s", "i", "op", "t0", "t1") if k in op}
+    for k in ("r", "w", "rounds"):
+        if k in op:
+            out[k] = op[k]
+    return out
+
+
+class _Report:
+    def __init__(self):
+        self.count = defaultdict(int)
+        self.listed = []
+
+    def add(self, kind: str, message: str, ops: list[dict], **extra):
+        self.count[kind] += 1
+        if self.count[kind] <= MAX_LISTED:
+            self.listed.append({"kind": kind, "message": message, "ops": [_brief(o) for o in ops], **extra})
+
+
+def check(ops: list[dict], max_wan_rounds: int | None = None,
+          fault_windows: Iterable[tuple[float, float]] = ()) -> dict:
+    """Checks a history; returns what consistency.json holds. ``max_wan_rounds``: the
+    system's claim for read-only transactions outside ``fault_windows`` (None: no claim)."""
+    report = _Report()
+    ok_ops = [o for o in ops if o.get("ok", True)]
+    # Sessions and their operations in session order.
+    by_session: dict[int, list[dict]] = defaultdict(list)
+    for o in ok_ops:
+        by_session[o["s"]].append(o)
+    sessions = sorted(by_session)
+    sidx = {s: n for n, s in enumerate(sessions)}
+    order: list[dict] = []  # every op, grouped by session in session order
+    pos: dict[int, int] = {}  # id(op) -> 1-based position in its session
+    for s in sessions:
+        seq = sorted(by_session[s], key=lambda o: o["i"])
+        for p, o in enumerate(seq, 1):
+            pos[id(o)] = p
+        order.extend(seq)
+    n_ops = len(order)
+    op_no = {id(o): n for n, o in enumerate(order)}
+
+    # Writes: (key, version) -> the op that created it.
+    writer: dict[tuple[str, int], dict] = {}
+    for o in order:
+        for k, v in (o.get("w") or {}).items():
+            if v is None:
+                continue
+            prev = writer.get((k, v))
+            if prev is not None and prev is not o:
+                report.add("duplicate-version", f"version {v} of {k!r} was created by two operations", [prev, o],
+                           key=k, version=v)
+                continue
+            writer[(k, v)] = o
+    failed_keys = {k for o in ops if not o.get("ok", True) for k in (o.get("w") or {})}
+
+    # The causal graph: session order and reads-from, as predecessor lists.
+    preds: list[list[int]] = [[] for _ in range(n_ops)]
+    succs: list[list[int]] = [[] for _ in range(n_ops)]
+    unknown_reads = 0
+    for n, o in enumerate(order):
+        if pos[id(o)] > 1:
+            preds[n].append(n - 1)
+            succs[n - 1].append(n)
+        for k, v in (o.get("r") or {}).items():
+            if v == 0:
+                continue  # the empty row before the load
+            w = writer.get((k, v))
+            if w is None:
+                if k in failed_keys:
+                    unknown_reads += 1
+                else:
+                    report.add("unknown-version", f"read version {v} of {k!r}, which no operation wrote", [o],
+                               key=k, version=v)
+                continue
+            m = op_no[id(w)]
+            if m != n:
+                preds[n].append(m)
+                succs[m].append(n)
+
+    # Vector clocks in topological order: vc[n][s] = how many ops of session s precede op n
+    # causally (itself included).
+    vc = np.zeros((n_ops, len(sessions)), dtype=np.int32)
+    indeg = [len(p) for p in preds]
+    ready = deque(n for n in range(n_ops) if indeg[n] == 0)
+    done = 0
+    while ready:
+        n = ready.popleft()
+        done += 1
+        for m in preds[n]:
+            np.maximum(vc[n], vc[m], out=vc[n])
+        vc[n, sidx[order[n]["s"]]] = pos[id(order[n])]
+        for m in succs[n]:
+            indeg[m] -= 1
+            if indeg[m] == 0:
+                ready.append(m)
+    if done < n_ops:
+        stuck = [order[n] for n in range(n_ops) if indeg[n] > 0]
+        report.add("causal-cycle", f"{len(stuck)} operations lie on or after a cycle of session order and "
+                   "reads-from (a read returned a write from its own causal future)", stuck[:4])
+
+    # Per key and session, in session order: writes and reads with the running maximum of
+    # their versions and the op that holds it.
+    key_writes: dict[str, dict[int, _Running]] = defaultdict(dict)
+    session_reads: dict[tuple[int, str], _Running] = {}
+    key_reads: dict[str, list[tuple[int, int]]] = defaultdict(list)
+    for n, o in enumerate(order):
+        s = sidx[o["s"]]
+        for k, v in (o.get("w") or {}).items():
+            if v is not None:
+                key_writes[k].setdefault(s, _Running()).add(pos[id(o)], v, n)
+        for k, v in (o.get("r") or {}).items():
+            key_reads[k].append((n, v))
+            session_reads.setdefault((s, k), _Running()).add(pos[id(o)], v, n)
+    reads_checked = sum(len(r) for r in key_reads.values())
+
+    for k, reads in key_reads.items():
+        writes = key_writes.get(k)
+        if not writes:
+            continue
+        readers = np.fromiter((n for n, _ in reads), dtype=np.int64, count=len(reads))
+        got = np.fromiter((v for _, v in reads), dtype=np.int64, count=len(reads))
+        newest = np.full(len(reads), -1, dtype=np.int64)  # newest causally preceding version of k
+        for s, run in writes.items():
+            idx = np.searchsorted(np.asarray(run.positions), vc[readers, s], side="right") - 1
+            vals = np.where(idx >= 0, np.asarray(run.maxima, dtype=np.int64)[np.maximum(idx, 0)], -1)
+            np.maximum(newest, vals, out=newest)
+        for j in np.nonzero(newest > got)[0]:
+            n, v = reads[j]
+            reader = order[n]
+            s_me = sidx[reader["s"]]
+            me = pos[id(reader)]
+            # Name it by the most specific guarantee broken (see the module docstring).
+            own = writes.get(s_me)
+            if own is not None and own.newest_before(me)[0] > v:
+                kind, why, other = "read-your-writes", "the session wrote", order[own.newest_before(me)[1]]
+                newer = other["w"][k]
+            else:
+                observed = [w for kk, vv in (reader.get("r") or {}).items() if kk != k
+                            for w in [writer.get((kk, vv))] if w is not None and (w.get("w") or {}).get(k, -1) > v]
+                earlier = session_reads[(s_me, k)].newest_before(me)
+                if observed:
+                    kind, other = "atomic-visibility", observed[0]
+                    why, newer = "it observed, through another key, the write-only transaction that wrote", other["w"][k]
+                elif earlier[0] > v:
+                    kind, why, other = "monotonic-reads", "the session had already read", order[earlier[1]]
+                    newer = other["r"][k]
+                else:
+                    best = max(((run.newest_before(int(vc[n, s]) + 1), s) for s, run in writes.items()))
+                    kind, why, other = "causality", "causally precedes it, is a write of", order[best[0][1]]
+                    newer = best[0][0]
+            report.add(kind, f"read {v} of {k!r}, older than {newer}, which {why}", [reader, other],
+                       key=k, read_version=v, newer_version=newer)
+
+    # Wide-area rounds (K2 and PaRiS* claim at most one), outside fault windows.
+    claimed = max_wan_rounds is not None
+    windows = [(a - FAULT_SLACK_MS, b + FAULT_SLACK_MS) for a, b in fault_windows]
+    rot_rounds = defaultdict(int)
+    excused = 0
+    for o in order:
+        if o["op"] != "rot" or "rounds" not in o:
+            continue
+        rot_rounds[str(o["rounds"])] += 1
+        if claimed and o["rounds"] > max_wan_rounds:
+            if any(o["t0"] < b and o["t1"] > a for a, b in windows):
+                excused += 1
+            else:
+                report.add("wan-rounds", f"a read-only transaction took {o['rounds']} wide-area rounds; "
+                           f"the system claims at most {max_wan_rounds}", [o])
+
+    total = sum(report.count.values())
+    return {
+        "checked": {"ops": len(ops), "committed_ops": n_ops, "sessions": len(sessions), "reads": reads_checked,
+                    "writes": len(writer), "failed_ops": len(ops) - len(ok_ops),
+                    "reads_of_unacknowledged_writes": unknown_reads},
+        "guarantees": ["atomic-visibility", "causality", "read-your-writes", "monotonic-reads"]
+        + ([f"at-most-{max_wan_rounds}-wan-rounds"] if claimed else []),
+        "round_claim": {"max_wan_rounds": max_wan_rounds, "rot_rounds": dict(sorted(rot_rounds.items())),
+                        "excused_in_fault_windows": excused},
+        "violations": {"count": total, "by_kind": {k: report.count[k] for k in KINDS if report.count[k]},
+                       "listed": report.listed},
+    }
+
+
+class _Running:
+    """Versions at increasing positions of one session, with their running maximum."""
+    __slots__ = ("positions", "maxima", "holders")
+
+    def __init__(self):
+        self.positions: list[int] = []
+        self.maxima: list[int] = []
+        self.holders: list[int] = []  # op number holding the maximum so far
+
+    def add(self, position: int, version: int, op: int) -> None:
+        if self.maxima and self.maxima[-1] >= version:
+            version, op = self.maxima[-1], self.holders[-1]
+        self.positions.append(position)
+        self.maxima.append(version)
+        self.holders.append(op)
+
+    def newest_before(self, position: int) -> tuple[int, int]:
+        """(largest version, its op) among positions < ``position``; (-1, -1) if none."""
+        i = bisect.bisect_left(self.positions, position) - 1
+        return (self.maxima[i], self.holders[i]) if i >= 0 else (-1, -1)
+
+
+def export_text(ops: list[dict], path: Path) -> None:
+    """The history as the plain r/w text format of isolation checkers, one operation per
+    line: ``r(key,value,session,txn)`` and ``w(key,value,session,txn)``. Values are unique per
+    key: the loaded data (and the empty row before it) is the initial value 0, and every
+    later version of a key is numbered 1, 2, ... in version order. Transactions are numbered
+    in order of their start; failed operations and loads are left out."""
+    loaded = {(k, v) for o in ops if o.get("op") == "load" and o.get("ok", True)
+              for k, v in (o.get("w") or {}).items() if v is not None}
+    versions: dict[str, set[int]] = defaultdict(set)
+    for o in ops:
+        if not o.get("ok", True):
+            continue
+        for field in ("r", "w"):
+            for k, v in (o.get(field) or {}).items():
+                if v is not None and v != 0 and (k, v) not in loaded:
+                    versions[k].add(v)
+    value = {k: {v: n for n, v in enumerate(sorted(vs), 1)} for k, vs in versions.items()}
+
+    def val(k, v):
+        return 0 if v == 0 or (k, v) in loaded else value[k][v]
+
+    txns = sorted((o for o in ops if o.get("ok", True) and o.get("op") != "load"), key=lambda o: (o["t0"], o["s"], o["i"]))
+    tmp = Path(path).with_name("." + Path(path).name + ".tmp")
+    with tmp.open("w") as out:
+        for t, o in enumerate(txns, 1):
+            for k, v in (o.get("r") or {}).items():
+                out.write(f"r({k},{val(k, v)},{o['s']},{t})\n")
+            for k, v in (o.get("w") or {}).items():
+                out.write(f"w({k},{val(k, v)},{o['s']},{t})\n")
+    tmp.replace(path)

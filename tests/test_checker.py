@@ -1,0 +1,229 @@
+"""The consistency checker on hand-built histories: each anomaly is caught and named, and
+its valid counterpart passes."""
+import random
+import time
+
+import pytest
+
+from k2bench import checker
+
+
+class H:
+    """Builds a history: sessions' operations in order, with increasing times."""
+
+    def __init__(self):
+        self.ops = []
+        self.next_i = {}
+        self.t = 1000.0
+
+    def _op(self, s, op, **kw):
+        i = self.next_i.get(s, 0)
+        self.next_i[s] = i + 1
+        self.t += 1
+        o = {"s": s, "i": i, "op": op, "t0": self.t, "t1": self.t + 0.5, "ok": True, **kw}
+        self.ops.append(o)
+        return o
+
+    def load(self, s, **w):
+        return self._op(s, "load", w=w)
+
+    def write(self, s, k, v):
+        return self._op(s, "write", w={k: v})
+
+    def wot(self, s, **w):
+        return self._op(s, "wot", w=w)
+
+    def rot(self, s, rounds=0, **r):
+        return self._op(s, "rot", r=r, rounds=rounds)
+
+    def check(self, **kw):
+        return checker.check(self.ops, **kw)
+
+
+def kinds(result):
+    return result["violations"]["by_kind"]
+
+
+@pytest.fixture
+def h():
+    h = H()
+    h.load(9000, x=1, y=2)  # the loaded versions
+    return h
+
+
+def test_a_valid_history_has_no_violation(h):
+    h.wot(1, x=10, y=10)
+    h.rot(2, x=10, y=10)
+    h.rot(2, x=10, y=10)
+    h.write(2, "x", 20)
+    h.rot(2, x=20, y=10)
+    h.rot(3, x=1, y=2)  # an old but consistent snapshot: allowed
+    r = h.check()
+    assert r["violations"]["count"] == 0, r["violations"]
+    assert r["checked"]["committed_ops"] == 7 and r["checked"]["reads"] == 8
+
+
+def test_fractured_read_of_a_write_only_transaction(h):
+    h.wot(1, x=10, y=10)
+    h.rot(2, x=10, y=2)  # sees the transaction's x, misses its y
+    r = h.check()
+    assert kinds(r) == {"atomic-visibility": 1}
+    v = r["violations"]["listed"][0]
+    assert v["key"] == "y" and v["read_version"] == 2 and v["newer_version"] == 10
+    assert [o["op"] for o in v["ops"]] == ["rot", "wot"]
+
+
+def test_both_or_neither_side_of_a_transaction_is_valid(h):
+    h.wot(1, x=10, y=10)
+    h.rot(2, x=10, y=10)
+    h.rot(3, x=1, y=2)
+    h.wot(4, x=30, y=30)
+    h.rot(5, x=30, y=10)  # x from the second transaction, y from the first: fractured
+    assert kinds(h.check()) == {"atomic-visibility": 1}
+    h.ops.pop()
+    h.rot(5, x=30, y=30)
+    assert h.check()["violations"]["count"] == 0
+
+
+def test_causality_through_session_order(h):
+    h.write(1, "x", 10)
+    h.write(1, "y", 11)  # y depends on x by session order
+    h.rot(2, x=1, y=11)  # sees y, misses x
+    r = h.check()
+    assert kinds(r) == {"causality": 1}
+    assert r["violations"]["listed"][0]["key"] == "x"
+
+
+def test_causality_through_reads_from_across_three_sessions(h):
+    h.write(1, "x", 10)
+    h.rot(2, x=10)
+    h.write(2, "y", 20)  # depends on x=10 through what session 2 read
+    h.rot(3, y=20, x=1)
+    assert kinds(h.check()) == {"causality": 1}
+    h.ops[-1]["r"]["x"] = 10
+    assert h.check()["violations"]["count"] == 0
+
+
+def test_causality_across_two_read_only_transactions_of_a_reader(h):
+    h.write(1, "x", 10)
+    h.write(1, "y", 11)
+    h.rot(2, y=11)
+    h.rot(2, x=1)  # the session saw y=11 earlier, so x=10 precedes this read
+    assert kinds(h.check()) == {"causality": 1}
+
+
+def test_read_your_writes(h):
+    h.write(1, "x", 10)
+    h.rot(1, x=1)
+    assert kinds(h.check()) == {"read-your-writes": 1}
+    h.ops[-1]["r"]["x"] = 10
+    assert h.check()["violations"]["count"] == 0
+    h.write(2, "x", 50)  # a newer write by someone else is fine to read
+    h.rot(1, x=50)
+    assert h.check()["violations"]["count"] == 0
+
+
+def test_monotonic_reads(h):
+    h.write(1, "x", 10)
+    h.rot(2, x=10)
+    h.rot(2, x=1)  # went back
+    assert kinds(h.check()) == {"monotonic-reads": 1}
+    h.ops[-1]["r"]["x"] = 10
+    assert h.check()["violations"]["count"] == 0
+
+
+def test_duplicate_and_unknown_versions(h):
+    h.write(1, "x", 10)
+    h.write(2, "x", 10)
+    h.rot(3, x=77)
+    r = h.check()
+    assert kinds(r) == {"duplicate-version": 1, "unknown-version": 1}
+
+
+def test_a_read_of_a_failed_write_is_attributed_not_flagged(h):
+    o = h.write(1, "x", None)
+    o["ok"], o["err"] = False, "timeout"
+    h.rot(2, x=77)  # the failed write may have committed as 77
+    r = h.check()
+    assert r["violations"]["count"] == 0
+    assert r["checked"]["reads_of_unacknowledged_writes"] == 1 and r["checked"]["failed_ops"] == 1
+
+
+def test_reading_the_empty_row_before_the_load_is_not_a_violation_by_itself(h):
+    h.rot(2, x=0)
+    assert h.check()["violations"]["count"] == 0
+    h.rot(2, x=1)
+    h.rot(2, x=0)  # but going back from the loaded version is
+    assert kinds(h.check()) == {"monotonic-reads": 1}
+
+
+def test_a_read_from_its_own_future_is_a_cycle(h):
+    r1 = h.rot(1, y=20)  # reads y=20, written later by the same session
+    h.write(1, "y", 20)
+    assert r1["i"] == 0
+    assert "causal-cycle" in kinds(h.check())
+
+
+def test_wide_area_rounds_claim_and_fault_windows(h):
+    h.rot(1, rounds=1, x=1)
+    slow = h.rot(1, rounds=2, x=1)
+    assert h.check()["violations"]["count"] == 0, "no claim, no violation"
+    r = h.check(max_wan_rounds=1)
+    assert kinds(r) == {"wan-rounds": 1}
+    assert r["round_claim"]["rot_rounds"] == {"1": 1, "2": 1}
+    r = h.check(max_wan_rounds=1, fault_windows=[(slow["t0"] - 100, slow["t0"] - 50)])
+    assert r["violations"]["count"] == 0 and r["round_claim"]["excused_in_fault_windows"] == 1
+    r = h.check(max_wan_rounds=1, fault_windows=[(slow["t0"] - 60_000, slow["t0"] - 30_000)])
+    assert kinds(r) == {"wan-rounds": 1}, "a fault long over excuses nothing"
+
+
+def test_violations_are_counted_in_full_and_listed_up_to_a_limit(h):
+    h.wot(1, x=10, y=10)
+    for _ in range(checker.MAX_LISTED + 5):
+        h.rot(2, x=10, y=2)
+    r = h.check()
+    assert kinds(r) == {"atomic-visibility": checker.MAX_LISTED + 5}
+    assert len(r["violations"]["listed"]) == checker.MAX_LISTED
+
+
+def test_export_text_numbers_values_per_key_with_the_load_as_zero(h, tmp_path):
+    h.wot(1, x=10, y=10)
+    h.rot(2, x=10, y=2)
+    h.write(2, "x", 30)
+    failed = h.write(3, "y", None)
+    failed["ok"] = False
+    h.rot(3, x=0)
+    out = tmp_path / "history.txt"
+    checker.export_text(h.ops, out)
+    s1, s2, s3 = 1, 2, 3
+    assert out.read_text().splitlines() == [
+        f"w(x,1,{s1},1)", f"w(y,1,{s1},1)",
+        f"r(x,1,{s2},2)", f"r(y,0,{s2},2)",
+        f"w(x,2,{s2},3)",
+        f"r(x,0,{s3},4)",
+    ]
+
+
+def test_a_large_valid_random_history_has_no_violation():
+    """The size of a real run (~60k operations, hot keys written by every session)."""
+    rng = random.Random(7)
+    h = H()
+    keys = [f"k{i}" for i in range(2000)]
+    h.load(9000, **{k: 1 for k in keys})
+    newest = {k: 1 for k in keys}
+    version = 100
+    for n in range(60_000):
+        s = rng.randrange(48)
+        if rng.random() < 0.05:
+            version += 1
+            ks = rng.sample(keys[:50], 3)
+            h.wot(s, **{k: version for k in ks})
+            for k in ks:
+                newest[k] = version
+        else:
+            h.rot(s, **{k: newest[k] for k in rng.sample(keys[:200], 5)})
+    start = time.time()
+    r = h.check()
+    elapsed = time.time() - start
+    assert r["violations"]["count"] == 0
+    print(f"checked {r['checked']['committed_ops']} ops in {elapsed:.1f} s")

@@ -21,9 +21,17 @@ def k2bench(*args, **kw):
                           text=True, timeout=kw.pop("timeout", 600), **kw)
 
 
+def _as_in_a_terminal():
+    # A shell without job control starts background commands with SIGINT ignored, and Python
+    # then leaves Ctrl-C ignored; in a terminal it is not. Test what a user at a terminal gets,
+    # however the test suite itself was started.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start(runs: pathlib.Path, *args):
     return subprocess.Popen([sys.executable, "-m", "k2bench.cli", "run", str(TINY), "--runs", str(runs), *args],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_as_in_a_terminal)
 
 
 def processes_mentioning(text: str) -> list[int]:

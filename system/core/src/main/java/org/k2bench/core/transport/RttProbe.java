@@ -3,13 +3,17 @@ package org.k2bench.core.transport;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
 import org.k2bench.core.metrics.LatencyHistogram;
 
 /**
  * Measures round trips through the transport between datacenters: from an endpoint
  * located in datacenter a to a server in datacenter b, the emulated RTT(a, b) plus the
  * transport's own cost. All pairs are measured concurrently; each prober of a pair pings
- * sequentially.
+ * sequentially. Probers start at random offsets and pause a random 0.5–1.5 times the gap
+ * between pings, so that they do not fall into lockstep (pairs with equal RTTs would
+ * otherwise all deliver in the same instant and queue behind each other, an error of the
+ * probe rather than of the emulation).
  */
 public final class RttProbe {
   private RttProbe() {}
@@ -74,12 +78,17 @@ public final class RttProbe {
           int share = samples / probesPerPair + (k < samples % probesPerPair ? 1 : 0);
           Thread t = new Thread(() -> {
             try {
+              java.util.concurrent.ThreadLocalRandom r = java.util.concurrent.ThreadLocalRandom.current();
+              long gapNanos = TimeUnit.MILLISECONDS.toNanos(gapMs);
+              if (gapNanos > 0) {
+                LockSupport.parkNanos(r.nextLong(gapNanos * probesPerPair));
+              }
               for (int i = 0; i < share; i++) {
                 long rtt = src.ping(dst, 0).get(30, TimeUnit.SECONDS);
                 h.recordNanos(rtt);
                 sink.record(pa, pb, rtt);
-                if (gapMs > 0) {
-                  Thread.sleep(gapMs);
+                if (gapNanos > 0) {
+                  LockSupport.parkNanos(gapNanos / 2 + r.nextLong(gapNanos));
                 }
               }
             } catch (Exception e) {

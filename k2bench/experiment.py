@@ -23,6 +23,12 @@ _NONNEG = lambda v: None if v >= 0 else "must be >= 0"  # noqa: E731
 _FRACTION = lambda v: None if 0 <= v <= 1 else "must be between 0 and 1"  # noqa: E731
 _ATLEAST1 = lambda v: None if v >= 1 else "must be at least 1"  # noqa: E731
 
+# JVM options of every server and client process (besides -Xmx from heap_mb): C1 only.
+# Runs here are minutes long on 2 cores, and C2's compiler threads took more CPU than
+# all of a server's protocol and I/O threads together; C1 code starts fast enough (see
+# README, "JVM options"). Profilers and GC choices go here too, e.g. -XX:+UseZGC.
+DEFAULT_JVM_ARGS = ("-XX:TieredStopAtLevel=1",)
+
 SCHEMA: dict[str, dict[str, tuple]] = {
     "topology": {
         "file": (str, "topologies/paper-local.yaml", None),
@@ -52,11 +58,13 @@ SCHEMA: dict[str, dict[str, tuple]] = {
         "replica_retention_ms": (int, 15000, _ATLEAST1),
         "txn_timeout_ms": (int, 5000, _ATLEAST1),
         "heap_mb": (int, 768, _ATLEAST1),
+        "jvm_args": ("args", list(DEFAULT_JVM_ARGS), None),
     },
     "clients": {
         "threads_per_dc": (int, 8, _ATLEAST1),
         "target_ops_per_s_per_dc": (float, None, _POS),
         "heap_mb": (int, 512, _ATLEAST1),
+        "jvm_args": ("args", list(DEFAULT_JVM_ARGS), None),
         "rpc_timeout_ms": (int, 10000, _ATLEAST1),
     },
     "load": {
@@ -113,6 +121,17 @@ def dist_text(value) -> str:
     return ",".join(f"{v}:{p}" for v, p in value.items()) if isinstance(value, dict) else str(value)
 
 
+def _jvm_args(field: str, value: Any) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(a, str) and a for a in value):
+        raise ConfigError(field, f"must be a list of JVM options like [-XX:+UseZGC], got {value!r}")
+    for a in value:
+        if not a.startswith("-"):
+            raise ConfigError(field, f"{a!r} is not a JVM option (they start with '-')")
+        if a.startswith("-Xmx"):
+            raise ConfigError(field, f"{a!r}: set the heap with heap_mb instead")
+    return list(value)
+
+
 def _typed(field: str, value: Any, typ: type) -> Any:
     if typ is float and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
@@ -139,6 +158,8 @@ def _section(name: str, given: Any) -> dict:
         value = given.get(key, default)
         if value is not None and typ == "dist":
             value = _dist(field, value, check)
+        elif value is not None and typ == "args":
+            value = _jvm_args(field, value)
         elif value is not None:
             value = _typed(field, value, typ)
             problem = check(value) if check else None

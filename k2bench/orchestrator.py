@@ -28,7 +28,7 @@ import yaml
 from . import rundir
 from .errors import ConfigError, RunFailed
 from . import checker
-from .experiment import dist_text, points
+from .experiment import DEFAULT_JVM_ARGS, dist_text, points
 from .deploy import Deployment, share
 from .faults import FAULTS_FILE, FaultInjector, fault_windows, unavailability
 from .hosts import Host, Proc
@@ -77,18 +77,20 @@ class Env:
         return {s["name"]: s for s in json.loads(self.check_output("systems", "--json"))}
 
 
-def _jvm(heap_mb: int, props: dict | None) -> list[str]:
-    return ["java", f"-Xmx{heap_mb}m", *(f"-D{k}={v}" for k, v in (props or {}).items())]
+def _jvm(heap_mb: int, props: dict | None, jvm_args: list[str] | tuple = DEFAULT_JVM_ARGS) -> list[str]:
+    return ["java", *jvm_args, f"-Xmx{heap_mb}m", *(f"-D{k}={v}" for k, v in (props or {}).items())]
 
 
-def java(host: Host, heap_mb: int, *args: str, props: dict | None = None) -> list[str]:
-    """The launcher (k2bench-server) on a host, with JVM system properties."""
-    return [*_jvm(heap_mb, props), "-jar", host.jar(), *args]
+def java(host: Host, heap_mb: int, *args: str, props: dict | None = None,
+         jvm_args: list[str] | tuple = DEFAULT_JVM_ARGS) -> list[str]:
+    """The launcher (k2bench-server) on a host, with JVM options and system properties."""
+    return [*_jvm(heap_mb, props, jvm_args), "-jar", host.jar(), *args]
 
 
-def ycsb(host: Host, heap_mb: int, *args: str, props: dict | None = None) -> list[str]:
+def ycsb(host: Host, heap_mb: int, *args: str, props: dict | None = None,
+         jvm_args: list[str] | tuple = DEFAULT_JVM_ARGS) -> list[str]:
     """YCSB's client, with the bundled binding and workload, on a host."""
-    return [*_jvm(heap_mb, props), "-cp", host.jar(), "site.ycsb.Client", *args]
+    return [*_jvm(heap_mb, props, jvm_args), "-cp", host.jar(), "site.ycsb.Client", *args]
 
 
 def jvm_props(host: Host, t: "Trial") -> dict:
@@ -277,7 +279,8 @@ class Orchestrator:
                 "--replica-retention-ms", str(srv["replica_retention_ms"]),
                 "--txn-timeout-ms", str(srv["txn_timeout_ms"]),
                 "--failover-timeout-ms", str(srv["failover_timeout_ms"]),
-                "--stats-out", s.host.path(f"{t.rel}/servers/stats-{s.name}.json"), props=jvm_props(s.host, t)))
+                "--stats-out", s.host.path(f"{t.rel}/servers/stats-{s.name}.json"), props=jvm_props(s.host, t),
+                jvm_args=srv["jvm_args"]))
                 for s in slots]
             for f in cfg["faults"]:
                 if f["kind"] in ("kill", "pause"):
@@ -293,7 +296,8 @@ class Orchestrator:
                     out = f"{t.rel}/rtt-{pinger.from_dc or 'all'}.json"
                     probes.append((pinger.host, out, self._start(t, stack, pinger.host, f"ping-{pinger.from_dc or 'all'}",
                                    java(pinger.host, 512, "ping", "--topology", pinger.host.path(topo_rel), *row,
-                                        "--samples", "10", "--warmup-s", "2", "--json", pinger.host.path(out)))))
+                                        "--samples", "10", "--warmup-s", "2", "--json", pinger.host.path(out),
+                                        jvm_args=srv["jvm_args"]))))
                 self._wait_exit(t, [p for _, _, p in probes], servers, 120, "measuring RTT matrix", None)
                 matrix: dict = {}
                 for host, out, _ in probes:
@@ -304,8 +308,13 @@ class Orchestrator:
 
             # Load: each datacenter's loader writes the keys it can write locally (those
             # whose first replica it is), so loading costs no wide-area round in any system.
+            # Only the first replica group's datacenters (index modulo f = 0, SPEC §2) hold
+            # first replicas; loaders elsewhere would write nothing and only take the CPU
+            # of a JVM start from the others (the count check below catches a mismatch).
             loaders = []
             for i, dc in enumerate(dcs):
+                if i % int(doc.get("replication_factor", 1)):
+                    continue
                 slot = dep.clients(dc)[0]
                 props = self._client_props(t, cfg, slot.host.path(topo_rel), dc,
                                            CLIENT_ID_BASE + i * IDS_PER_PROCESS, None)
@@ -315,7 +324,8 @@ class Orchestrator:
                           "k2bench.history": slot.host.path(f"{t.rel}/clients/history-load-{dc}.jsonl")}
                 loaders.append((slot.host, dc, self._start(t, stack, slot.host, f"load-{dc}", ycsb(
                     slot.host, cl["heap_mb"], "-load", "-s", "-P", self._props_file(t, slot.host, f"load-{dc}", props),
-                    "-threads", str(cfg["load"]["threads_per_dc"]), props=jvm_props(slot.host, t)))))
+                    "-threads", str(cfg["load"]["threads_per_dc"]), props=jvm_props(slot.host, t),
+                    jvm_args=cl["jvm_args"]))))
             self._wait_exit(t, [p for _, _, p in loaders], servers, max(600, w["keys"] / 20), "loading keys", None)
             reports = [json.loads(h.read_text(f"{t.rel}/clients/load-{dc}.json")) for h, dc, _ in loaders]
             loaded, failed = sum(r["loaded"] for r in reports), sum(r["failed"] for r in reports)
@@ -346,7 +356,8 @@ class Orchestrator:
                     if cl["target_ops_per_s_per_dc"]:
                         args += ["-target", str(max(1, round(share(cl["target_ops_per_s_per_dc"], slot))))]
                     clients.append(self._start(t, stack, slot.host, slot.name,
-                                               ycsb(slot.host, cl["heap_mb"], *args, props=jvm_props(slot.host, t))))
+                                               ycsb(slot.host, cl["heap_mb"], *args, props=jvm_props(slot.host, t),
+                                                    jvm_args=cl["jvm_args"])))
                     if slot.host not in client_hosts:
                         client_hosts.append(slot.host)
             self._wait_for_line(clients, servers, CLIENTS_READY, CLIENT_START_TIMEOUT_S, "clients")

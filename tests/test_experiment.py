@@ -56,6 +56,23 @@ def test_wrong_types_and_ranges_are_named():
     assert error({"workload": {"keys": 3, "keys_per_op": 5}}).field == "workload.keys_per_op"
 
 
+def test_jvm_args_are_options_before_the_jar():
+    exp = resolve({"clients": {"jvm_args": ["-XX:+UseZGC", "-Dx=1"]}})
+    assert exp["server"]["jvm_args"] == list(experiment.DEFAULT_JVM_ARGS)
+    assert exp["clients"]["jvm_args"] == ["-XX:+UseZGC", "-Dx=1"]
+    assert resolve({"server": {"jvm_args": []}})["server"]["jvm_args"] == []
+    assert error({"server": {"jvm_args": "-XX:+UseZGC"}}).field == "server.jvm_args"
+    assert error({"server": {"jvm_args": ["XX:+UseZGC"]}}).field == "server.jvm_args"
+    assert "heap_mb" in str(error({"clients": {"jvm_args": ["-Xmx4g"]}}))
+
+    from k2bench.hosts import LocalHost
+    from k2bench.orchestrator import java
+    argv = java(LocalHost(ROOT / "k2bench.jar"), 256, "serve", props={"a": "b"},
+                jvm_args=exp["clients"]["jvm_args"])
+    assert argv[:argv.index("-jar")] == ["java", "-XX:+UseZGC", "-Dx=1", "-Xmx256m", "-Da=b"]
+    assert argv[argv.index("-jar") + 2:] == ["serve"]
+
+
 def test_unknown_system_lists_the_known_ones():
     e = error({"systems": ["k2", "k3"]})
     assert e.field == "systems[1]" and "k2, paris-star, rad" in str(e)

@@ -98,7 +98,7 @@ public final class Endpoint implements AutoCloseable {
     CompletableFuture<Any> reply = call(to, request);
     CompletableFuture<T> out = reply.thenApply(any -> {
       try {
-        return any.unpack(replyType);
+        return Payloads.unpack(any, replyType);
       } catch (com.google.protobuf.InvalidProtocolBufferException e) {
         throw new MalformedMessageException("reply from node " + to + " is not a "
             + replyType.getSimpleName() + ": " + e.getMessage());

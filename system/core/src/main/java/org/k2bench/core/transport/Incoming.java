@@ -23,7 +23,7 @@ public final class Incoming {
   }
 
   public boolean is(Class<? extends Message> type) {
-    return payload.is(type);
+    return Payloads.is(payload, type);
   }
 
   public String typeName() {
@@ -33,7 +33,7 @@ public final class Incoming {
 
   public <T extends Message> T as(Class<T> type) {
     try {
-      return payload.unpack(type);
+      return Payloads.unpack(payload, type);
     } catch (InvalidProtocolBufferException e) {
       throw new MalformedMessageException("malformed " + typeName() + " from node " + from + ": "
           + e.getMessage());

@@ -26,7 +26,7 @@ _ATLEAST1 = lambda v: None if v >= 1 else "must be at least 1"  # noqa: E731
 # JVM options of every server and client process (besides -Xmx from heap_mb): C1 only.
 # Runs here are minutes long on 2 cores, and C2's compiler threads took more CPU than
 # all of a server's protocol and I/O threads together; C1 code starts fast enough (see
-# README, "JVM options"). Profilers and GC choices go here too, e.g. -XX:+UseZGC.
+# the README's Experiments section for the figures). Profilers and GC choices go here too, e.g. -XX:+UseZGC.
 DEFAULT_JVM_ARGS = ("-XX:TieredStopAtLevel=1",)
 
 SCHEMA: dict[str, dict[str, tuple]] = {

@@ -28,7 +28,7 @@ import yaml
 from . import rundir
 from .errors import ConfigError, RunFailed
 from . import checker
-from .experiment import DEFAULT_JVM_ARGS, dist_text, points
+from .experiment import dist_text, points
 from .deploy import Deployment, share
 from .faults import FAULTS_FILE, FaultInjector, fault_windows, unavailability
 from .hosts import Host, Proc
@@ -77,18 +77,18 @@ class Env:
         return {s["name"]: s for s in json.loads(self.check_output("systems", "--json"))}
 
 
-def _jvm(heap_mb: int, props: dict | None, jvm_args: list[str] | tuple = DEFAULT_JVM_ARGS) -> list[str]:
+def _jvm(heap_mb: int, props: dict | None, jvm_args: list[str]) -> list[str]:
     return ["java", *jvm_args, f"-Xmx{heap_mb}m", *(f"-D{k}={v}" for k, v in (props or {}).items())]
 
 
 def java(host: Host, heap_mb: int, *args: str, props: dict | None = None,
-         jvm_args: list[str] | tuple = DEFAULT_JVM_ARGS) -> list[str]:
+         jvm_args: list[str]) -> list[str]:
     """The launcher (k2bench-server) on a host, with JVM options and system properties."""
     return [*_jvm(heap_mb, props, jvm_args), "-jar", host.jar(), *args]
 
 
 def ycsb(host: Host, heap_mb: int, *args: str, props: dict | None = None,
-         jvm_args: list[str] | tuple = DEFAULT_JVM_ARGS) -> list[str]:
+         jvm_args: list[str]) -> list[str]:
     """YCSB's client, with the bundled binding and workload, on a host."""
     return [*_jvm(heap_mb, props, jvm_args), "-cp", host.jar(), "site.ycsb.Client", *args]
 

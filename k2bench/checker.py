@@ -221,7 +221,8 @@ def check(ops: list[dict], max_wan_rounds: int | None = None,
                     newer = other["r"][k]
                 else:
                     best = max(((run.newest_before(int(vc[n, s]) + 1), s) for s, run in writes.items()))
-                    kind, why, other = "causality", "causally precedes it, is a write of", order[best[0][1]]
+                    other = order[best[0][1]]
+                    kind, why = "causality", f"causally precedes it, is a write of session {other['s']}"
                     newer = best[0][0]
             report.add(kind, f"read {v} of {k!r}, older than {newer}, which {why}", [reader, other],
                        key=k, read_version=v, newer_version=newer)

@@ -131,10 +131,12 @@ def cmd_summarize(args) -> int:
             continue
         old = json.loads(path.read_text())
         logs = {dc: [run / entry["dir"] / rel for rel in rels] for dc, rels in entry["client_logs"].items()}
+        after_ms = (old.get("replication_lag_ms") or {}).get("after", {}).get("from_ms")
         new = summarize(logs, system=old["system"], experiment=manifest["experiment"],
-                        window_ms=tuple(old["window_ms"]), origin_ms=old["timeseries"]["origin_ms"])
-        new |= {k: old[k] for k in ("point", "point_values", "trial", "start_ms", "server_stats", "availability",
-                                    "faults", "consistency") if k in old}
+                        window_ms=tuple(old["window_ms"]), origin_ms=old["timeseries"]["origin_ms"],
+                        server_logs=sorted((run / entry["dir"] / "servers").glob("*.hlog")), after_ms=after_ms)
+        new |= {k: old[k] for k in ("point", "point_values", "trial", "start_ms", "server_stats", "cache",
+                                    "availability", "faults", "consistency") if k in old}
         rundir.write_json(path, new)
         print(f"re-derived {path}")
     return 0

@@ -54,6 +54,8 @@ SCHEMA: dict[str, dict[str, tuple]] = {
                       else "must be per_dc or per_server"),
         "failover_timeout_ms": (int, 2000, _ATLEAST1),
         "cache_fraction": (float, 0.05, _FRACTION),
+        # versions of a key the DC cache keeps, newest first; 0 = all the store still offers
+        "cache_versions_per_key": (int, 1, _NONNEG),
         "gc_window_ms": (int, 5000, _ATLEAST1),
         "replica_retention_ms": (int, 15000, _ATLEAST1),
         "txn_timeout_ms": (int, 5000, _ATLEAST1),

@@ -32,7 +32,7 @@ from .experiment import dist_text, points
 from .deploy import Deployment, share
 from .faults import FAULTS_FILE, FaultInjector, fault_windows, unavailability
 from .hosts import Host, Proc
-from .summary import summarize
+from .summary import server_totals_hit_rate, summarize
 
 CLIENT_ID_BASE = 4096
 IDS_PER_PROCESS = 1000
@@ -279,7 +279,10 @@ class Orchestrator:
                 "--replica-retention-ms", str(srv["replica_retention_ms"]),
                 "--txn-timeout-ms", str(srv["txn_timeout_ms"]),
                 "--failover-timeout-ms", str(srv["failover_timeout_ms"]),
-                "--stats-out", s.host.path(f"{t.rel}/servers/stats-{s.name}.json"), props=jvm_props(s.host, t),
+                "--rpc-timeout-ms", str(cfg["clients"]["rpc_timeout_ms"]),
+                "--cache-versions-per-key", str(srv["cache_versions_per_key"]),
+                "--stats-out", s.host.path(f"{t.rel}/servers/stats-{s.name}.json"),
+                "--metrics-log", s.host.path(f"{t.rel}/servers/{s.name}.hlog"), props=jvm_props(s.host, t),
                 jvm_args=srv["jvm_args"]))
                 for s in slots]
             for f in cfg["faults"]:
@@ -381,13 +384,17 @@ class Orchestrator:
         t0 = round(t0 * 1000) / 1000  # what the clients read: their intervals start there
         window = ((t0 + dur["warmup_s"]) * 1000, (t0 + dur["warmup_s"] + dur["measure_s"]) * 1000)
         logs = client_logs(t.dir, {dc: [s.name for s in dep.clients(dc)] for dc in dcs})
+        fault_ends = [f["at_s"] + f.get("for_s", 0) for f in cfg["faults"]]
+        after_ms = (t0 + max(fault_ends)) * 1000 + checker.FAULT_SLACK_MS if fault_ends else None
         summary = summarize(logs, system=t.system, experiment=cfg["name"], window_ms=window,
-                            origin_ms=t0 * 1000)
+                            origin_ms=t0 * 1000, server_logs=sorted((t.dir / "servers").glob("*.hlog")),
+                            after_ms=after_ms)
         summary["point"] = t.point
         summary["point_values"] = point_values(run_manifest["config"], cfg)
         summary["trial"] = t.trial
         summary["start_ms"] = t0 * 1000  # the clients' common start; the window follows from it
         summary["server_stats"] = server_totals(t.dir / "servers")
+        summary["cache"] = server_totals_hit_rate(summary["server_stats"])
         histories = {dc: [t.dir / "clients" / f"history-{s.name}.jsonl" for s in dep.clients(dc)] for dc in dcs}
         ops_by_dc = {dc: checker.load_history(paths) for dc, paths in histories.items()}
         summary["availability"] = unavailability(ops_by_dc, t0 * 1000)

@@ -106,6 +106,14 @@ def summary_table(summaries: list[dict]) -> Table:
             f"{f(s['ops'][op]['latency_ms']['p50'])}/{f(s['ops'][op]['latency_ms']['p99'])}")
     row("throughput ops/s", lambda s: f(s["throughput_ops_per_s"]))
     row("staleness p50/p75/p99", lambda s: "/".join(f(s["staleness_ms"][k]) for k in ("p50", "p75", "p99")))
+    row("snapshot lag p50/p75/p99", lambda s: "-" if not (s.get("snapshot_lag_ms") or {}).get("count")
+        else "/".join(f(s["snapshot_lag_ms"][k]) for k in ("p50", "p75", "p99")))
+    row("cache hit rate", lambda s: "-" if not s.get("cache") else f"{100 * s['cache']['hit_rate']:.1f}%")
+    row("replication lag p50/p99", lambda s: "-" if not (s.get("replication_lag_ms") or {}).get("count")
+        else f"{f(s['replication_lag_ms']['p50'])}/{f(s['replication_lag_ms']['p99'])}")
+    row("  after the faults", lambda s: "-" if not (s.get("replication_lag_ms") or {}).get("after", {}).get("count")
+        else f"{f(s['replication_lag_ms']['after']['p50'])}/{f(s['replication_lag_ms']['after']['p99'])}"
+        f" (max {f(s['replication_lag_ms']['after']['max'])})")
     row("errors", lambda s: str(s["errors"]))
     row("unavailability windows", lambda s: "-" if "availability" not in s else
         ", ".join(f"{w['dc']} {w['from_s']:.0f}-{w['to_s']:.0f}s" for w in s["availability"]["windows"]) or "none")

@@ -1,12 +1,15 @@
-"""summary.json from the raw HdrHistogram logs of a run's clients (SPEC §6, §8).
+"""summary.json from the raw HdrHistogram logs of a run's clients and servers (SPEC §6, §8).
 
 Every client process writes one log of tagged interval histograms (one interval per
-second; see system/ycsb OpRecorder): latencies in microseconds (``rot``, ``wot``,
+second; see system/core IntervalLog): latencies in microseconds (``rot``, ``wot``,
 ``write``), the wide-area rounds of each read-only transaction (``rot_rounds``, value =
-rounds), the staleness of each key read (``staleness``, microseconds) and failed operations
-(``<op>_error``). Distributions are merged interval by interval and client by client,
-never by averaging percentiles; warm-up and cool-down are trimmed by keeping the intervals
-whose midpoint lies in the measurement window.
+rounds), the staleness of each key read (``staleness``, microseconds), the snapshot lag of
+each read-only transaction (``snapshot_lag``, microseconds; K2 and PaRiS*) and failed
+operations (``<op>_error``). Every server process writes one too: the replication lag from
+a write's commit in its origin datacenter to its visibility in another
+(``replication_lag:<origin>><here>``, microseconds). Distributions are merged interval by
+interval and process by process, never by averaging percentiles; warm-up and cool-down are
+trimmed by keeping the intervals whose midpoint lies in the measurement window.
 """
 from __future__ import annotations
 
@@ -38,15 +41,33 @@ class Interval:
         return (self.start_ms + self.end_ms) / 2
 
 
-def read_log(path: pathlib.Path) -> list[Interval]:
-    """Every interval histogram of one log, with absolute timestamps."""
+def read_log(path: pathlib.Path, tolerant: bool = False) -> list[Interval]:
+    """Every interval histogram of one log, with absolute timestamps. ``tolerant``: a log
+    whose process was killed may end in a half-written line; keep what precedes it."""
     reader = HistogramLogReader(str(path), new_histogram())
     out = []
     while True:
-        h = reader.get_next_interval_histogram(absolute=True)
+        try:
+            h = reader.get_next_interval_histogram(absolute=True)
+        except Exception:  # noqa: BLE001 - hdrh raises several kinds on a torn line
+            if tolerant:
+                return out
+            raise
         if h is None:
             return out
         out.append(Interval(h.get_tag(), h.get_start_time_stamp(), h.get_end_time_stamp(), h))
+
+
+def server_totals_hit_rate(stats: dict) -> dict | None:
+    """The DC cache hit rate from the servers' counters (K2; PaRiS*: its private caches):
+    non-replica key reads served without a remote fetch / all non-replica key reads.
+    Every non-replica key a read-only transaction reads is counted once by its first
+    round, and each one not served locally costs exactly one remote fetch."""
+    reads = stats.get("nonreplica_key_reads")
+    if not reads:
+        return None
+    fetches = stats.get("remote_fetches", 0)
+    return {"hit_rate": round(1 - fetches / reads, 6), "nonreplica_key_reads": reads, "remote_fetches": fetches}
 
 
 def merge(intervals: list[Interval], tag: str, window: tuple[float, float] | None) -> HdrHistogram:
@@ -103,9 +124,41 @@ def timeseries(intervals: list[Interval], origin_ms: float) -> dict:
     return {"t_s": seconds, "ops_per_s": [bins.get(s, 0) for s in seconds]}
 
 
+def percentiles_ms(h: HdrHistogram, percentiles=(50, 75, 99)) -> dict:
+    """Percentiles in ms and the count of a histogram recorded in microseconds."""
+    return {k: v for k, v in latency(h, percentiles).items() if k != "mean"} | {"count": h.get_total_count()}
+
+
+def replication_lag(intervals: list[Interval], window: tuple[float, float], after_ms: float | None = None) -> dict:
+    """Replication lag (server logs) in the window: overall, per receiving datacenter and per
+    pair; ``after`` covers only the intervals after ``after_ms`` (the last fault's start)."""
+    tags = sorted({iv.tag for iv in intervals if iv.tag.startswith("replication_lag:")})
+    if not tags:
+        return {"p50": None, "p99": None, "max": None, "count": 0, "by_dc": {}, "pairs": {}}
+
+    def block(selected, w):
+        h = new_histogram()
+        for t in selected:
+            h.add(merge(intervals, t, w))
+        b = percentiles_ms(h, (50, 99))
+        b["max"] = None if h.get_total_count() == 0 else _ms(h.get_max_value())
+        return b
+
+    out = block(tags, window)
+    pairs = {t.split(":", 1)[1]: t for t in tags}
+    dests = sorted({p.split(">")[1] for p in pairs})
+    out["by_dc"] = {d: block([t for p, t in pairs.items() if p.endswith(">" + d)], window) for d in dests}
+    out["pairs"] = {p: block([t], window) for p, t in sorted(pairs.items())}
+    if after_ms is not None:
+        out["after"] = block(tags, (max(window[0], after_ms), window[1])) | {"from_ms": after_ms}
+    return out
+
+
 def summarize(logs: dict[str, list[pathlib.Path]], *, system: str, experiment: str,
-              window_ms: tuple[float, float], origin_ms: float | None = None) -> dict:
-    """The summary of one system's run from its clients' logs (datacenter -> its clients' logs)."""
+              window_ms: tuple[float, float], origin_ms: float | None = None,
+              server_logs: list[pathlib.Path] = (), after_ms: float | None = None) -> dict:
+    """The summary of one system's run from its clients' logs (datacenter -> its clients'
+    logs) and its servers' logs; ``after_ms``: when the last fault began, if any."""
     per_client = {dc: [iv for p in paths for iv in read_log(p)] for dc, paths in sorted(logs.items())}
     everything = [iv for ivs in per_client.values() for iv in ivs]
     measured_s = (window_ms[1] - window_ms[0]) / 1000.0
@@ -123,9 +176,8 @@ def summarize(logs: dict[str, list[pathlib.Path]], *, system: str, experiment: s
             "write": {"count": merge(everything, "write", window_ms).get_total_count(),
                       "latency_ms": latency(merge(everything, "write", window_ms))},
         },
-        "staleness_ms": {
-            k: v for k, v in latency(staleness, (50, 75, 99)).items() if k != "mean"
-        } | {"count": staleness.get_total_count()},
+        "staleness_ms": percentiles_ms(staleness),
+        "snapshot_lag_ms": percentiles_ms(merge(everything, "snapshot_lag", window_ms)),
         "errors": sum(merge(everything, e, window_ms).get_total_count() for e in ERRORS),
         "per_dc": {name: {"rot": _rot_block(ivs, window_ms),
                           "throughput_ops_per_s": round(sum(merge(ivs, op, window_ms).get_total_count()
@@ -134,6 +186,8 @@ def summarize(logs: dict[str, list[pathlib.Path]], *, system: str, experiment: s
                    for name, ivs in per_client.items()},
         "window_ms": [window_ms[0], window_ms[1]],
     }
+    server_intervals = [iv for p in server_logs if pathlib.Path(p).exists() for iv in read_log(p, tolerant=True)]
+    summary["replication_lag_ms"] = replication_lag(server_intervals, window_ms, after_ms)
     origin = origin_ms if origin_ms is not None else window_ms[0]
     summary["timeseries"] = timeseries(everything, origin) | {"origin_ms": origin}
     return summary

@@ -2,9 +2,15 @@ package org.k2bench.k2;
 
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
+import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Predicate;
 import org.k2bench.core.api.ServerOptions;
 import org.k2bench.core.clock.LamportClock;
 import org.k2bench.core.data.Row;
@@ -16,6 +22,7 @@ import org.k2bench.core.transport.Incoming;
 import org.k2bench.core.transport.MalformedMessageException;
 import org.k2bench.core.transport.Transport;
 import org.k2bench.core.txn.WriteTransactions;
+import org.k2bench.core.data.Dep;
 import org.k2bench.core.txn.proto.KeyValue;
 import org.k2bench.core.txn.proto.Replicate;
 import org.k2bench.core.txn.proto.ReplicateAck;
@@ -48,25 +55,37 @@ public final class K2Server extends ServerActor {
 
   private record VKey(String key, long version) {}
 
+  /** A remote read waiting at a replica for a version that has not arrived yet. */
+  private record WaitingRead(Incoming m, long deadlineMs) {}
+
   private final DcCache<Row> cache;
   /** Remote reads that arrived before their version (never, with the constrained topology). */
-  private final Map<VKey, List<Incoming>> waitingRemoteReads = new HashMap<>();
+  private final Map<VKey, List<WaitingRead>> waitingRemoteReads = new HashMap<>();
+  /**
+   * Replica datacenters that let a first replication phase time out and have not
+   * acknowledged anything since: replication does not wait for them again (a failure
+   * detector, so a dead datacenter costs one fail-over timeout, not one per write).
+   */
+  private final Set<Integer> suspectedDcs = new HashSet<>();
+  /** Client sub-requests whose first replication phase has not finished, by version. */
+  private final Map<Long, List<Replication>> replicating = new HashMap<>();
   /** Write-only transactions, local and replicated; also holds IncomingWrites (§IV-A). */
   private final WriteTransactions writes;
 
   /**
    * Starts a K2 server on its topology address.
    *
-   * @param dcCache false for systems built on K2's servers without a DC cache (PaRiS*)
+   * @param dcCache false for systems built on K2's servers without a DC cache (PaRiS*):
+   *     a local write of a non-replica key is then kept only for the session that wrote it
    */
   public static K2Server start(Transport transport, int serverId, ServerOptions options, boolean dcCache) {
     return new K2Server(transport, serverId, options, dcCache);
   }
 
   private K2Server(Transport transport, int serverId, ServerOptions options, boolean dcCache) {
-    super("k2", transport, serverId, options,
-        key -> new Placement(transport.topology()).isReplica(transport.topology().dcOfServer(serverId), key));
-    this.cache = new DcCache<>(dcCache ? options.cacheEntriesPerServer(topology.serversPerDc()) : 0);
+    super("k2", transport, serverId, options, replicaKeysOf(transport, serverId));
+    int perKey = options.cacheVersionsPerKey() == 0 ? Integer.MAX_VALUE : options.cacheVersionsPerKey();
+    this.cache = new DcCache<>(dcCache ? options.cacheKeysPerServer(topology.serversPerDc()) : 0, perKey, !dcCache);
     this.writes = new WriteTransactions(ep, thread, store, new WriteTransactions.Host() {
       @Override
       public int homeServer(String key) {
@@ -74,8 +93,8 @@ public final class K2Server extends ServerActor {
       }
 
       @Override
-      public void apply(String key, long txnId, long version, long evt, Row value, boolean clientWrite) {
-        K2Server.this.apply(key, txnId, version, evt, value, clientWrite);
+      public void apply(String key, long txnId, long version, long evt, Row value, int writer) {
+        K2Server.this.apply(key, txnId, version, evt, value, writer);
       }
 
       @Override
@@ -95,8 +114,20 @@ public final class K2Server extends ServerActor {
       public void count(String stat) {
         K2Server.this.count(stat);
       }
-    });
+
+      @Override
+      public void later(long delayMs, Runnable r) {
+        K2Server.this.later(delayMs, r);
+      }
+    }, options.rpcTimeoutMs());
     start();
+  }
+
+  /** Whether this server is a replica server of a key (one Placement, built once). */
+  private static Predicate<String> replicaKeysOf(Transport transport, int serverId) {
+    Placement p = new Placement(transport.topology());
+    int dc = transport.topology().dcOfServer(serverId);
+    return key -> p.isReplica(dc, key);
   }
 
   @Override
@@ -123,12 +154,15 @@ public final class K2Server extends ServerActor {
     return placement.isReplica(dc, key);
   }
 
-  /** The value of a version if this server has it: stored (replica) or cached (non-replica). */
-  private Row localValue(String key, long version, Row stored) {
+  /**
+   * The value of a version if {@code reader} may have it from here: stored (replica keys,
+   * and the initial version) or cached (non-replica keys).
+   */
+  private Row localValue(String key, long version, Row stored, int reader) {
     if (stored != null) {
       return stored;
     }
-    return cache.get(key, version);
+    return cache.get(key, version, reader);
   }
 
   // =================================================================== reads (§V-C)
@@ -145,19 +179,30 @@ public final class K2Server extends ServerActor {
     ReadReply.Builder reply = ReadReply.newBuilder();
     for (String key : req.getKeysList()) {
       checkShard(key);
+      boolean nonReplica = !isReplica(key);
+      if (nonReplica) {
+        count("nonreplica_key_reads"); // the denominator of the DC cache hit rate
+      }
+      boolean cachedValueReturned = false;
       KeyVersions.Builder kv = KeyVersions.newBuilder().setKey(key);
       for (VersionView<Row> v : store.versionsFrom(key, req.getReadTs(), now)) {
         VersionInfo.Builder vi = VersionInfo.newBuilder().setVersion(v.version()).setEvt(v.evt())
-            .setLvt(v.lvt()).setStalenessMs(v.stalenessMs()).setWithheld(v.withheld());
-        Row value = v.withheld() ? null : localValue(key, v.version(), v.value());
+            .setLvt(v.lvt()).setStalenessMs(v.stalenessMs()).setWithheld(v.withheld())
+            .setEvtLagMs(clockHistory.msSince(v.evt()));
+        Row value = v.withheld() ? null : localValue(key, v.version(), v.value(), m.from());
         if (value != null) {
           vi.setHasValue(true).setValue(value);
+          cachedValueReturned |= v.value() == null;
         }
         kv.addVersions(vi);
       }
+      if (cachedValueReturned) {
+        count("round1_cached_keys");
+        cache.touch(key);
+      }
       reply.addKeys(kv);
     }
-    m.reply(reply.build());
+    m.reply(reply.setReadTsLagMs(clockHistory.msSince(req.getReadTs())).build());
   }
 
   /**
@@ -185,8 +230,12 @@ public final class K2Server extends ServerActor {
     }
     ReadByTimeReply.Builder reply = ReadByTimeReply.newBuilder().setVersion(v.version())
         .setEvt(v.evt()).setStalenessMs(v.stalenessMs());
-    Row value = localValue(key, v.version(), v.value());
+    Row value = localValue(key, v.version(), v.value(), m.from());
     if (value != null) {
+      if (v.value() == null) {
+        count("round2_cache_hits");
+        cache.touch(key);
+      }
       m.reply(reply.setValue(value).build());
       return;
     }
@@ -217,6 +266,7 @@ public final class K2Server extends ServerActor {
         return;
       }
       cache.put(key, version, r.getValue());
+      cache.dropBelow(key, store.oldestOfferedVersion(key));
       m.reply(reply.setValue(r.getValue()).setRemote(true).setRemoteDc(replicaDc).setFailovers(i).build());
     });
   }
@@ -224,8 +274,9 @@ public final class K2Server extends ServerActor {
   /**
    * At a replica datacenter: the exact version, from IncomingWrites or the multiversion
    * store. The constrained topology guarantees it is here; if it is not (which the
-   * remote_read_waits counter would show), the read waits for it, as a design without
-   * that guarantee would have to.
+   * remote_read_waits counter would show: a replica that replication went on without, or
+   * a partition), the read waits for it, until the RPC timeout. A version this server
+   * has already garbage-collected is answered with an error at once.
    */
   private void onRemoteRead(Incoming m, RemoteRead req) {
     count("remote_reads_served");
@@ -236,17 +287,25 @@ public final class K2Server extends ServerActor {
       m.reply(RemoteReadReply.newBuilder().setValue(value).build());
       return;
     }
+    if (store.wasCollected(key, req.getVersion())) {
+      count("remote_read_collected");
+      m.replyError("version " + LamportClock.format(req.getVersion()) + " of '" + key + "' was garbage-collected in "
+          + topology.dcName(dc) + " (superseded longer than the replica retention ago)");
+      return;
+    }
     count("remote_read_waits");
-    LOG.warn("server {}: remote read of {} v{} had to wait", ep.id(), key, LamportClock.format(req.getVersion()));
-    waitingRemoteReads.computeIfAbsent(new VKey(key, req.getVersion()), k -> new ArrayList<>()).add(m);
+    LOG.debug("server {}: remote read of {} v{} has to wait", ep.id(), key, LamportClock.format(req.getVersion()));
+    waitingRemoteReads.computeIfAbsent(new VKey(key, req.getVersion()), k -> new ArrayList<>())
+        .add(new WaitingRead(m, System.currentTimeMillis() + options.rpcTimeoutMs()));
   }
 
+  /** A replica's copy of a version: in IncomingWrites, or stored (replica servers store every value). */
   private Row findForRemote(String key, long version) {
     Row value = writes.incoming(key, version);
     if (value == null) {
       MultiVersionStore.Version<Row> v = store.find(key, version);
       if (v != null) {
-        value = localValue(key, version, v.value());
+        value = v.value();
       }
     }
     return value;
@@ -256,10 +315,34 @@ public final class K2Server extends ServerActor {
     if (waitingRemoteReads.isEmpty() || value == null) {
       return;
     }
-    List<Incoming> waiting = waitingRemoteReads.remove(new VKey(key, version));
+    List<WaitingRead> waiting = waitingRemoteReads.remove(new VKey(key, version));
     if (waiting != null) {
-      for (Incoming w : waiting) {
-        w.reply(RemoteReadReply.newBuilder().setValue(value).setWaited(true).build());
+      for (WaitingRead w : waiting) {
+        w.m().reply(RemoteReadReply.newBuilder().setValue(value).setWaited(true).build());
+      }
+    }
+  }
+
+  @Override
+  protected void tick() {
+    super.tick();
+    if (waitingRemoteReads.isEmpty()) {
+      return;
+    }
+    long now = System.currentTimeMillis();
+    for (Iterator<Map.Entry<VKey, List<WaitingRead>>> it = waitingRemoteReads.entrySet().iterator(); it.hasNext(); ) {
+      Map.Entry<VKey, List<WaitingRead>> e = it.next();
+      e.getValue().removeIf(w -> {
+        if (w.deadlineMs() > now) {
+          return false;
+        }
+        count("remote_read_wait_timeouts");
+        w.m().replyError("version " + LamportClock.format(e.getKey().version()) + " of '" + e.getKey().key()
+            + "' did not arrive in " + topology.dcName(dc) + " within " + options.rpcTimeoutMs() + " ms");
+        return true;
+      });
+      if (e.getValue().isEmpty()) {
+        it.remove();
       }
     }
   }
@@ -269,16 +352,17 @@ public final class K2Server extends ServerActor {
   /**
    * Applies one committed key (called by the shared write-only transaction engine).
    * Replica keys store the value; non-replica keys commit only metadata, and a local
-   * client's value goes into the cache, pinned until its replicas have it.
+   * client's value goes into the cache (§III-C), pinned until its replicas have it.
    */
-  private void apply(String key, long txnId, long version, long evt, Row value, boolean clientWrite) {
+  private void apply(String key, long txnId, long version, long evt, Row value, int writer) {
     if (isReplica(key)) {
       store.commit(key, txnId, version, evt, value);
       answerWaitingRemoteReads(key, version, value);
     } else {
       store.commit(key, txnId, version, evt, null);
-      if (clientWrite && value != null) {
-        cache.putPinned(key, version, value);
+      if (writer != WriteTransactions.Host.REPLICATED && value != null) {
+        cache.putPinned(key, version, value, writer);
+        cache.dropBelow(key, store.oldestOfferedVersion(key));
       }
     }
   }
@@ -286,14 +370,26 @@ public final class K2Server extends ServerActor {
   /**
    * Replicates this participant's sub-request of a committed local transaction to its
    * equivalent servers, in two phases (the constrained topology, §IV-A): data and
-   * metadata to the keys' replica datacenters first; once all of them have stored it in
-   * IncomingWrites and acknowledged, metadata to the non-replica datacenters.
+   * metadata to the keys' replica datacenters first; once they have stored it in
+   * IncomingWrites and acknowledged, metadata and the list of replica datacenters to the
+   * non-replica datacenters. Only the coordinator sends the transaction's dependencies, and
+   * only once to each datacenter (with the first message it gets).
+   *
+   * <p>A replica datacenter that is down must not stop replication among the others
+   * (§VI-A: replication "can proceed if at least one replica datacenter of each key in
+   * those writes is available"): after the fail-over timeout, the second phase starts as
+   * soon as every key has at least one replica with the data (this datacenter counts when
+   * it is a replica), and later writes do not wait for a datacenter that let that happen
+   * until it acknowledges again. A non-replica reader that asks the missing replica first
+   * fails over to the next, as for any unavailable replica.
    */
   private void replicate(WotSubRequest sub, long version) {
     boolean coordinator = sub.getCoordinator() == ep.id();
-    Map<Integer, Replicate.Builder> phase1 = new HashMap<>();
-    Map<Integer, Replicate.Builder> phase2 = new HashMap<>();
+    Map<Integer, Replicate.Builder> phase1 = new TreeMap<>();
+    Map<Integer, Replicate.Builder> phase2 = new TreeMap<>();
+    Replication r = new Replication(sub, version);
     for (KeyValue kv : sub.getWritesList()) {
+      Set<Integer> replicas = new HashSet<>();
       for (int other = 0; other < topology.numDcs(); other++) {
         if (other == dc) {
           continue;
@@ -302,47 +398,141 @@ public final class K2Server extends ServerActor {
         ReplicatedKey.Builder rk = ReplicatedKey.newBuilder().setKey(kv.getKey());
         if (replica) {
           rk.setHasValue(true).setValue(kv.getValue());
+          replicas.add(other);
         }
-        (replica ? phase1 : phase2).computeIfAbsent(other, d -> header(sub, version, coordinator))
-            .addKeys(rk);
+        (replica ? phase1 : phase2).computeIfAbsent(other, d -> header(sub, version)).addKeys(rk);
+      }
+      r.unacked.put(kv.getKey(), replicas);
+      r.hasCopy.put(kv.getKey(), isReplica(kv.getKey()));
+    }
+    if (coordinator) {
+      Set<Integer> sent = new HashSet<>();
+      for (Map<Integer, Replicate.Builder> phase : List.of(phase1, phase2)) {
+        phase.forEach((other, b) -> {
+          if (sent.add(other)) {
+            for (Dep d : sub.getDepsList()) {
+              if (d.getVersion() != 0) {
+                b.addDeps(d);
+              }
+            }
+          }
+        });
       }
     }
-    List<CompletableFuture<ReplicateAck>> acks = new ArrayList<>();
-    for (Map.Entry<Integer, Replicate.Builder> e : phase1.entrySet()) {
-      acks.add(ep.call(topology.serverId(e.getKey(), shard), e.getValue().build(), ReplicateAck.class));
-    }
-    Runnable secondPhase = () -> {
-      for (KeyValue kv : sub.getWritesList()) {
-        if (!isReplica(kv.getKey())) {
-          cache.unpin(kv.getKey(), version);
-        }
-      }
-      for (Map.Entry<Integer, Replicate.Builder> e : phase2.entrySet()) {
-        ep.send(topology.serverId(e.getKey(), shard), e.getValue().build());
-      }
-    };
-    if (acks.isEmpty()) {
-      secondPhase.run();
+    r.phase2 = phase2;
+    if (phase1.isEmpty()) {
+      secondPhase(r);
       return;
     }
-    // No timeout: a replica datacenter that is down delays replication, it does not cancel it.
-    CompletableFuture.allOf(acks.toArray(CompletableFuture[]::new)).whenCompleteAsync((r, err) -> {
-      if (err != null) {
-        LOG.warn("server {}: replication of v{} failed: {}", ep.id(), LamportClock.format(version), err.toString());
-        return;
+    replicating.computeIfAbsent(version, v -> new ArrayList<>(1)).add(r);
+    for (Map.Entry<Integer, Replicate.Builder> e : phase1.entrySet()) {
+      r.phase1.put(e.getKey(), e.getValue().build());
+      sendPhase1(r, e.getKey());
+    }
+    later(options.failoverTimeoutMs(), () -> {
+      r.timedOut = true;
+      for (Set<Integer> waiting : r.unacked.values()) {
+        if (!r.done && suspectedDcs.addAll(waiting)) {
+          count("replica_dcs_suspected");
+        }
       }
-      secondPhase.run();
-    }, thread);
+      maybeSecondPhase(r);
+    });
   }
 
-  private Replicate.Builder header(WotSubRequest sub, long version, boolean coordinator) {
-    Replicate.Builder b = Replicate.newBuilder().setVersion(version).setOriginDc(dc)
-        .setCoordinatorKey(sub.getCoordinatorKey()).setNumParticipants(sub.getNumParticipants())
-        .setSubrequestKeys(sub.getWritesCount());
-    if (coordinator) {
-      b.addAllDeps(sub.getDepsList());
+  /** One client sub-request being replicated by this participant. */
+  private static final class Replication {
+    final WotSubRequest sub;
+    final long version;
+    /** key -> replica datacenters that have not acknowledged it yet. */
+    final Map<String, Set<Integer>> unacked = new HashMap<>();
+    /** key -> whether some replica datacenter (this one included) has its data. */
+    final Map<String, Boolean> hasCopy = new HashMap<>();
+    final Map<Integer, Replicate> phase1 = new TreeMap<>();
+    final List<CompletableFuture<ReplicateAck>> calls = new ArrayList<>();
+    Map<Integer, Replicate.Builder> phase2;
+    boolean timedOut;
+    boolean done;
+
+    Replication(WotSubRequest sub, long version) {
+      this.sub = sub;
+      this.version = version;
     }
-    return b;
+  }
+
+  private void sendPhase1(Replication r, int replicaDc) {
+    CompletableFuture<ReplicateAck> call = ep.call(topology.serverId(replicaDc, shard), r.phase1.get(replicaDc),
+        ReplicateAck.class);
+    r.calls.add(call);
+    onServer(call, options.rpcTimeoutMs(), (ack, err) -> {
+      r.calls.remove(call);
+      if (r.done) {
+        return;
+      }
+      if (err != null) {
+        // Lost or timed out (a dead or cut-off replica): ask again until the second phase
+        // has started; a replica that comes back then gets the data (messages held by a
+        // partition arrive on their own).
+        count("replication_resends");
+        later(options.failoverTimeoutMs(), () -> {
+          if (!r.done) {
+            sendPhase1(r, replicaDc);
+          }
+        });
+        return;
+      }
+      suspectedDcs.remove(replicaDc);
+      for (ReplicatedKey k : r.phase1.get(replicaDc).getKeysList()) {
+        r.unacked.get(k.getKey()).remove(replicaDc);
+        r.hasCopy.put(k.getKey(), true);
+      }
+      maybeSecondPhase(r);
+    });
+  }
+
+  private void maybeSecondPhase(Replication r) {
+    if (r.done) {
+      return;
+    }
+    boolean allAcked = r.unacked.values().stream().allMatch(Set::isEmpty);
+    boolean everyKeyHasACopy = r.hasCopy.values().stream().allMatch(b -> b);
+    boolean onlySuspectsMissing = r.unacked.values().stream().allMatch(suspectedDcs::containsAll);
+    boolean mayGoOn = (r.timedOut || onlySuspectsMissing) && everyKeyHasACopy
+        && !org.k2bench.core.testing.Mutants.active(org.k2bench.core.testing.Mutants.REPLICATION_WAITS_EVERY_REPLICA);
+    if (allAcked || mayGoOn) {
+      if (!allAcked) {
+        count("replication_without_some_replica");
+      }
+      secondPhase(r);
+    }
+  }
+
+  private void secondPhase(Replication r) {
+    r.done = true;
+    List<Replication> same = replicating.get(r.version);
+    if (same != null) {
+      same.remove(r);
+      if (same.isEmpty()) {
+        replicating.remove(r.version);
+      }
+    }
+    for (CompletableFuture<ReplicateAck> call : List.copyOf(r.calls)) {
+      call.cancel(false); // late acknowledgements are not needed any more
+    }
+    for (KeyValue kv : r.sub.getWritesList()) {
+      if (!isReplica(kv.getKey())) {
+        cache.unpin(kv.getKey(), r.version);
+      }
+    }
+    for (Map.Entry<Integer, Replicate.Builder> e : r.phase2.entrySet()) {
+      ep.send(topology.serverId(e.getKey(), shard), e.getValue().build());
+    }
+  }
+
+  private Replicate.Builder header(WotSubRequest sub, long version) {
+    return Replicate.newBuilder().setVersion(version).setOriginDc(dc)
+        .setCoordinatorKey(sub.getCoordinatorKey()).setNumParticipants(sub.getNumParticipants())
+        .setSubrequestKeys(sub.getWritesCount()).setOriginCommitMs(System.currentTimeMillis());
   }
 
   // =================================================================== stats
@@ -350,11 +540,16 @@ public final class K2Server extends ServerActor {
   @Override
   protected void gauges(Map<String, Long> out) {
     super.gauges(out);
-    out.put("cache_hits", cache.hits());
-    out.put("cache_pinned_hits", cache.pinnedHits());
-    out.put("cache_misses", cache.misses());
-    out.put("cache_entries", (long) cache.size());
-    out.put("cache_pinned_entries", (long) cache.pinnedSize());
+    out.put("cache_capacity_keys", (long) cache.capacity());
+    out.put("cache_keys", (long) cache.keys());
+    out.put("cache_versions", (long) cache.versions());
+    out.put("cache_pinned_versions", (long) cache.pinnedVersions());
+    out.put("cache_pinned_keys_over_capacity", (long) cache.pinnedKeysOverCapacity());
+    out.put("cache_evictions", cache.evictions());
+    out.put("replicating", (long) replicating.values().stream().mapToInt(List::size).sum());
+    out.put("suspected_dcs", (long) suspectedDcs.size());
+    out.put("waiting_remote_reads", (long) waitingRemoteReads.values().stream().mapToInt(List::size).sum());
+    out.put("pending_calls", (long) ep.pendingCalls());
     out.putAll(writes.gauges());
   }
 }

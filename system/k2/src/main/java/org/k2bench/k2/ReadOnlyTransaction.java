@@ -52,8 +52,11 @@ final class ReadOnlyTransaction {
           ReadRequest.newBuilder().addAllKeys(e.getValue()).setReadTs(readTs).build(), ReadReply.class));
     }
     Map<String, List<VersionInfo>> vers = new HashMap<>();
+    double readTsLag = 0;
     for (CompletableFuture<ReadReply> f : round1) {
-      for (KeyVersions kv : client.await(f, "read-only transaction, first round").getKeysList()) {
+      ReadReply reply = client.await(f, "read-only transaction, first round");
+      readTsLag = Math.max(readTsLag, reply.getReadTsLagMs());
+      for (KeyVersions kv : reply.getKeysList()) {
         vers.put(kv.getKey(), withSessionValues(kv, client.sessionCache()));
       }
     }
@@ -65,6 +68,7 @@ final class ReadOnlyTransaction {
       }
     }
     long ts = findTs(vers, readTs, nonReplica);
+    double snapshotLag = snapshotLagMs(vers, ts, readTs, readTsLag);
 
     Map<String, Row> rows = new LinkedHashMap<>();
     Map<String, Long> versions = new LinkedHashMap<>();
@@ -102,7 +106,27 @@ final class ReadOnlyTransaction {
       orderedVersions.put(k, versions.get(k));
       orderedStaleness.put(k, staleness.get(k));
     }
-    return new ReadResult(ordered, orderedVersions, wanRounds, orderedStaleness);
+    return new ReadResult(ordered, orderedVersions, wanRounds, orderedStaleness, snapshotLag);
+  }
+
+  /**
+   * How long ago {@code ts} was the present at the reading servers: the lag a server
+   * reported for the version whose EVT is {@code ts}, or for read_ts (the largest, i.e.
+   * since the first local server passed it).
+   */
+  static double snapshotLagMs(Map<String, List<VersionInfo>> vers, long ts, long readTs, double readTsLag) {
+    double lag = -1;
+    for (List<VersionInfo> vs : vers.values()) {
+      for (VersionInfo v : vs) {
+        if (v.getEvt() == ts) {
+          lag = Math.max(lag, v.getEvtLagMs());
+        }
+      }
+    }
+    if (ts == readTs) {
+      lag = Math.max(lag, readTsLag);
+    }
+    return Math.max(0, lag);
   }
 
   /**

@@ -85,7 +85,8 @@ class K2ReadTest {
     // Cut VA off by 200 ms each way: an all-local transaction does not notice.
     Clusters.slowWideArea(cluster, VA, 200);
     long remoteBefore = cluster.stat(-1, "remote_reads_served");
-    long hitsBefore = cluster.stat(VA, "cache_hits");
+    long cachedBefore = cluster.stat(VA, "round1_cached_keys");
+    long fetchesBefore = cluster.stat(VA, "remote_fetches");
     long start = System.nanoTime();
     ReadResult warm = reader.readTxn(keys);
     double ms = (System.nanoTime() - start) / 1e6;
@@ -95,7 +96,9 @@ class K2ReadTest {
     assertEquals(0, warm.wanRounds(), "all values are local: replica or cached");
     assertEquals(remoteBefore, cluster.stat(-1, "remote_reads_served"), "no datacenter served a remote read");
     assertTrue(ms < 200, "no wide-area message on the path (" + ms + " ms with +200 ms on every link)");
-    assertTrue(cluster.stat(VA, "cache_hits") > hitsBefore, "the DC cache served the non-replica keys");
+    assertEquals(3, cluster.stat(VA, "round1_cached_keys") - cachedBefore,
+        "the DC cache offered values for the three non-replica keys");
+    assertEquals(fetchesBefore, cluster.stat(VA, "remote_fetches"));
   }
 
   /**

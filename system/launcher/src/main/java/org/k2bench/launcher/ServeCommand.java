@@ -55,16 +55,29 @@ final class ServeCommand implements Callable<Integer> {
       description = "On shutdown, write every server's protocol counters here as JSON.")
   java.nio.file.Path statsOut;
 
+  @Option(names = "--metrics-log", paramLabel = "FILE",
+      description = "Write the servers' measurements (replication lag per datacenter pair) here as an "
+          + "HdrHistogram interval log, one interval per second.")
+  java.nio.file.Path metricsLog;
+
   @Override
   public Integer call() throws InterruptedException {
     Topology t = flags.loadTopology();
     StoreSystem sys = Systems.byName("--system", system);
     IntPredicate servers = select(t);
     CountDownLatch stopped = new CountDownLatch(1);
+    if (metricsLog != null) {
+      try {
+        org.k2bench.core.metrics.ServerMetrics.open(metricsLog, 1000);
+      } catch (java.io.IOException e) {
+        throw new ConfigException("--metrics-log", "cannot write " + metricsLog + ": " + e.getMessage());
+      }
+    }
     LocalCluster cluster = LocalCluster.start(sys, t, flags.options(), servers, listenHost);
     Thread hook = new Thread(() -> {
       writeStats(t, cluster);
       cluster.close();
+      org.k2bench.core.metrics.ServerMetrics.close();
       stopped.countDown();
     }, "k2bench-shutdown");
     Runtime.getRuntime().addShutdownHook(hook);

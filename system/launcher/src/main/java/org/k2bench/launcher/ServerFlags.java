@@ -39,6 +39,11 @@ final class ServerFlags {
           + "Default ${DEFAULT-VALUE}.")
   long failoverTimeoutMs;
 
+  @Option(names = "--cache-versions-per-key", defaultValue = "" + ServerOptions.DEFAULT_CACHE_VERSIONS_PER_KEY,
+      description = "How many versions of a key the DC cache keeps, newest first (0: every version the store "
+          + "still offers). Default ${DEFAULT-VALUE}.")
+  int cacheVersionsPerKey;
+
   Topology loadTopology() {
     return TopologyLoader.load(topology);
   }
@@ -50,14 +55,18 @@ final class ServerFlags {
     if (!(cacheFraction >= 0 && cacheFraction <= 1)) {
       throw new ConfigException("--cache-fraction", "must be between 0 and 1, got " + cacheFraction);
     }
-    for (long v : new long[] {gcWindowMs, replicaRetentionMs, txnTimeoutMs, rpcTimeoutMs, failoverTimeoutMs}) {
-      if (v < 1) {
-        throw new ConfigException(
-            "--gc-window-ms/--replica-retention-ms/--txn-timeout-ms/--rpc-timeout-ms/--failover-timeout-ms",
-            "must be positive, got " + v);
+    String[] names = {"--gc-window-ms", "--replica-retention-ms", "--txn-timeout-ms", "--rpc-timeout-ms",
+        "--failover-timeout-ms"};
+    long[] values = {gcWindowMs, replicaRetentionMs, txnTimeoutMs, rpcTimeoutMs, failoverTimeoutMs};
+    for (int i = 0; i < names.length; i++) {
+      if (values[i] < 1) {
+        throw new ConfigException(names[i], "must be a positive number of milliseconds, got " + values[i]);
       }
     }
+    if (cacheVersionsPerKey < 0) {
+      throw new ConfigException("--cache-versions-per-key", "must be 0 (all) or more, got " + cacheVersionsPerKey);
+    }
     return new ServerOptions(keys, cacheFraction, gcWindowMs, replicaRetentionMs, txnTimeoutMs, rpcTimeoutMs,
-        failoverTimeoutMs);
+        failoverTimeoutMs, cacheVersionsPerKey);
   }
 }

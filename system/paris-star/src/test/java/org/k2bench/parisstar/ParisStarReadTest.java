@@ -25,6 +25,7 @@ import org.k2bench.core.api.ServerOptions;
 import org.k2bench.core.cluster.LocalCluster;
 import org.k2bench.core.data.Row;
 import org.k2bench.core.testing.Clusters;
+import org.k2bench.core.testing.Mutants;
 import org.k2bench.core.topology.Placement;
 import org.k2bench.k2.K2Client;
 
@@ -63,7 +64,7 @@ class ParisStarReadTest {
   /** Waits until no server holds a local write back for replication (see ParisStarSystem). */
   static void awaitReplicated() {
     long deadline = System.currentTimeMillis() + 5_000;
-    while (cluster.stat(-1, "cache_pinned_entries") > 0) {
+    while (cluster.stat(-1, "cache_pinned_versions") > 0) {
       assertTrue(System.currentTimeMillis() < deadline, "replication finished");
       Clusters.sleep(10);
     }
@@ -114,8 +115,48 @@ class ParisStarReadTest {
       assertEquals(expected, cluster.stat(dc, "remote_reads_served") - servedBefore[dc],
           "remote reads served in dc " + dc + ": only the nearest replicas, once per read");
     }
-    assertEquals(0, cluster.stat(-1, "cache_hits"), "no DC cache exists");
+    assertEquals(0, cluster.stat(-1, "round1_cached_keys") + cluster.stat(-1, "round2_cache_hits"),
+        "no DC cache exists");
     assertEquals(0, cluster.stat(-1, "remote_read_waits"), "remote reads never wait");
+  }
+
+  /**
+   * The window the other tests wait out: a local write of a non-replica key is held by its
+   * server until the replicas acknowledge it. Another session reading it meanwhile must
+   * not get it from there (PaRiS*'s caches are private, K2 §VIII): it takes its one
+   * remote round. The replicas are made slow so that the window is wide open when it
+   * reads.
+   */
+  @Test
+  void anotherSessionNeverReadsAWriteHeldForReplication() {
+    assertEquals(1, readWhileHeld("pin"), "not from the writer's held copy: one remote round");
+    assertEquals(0, (int) Mutants.runWith(Mutants.PARIS_SHARED_PINS, () -> readWhileHeld("pin-mutant")),
+        "the shared-pins mutant serves it locally, and this test notices");
+  }
+
+  /** Another session's wide-area rounds for a non-replica key read while its write is held. */
+  static int readWhileHeld(String prefix) {
+    String nonReplica = key(prefix, TYO, SG);
+    KvClient writer = cluster.client(VA);
+    KvClient reader = cluster.client(VA);
+    for (int dc : new int[] {TYO, SG}) {
+      cluster.transport().links().setExtraDelayMs(VA, dc, 400);
+      cluster.transport().links().setExtraDelayMs(dc, VA, 400);
+    }
+    try {
+      writer.write(nonReplica, row("held"));
+      Clusters.advance(reader); // now causally after the write: it must read "held"
+      long pinned = cluster.stat(VA, "cache_pinned_versions");
+      ReadResult r = reader.readTxn(List.of(nonReplica));
+      assertTrue(pinned > 0 && cluster.stat(VA, "cache_pinned_versions") > 0,
+          "the read happened while the write was held for replication");
+      assertEquals("held", str(r.rows().get(nonReplica)));
+      assertEquals(0, writer.readTxn(List.of(nonReplica)).wanRounds(), "the writer reads its own write locally");
+      return r.wanRounds();
+    } finally {
+      cluster.transport().links().clearExtraDelays();
+      awaitReplicated();
+    }
   }
 
   @Test

@@ -46,7 +46,7 @@ final class RadServer extends ServerActor {
       }
 
       @Override
-      public void apply(String key, long txnId, long version, long evt, Row value, boolean clientWrite) {
+      public void apply(String key, long txnId, long version, long evt, Row value, int writer) {
         store.commit(key, txnId, version, evt, value);
       }
 
@@ -59,7 +59,12 @@ final class RadServer extends ServerActor {
       public void count(String stat) {
         RadServer.this.count(stat);
       }
-    });
+
+      @Override
+      public void later(long delayMs, Runnable r) {
+        RadServer.this.later(delayMs, r);
+      }
+    }, options.rpcTimeoutMs());
     start();
   }
 
@@ -129,6 +134,7 @@ final class RadServer extends ServerActor {
   /** After a client transaction committed: its sub-request to the equivalent server of every other group. */
   private void replicate(WotSubRequest sub, long version) {
     Replicate.Builder r = Replicate.newBuilder().setVersion(version).setOriginDc(dc)
+        .setOriginCommitMs(System.currentTimeMillis())
         .setCoordinatorKey(sub.getCoordinatorKey()).setNumParticipants(sub.getNumParticipants())
         .setSubrequestKeys(sub.getWritesCount());
     if (sub.getCoordinator() == ep.id()) {

@@ -17,6 +17,7 @@ import org.apache.commons.rng.simple.RandomSource;
 import org.k2bench.core.api.KvClient;
 import org.k2bench.core.api.ReadResult;
 import org.k2bench.core.data.Row;
+import org.k2bench.core.metrics.IntervalLog;
 import site.ycsb.DB;
 import site.ycsb.Workload;
 import site.ycsb.WorkloadException;
@@ -34,7 +35,7 @@ import site.ycsb.measurements.Measurements;
  *
  * <p>Latency is measured from YCSB's intended start time when a target rate paces the
  * threads (coordinated omission corrected), else from the actual start, and recorded with
- * the wide-area rounds and staleness of each read in an {@link OpRecorder} log.
+ * the wide-area rounds and staleness of each read in an {@link IntervalLog} log.
  *
  * <p>With {@code k2bench.start_file}, the threads of every client process start together:
  * once all threads of a process are connected it prints {@value #READY_LINE}, and every
@@ -59,7 +60,7 @@ public final class TxnWorkload extends Workload {
   private double writeFraction;
   private double wotFraction;
   private long seed;
-  private OpRecorder recorder;
+  private IntervalLog recorder;
   private HistoryLog history;
   private AtomicLong nextLoad;
   private long loadEnd;
@@ -159,7 +160,7 @@ public final class TxnWorkload extends Workload {
     String hlog = p.getProperty("k2bench.hlog");
     if (hlog != null) {
       try {
-        recorder = new OpRecorder(Path.of(hlog), longProp(p, "k2bench.hlog_interval_ms", 1000, 10));
+        recorder = new IntervalLog(Path.of(hlog), longProp(p, "k2bench.hlog_interval_ms", 1000, 10));
       } catch (IOException e) {
         throw new WorkloadException("k2bench.hlog: cannot write " + hlog + ": " + e.getMessage());
       }
@@ -336,6 +337,9 @@ public final class TxnWorkload extends Workload {
           ReadResult r = s.client.readTxn(keys);
           record("rot", (System.nanoTime() - start) / 1000);
           record("rot_rounds", r.wanRounds());
+          if (!Double.isNaN(r.snapshotLagMs())) {
+            record("snapshot_lag", Math.round(r.snapshotLagMs() * 1000));
+          }
           for (double ms : r.stalenessMs().values()) {
             record("staleness", Math.round(ms * 1000));
           }

@@ -11,37 +11,54 @@ package org.k2bench.core.api;
  * @param rpcTimeoutMs how long a client or server waits for an answer before failing the operation
  * @param failoverTimeoutMs how long a remote read waits for a replica datacenter before it
  *     asks the next nearest one (K2 §VI-A); well above the largest RTT, so that a loaded but
- *     healthy replica is not skipped
+ *     healthy replica is not skipped. Replication waits this long for every replica
+ *     datacenter's acknowledgement before it goes on with those that answered.
+ * @param cacheVersionsPerKey how many versions of a key the DC cache keeps, newest first
+ *     (0: every version the store still offers to readers)
  */
 public record ServerOptions(long numKeys, double cacheFraction, long gcWindowMs,
-    long replicaRetentionMs, long txnTimeoutMs, long rpcTimeoutMs, long failoverTimeoutMs) {
+    long replicaRetentionMs, long txnTimeoutMs, long rpcTimeoutMs, long failoverTimeoutMs,
+    int cacheVersionsPerKey) {
+
+  /** The default of {@link #cacheVersionsPerKey}. */
+  public static final int DEFAULT_CACHE_VERSIONS_PER_KEY = 1;
 
   public static ServerOptions defaults() {
-    return new ServerOptions(1_000_000, 0.05, 5_000, 15_000, 5_000, 10_000, 2_000);
+    return new ServerOptions(1_000_000, 0.05, 5_000, 15_000, 5_000, 10_000, 2_000, DEFAULT_CACHE_VERSIONS_PER_KEY);
   }
 
   public ServerOptions withFailoverTimeoutMs(long ms) {
-    return new ServerOptions(numKeys, cacheFraction, gcWindowMs, replicaRetentionMs, txnTimeoutMs, rpcTimeoutMs, ms);
+    return new ServerOptions(numKeys, cacheFraction, gcWindowMs, replicaRetentionMs, txnTimeoutMs, rpcTimeoutMs, ms,
+        cacheVersionsPerKey);
   }
 
   public ServerOptions withNumKeys(long n) {
-    return new ServerOptions(n, cacheFraction, gcWindowMs, replicaRetentionMs, txnTimeoutMs, rpcTimeoutMs, failoverTimeoutMs);
+    return new ServerOptions(n, cacheFraction, gcWindowMs, replicaRetentionMs, txnTimeoutMs, rpcTimeoutMs,
+        failoverTimeoutMs, cacheVersionsPerKey);
   }
 
   public ServerOptions withCacheFraction(double f) {
-    return new ServerOptions(numKeys, f, gcWindowMs, replicaRetentionMs, txnTimeoutMs, rpcTimeoutMs, failoverTimeoutMs);
+    return new ServerOptions(numKeys, f, gcWindowMs, replicaRetentionMs, txnTimeoutMs, rpcTimeoutMs,
+        failoverTimeoutMs, cacheVersionsPerKey);
   }
 
   public ServerOptions withRpcTimeoutMs(long ms) {
-    return new ServerOptions(numKeys, cacheFraction, gcWindowMs, replicaRetentionMs, txnTimeoutMs, ms, failoverTimeoutMs);
+    return new ServerOptions(numKeys, cacheFraction, gcWindowMs, replicaRetentionMs, txnTimeoutMs, ms,
+        failoverTimeoutMs, cacheVersionsPerKey);
   }
 
   public ServerOptions withGc(long windowMs, long replicaMs, long timeoutMs) {
-    return new ServerOptions(numKeys, cacheFraction, windowMs, replicaMs, timeoutMs, rpcTimeoutMs, failoverTimeoutMs);
+    return new ServerOptions(numKeys, cacheFraction, windowMs, replicaMs, timeoutMs, rpcTimeoutMs,
+        failoverTimeoutMs, cacheVersionsPerKey);
   }
 
-  /** DC cache entries per server. */
-  public int cacheEntriesPerServer(int serversPerDc) {
+  public ServerOptions withCacheVersionsPerKey(int n) {
+    return new ServerOptions(numKeys, cacheFraction, gcWindowMs, replicaRetentionMs, txnTimeoutMs, rpcTimeoutMs,
+        failoverTimeoutMs, n);
+  }
+
+  /** DC cache capacity per server, in keys. */
+  public int cacheKeysPerServer(int serversPerDc) {
     return (int) Math.ceil(numKeys * cacheFraction / serversPerDc);
   }
 }

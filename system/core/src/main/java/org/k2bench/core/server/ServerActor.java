@@ -6,6 +6,8 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.BiConsumer;
@@ -39,8 +41,19 @@ public abstract class ServerActor implements ServerNode {
   protected final ExecutorService thread;
   protected final Endpoint ep;
   protected final LamportClock clock;
+  /** When this server's clock reached a logical time (snapshot lag of reads). */
+  protected final org.k2bench.core.clock.ClockHistory clockHistory;
   protected final MultiVersionStore<Row> store;
   private final Map<String, LongAdder> counters = new ConcurrentHashMap<>();
+  /** One timer thread per process; what it fires runs on each server's own thread. */
+  private static final ScheduledExecutorService TIMERS = Executors.newSingleThreadScheduledExecutor(r -> {
+    Thread t = new Thread(r, "k2bench-server-timers");
+    t.setDaemon(true);
+    return t;
+  });
+  /** How often waits with a deadline are checked (they expire within this much of it). */
+  protected static final long TICK_MS = 100;
+  private ScheduledFuture<?> ticker;
 
   /**
    * Opens the server's endpoint; messages wait until the subclass calls {@link #start()}.
@@ -69,11 +82,41 @@ public abstract class ServerActor implements ServerNode {
       throw e;
     }
     this.clock = ep.clock();
+    this.clockHistory = org.k2bench.core.clock.ClockHistory.track(clock);
   }
 
   /** Starts handling messages (those that arrived meanwhile first, in order). */
   protected final void start() {
     ep.setHandler(this::handle);
+    ticker = TIMERS.scheduleWithFixedDelay(() -> {
+      try {
+        thread.execute(this::tick);
+      } catch (java.util.concurrent.RejectedExecutionException closed) {
+        // the server closed between two ticks
+      }
+    }, TICK_MS, TICK_MS, TimeUnit.MILLISECONDS);
+  }
+
+  /** Runs {@code r} on the server thread after {@code delayMs} (dropped if the server closed). */
+  protected void later(long delayMs, Runnable r) {
+    TIMERS.schedule(() -> {
+      try {
+        thread.execute(r);
+      } catch (java.util.concurrent.RejectedExecutionException closed) {
+        // closed meanwhile
+      }
+    }, delayMs, TimeUnit.MILLISECONDS);
+  }
+
+  /**
+   * Runs every {@link #TICK_MS} on the server thread: expires waits whose deadline passed.
+   * Subclasses add their own housekeeping and call this.
+   */
+  protected void tick() {
+    int expired = store.expireWaiters(System.currentTimeMillis());
+    for (int i = 0; i < expired; i++) {
+      count("waits_expired");
+    }
   }
 
   /** Handles one message on the server thread. */
@@ -82,6 +125,8 @@ public abstract class ServerActor implements ServerNode {
   /** Adds gauges read on the server thread (store sizes and the like) to {@code out}. */
   protected void gauges(Map<String, Long> out) {
     out.put("gc_removed", store.gcRemoved());
+    out.put("gc_collected_records", store.collectedRecords());
+    out.put("waiting", (long) store.waiterCount());
   }
 
   public void count(String stat) {
@@ -117,6 +162,10 @@ public abstract class ServerActor implements ServerNode {
 
   @Override
   public void close() {
+    if (ticker != null) {
+      ticker.cancel(false);
+    }
+    clockHistory.close();
     ep.close();
     thread.shutdownNow();
   }

@@ -2,10 +2,13 @@ package org.k2bench.core.store;
 
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.TreeMap;
+import java.util.function.BooleanSupplier;
 import java.util.function.LongSupplier;
 import java.util.function.Predicate;
 
@@ -43,7 +46,9 @@ import java.util.function.Predicate;
  * transaction timeout. Only a prefix of the chain is removed, so no interval in the middle
  * ever disappears. Round one never offers versions superseded longer than the GC window
  * ago, so a reader's timestamp keeps moving forward and protection by access cannot
- * keep a version alive forever.
+ * keep a version alive forever. GC remembers which versions it removed (a sorted array of
+ * longs per key), so that a dependency check on a collected version is still answered
+ * exactly.
  *
  * <p>A key never written has an implicit initial version 0 with EVT 0 and an empty value,
  * known in every datacenter.
@@ -103,14 +108,33 @@ public final class MultiVersionStore<V> {
     final ArrayList<Version<V>> visible = new ArrayList<>();
     final TreeMap<Long, Version<V>> hidden = new TreeMap<>();
     final Map<Long, Long> pending = new HashMap<>(2);
-    long gcWatermark = -1;
-    List<Runnable> waiters;
+    /** Versions committed here and since garbage-collected (exact dependency checks). */
+    LongSortedSet collected;
+    List<Waiter> waiters;
+  }
+
+  /** Something waiting for a condition on a key, re-evaluated at every commit to it. */
+  private static final class Waiter {
+    final BooleanSupplier ready;
+    final Runnable action;
+    final long deadlineMs;
+    final Runnable onExpire;
+
+    Waiter(BooleanSupplier ready, Runnable action, long deadlineMs, Runnable onExpire) {
+      this.ready = ready;
+      this.action = action;
+      this.deadlineMs = deadlineMs;
+      this.onExpire = onExpire;
+    }
   }
 
   private static final boolean READ_PENDING_MUTANT =
       org.k2bench.core.testing.Mutants.active(org.k2bench.core.testing.Mutants.READ_PENDING);
 
   private final Map<String, Chain<V>> chains = new HashMap<>();
+  /** Keys with at least one waiter, for {@link #expireWaiters}. */
+  private final Set<String> waitedKeys = new HashSet<>();
+  private long collectedRecords;
   private final V initialValue;
   private final Predicate<String> isReplicaKey;
   private final LongSupplier clockMs;
@@ -216,7 +240,7 @@ public final class MultiVersionStore<V> {
     long now = clockMs.getAsLong();
     Applied result = insert(c, version, evt, value, now);
     gc(key, c, now);
-    wake(c);
+    wake(key, c);
     return result;
   }
 
@@ -322,6 +346,26 @@ public final class MultiVersionStore<V> {
     return null;
   }
 
+  /**
+   * The version of the oldest visible version round one still offers (see the class
+   * comment): a value of an older version of {@code key} will not be asked for by new
+   * readers, so a cache need not keep it.
+   */
+  public long oldestOfferedVersion(String key) {
+    Chain<V> c = chains.get(key);
+    if (c == null) {
+      return 0;
+    }
+    long now = clockMs.getAsLong();
+    List<Version<V>> vis = c.visible;
+    for (int i = 0; i < vis.size() - 1; i++) {
+      if (now - vis.get(i).supersededAtMs < gcWindowMs) {
+        return vis.get(i).version;
+      }
+    }
+    return vis.get(vis.size() - 1).version;
+  }
+
   /** The newest visible version (what a plain read or an Eiger first round returns). */
   public Version<V> latest(String key) {
     List<Version<V>> vis = chain(key).visible;
@@ -353,12 +397,12 @@ public final class MultiVersionStore<V> {
   }
 
   /**
-   * Dependency check: whether the write {@code <key, version>} was committed here (visible
-   * or hidden). An exact check rather than "some version at least as new" (COPS), since a
-   * concurrent newer version says nothing about the dependency's own causal past. Versions
-   * at or below the GC watermark count as committed: GC removes a version only after the
-   * retention window, by which time every older write has arrived unless the network held
-   * it back longer than that.
+   * Dependency check: whether the write {@code <key, version>} was committed here (visible,
+   * hidden or since collected). Exact: neither "some version at least as new" (COPS), since
+   * a concurrent newer version says nothing about the dependency's own transaction, nor
+   * "at or below what GC has removed", since a newer version from another datacenter can be
+   * collected while the dependency is still held up on the way (a partition longer than the
+   * GC window): GC records the versions it removes instead.
    */
   public boolean isCommitted(String key, long version) {
     if (version == 0) {
@@ -368,7 +412,17 @@ public final class MultiVersionStore<V> {
     if (c == null) {
       return false;
     }
-    return version <= c.gcWatermark || contains(c, version);
+    if (c.collected != null && org.k2bench.core.testing.Mutants.active(
+        org.k2bench.core.testing.Mutants.DEP_CHECK_GC_WATERMARK) && version <= c.collected.max()) {
+      return true; // the bug: the dependency may still be on its way
+    }
+    return contains(c, version) || (c.collected != null && c.collected.contains(version));
+  }
+
+  /** Whether {@code <key, version>} was committed here and has since been garbage-collected. */
+  public boolean wasCollected(String key, long version) {
+    Chain<V> c = chains.get(key);
+    return c != null && c.collected != null && c.collected.contains(version);
   }
 
   /** Largest version committed here, visible or hidden. */
@@ -388,9 +442,20 @@ public final class MultiVersionStore<V> {
 
   /**
    * Runs {@code action} (on the owner thread) once {@code ready} holds for {@code key};
-   * re-evaluated after every commit to that key. Runs at once if it already holds.
+   * re-evaluated after every commit to that key. Runs at once if it already holds. Waits
+   * as long as it takes: for what is sure to come (a local transaction's commit).
    */
-  public void awaitKey(String key, java.util.function.BooleanSupplier ready, Runnable action) {
+  public void awaitKey(String key, BooleanSupplier ready, Runnable action) {
+    awaitKey(key, ready, action, Long.MAX_VALUE, () -> { });
+  }
+
+  /**
+   * As above, but gives up at {@code deadlineMs} (wall clock): {@link #expireWaiters} then
+   * runs {@code onExpire} instead, so a wait for a commit that never comes (its
+   * coordinator's datacenter died, a dependency from a datacenter that died before
+   * replicating it) does not stay forever.
+   */
+  public void awaitKey(String key, BooleanSupplier ready, Runnable action, long deadlineMs, Runnable onExpire) {
     if (ready.getAsBoolean()) {
       action.run();
       return;
@@ -399,18 +464,74 @@ public final class MultiVersionStore<V> {
     if (c.waiters == null) {
       c.waiters = new ArrayList<>(2);
     }
-    c.waiters.add(() -> awaitKey(key, ready, action));
+    c.waiters.add(new Waiter(ready, action, deadlineMs, onExpire));
+    waitedKeys.add(key);
   }
 
-  private void wake(Chain<V> c) {
+  private void wake(String key, Chain<V> c) {
     if (c.waiters == null || c.waiters.isEmpty()) {
       return;
     }
-    List<Runnable> ws = c.waiters;
+    List<Waiter> ws = c.waiters;
     c.waiters = null;
-    for (Runnable w : ws) {
-      w.run();
+    List<Waiter> still = null;
+    for (Waiter w : ws) {
+      if (w.ready.getAsBoolean()) {
+        w.action.run(); // may add waiters to this key again
+      } else {
+        (still == null ? still = new ArrayList<>(2) : still).add(w);
+      }
     }
+    if (still != null) {
+      if (c.waiters == null) {
+        c.waiters = still;
+      } else {
+        c.waiters.addAll(still);
+      }
+    }
+    if (c.waiters == null || c.waiters.isEmpty()) {
+      waitedKeys.remove(key);
+    }
+  }
+
+  /** Gives up every wait whose deadline has passed (runs their {@code onExpire}); returns how many. */
+  public int expireWaiters(long nowMs) {
+    if (waitedKeys.isEmpty()) {
+      return 0;
+    }
+    List<Waiter> expired = new ArrayList<>();
+    for (java.util.Iterator<String> it = waitedKeys.iterator(); it.hasNext(); ) {
+      Chain<V> c = chains.get(it.next());
+      if (c == null || c.waiters == null) {
+        it.remove();
+        continue;
+      }
+      c.waiters.removeIf(w -> {
+        if (w.deadlineMs <= nowMs) {
+          expired.add(w);
+          return true;
+        }
+        return false;
+      });
+      if (c.waiters.isEmpty()) {
+        c.waiters = null;
+        it.remove();
+      }
+    }
+    for (Waiter w : expired) {
+      w.onExpire.run();
+    }
+    return expired.size();
+  }
+
+  /** Waits registered and not yet run or expired. */
+  public int waiterCount() {
+    int n = 0;
+    for (String k : waitedKeys) {
+      Chain<V> c = chains.get(k);
+      n += c == null || c.waiters == null ? 0 : c.waiters.size();
+    }
+    return n;
   }
 
   // ---------------------------------------------------------------- GC
@@ -431,7 +552,7 @@ public final class MultiVersionStore<V> {
       remove++;
     }
     for (int i = 0; i < remove; i++) {
-      c.gcWatermark = Math.max(c.gcWatermark, vis.get(i).version);
+      recordCollected(c, vis.get(i).version);
     }
     if (remove > 0) {
       vis.subList(0, remove).clear();
@@ -440,11 +561,27 @@ public final class MultiVersionStore<V> {
     for (Iterator<Version<V>> it = c.hidden.values().iterator(); it.hasNext(); ) {
       Version<V> v = it.next();
       if (now - v.supersededAtMs >= retention && now - v.lastAccessMs >= txnTimeoutMs) {
-        c.gcWatermark = Math.max(c.gcWatermark, v.version);
+        recordCollected(c, v.version);
         it.remove();
         gcRemoved++;
       }
     }
+  }
+
+  private void recordCollected(Chain<V> c, long version) {
+    if (version == 0) {
+      return; // the initial version is committed everywhere
+    }
+    if (c.collected == null) {
+      c.collected = new LongSortedSet();
+    }
+    c.collected.add(version);
+    collectedRecords++;
+  }
+
+  /** Versions GC removed whose commit is still remembered (8 bytes each, for dependency checks). */
+  public long collectedRecords() {
+    return collectedRecords;
   }
 
   /** Number of versions GC has removed (for tests and metrics). */

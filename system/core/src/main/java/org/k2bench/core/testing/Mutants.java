@@ -17,11 +17,25 @@ public final class Mutants {
   public static final String RAD_SKIP_SECOND_ROUND = "rad-skip-second-round";
   /** K2: first rounds offer values a pending write-only transaction may still supersede. */
   public static final String READ_PENDING = "read-pending";
+  /**
+   * Dependency checks pass for any version at or below the newest one GC removed, whether
+   * or not the dependency itself arrived (the watermark shortcut).
+   */
+  public static final String DEP_CHECK_GC_WATERMARK = "dep-check-gc-watermark";
+  /** K2: the second replication phase waits for every replica datacenter, however long. */
+  public static final String REPLICATION_WAITS_EVERY_REPLICA = "replication-waits-every-replica";
+  /** PaRiS*: a local write held for replication is served to every session of the datacenter. */
+  public static final String PARIS_SHARED_PINS = "paris-shared-pins";
+  /** K2: the DC cache counts (key, version) entries and every first-round offer refreshes one. */
+  public static final String CACHE_COUNTS_VERSIONS = "cache-counts-versions";
 
   public static final Set<String> ALL = Set.of(SKIP_DEPENDENCY_CHECKS, INCOMING_WRITES_VISIBLE,
-      RAD_SKIP_SECOND_ROUND, READ_PENDING);
+      RAD_SKIP_SECOND_ROUND, READ_PENDING, DEP_CHECK_GC_WATERMARK, REPLICATION_WAITS_EVERY_REPLICA,
+      PARIS_SHARED_PINS, CACHE_COUNTS_VERSIONS);
 
   private static final String ACTIVE = load();
+  /** Set by tests in this JVM ({@link #runWith}); wins over the system property. */
+  private static volatile String override;
 
   private Mutants() {}
 
@@ -38,6 +52,24 @@ public final class Mutants {
   }
 
   public static boolean active(String name) {
-    return name.equals(ACTIVE);
+    String o = override;
+    return name.equals(o != null ? o : ACTIVE);
+  }
+
+  /**
+   * Runs {@code body} with mutant {@code name} active in this JVM (tests that show their
+   * scenario catches the mutant). Only mutants read when they act, not those fixed at
+   * class loading, can be switched this way. Not for concurrent tests.
+   */
+  public static <T> T runWith(String name, java.util.function.Supplier<T> body) {
+    if (!ALL.contains(name)) {
+      throw new IllegalArgumentException("unknown mutant '" + name + "'");
+    }
+    override = name;
+    try {
+      return body.get();
+    } finally {
+      override = null;
+    }
   }
 }

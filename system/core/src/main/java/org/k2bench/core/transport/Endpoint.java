@@ -204,6 +204,11 @@ public final class Endpoint implements AutoCloseable {
     }
   }
 
+  /** Calls sent and not yet answered, timed out or cancelled (for leak checks). */
+  public int pendingCalls() {
+    return calls.size();
+  }
+
   boolean isClosed() {
     return closed;
   }

@@ -60,7 +60,11 @@ public final class WriteClient {
         sub.addWrites(KeyValue.newBuilder().setKey(k).setValue(writes.get(k)));
       }
       if (e.getKey() == coordinator) {
-        deps.forEach((k, v) -> sub.addDeps(Dep.newBuilder().setKey(k).setVersion(v)));
+        deps.forEach((k, v) -> {
+          if (v != 0) { // the initial version is committed everywhere: nothing to check
+            sub.addDeps(Dep.newBuilder().setKey(k).setVersion(v));
+          }
+        });
         reply = ep.call(coordinator, sub.build(), WotReply.class);
       } else {
         ep.send(e.getKey(), sub.build());

@@ -55,11 +55,14 @@ public final class WriteTransactions {
     /** The server holding {@code key} in this server's replica (the participant for it). */
     int homeServer(String key);
 
+    /** No client of this replica wrote it: a replicated write ({@link #apply}'s {@code writer}). */
+    int REPLICATED = -1;
+
     /**
      * Applies one committed key. {@code value} is null for metadata-only replication;
-     * {@code clientWrite} is true when a client of this replica wrote it.
+     * {@code writer} is the client of this replica that wrote it, or {@link #REPLICATED}.
      */
-    void apply(String key, long txnId, long version, long evt, Row value, boolean clientWrite);
+    void apply(String key, long txnId, long version, long evt, Row value, int writer);
 
     /** A client transaction committed here: replicate this participant's sub-request. */
     void replicate(WotSubRequest sub, long version);
@@ -69,6 +72,22 @@ public final class WriteTransactions {
 
     /** Counts a protocol event for {@link org.k2bench.core.api.ServerNode#stats()}. */
     void count(String stat);
+
+    /** Runs {@code r} on the server thread after {@code delayMs}. */
+    void later(long delayMs, Runnable r);
+  }
+
+  /**
+   * A replicated transaction became visible here: records the replication lag, from its
+   * commit in {@code originDc} (wall clock there) to now, per datacenter pair.
+   */
+  private void recordReplicationLag(int originDc, long originCommitMs) {
+    if (originCommitMs <= 0) {
+      return;
+    }
+    long lagUs = Math.max(0, (System.currentTimeMillis() - originCommitMs) * 1000);
+    org.k2bench.core.metrics.ServerMetrics.record(
+        "replication_lag:" + topology.dcName(originDc) + ">" + topology.dcName(ep.dc()), lagUs);
   }
 
   private record VKey(String key, long version) {}
@@ -93,14 +112,22 @@ public final class WriteTransactions {
   private final Map<Long, List<Incoming>> statusWaiters = new HashMap<>();
   /** txn id -> its coordinator, for pending transactions at this participant. */
   private final Map<Long, Integer> coordinators = new HashMap<>();
+  /** How long a server waits for something another node owes it before giving up or asking again. */
+  private final long waitTimeoutMs;
 
-  public WriteTransactions(Endpoint ep, Executor thread, MultiVersionStore<Row> store, Host host) {
+  /**
+   * @param waitTimeoutMs how long a dependency check waits here before answering "not yet"
+   *     (the asking coordinator asks again), and how long a status check waits for the
+   *     coordinator's answer; the RPC timeout
+   */
+  public WriteTransactions(Endpoint ep, Executor thread, MultiVersionStore<Row> store, Host host, long waitTimeoutMs) {
     this.ep = ep;
     this.thread = thread;
     this.topology = ep.transport().topology();
     this.store = store;
     this.host = host;
     this.clock = ep.clock();
+    this.waitTimeoutMs = waitTimeoutMs;
   }
 
   /** Handles the message if it belongs to write-only transactions; false otherwise. */
@@ -146,6 +173,8 @@ public final class WriteTransactions {
     final long id;
     WotSubRequest sub;
     Incoming client;
+    /** The client that sent the sub-request (the writer). */
+    int writer = Host.REPLICATED;
     final Set<Integer> cohorts = new HashSet<>();
     boolean committed;
 
@@ -163,6 +192,7 @@ public final class WriteTransactions {
     }
     ClientTxn t = clientTxns.computeIfAbsent(sub.getTxnId(), ClientTxn::new);
     t.sub = sub;
+    t.writer = m.from();
     long prepareTs = clock.nextTimestamp();
     coordinators.put(t.id, sub.getCoordinator());
     for (KeyValue kv : sub.getWritesList()) {
@@ -195,7 +225,7 @@ public final class WriteTransactions {
     clientTxns.remove(t.id);
     coordinators.remove(t.id);
     for (KeyValue kv : t.sub.getWritesList()) {
-      host.apply(kv.getKey(), t.id, version, version, kv.getValue(), true);
+      host.apply(kv.getKey(), t.id, version, version, kv.getValue(), t.writer);
     }
     Commit commit = Commit.newBuilder().setTxnId(t.id).setVersion(version).setEvt(version).build();
     for (int cohort : t.cohorts) {
@@ -211,7 +241,7 @@ public final class WriteTransactions {
     ClientTxn t = clientTxns.remove(c.getTxnId());
     if (t != null && t.sub != null) {
       for (KeyValue kv : t.sub.getWritesList()) {
-        host.apply(kv.getKey(), t.id, c.getVersion(), c.getEvt(), kv.getValue(), true);
+        host.apply(kv.getKey(), t.id, c.getVersion(), c.getEvt(), kv.getValue(), t.writer);
       }
       host.replicate(t.sub, c.getVersion());
       return;
@@ -231,7 +261,10 @@ public final class WriteTransactions {
     int numParticipants;
     int expectedKeys = -1;
     final Map<String, ReplicatedKey> keys = new HashMap<>();
-    final List<Dep> deps = new ArrayList<>();
+    int originDc = -1;
+    long originCommitMs;
+    /** One-hop dependencies (key -> version), from the origin coordinator's message. */
+    final Map<String, Long> deps = new HashMap<>();
     boolean complete;
     // coordinator only
     final Set<Integer> cohorts = new HashSet<>();
@@ -248,7 +281,13 @@ public final class WriteTransactions {
     t.coordinatorKey = r.getCoordinatorKey();
     t.numParticipants = r.getNumParticipants();
     t.expectedKeys = r.getSubrequestKeys();
-    t.deps.addAll(r.getDepsList());
+    t.originDc = r.getOriginDc();
+    t.originCommitMs = Math.max(t.originCommitMs, r.getOriginCommitMs());
+    for (Dep d : r.getDepsList()) {
+      if (d.getVersion() != 0) { // the initial version is committed everywhere
+        t.deps.merge(d.getKey(), d.getVersion(), Math::max);
+      }
+    }
     for (ReplicatedKey k : r.getKeysList()) {
       checkHome(k.getKey());
       t.keys.put(k.getKey(), k);
@@ -287,21 +326,30 @@ public final class WriteTransactions {
       return;
     }
     t.depsPending = t.deps.size();
-    for (Dep d : t.deps) {
-      int server = host.homeServer(d.getKey());
-      if (server == ep.id()) {
-        store.awaitKey(d.getKey(), () -> store.isCommitted(d.getKey(), d.getVersion()), () -> depSatisfied(t));
-      } else {
-        ep.call(server, DepCheck.newBuilder().setKey(d.getKey()).setVersion(d.getVersion()).build())
-            .whenCompleteAsync((ok, err) -> {
-              if (err != null) {
-                LOG.warn("server {}: dependency check failed: {}", ep.id(), err.toString());
-                return;
-              }
-              depSatisfied(t);
-            }, thread);
-      }
+    t.deps.forEach((key, version) -> checkDependency(t, key, version));
+  }
+
+  /**
+   * Waits until {@code <key, version>} is committed in this replica. A remote check that
+   * comes back without an answer (the dependency is still on its way after the wait
+   * timeout, or the message was lost) is asked again: a dependency is never assumed.
+   */
+  private void checkDependency(ReplicatedTxn t, String key, long version) {
+    int server = host.homeServer(key);
+    if (server == ep.id()) {
+      store.awaitKey(key, () -> store.isCommitted(key, version), () -> depSatisfied(t));
+      return;
     }
+    DepCheck check = DepCheck.newBuilder().setKey(key).setVersion(version).build();
+    ep.call(server, check, DepOk.class).orTimeout(2 * waitTimeoutMs, java.util.concurrent.TimeUnit.MILLISECONDS)
+        .whenCompleteAsync((ok, err) -> {
+          if (err != null) {
+            host.count("dep_check_retries");
+            host.later(Math.min(1_000, waitTimeoutMs), () -> checkDependency(t, key, version));
+            return;
+          }
+          depSatisfied(t);
+        }, thread);
   }
 
   private void depSatisfied(ReplicatedTxn t) {
@@ -315,7 +363,9 @@ public final class WriteTransactions {
       host.count("dep_check_waits");
     }
     store.awaitKey(d.getKey(), () -> store.isCommitted(d.getKey(), d.getVersion()),
-        () -> m.reply(DepOk.getDefaultInstance()));
+        () -> m.reply(DepOk.getDefaultInstance()), System.currentTimeMillis() + waitTimeoutMs,
+        () -> m.replyError("dependency " + d.getKey() + " v" + LamportClock.format(d.getVersion())
+            + " not committed here yet"));
   }
 
   /**
@@ -368,10 +418,11 @@ public final class WriteTransactions {
 
   private void commitReplicated(ReplicatedTxn t, long evt) {
     host.count("replicated_wots");
+    recordReplicationLag(t.originDc, t.originCommitMs);
     coordinators.remove(t.version);
     for (ReplicatedKey k : t.keys.values()) {
       Row value = k.getHasValue() ? incomingWrites.remove(new VKey(k.getKey(), t.version)) : null;
-      host.apply(k.getKey(), t.version, t.version, evt, value, false);
+      host.apply(k.getKey(), t.version, t.version, evt, value, Host.REPLICATED);
     }
   }
 

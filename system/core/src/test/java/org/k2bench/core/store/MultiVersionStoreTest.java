@@ -107,6 +107,51 @@ class MultiVersionStoreTest {
   }
 
   @Test
+  void collectingANewerVersionDoesNotSatisfyAnOlderDependencyStillOnItsWay() {
+    // A partition holds back version 200 (from one datacenter) longer than the GC window,
+    // while versions 300 and 400 (from others) arrive and 300 is collected.
+    replica.set(false);
+    MultiVersionStore<String> s = store();
+    s.commit("k", 3, 300, 300, "c");
+    s.commit("k", 4, 400, 400, "d");
+    ms.addAndGet(6_000);
+    s.commit("k", 5, 500, 500, "e");
+    assertTrue(s.wasCollected("k", 300), "300 was superseded 6 s ago: collected");
+    assertTrue(s.isCommitted("k", 300), "a collected version still counts as committed");
+    assertFalse(s.isCommitted("k", 200), "200 never arrived: its dependents must keep waiting");
+    assertTrue(org.k2bench.core.testing.Mutants.runWith(org.k2bench.core.testing.Mutants.DEP_CHECK_GC_WATERMARK,
+        () -> s.isCommitted("k", 200)), "the watermark shortcut passes it: the bug this test catches");
+    AtomicBoolean satisfied = new AtomicBoolean();
+    s.awaitKey("k", () -> s.isCommitted("k", 200), () -> satisfied.set(true));
+    s.commit("k", 2, 200, 600, "late");
+    assertTrue(satisfied.get(), "the held-back version arrives (hidden) and satisfies the dependency");
+  }
+
+  @Test
+  void waitsWithADeadlineExpireAndOthersKeepWaiting() {
+    MultiVersionStore<String> s = store();
+    s.prepare("k", 9, 50);
+    AtomicBoolean ran = new AtomicBoolean();
+    AtomicBoolean expired = new AtomicBoolean();
+    AtomicBoolean patient = new AtomicBoolean();
+    s.awaitKey("k", () -> !s.hasPendingBelow("k", 100), () -> ran.set(true), ms.get() + 1_000,
+        () -> expired.set(true));
+    s.awaitKey("k", () -> !s.hasPendingBelow("k", 100), () -> patient.set(true));
+    assertEquals(2, s.waiterCount());
+    s.commit("k", 1, 10, 10, "unrelated commit re-evaluates, still pending");
+    assertEquals(2, s.waiterCount());
+    assertEquals(0, s.expireWaiters(ms.get() + 999));
+    assertEquals(1, s.expireWaiters(ms.get() + 1_000));
+    assertTrue(expired.get());
+    assertFalse(ran.get(), "an expired wait never runs its action");
+    assertEquals(1, s.waiterCount());
+    s.commit("k", 9, 90, 90, "the pending one commits");
+    assertTrue(patient.get());
+    assertFalse(ran.get());
+    assertEquals(0, s.waiterCount());
+  }
+
+  @Test
   void gcRemovesOldSupersededVersionsButKeepsTheNewest() {
     replica.set(false);
     MultiVersionStore<String> s = store();

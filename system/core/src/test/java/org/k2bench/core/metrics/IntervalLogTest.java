@@ -1,4 +1,4 @@
-package org.k2bench.ycsb;
+package org.k2bench.core.metrics;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
@@ -9,7 +9,7 @@ import org.HdrHistogram.HistogramLogReader;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-class OpRecorderTest {
+class IntervalLogTest {
   @TempDir
   Path dir;
 
@@ -20,7 +20,7 @@ class OpRecorderTest {
   @Test
   void largeValuesKeepTheDeclaredRange() throws Exception {
     Path log = dir.resolve("c.hlog");
-    try (OpRecorder r = new OpRecorder(log, 10_000)) {
+    try (IntervalLog r = new IntervalLog(log, 10_000)) {
       r.record("rot", 250);
       r.record("rot", 600_000_000L); // ten minutes
       r.record("rot", 7_200_000_000L); // two hours: clamped
@@ -28,8 +28,8 @@ class OpRecorderTest {
     Histogram h = (Histogram) new HistogramLogReader(log.toFile()).nextIntervalHistogram();
     assertNotNull(h);
     assertEquals(3, h.getTotalCount());
-    assertEquals(OpRecorder.HIGHEST_VALUE, h.getHighestTrackableValue(), "no auto-resize past the header");
-    assertEquals(OpRecorder.HIGHEST_VALUE, h.getMaxValue(), OpRecorder.HIGHEST_VALUE / 1000.0);
+    assertEquals(IntervalLog.HIGHEST_VALUE, h.getHighestTrackableValue(), "no auto-resize past the header");
+    assertEquals(IntervalLog.HIGHEST_VALUE, h.getMaxValue(), IntervalLog.HIGHEST_VALUE / 1000.0);
     assertEquals(600_000_000L, h.getValueAtPercentile(50), 600_000);
   }
 }

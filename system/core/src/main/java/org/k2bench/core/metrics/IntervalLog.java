@@ -1,4 +1,4 @@
-package org.k2bench.ycsb;
+package org.k2bench.core.metrics;
 
 import java.io.FileOutputStream;
 import java.io.IOException;
@@ -13,19 +13,20 @@ import org.HdrHistogram.Recorder;
 /**
  * Per-process measurements: one HdrHistogram {@link Recorder} per tag, written as tagged
  * interval histograms to an HdrHistogram log once per interval. The log is the raw data of
- * a run: latency distributions are merged from it across clients and intervals (never by
- * averaging percentiles), and its intervals give the throughput time series and the
- * trimming of warm-up and cool-down.
+ * a run: distributions are merged from it across processes and intervals (never by
+ * averaging percentiles), and its intervals give time series and the trimming of warm-up
+ * and cool-down. Tags are created on first use.
  *
- * <p>Tags and units: {@code rot}, {@code wot}, {@code write}: latency in microseconds from
- * the intended start time; {@code rot_rounds}: one value per read-only transaction, the
- * wide-area rounds it took (0 = all-local); {@code staleness}: microseconds, one value per
- * key read; {@code <op>_error}: latency of failed operations.
+ * <p>Clients (system/ycsb) record {@code rot}, {@code wot}, {@code write}: latency in
+ * microseconds from the intended start time; {@code rot_rounds}: one value per read-only
+ * transaction, the wide-area rounds it took (0 = all-local); {@code staleness}:
+ * microseconds, one value per key read; {@code snapshot_lag}: microseconds, one value per
+ * read-only transaction of a system that reads snapshots in the past (K2, PaRiS*);
+ * {@code <op>_error}: latency of failed operations. Servers record
+ * {@code replication_lag:<origin>><here>}: microseconds from a write's commit in its origin
+ * datacenter to its visibility here.
  */
-public final class OpRecorder implements AutoCloseable {
-  public static final String[] TAGS = {
-    "rot", "rot_rounds", "wot", "write", "staleness", "rot_error", "wot_error", "write_error"};
-
+public final class IntervalLog implements AutoCloseable {
   /**
    * A fixed range, one hour in microseconds (larger values are clamped to it): an
    * auto-resizing histogram grows past the range its log header declares, which the
@@ -44,11 +45,8 @@ public final class OpRecorder implements AutoCloseable {
   /** Interval boundaries fall on {@code originMs + k * intervalMs}. */
   private volatile long originMs;
 
-  public OpRecorder(Path log, long intervalMs) throws IOException {
+  public IntervalLog(Path log, long intervalMs) throws IOException {
     this.intervalMs = intervalMs;
-    for (String tag : TAGS) {
-      recorders.put(tag, new Recorder(1, HIGHEST_VALUE, 3));
-    }
     this.out = new PrintStream(new FileOutputStream(log.toFile()), false, "UTF-8");
     this.writer = new HistogramLogWriter(out);
     long now = System.currentTimeMillis();
@@ -66,7 +64,8 @@ public final class OpRecorder implements AutoCloseable {
   }
 
   public void record(String tag, long value) {
-    recorders.get(tag).recordValue(Math.min(HIGHEST_VALUE, Math.max(0, value)));
+    recorders.computeIfAbsent(tag, t -> new Recorder(1, HIGHEST_VALUE, 3))
+        .recordValue(Math.min(HIGHEST_VALUE, Math.max(0, value)));
   }
 
   /**
@@ -100,8 +99,9 @@ public final class OpRecorder implements AutoCloseable {
   /** Writes one interval histogram per tag that saw values since the last flush. */
   private synchronized void flush() {
     long end = System.currentTimeMillis();
-    for (String tag : TAGS) {
-      Histogram h = recorders.get(tag).getIntervalHistogram(recycled.get(tag));
+    for (Map.Entry<String, Recorder> e : recorders.entrySet()) {
+      String tag = e.getKey();
+      Histogram h = e.getValue().getIntervalHistogram(recycled.get(tag));
       recycled.put(tag, h);
       if (h.getTotalCount() == 0) {
         continue;

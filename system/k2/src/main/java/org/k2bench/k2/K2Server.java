@@ -326,6 +326,7 @@ public final class K2Server extends ServerActor {
   @Override
   protected void tick() {
     super.tick();
+    writes.expire(System.currentTimeMillis());
     if (waitingRemoteReads.isEmpty()) {
       return;
     }
@@ -428,6 +429,10 @@ public final class K2Server extends ServerActor {
     for (Map.Entry<Integer, Replicate.Builder> e : phase1.entrySet()) {
       r.phase1.put(e.getKey(), e.getValue().build());
       sendPhase1(r, e.getKey());
+    }
+    maybeSecondPhase(r); // nothing to wait for if only suspected replicas are missing
+    if (r.done) {
+      return;
     }
     later(options.failoverTimeoutMs(), () -> {
       r.timedOut = true;

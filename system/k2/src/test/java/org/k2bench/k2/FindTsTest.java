@@ -54,4 +54,30 @@ class FindTsTest {
     assertEquals(8, ReadOnlyTransaction.findTs(vers, 0, Set.of("A", "B")), "B offers nothing before 8");
     assertEquals(15, ReadOnlyTransaction.findTs(vers, 15, Set.of("A", "B")), "causality: at least read_ts");
   }
+
+  /**
+   * Several times satisfy each rule; find_ts takes the earliest (§V-C: "the earliest EVT
+   * where ..."), not the latest or the newest: the reader stays where values are local
+   * even when fresher all-local times exist.
+   */
+  @Test
+  void eachRuleTakesTheEarliestQualifyingTimeNotTheLatest() {
+    // Rule 1 holds at 2 (a1, b1), at 10 (a2, b1) and at 20 (a2, b2): 2.
+    Map<String, List<VersionInfo>> rule1 = Map.of(
+        "A", List.of(v(1, 9, true), v(10, 40, true)),
+        "B", List.of(v(2, 19, true), v(20, 40, true)));
+    assertEquals(2, ReadOnlyTransaction.findTs(rule1, 0, Set.of("A", "B")));
+    // Rule 2 (R a replica key, never valued here) holds at 2 and at 20: 2.
+    Map<String, List<VersionInfo>> rule2 = Map.of(
+        "A", List.of(v(1, 9, true), v(10, 19, false), v(20, 40, true)),
+        "B", List.of(v(2, 40, true)),
+        "R", List.of(v(1, 40, false)));
+    assertEquals(2, ReadOnlyTransaction.findTs(rule2, 0, Set.of("A", "B")));
+    // Rule 3: two values at 5 and again at 30, never three: 5.
+    Map<String, List<VersionInfo>> rule3 = Map.of(
+        "A", List.of(v(1, 29, true), v(30, 50, true)),
+        "B", List.of(v(1, 4, false), v(5, 9, true), v(10, 29, false), v(30, 50, true)),
+        "C", List.of(v(1, 50, false)));
+    assertEquals(5, ReadOnlyTransaction.findTs(rule3, 0, Set.of("A", "B", "C")));
+  }
 }

@@ -9,6 +9,8 @@ import org.k2bench.core.testing.Clusters;
 import org.k2bench.core.transport.Endpoint;
 import org.k2bench.k2.proto.ReadByTimeReply;
 import org.k2bench.k2.proto.ReadByTimeRequest;
+import org.k2bench.k2.proto.ReadReply;
+import org.k2bench.k2.proto.ReadRequest;
 
 /** K2-specific test helpers; the generic ones are in core's {@link Clusters}. */
 final class TestCluster {
@@ -20,8 +22,8 @@ final class TestCluster {
 
   /**
    * Fills datacenter {@code dc}'s cache with the current version of {@code key} by reading
-   * it at the server's present directly (second round, no client session involved), until
-   * it returns {@code expected}.
+   * it at the server's present directly (first and second round, no client session
+   * involved), until it returns {@code expected}.
    */
   static void warmCache(LocalCluster cluster, int dc, String key, String expected) {
     int server = cluster.placement().serverFor(dc, key);
@@ -29,6 +31,9 @@ final class TestCluster {
     try {
       long deadline = System.currentTimeMillis() + 5_000;
       while (System.currentTimeMillis() < deadline) {
+        // A first round, as a transaction's, protects what it saw from GC until the second.
+        raw.call(server, ReadRequest.newBuilder().addKeys(key).setReadTs(0).build(), ReadReply.class)
+            .get(5, TimeUnit.SECONDS);
         long now = cluster.server(server).endpoint().clock().now();
         ReadByTimeReply r = raw.call(server, ReadByTimeRequest.newBuilder().setKey(key).setTs(now).build(),
             ReadByTimeReply.class).get(5, TimeUnit.SECONDS);

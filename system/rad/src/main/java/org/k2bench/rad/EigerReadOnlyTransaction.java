@@ -12,6 +12,7 @@ import org.k2bench.core.api.Calls;
 import org.k2bench.core.api.ReadResult;
 import org.k2bench.core.data.Row;
 import org.k2bench.rad.proto.CurrentVersion;
+import org.k2bench.rad.proto.KeyAtTime;
 import org.k2bench.rad.proto.ReadByTimeReply;
 import org.k2bench.rad.proto.ReadByTimeRequest;
 import org.k2bench.rad.proto.ReadReply;
@@ -28,10 +29,14 @@ import org.k2bench.rad.proto.ReadRequest;
  *       below it) is read again, at the effective time (round 2).
  *   <li>A round-2 server holding a pending write-only transaction that may commit below
  *       the effective time first asks the transaction's coordinator, which may be in yet
- *       another datacenter: a third wide-area round.
+ *       another datacenter, and waits for the commit: a third wide-area round whenever
+ *       that wait depends on another datacenter (the coordinator is there, or it is here
+ *       and waits for participants there).
  * </ol>
  *
- * Rounds are counted as wide-area when any request of the round crosses datacenters.
+ * Round 2 sends one request per server. Rounds are counted as wide-area when any request
+ * of the round crosses datacenters, and the resolution of pending transactions as one
+ * more when any round-2 server reports a wide-area wait.
  */
 final class EigerReadOnlyTransaction {
   private static final boolean SKIP_SECOND_ROUND =
@@ -69,8 +74,7 @@ final class EigerReadOnlyTransaction {
     Map<String, Row> rows = new LinkedHashMap<>();
     Map<String, Long> versions = new LinkedHashMap<>();
     Map<String, Double> staleness = new LinkedHashMap<>();
-    Map<String, CompletableFuture<ReadByTimeReply>> round2 = new LinkedHashMap<>();
-    boolean round2Remote = false;
+    Map<Integer, List<String>> round2Keys = new HashMap<>();
     for (String k : keys) {
       CurrentVersion v = current.get(k);
       if (v.getLvt() >= effective || SKIP_SECOND_ROUND) {
@@ -78,19 +82,26 @@ final class EigerReadOnlyTransaction {
         versions.put(k, v.getVersion());
         staleness.put(k, 0.0); // the current version is the newest
       } else {
-        int server = client.homeServer(k);
-        round2Remote |= client.isRemote(server);
-        round2.put(k, client.endpoint().call(server,
-            ReadByTimeRequest.newBuilder().setKey(k).setTs(effective).build(), ReadByTimeReply.class));
+        round2Keys.computeIfAbsent(client.homeServer(k), s -> new ArrayList<>()).add(k);
       }
     }
+    // Round 2: one request per server, with all of its keys.
+    boolean round2Remote = false;
+    List<CompletableFuture<ReadByTimeReply>> round2 = new ArrayList<>();
+    for (Map.Entry<Integer, List<String>> e : round2Keys.entrySet()) {
+      round2Remote |= client.isRemote(e.getKey());
+      round2.add(client.endpoint().call(e.getKey(),
+          ReadByTimeRequest.newBuilder().addAllKeys(e.getValue()).setTs(effective).build(), ReadByTimeReply.class));
+    }
     boolean statusRemote = false;
-    for (Map.Entry<String, CompletableFuture<ReadByTimeReply>> e : round2.entrySet()) {
-      ReadByTimeReply r = Calls.await(e.getValue(), "read-only transaction, second round", client.timeoutMs());
-      rows.put(e.getKey(), r.getValue());
-      versions.put(e.getKey(), r.getVersion());
-      staleness.put(e.getKey(), r.getStalenessMs());
-      statusRemote |= r.getRemoteStatusCheck();
+    for (CompletableFuture<ReadByTimeReply> f : round2) {
+      ReadByTimeReply r = Calls.await(f, "read-only transaction, second round", client.timeoutMs());
+      for (KeyAtTime k : r.getKeysList()) {
+        rows.put(k.getKey(), k.getValue());
+        versions.put(k.getKey(), k.getVersion());
+        staleness.put(k.getKey(), k.getStalenessMs());
+      }
+      statusRemote |= r.getWideAreaWait();
     }
     int wanRounds = (round1Remote ? 1 : 0) + (round2Remote ? 1 : 0) + (statusRemote ? 1 : 0);
     Map<String, Row> orderedRows = new LinkedHashMap<>();

@@ -15,6 +15,7 @@ import org.k2bench.core.txn.proto.Replicate;
 import org.k2bench.core.txn.proto.ReplicatedKey;
 import org.k2bench.core.txn.proto.WotSubRequest;
 import org.k2bench.rad.proto.CurrentVersion;
+import org.k2bench.rad.proto.KeyAtTime;
 import org.k2bench.rad.proto.ReadByTimeReply;
 import org.k2bench.rad.proto.ReadByTimeRequest;
 import org.k2bench.rad.proto.ReadReply;
@@ -93,8 +94,12 @@ final class RadServer extends ServerActor {
 
   /**
    * Eiger's first round: the currently visible version, valid from its EVT until the
-   * server's current logical time, or until just the prepare time of a pending
-   * transaction on the key, which may become visible right after it.
+   * server's current logical time, or only until the prepare time of a transaction
+   * pending on the key that may still supersede it (its EVT will be after its prepare
+   * time). As in Eiger, the validity never ends before the version's own EVT unless a
+   * pending transaction could make another version valid at that EVT: with this store's
+   * apply rule (newest version wins, in EVT order) that takes a pending transaction with a
+   * larger version than this one that may commit before this EVT ({@link #mayHide}).
    */
   private void onRead(Incoming m, ReadRequest req) {
     count("round1_requests");
@@ -104,6 +109,10 @@ final class RadServer extends ServerActor {
       checkHome(key);
       MultiVersionStore.Version<Row> v = store.latest(key);
       long lvt = Math.max(Math.min(now, store.minPendingPrepare(key)), 0);
+      if (lvt < v.evt() && !mayHide(key, v)) {
+        lvt = v.evt();
+        count("round1_lvt_at_evt");
+      }
       reply.addKeys(CurrentVersion.newBuilder().setKey(key).setVersion(v.version()).setEvt(v.evt())
           .setLvt(lvt).setValue(v.value()));
     }
@@ -111,24 +120,72 @@ final class RadServer extends ServerActor {
   }
 
   /**
-   * Eiger's second round: the version valid at the effective time. A transaction pending
-   * on the key that may commit at or below it is resolved with its coordinator first.
+   * Whether a transaction pending on {@code key} that prepared before {@code v}'s EVT may
+   * still hide {@code v} at that EVT: it would have to commit with an EVT before it and a
+   * larger version. A replicated transaction's version is known (its id); a client
+   * transaction's version is its EVT, somewhere after its prepare time.
+   */
+  private boolean mayHide(String key, MultiVersionStore.Version<Row> v) {
+    for (long[] p : writes.pendingOn(key)) {
+      long txn = p[0];
+      long prepareTs = p[1];
+      if (prepareTs >= v.evt()) {
+        continue; // commits after this EVT
+      }
+      Long replicatedVersion = writes.replicatedVersion(txn);
+      if (replicatedVersion != null ? replicatedVersion > v.version()
+          : Math.max(prepareTs, v.version()) + 1 < v.evt()) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /**
+   * Eiger's second round, one request per server: the version of each key valid at the
+   * effective time. A transaction pending on a key that may commit at or below it is
+   * resolved with its coordinator first; the reply says whether that was a wide-area wait.
    */
   private void onReadByTime(Incoming m, ReadByTimeRequest req) {
     count("round2_requests");
-    String key = req.getKey();
-    checkHome(key);
     long ts = req.getTs();
+    for (String key : req.getKeysList()) {
+      checkHome(key);
+    }
     clock.observeTimestamp(ts);
-    writes.resolvePendingBelow(key, ts, remoteCheck -> {
-      VersionView<Row> v = store.versionAt(key, ts, clock.now());
-      if (v == null) {
-        m.replyError("no version of '" + key + "' at the effective time is left (garbage-collected)");
-        return;
-      }
-      m.reply(ReadByTimeReply.newBuilder().setVersion(v.version()).setEvt(v.evt()).setValue(v.value())
-          .setRemoteStatusCheck(remoteCheck).setStalenessMs(v.stalenessMs()).build());
-    });
+    int n = req.getKeysCount();
+    KeyAtTime[] out = new KeyAtTime[n];
+    boolean[] wide = new boolean[1];
+    int[] left = {n};
+    boolean[] failed = new boolean[1];
+    long deadline = System.currentTimeMillis() + options.rpcTimeoutMs();
+    for (int i = 0; i < n; i++) {
+      int idx = i;
+      String key = req.getKeys(i);
+      writes.resolvePendingBelow(key, ts, deadline, wideWait -> {
+        if (failed[0]) {
+          return;
+        }
+        VersionView<Row> v = store.versionAt(key, ts, clock.now());
+        if (v == null) {
+          failed[0] = true;
+          m.replyError("no version of '" + key + "' at the effective time is left (garbage-collected)");
+          return;
+        }
+        wide[0] |= wideWait;
+        out[idx] = KeyAtTime.newBuilder().setKey(key).setVersion(v.version()).setEvt(v.evt())
+            .setValue(v.value()).setStalenessMs(v.stalenessMs()).build();
+        if (--left[0] == 0) {
+          m.reply(ReadByTimeReply.newBuilder().addAllKeys(java.util.Arrays.asList(out))
+              .setWideAreaWait(wide[0]).build());
+        }
+      }, error -> {
+        if (!failed[0]) {
+          failed[0] = true;
+          m.replyError(error);
+        }
+      });
+    }
   }
 
   /** After a client transaction committed: its sub-request to the equivalent server of every other group. */
@@ -143,13 +200,25 @@ final class RadServer extends ServerActor {
     for (KeyValue kv : sub.getWritesList()) {
       r.addKeys(ReplicatedKey.newBuilder().setKey(kv.getKey()).setHasValue(true).setValue(kv.getValue()));
     }
-    Replicate msg = r.build();
     int myGroup = placement.groupOf(dc);
     for (int g = 0; g < topology.replicationFactor(); g++) {
       if (g != myGroup) {
-        ep.send(topology.serverId(placement.group(g)[groupPosition], shard), msg);
+        // The participants there: each origin participant's equivalent server in group g.
+        r.clearParticipants();
+        for (int p : sub.getParticipantsList()) {
+          int pDc = topology.dcOfServer(p);
+          r.addParticipants(topology.serverId(placement.group(g)[pDc / topology.replicationFactor()],
+              topology.shardOfServer(p)));
+        }
+        ep.send(topology.serverId(placement.group(g)[groupPosition], shard), r.build());
       }
     }
+  }
+
+  @Override
+  protected void tick() {
+    super.tick();
+    writes.expire(System.currentTimeMillis());
   }
 
   @Override

@@ -148,6 +148,78 @@ class RadReadTest {
     assertTrue(cluster.stat(-1, "status_checks") > checksBefore, "the pending participant asked the coordinator");
   }
 
+  /**
+   * The reader's keys are all held in its own datacenter (VA), but a write-only transaction
+   * pending on two of them has a participant in SP (slowed by 150 ms): resolving it is a
+   * wait on another datacenter, whichever server coordinates, so the transaction took one
+   * wide-area round although no request left VA. Both keys go to their server in one
+   * round-two request.
+   */
+  @Test
+  void aLocalSecondRoundThatWaitsOnAnotherDatacenterCountsAWideAreaRound() throws Exception {
+    int shard = 0;
+    String k1 = Clusters.key(placement, "wr-k1", shard, new int[] {VA, CA}, used);
+    String k2 = Clusters.key(placement, "wr-k2", shard, new int[] {VA, CA}, used);
+    String remote = key("wr-sp", SP, LDN);
+    String later = key("wr-x", VA, CA);
+    KvClient writer = cluster.client(VA);
+    KvClient other = cluster.client(VA);
+    KvClient reader = cluster.client(VA);
+    Map<String, Row> t0 = new LinkedHashMap<>();
+    for (String k : List.of(k1, k2, remote)) {
+      t0.put(k, row("t0"));
+    }
+    writer.writeTxn(t0);
+    reader.readTxn(List.of(k1, k2, later));
+    cluster.transport().links().setExtraDelayMs(VA, SP, 150);
+    cluster.transport().links().setExtraDelayMs(SP, VA, 150);
+    Map<String, Row> t1 = new LinkedHashMap<>();
+    for (String k : List.of(k1, k2, remote)) {
+      t1.put(k, row("t1"));
+    }
+    CompletableFuture<Void> write = CompletableFuture.runAsync(() -> writer.writeTxn(t1));
+    Clusters.sleep(40); // t1 is pending on k1 and k2 in VA
+    other.write(later, row("x")); // a version with an EVT after t1's prepare time
+    long round2Before = cluster.stat(VA, "round2_requests");
+    ReadResult r = reader.readTxn(List.of(k1, k2, later));
+    write.get(10, TimeUnit.SECONDS);
+    assertEquals(str(r.rows().get(k1)), str(r.rows().get(k2)), "atomic");
+    assertEquals("x", str(r.rows().get(later)));
+    assertEquals(1, r.wanRounds(), "no request left VA, but the second round waited on SP");
+    assertEquals(round2Before + 1, cluster.stat(VA, "round2_requests"), "k1 and k2 in one request");
+  }
+
+  /**
+   * A version committed while an older transaction is pending on the key (its prepare time
+   * is before the version's EVT) is still valid at its own EVT when that transaction can
+   * only commit with a smaller version (a local client's version is its EVT): Eiger's LVT
+   * floor, so the read needs no second round.
+   */
+  @Test
+  void aVersionCommittedAfterAPendingPrepareIsValidAtItsOwnEvt() throws Exception {
+    String k = key("lvt-k", VA, CA);
+    String remote = key("lvt-sp", SP, LDN);
+    KvClient writer = cluster.client(VA);
+    KvClient single = cluster.client(VA);
+    KvClient reader = cluster.client(VA);
+    writer.writeTxn(Map.of(k, row("t0"), remote, row("t0")));
+    reader.readTxn(List.of(k));
+    cluster.transport().links().setExtraDelayMs(VA, SP, 150);
+    cluster.transport().links().setExtraDelayMs(SP, VA, 150);
+    Map<String, Row> t1 = new LinkedHashMap<>();
+    t1.put(k, row("t1"));
+    t1.put(remote, row("t1"));
+    CompletableFuture<Void> write = CompletableFuture.runAsync(() -> writer.writeTxn(t1));
+    Clusters.sleep(40); // t1 pending on k in VA
+    single.write(k, row("w")); // committed while t1 is pending: EVT after t1's prepare time
+    long floorBefore = cluster.stat(VA, "round1_lvt_at_evt");
+    ReadResult r = reader.readTxn(List.of(k));
+    assertEquals("w", str(r.rows().get(k)));
+    assertEquals(0, r.wanRounds(), "valid at its own EVT: no second round, no wait for t1");
+    assertTrue(cluster.stat(VA, "round1_lvt_at_evt") > floorBefore);
+    write.get(10, TimeUnit.SECONDS);
+  }
+
   /** Participants of a RAD write-only transaction span the group's datacenters. */
   @Test
   void writeLatencyIsSetByTheGroupsWideAreaRtts() {

@@ -39,16 +39,18 @@ import java.util.function.Predicate;
  * elsewhere (dependency checks ask whether they were committed).
  *
  * <h2>Garbage collection</h2>
- * Lazily on every commit to a key (K2 §IV-A): a superseded version is kept while it was
- * superseded less than the retention window ago (the GC window, 5 s; longer at replica
+ * Lazily on every commit to a key (K2 §IV-A): K2 "keeps a version around if it is not
+ * older than 5 s, or this version or any of its earlier versions has been accessed by the
+ * first round of a read-only transaction within the past 5 s". A version's age counts from
+ * when it was written here (committed); the retention is the GC window, longer at replica
  * servers, which remote reads of other datacenters may reach after the readers' own
- * window), or while it or an earlier version was read by a first round within the
- * transaction timeout. Only a prefix of the chain is removed, so no interval in the middle
- * ever disappears. Round one never offers versions superseded longer than the GC window
- * ago, so a reader's timestamp keeps moving forward and protection by access cannot
- * keep a version alive forever. GC remembers which versions it removed (a sorted array of
- * longs per key), so that a dependency check on a collected version is still answered
- * exactly.
+ * window. Only a prefix of the chain is removed, so no interval in the middle ever
+ * disappears. Round one offers no superseded version older than the GC window, whether or
+ * not a read still protects it: that is how sessions that never write "make progress
+ * through the garbage collection that safely discards any versions older than 5 s" (§V-B),
+ * and why protection by access cannot keep a version alive forever. GC remembers which
+ * versions it removed (a sorted array of longs per key), so that a dependency check on a
+ * collected version is still answered exactly.
  *
  * <p>A key never written has an implicit initial version 0 with EVT 0 and an empty value,
  * known in every datacenter.
@@ -147,8 +149,8 @@ public final class MultiVersionStore<V> {
    * @param initialValue the value of the implicit version 0
    * @param isReplicaKey whether this server is a replica server of a key (hidden versions keep values)
    * @param clockMs wall clock in ms (injectable for tests)
-   * @param gcWindowMs how long a superseded version is kept (paper: 5 s)
-   * @param replicaRetentionMs how long a superseded version is kept at replica servers
+   * @param gcWindowMs how long a version is kept after it was written here (paper: 5 s)
+   * @param replicaRetentionMs the same at replica servers, for remote reads
    * @param txnTimeoutMs how long a first-round access protects a version (paper: 5 s)
    */
   public MultiVersionStore(V initialValue, Predicate<String> isReplicaKey, LongSupplier clockMs,
@@ -203,6 +205,16 @@ public final class MultiVersionStore<V> {
           out.add(txn);
         }
       });
+    }
+    return out;
+  }
+
+  /** The transactions pending on {@code key}: {txn id, prepare time} each. */
+  public List<long[]> pending(String key) {
+    Chain<V> c = chains.get(key);
+    List<long[]> out = new ArrayList<>();
+    if (c != null) {
+      c.pending.forEach((txn, p) -> out.add(new long[] {txn, p}));
     }
     return out;
   }
@@ -314,8 +326,8 @@ public final class MultiVersionStore<V> {
       if (lvt < readTs) {
         continue;
       }
-      if (!last && now - v.supersededAtMs >= gcWindowMs) {
-        continue; // expired: offered to no new reader, so its protection lapses (see class comment)
+      if (!last && now - v.insertedAtMs >= gcWindowMs) {
+        continue; // superseded and older than the window: offered to no new reader (class comment)
       }
       v.lastAccessMs = now;
       boolean uncertain = lvt > pendingFrom && !READ_PENDING_MUTANT;
@@ -359,7 +371,7 @@ public final class MultiVersionStore<V> {
     long now = clockMs.getAsLong();
     List<Version<V>> vis = c.visible;
     for (int i = 0; i < vis.size() - 1; i++) {
-      if (now - vis.get(i).supersededAtMs < gcWindowMs) {
+      if (now - vis.get(i).insertedAtMs < gcWindowMs) {
         return vis.get(i).version;
       }
     }
@@ -544,7 +556,7 @@ public final class MultiVersionStore<V> {
     for (int i = 0; i < vis.size() - 1; i++) {
       Version<V> v = vis.get(i);
       accessed = Math.max(accessed, v.lastAccessMs);
-      boolean young = now - v.supersededAtMs < retention;
+      boolean young = now - v.insertedAtMs < retention;
       boolean protectedByRead = now - accessed < txnTimeoutMs;
       if (young || protectedByRead) {
         break;
@@ -560,7 +572,7 @@ public final class MultiVersionStore<V> {
     }
     for (Iterator<Version<V>> it = c.hidden.values().iterator(); it.hasNext(); ) {
       Version<V> v = it.next();
-      if (now - v.supersededAtMs >= retention && now - v.lastAccessMs >= txnTimeoutMs) {
+      if (now - v.insertedAtMs >= retention && now - v.lastAccessMs >= txnTimeoutMs) {
         recordCollected(c, v.version);
         it.remove();
         gcRemoved++;

@@ -55,7 +55,7 @@ public final class WriteClient {
     for (Map.Entry<Integer, List<String>> e : byParticipant.entrySet()) {
       WotSubRequest.Builder sub = WotSubRequest.newBuilder().setTxnId(txnId)
           .setCoordinatorKey(coordinatorKey).setCoordinator(coordinator)
-          .setNumParticipants(byParticipant.size());
+          .setNumParticipants(byParticipant.size()).addAllParticipants(byParticipant.keySet());
       for (String k : e.getValue()) {
         sub.addWrites(KeyValue.newBuilder().setKey(k).setValue(writes.get(k)));
       }

@@ -109,7 +109,10 @@ public final class WriteTransactions {
       return size() > RECENT_COMMITS;
     }
   };
-  private final Map<Long, List<Incoming>> statusWaiters = new HashMap<>();
+  /** Status checks waiting for a transaction this server coordinates to commit, with their deadline. */
+  private final Map<Long, List<StatusWaiter>> statusWaiters = new HashMap<>();
+
+  private record StatusWaiter(Incoming m, long deadlineMs) {}
   /** txn id -> its coordinator, for pending transactions at this participant. */
   private final Map<Long, Integer> coordinators = new HashMap<>();
   /** How long a server waits for something another node owes it before giving up or asking again. */
@@ -263,6 +266,8 @@ public final class WriteTransactions {
     final Map<String, ReplicatedKey> keys = new HashMap<>();
     int originDc = -1;
     long originCommitMs;
+    /** Its participants here, if the sender said (RAD). */
+    final Set<Integer> participants = new HashSet<>();
     /** One-hop dependencies (key -> version), from the origin coordinator's message. */
     final Map<String, Long> deps = new HashMap<>();
     boolean complete;
@@ -282,6 +287,7 @@ public final class WriteTransactions {
     t.numParticipants = r.getNumParticipants();
     t.expectedKeys = r.getSubrequestKeys();
     t.originDc = r.getOriginDc();
+    t.participants.addAll(r.getParticipantsList());
     t.originCommitMs = Math.max(t.originCommitMs, r.getOriginCommitMs());
     for (Dep d : r.getDepsList()) {
       if (d.getVersion() != 0) { // the initial version is committed everywhere
@@ -345,7 +351,12 @@ public final class WriteTransactions {
         .whenCompleteAsync((ok, err) -> {
           if (err != null) {
             host.count("dep_check_retries");
-            host.later(Math.min(1_000, waitTimeoutMs), () -> checkDependency(t, key, version));
+            Throwable cause = err instanceof java.util.concurrent.CompletionException ? err.getCause() : err;
+            if (cause instanceof org.k2bench.core.transport.RemoteException) {
+              checkDependency(t, key, version); // "not yet": ask again at once, nothing is lost
+            } else {
+              host.later(Math.min(1_000, waitTimeoutMs), () -> checkDependency(t, key, version)); // lost
+            }
             return;
           }
           depSatisfied(t);
@@ -430,52 +441,138 @@ public final class WriteTransactions {
 
   private void committedAsCoordinator(long txnId, long evt) {
     recentCommits.put(txnId, evt);
-    List<Incoming> waiting = statusWaiters.remove(txnId);
+    List<StatusWaiter> waiting = statusWaiters.remove(txnId);
     if (waiting != null) {
-      for (Incoming w : waiting) {
-        w.reply(StatusReply.newBuilder().setEvt(evt).build());
+      for (StatusWaiter w : waiting) {
+        w.m().reply(StatusReply.newBuilder().setEvt(evt).build());
       }
     }
   }
 
-  /** Coordinator: answers once the transaction has committed (it may not have started yet). */
+  /**
+   * Coordinator: answers once the transaction has committed (it may not have started
+   * yet); a check still unanswered after the wait timeout is answered with an error.
+   */
   private void onCheckStatus(Incoming m, CheckStatus c) {
     Long evt = recentCommits.get(c.getTxnId());
     if (evt != null) {
       m.reply(StatusReply.newBuilder().setEvt(evt).build());
     } else {
-      statusWaiters.computeIfAbsent(c.getTxnId(), k -> new ArrayList<>()).add(m);
+      statusWaiters.computeIfAbsent(c.getTxnId(), k -> new ArrayList<>())
+          .add(new StatusWaiter(m, System.currentTimeMillis() + waitTimeoutMs));
     }
+  }
+
+  /** Gives up status checks past their deadline (the server's periodic tick). */
+  public void expire(long nowMs) {
+    if (statusWaiters.isEmpty()) {
+      return;
+    }
+    for (java.util.Iterator<Map.Entry<Long, List<StatusWaiter>>> it = statusWaiters.entrySet().iterator();
+        it.hasNext(); ) {
+      Map.Entry<Long, List<StatusWaiter>> e = it.next();
+      e.getValue().removeIf(w -> {
+        if (w.deadlineMs() > nowMs) {
+          return false;
+        }
+        host.count("status_checks_expired");
+        w.m().replyError("transaction " + e.getKey() + " has not committed at its coordinator");
+        return true;
+      });
+      if (e.getValue().isEmpty()) {
+        it.remove();
+      }
+    }
+  }
+
+  /**
+   * Whether committing a transaction pending here needs a message from another
+   * datacenter: its coordinator is elsewhere, or some participant is.
+   */
+  private boolean spansDatacenters(long txn) {
+    ClientTxn c = clientTxns.get(txn);
+    if (c != null && c.sub != null) {
+      if (topology.dcOfServer(c.sub.getCoordinator()) != ep.dc()) {
+        return true;
+      }
+      for (int p : c.sub.getParticipantsList()) {
+        if (topology.dcOfServer(p) != ep.dc()) {
+          return true;
+        }
+      }
+      return false;
+    }
+    ReplicatedTxn r = replicatedTxns.get(txn);
+    if (r != null) {
+      Integer coordinator = coordinators.get(txn);
+      if (coordinator != null && topology.dcOfServer(coordinator) != ep.dc()) {
+        return true;
+      }
+      for (int p : r.participants) {
+        if (topology.dcOfServer(p) != ep.dc()) {
+          return true;
+        }
+      }
+      for (int p : r.cohorts) {
+        if (topology.dcOfServer(p) != ep.dc()) {
+          return true;
+        }
+      }
+      return false;
+    }
+    Integer coordinator = coordinators.get(txn);
+    return coordinator != null && topology.dcOfServer(coordinator) != ep.dc();
   }
 
   /**
    * Resolves every transaction pending on {@code key} that may commit at or below
    * {@code ts} (Eiger's read at an effective time): asks each one's coordinator for its
    * status, then waits until this server has applied the commit. Calls {@code then} on
-   * the server thread with whether a coordinator in another datacenter was asked (a
-   * further wide-area round trip).
+   * the server thread with whether the wait was a wide-area one (a status check to a
+   * coordinator in another datacenter, or a wait for a transaction whose commit needs a
+   * message from another datacenter: a further wide-area round trip); or {@code failed}
+   * if that has not happened by {@code deadlineMs} (a coordinator that died or is cut
+   * off: the read fails rather than waiting forever, and nothing stays behind).
    */
-  public void resolvePendingBelow(String key, long ts, Consumer<Boolean> then) {
+  public void resolvePendingBelow(String key, long ts, long deadlineMs, Consumer<Boolean> then,
+      Consumer<String> failed) {
     List<CompletableFuture<StatusReply>> checks = new ArrayList<>();
-    boolean remote = false;
-    for (long txn : store.pendingBelow(key, ts)) {
+    boolean wide = false;
+    List<Long> pending = store.pendingBelow(key, ts);
+    for (long txn : pending) {
+      wide |= spansDatacenters(txn);
       Integer coordinator = coordinators.get(txn);
       if (coordinator == null || coordinator == ep.id()) {
         continue; // this server decides it; only waiting is needed
       }
       host.count("status_checks");
-      remote |= topology.dcOfServer(coordinator) != ep.dc();
-      checks.add(ep.call(coordinator, CheckStatus.newBuilder().setTxnId(txn).build(), StatusReply.class));
+      long timeout = Math.max(1, deadlineMs - System.currentTimeMillis());
+      checks.add(ep.call(coordinator, CheckStatus.newBuilder().setTxnId(txn).build(), StatusReply.class)
+          .orTimeout(timeout, java.util.concurrent.TimeUnit.MILLISECONDS));
     }
-    boolean remoteCheck = remote;
+    boolean wideArea = wide;
     Runnable afterChecks = () -> store.awaitKey(key, () -> !store.hasPendingBelow(key, ts),
-        () -> then.accept(remoteCheck));
+        () -> then.accept(wideArea), deadlineMs, () -> {
+          host.count("reads_unresolved");
+          failed.accept("a write-only transaction pending on '" + key + "' below " + LamportClock.format(ts)
+              + " did not resolve in time (its coordinator may be down or cut off)");
+        });
     if (checks.isEmpty()) {
       afterChecks.run();
     } else {
       CompletableFuture.allOf(checks.toArray(CompletableFuture[]::new))
           .whenCompleteAsync((r, err) -> afterChecks.run(), thread);
     }
+  }
+
+  /** The transactions pending on {@code key} here: {txn id, prepare time} each. */
+  public List<long[]> pendingOn(String key) {
+    return store.pending(key);
+  }
+
+  /** The version of a replicated transaction pending here (its id), or null for a client's. */
+  public Long replicatedVersion(long txn) {
+    return replicatedTxns.containsKey(txn) && !clientTxns.containsKey(txn) ? txn : null;
   }
 
   /** Counters the engine keeps (for stats). */

@@ -191,6 +191,43 @@ def staleness_cdf(runs) -> plt.Figure:
     return fig
 
 
+def freshness_vs_write_rate(runs) -> plt.Figure:
+    """Staleness and snapshot lag (left) and the all-local fraction (right) against the
+    write rate of the hottest keys, one marker per run point, K2 and PaRiS* (README
+    "Freshness")."""
+    data = load.freshness_frame(runs)
+    data = data[data["hot_key_writes_per_s"].notna()] if not data.empty else data
+    if data.empty:
+        raise MissingData("no run of K2 or PaRiS* with snapshot lag and operation histories "
+                          "(make local-run EXPERIMENT=freshness-load, freshness-writes)")
+    data = data.copy()
+    data["System"] = data["system"].map(_label)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    for system, group in data.groupby("System"):
+        g = group.sort_values("hot_key_writes_per_s")
+        color = PALETTE.get(system)
+        for col, style, name in (("staleness_p99_ms", "-", "staleness p99"),
+                                 ("staleness_p75_ms", "--", "staleness p75"),
+                                 ("snapshot_lag_p50_ms", ":", "snapshot lag p50")):
+            left.plot(g["hot_key_writes_per_s"], g[col], style, marker="o", color=color, label=f"{system} {name}")
+        right.plot(g["hot_key_writes_per_s"], 100 * g["all_local_fraction"], "-", marker="o", color=color,
+                   label=system)
+    for ax in (left, right):
+        ax.set_xscale("log")
+        ax.set_xlabel("writes per second of each of the 10 hottest keys (log)")
+        ax.grid(True, which="both", alpha=0.3)
+    left.set_ylabel("ms")
+    left.set_title("Staleness and snapshot lag")
+    left.axhspan(0, 105, color="grey", alpha=0.1, label="paper: p75 <= 105 ms")
+    left.legend(fontsize=7)
+    right.set_ylabel("all-local read-only transactions (%)")
+    right.set_title("All-local fraction")
+    right.axhspan(19, 83, color="grey", alpha=0.1, label="paper (K2): 19-83%")
+    right.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
 def write_latency(runs) -> plt.Figure:
     """CDFs of single-write and write-only transaction latency."""
     parts = [load.cdf_frame(runs, op).assign(op=name) for op, name in
@@ -213,7 +250,10 @@ def write_latency(runs) -> plt.Figure:
         ax.set_xlabel("latency (ms, log scale)")
         ax.set_ylabel("fraction of operations")
         ax.set_ylim(0, 1.01)
-    fig.suptitle("Write latency (paper §VII-D)")
+    notes = sorted({f"{_label(t.system)}: {t.summary['ops'][op]['not_own']}" for t in load.trials_of(runs)
+                    for op in ("wot", "write") if t.summary.get("ops", {}).get(op, {}).get("not_own")})
+    fig.suptitle("Write latency (paper §VII-D)" + ("\n" + "; ".join(notes) if notes else ""),
+                 fontsize=10 if notes else None)
     fig.tight_layout()
     return fig
 
@@ -324,6 +364,42 @@ def overview_table(runs) -> pd.DataFrame:
     ratio = None if not k2_t or not rad_t else k2_t / rad_t
     add("Throughput K2 / RAD", ratio, f"{ratio:.2f}" if ratio is not None else "",
         ratio is not None and ratio > 1, "41.6 / 24.8 = 1.68 (peak; only comparable in a load sweep)")
+    return pd.DataFrame(rows)
+
+
+def fidelity_table(runs) -> pd.DataFrame:
+    """What lets a reader judge a run's fidelity, per (run, point, system): the DC cache hit
+    rate, snapshot lag and staleness, replication lag (and after the faults, if any),
+    unavailability windows, errors and consistency violations, and measurements that are
+    not the named system's own."""
+    rows = []
+    for t in load.trials_of(runs):
+        s = t.summary
+
+        def pct(block, *keys):
+            b = s.get(block) or {}
+            return "/".join("-" if b.get(k) is None else f"{b[k]:.0f}" for k in keys) if b.get("count") else "-"
+
+        lag = s.get("replication_lag_ms") or {}
+        after = lag.get("after") or {}
+        avail = s.get("availability") or {}
+        cons = s.get("consistency") or {}
+        rows.append({
+            "run": t.run, "point": t.point, "trial": t.trial, "system": _label(t.system),
+            "cache hit rate": "-" if not s.get("cache") else f"{100 * s['cache']['hit_rate']:.1f}%",
+            "snapshot lag p50/p75/p99 ms": pct("snapshot_lag_ms", "p50", "p75", "p99"),
+            "staleness p50/p75/p99 ms": pct("staleness_ms", "p50", "p75", "p99"),
+            "replication lag p50/p99 ms": pct("replication_lag_ms", "p50", "p99"),
+            "after the faults p99/max ms": "-" if not after.get("count") else f"{after['p99']:.0f}/{after['max']:.0f}",
+            "unavailability": ", ".join(f"{w['dc']} {w['from_s']:.0f}-{w['to_s']:.0f}s"
+                                        for w in avail.get("windows", [])) or ("none" if avail else "-"),
+            "errors": s.get("errors"),
+            "violations": cons.get("violations", "not checked"),
+            "not the system's own": "; ".join(f"{op}: {s['ops'][op]['not_own']}" for op in ("wot", "write")
+                                              if s.get("ops", {}).get(op, {}).get("not_own")),
+        })
+    if not rows:
+        raise MissingData("no trial in these runs has a summary")
     return pd.DataFrame(rows)
 
 

@@ -78,6 +78,29 @@ class Trial:
         return {"run": self.run, "experiment": self.experiment, "point": self.point,
                 "trial": self.trial, "system": self.system}
 
+    def hot_key_write_rate(self, n: int = 10) -> float | None:
+        """Writes per second of each of the ``n`` most written keys, on average, in the
+        measurement window (from the clients' operation histories; None without them).
+        A key's version churn, which is what a reader at an older snapshot falls behind."""
+        paths = sorted((self.dir / "clients").glob("history-client-*.jsonl"))
+        if not paths:
+            return None
+        begin, end = self.window_ms
+        counts: dict[str, int] = {}
+        for p in paths:
+            with p.open() as f:
+                for line in f:
+                    if '"w"' not in line:
+                        continue
+                    o = json.loads(line)
+                    if o.get("ok", True) and begin <= o["t0"] < end:
+                        for k in o.get("w") or {}:
+                            counts[k] = counts.get(k, 0) + 1
+        if not counts:
+            return 0.0
+        top = sorted(counts.values(), reverse=True)[:n]
+        return sum(top) / len(top) / ((end - begin) / 1000.0)
+
 
 @dataclass
 class Run:
@@ -243,8 +266,9 @@ def throughput_frame(runs) -> pd.DataFrame:
 
 def summary_frame(runs) -> pd.DataFrame:
     """One row per (run, point, trial, system): throughput over the window, ROT mean and
-    percentiles, all-local fraction, wide-area rounds, write latencies, staleness and
-    errors, all recomputed from the logs; plus the point's sweep values as columns."""
+    percentiles, all-local fraction, wide-area rounds, write latencies, staleness, snapshot
+    lag and errors, all recomputed from the logs; the DC cache hit rate and replication
+    lag of the trial's summary; plus the point's sweep values as columns."""
     rows = []
     for t in trials_of(runs):
         rot = t.merged("rot")
@@ -260,6 +284,11 @@ def summary_frame(runs) -> pd.DataFrame:
             "all_local_fraction": rounds.get_count_at_value(0) / n if n else None,
             **{f"rounds_{r}": (rounds.get_count_at_value(r) if n else 0) for r in range(4)},
             "staleness_p50_ms": st["p50"], "staleness_p75_ms": st["p75"], "staleness_p99_ms": st["p99"],
+            **{f"snapshot_lag_{k}_ms": v for k, v in latency(t.merged("snapshot_lag"), (50, 75, 99)).items()
+               if k != "mean"},
+            "cache_hit_rate": (t.summary.get("cache") or {}).get("hit_rate"),
+            "replication_lag_p50_ms": (t.summary.get("replication_lag_ms") or {}).get("p50"),
+            "replication_lag_p99_ms": (t.summary.get("replication_lag_ms") or {}).get("p99"),
             "errors": errors,
         }
         for op in ("wot", "write"):
@@ -289,3 +318,19 @@ def staleness_frame(runs) -> pd.DataFrame:
     newer version of the returned key was written in the reading datacenter)."""
     frame = latency_frame(runs, ops=("staleness",), per_dc=False)
     return frame.drop(columns=["op", "dc"])
+
+
+def freshness_frame(runs, hot_keys: int = 10) -> pd.DataFrame:
+    """Per (run, point, trial, system) of systems that read past snapshots (K2, PaRiS*):
+    the write rate of the hottest keys (``hot_key_writes_per_s``), throughput, staleness and
+    snapshot lag percentiles and the all-local fraction (README "Freshness")."""
+    frame = summary_frame(runs)
+    if frame.empty:
+        return frame
+    frame = frame[frame["snapshot_lag_p50_ms"].notna()].copy()
+    rates = {(t.run, t.point, t.trial, t.system): t.hot_key_write_rate(hot_keys) for t in trials_of(runs)}
+    frame["hot_key_writes_per_s"] = [rates.get((r.run, r.point, r.trial, r.system)) for r in frame.itertuples()]
+    cols = ["run", "experiment", "point", "trial", "system", "hot_key_writes_per_s", "throughput_ops_per_s",
+            "staleness_p50_ms", "staleness_p75_ms", "staleness_p99_ms", "snapshot_lag_p50_ms",
+            "snapshot_lag_p75_ms", "snapshot_lag_p99_ms", "all_local_fraction", "cache_hit_rate"]
+    return frame[cols].sort_values(["system", "hot_key_writes_per_s"]).reset_index(drop=True)

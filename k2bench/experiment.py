@@ -87,7 +87,9 @@ FAULT_KINDS = {
     "partition": ({"at_s", "for_s", "dcs"}, {"mode"}),  # hold (deliver at heal) | drop
     "delay": ({"at_s", "for_s", "dcs", "extra_ms"}, set()),  # latency spike, both directions
 }
-MUTANTS = ("skip-dependency-checks", "incoming-writes-visible", "rad-skip-second-round", "read-pending")
+MUTANTS = ("skip-dependency-checks", "incoming-writes-visible", "rad-skip-second-round", "read-pending",
+           "dep-check-gc-watermark", "replication-waits-every-replica", "paris-shared-pins", "cache-counts-versions",
+           "deps-max-per-key")
 DEFAULT_SYSTEMS = ["k2", "rad", "paris-star"]
 
 

@@ -389,12 +389,17 @@ class Orchestrator:
         summary = summarize(logs, system=t.system, experiment=cfg["name"], window_ms=window,
                             origin_ms=t0 * 1000, server_logs=sorted((t.dir / "servers").glob("*.hlog")),
                             after_ms=after_ms)
+        for op, why in self.env.system_info[t.system].get("not_own", {}).items():
+            if op in summary["ops"]:
+                summary["ops"][op]["not_own"] = why  # e.g. PaRiS*'s writes are K2's
         summary["point"] = t.point
         summary["point_values"] = point_values(run_manifest["config"], cfg)
         summary["trial"] = t.trial
         summary["start_ms"] = t0 * 1000  # the clients' common start; the window follows from it
         summary["server_stats"] = server_totals(t.dir / "servers")
         summary["cache"] = server_totals_hit_rate(summary["server_stats"])
+        if summary["cache"]:
+            summary["server_stats"]["cache_hit_rate"] = summary["cache"]["hit_rate"]
         histories = {dc: [t.dir / "clients" / f"history-{s.name}.jsonl" for s in dep.clients(dc)] for dc in dcs}
         ops_by_dc = {dc: checker.load_history(paths) for dc, paths in histories.items()}
         summary["availability"] = unavailability(ops_by_dc, t0 * 1000)

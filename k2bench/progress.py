@@ -103,7 +103,8 @@ def summary_table(summaries: list[dict]) -> Table:
     row("ROT WAN rounds 0/1/2/3", lambda s: "/".join(str(rot(s)["wan_rounds"][k]) for k in "0123"))
     for op in ("wot", "write"):
         row(f"{op.upper()} n, p50/p99", lambda s, op=op: f"{s['ops'][op]['count']}, "
-            f"{f(s['ops'][op]['latency_ms']['p50'])}/{f(s['ops'][op]['latency_ms']['p99'])}")
+            f"{f(s['ops'][op]['latency_ms']['p50'])}/{f(s['ops'][op]['latency_ms']['p99'])}"
+            + (" *" if s["ops"][op].get("not_own") else ""))
     row("throughput ops/s", lambda s: f(s["throughput_ops_per_s"]))
     row("staleness p50/p75/p99", lambda s: "/".join(f(s["staleness_ms"][k]) for k in ("p50", "p75", "p99")))
     row("snapshot lag p50/p75/p99", lambda s: "-" if not (s.get("snapshot_lag_ms") or {}).get("count")
@@ -121,4 +122,8 @@ def summary_table(summaries: list[dict]) -> Table:
         f"{s['consistency']['violations']} of {s['consistency']['checked_ops']} ops"
         + (f" ({', '.join(f'{k} {v}' for k, v in s['consistency']['by_kind'].items())})"
            if s["consistency"]["violations"] else ""))
+    notes = sorted({f"{s['system']}: {s['ops'][op]['not_own']}" for s in summaries for op in ("wot", "write")
+                    if s["ops"][op].get("not_own")})
+    if notes:
+        t.caption = "* " + "; ".join(notes)
     return t

@@ -17,6 +17,7 @@ import org.k2bench.core.topology.Placement;
 import org.k2bench.core.topology.Topology;
 import org.k2bench.core.transport.Endpoint;
 import org.k2bench.core.transport.Transport;
+import org.k2bench.core.txn.OneHopDeps;
 import org.k2bench.core.txn.WriteClient;
 
 /**
@@ -34,8 +35,8 @@ public final class K2Client implements KvClient {
   private final WriteClient writer;
   private final SessionCache sessionCache;
   private long readTs;
-  /** One-hop dependencies: the last write and every version read since (key -> version). */
-  private final Map<String, Long> deps = new LinkedHashMap<>();
+  /** One-hop dependencies: the last write and every version read since. */
+  private final OneHopDeps deps = new OneHopDeps();
 
   /**
    * @param sessionCache values only this session may read (PaRiS*'s private cache);
@@ -77,8 +78,7 @@ public final class K2Client implements KvClient {
   @Override
   public synchronized WriteResult writeTxn(Map<String, Row> writes) {
     WriteClient.Committed c = writer.commit(writes, this::localServerFor, deps);
-    deps.clear();
-    deps.put(c.coordinatorKey(), c.version());
+    deps.wrote(c.coordinatorKey(), c.version());
     readTs = Math.max(readTs, c.version());
     sessionCache.onWrite(writes, c.version());
     return new WriteResult(c.version(), 0);
@@ -98,7 +98,7 @@ public final class K2Client implements KvClient {
   /** After a read-only transaction at {@code ts}: advance read_ts, add what was read to deps. */
   void afterRead(long ts, Map<String, Long> versionsRead) {
     readTs = Math.max(readTs, ts);
-    versionsRead.forEach((k, v) -> deps.merge(k, v, Math::max));
+    versionsRead.forEach(deps::read);
   }
 
   boolean isReplicaKey(String key) {
@@ -130,10 +130,6 @@ public final class K2Client implements KvClient {
     return sessionCache;
   }
 
-  /** The session's current one-hop dependencies (for tests). */
-  synchronized Map<String, Long> deps() {
-    return Map.copyOf(deps);
-  }
 
   @Override
   public void close() {

@@ -67,6 +67,16 @@ public final class K2Server extends ServerActor {
    * detector, so a dead datacenter costs one fail-over timeout, not one per write).
    */
   private final Set<Integer> suspectedDcs = new HashSet<>();
+  /**
+   * Versions whose data only some replica datacenters have (replication went on without
+   * one): which ones, for remote reads. Bounded: old entries concern collected versions.
+   */
+  private final Map<VKey, List<Integer>> replicasWithData = new java.util.LinkedHashMap<>(16, 0.75f, false) {
+    @Override
+    protected boolean removeEldestEntry(Map.Entry<VKey, List<Integer>> eldest) {
+      return size() > 100_000;
+    }
+  };
   /** Client sub-requests whose first replication phase has not finished, by version. */
   private final Map<Long, List<Replication>> replicating = new HashMap<>();
   /** Write-only transactions, local and replicated; also holds IncomingWrites (§IV-A). */
@@ -108,6 +118,11 @@ public final class K2Server extends ServerActor {
         if (org.k2bench.core.testing.Mutants.active(org.k2bench.core.testing.Mutants.INCOMING_WRITES_VISIBLE)) {
           store.commit(key, version, version, clock.nextTimestamp(), value); // the bug: visible before commit
         }
+      }
+
+      @Override
+      public void replicasWithData(String key, long version, List<Integer> dcs) {
+        replicasWithData.put(new VKey(key, version), List.copyOf(dcs));
       }
 
       @Override
@@ -217,7 +232,14 @@ public final class K2Server extends ServerActor {
     checkShard(key);
     long ts = req.getTs();
     clock.observeTimestamp(ts); // later prepares here get prepare_ts > ts, so EVT > ts
-    store.awaitKey(key, () -> !store.hasPendingBelow(key, ts), () -> readAt(m, key, ts));
+    // Local transactions commit within a local round trip; the deadline only matters for a
+    // server whose coordinator died on its own (server.processes: per_server).
+    store.awaitKey(key, () -> !store.hasPendingBelow(key, ts), () -> readAt(m, key, ts),
+        System.currentTimeMillis() + options.rpcTimeoutMs(), () -> {
+          count("reads_unresolved");
+          m.replyError("a write-only transaction pending on '" + key + "' below " + LamportClock.format(ts)
+              + " did not commit within " + options.rpcTimeoutMs() + " ms");
+        });
   }
 
   private void readAt(Incoming m, String key, long ts) {
@@ -240,7 +262,18 @@ public final class K2Server extends ServerActor {
       return;
     }
     count("remote_fetches");
-    fetch(m, key, v.version(), reply, placement.replicasByDistance(dc, key), 0);
+    fetch(m, key, v.version(), reply, replicasToAsk(key, v.version()), 0);
+  }
+
+  /** The key's replica datacenters by distance, only those known to have this version if some do not. */
+  private int[] replicasToAsk(String key, long version) {
+    int[] all = placement.replicasByDistance(dc, key);
+    List<Integer> known = replicasWithData.get(new VKey(key, version));
+    if (known == null) {
+      return all;
+    }
+    int[] some = java.util.Arrays.stream(all).filter(known::contains).toArray();
+    return some.length == 0 ? all : some;
   }
 
   /**
@@ -454,7 +487,6 @@ public final class K2Server extends ServerActor {
     /** key -> whether some replica datacenter (this one included) has its data. */
     final Map<String, Boolean> hasCopy = new HashMap<>();
     final Map<Integer, Replicate> phase1 = new TreeMap<>();
-    final List<CompletableFuture<ReplicateAck>> calls = new ArrayList<>();
     Map<Integer, Replicate.Builder> phase2;
     boolean timedOut;
     boolean done;
@@ -466,11 +498,14 @@ public final class K2Server extends ServerActor {
   }
 
   private void sendPhase1(Replication r, int replicaDc) {
+    // Late acknowledgements still count: they clear the sender's suspicion of that
+    // datacenter. A call to a dead one ends at the RPC timeout.
     CompletableFuture<ReplicateAck> call = ep.call(topology.serverId(replicaDc, shard), r.phase1.get(replicaDc),
         ReplicateAck.class);
-    r.calls.add(call);
     onServer(call, options.rpcTimeoutMs(), (ack, err) -> {
-      r.calls.remove(call);
+      if (err == null) {
+        suspectedDcs.remove(replicaDc); // alive: wait for it again (even if this write went on without it)
+      }
       if (r.done) {
         return;
       }
@@ -486,7 +521,6 @@ public final class K2Server extends ServerActor {
         });
         return;
       }
-      suspectedDcs.remove(replicaDc);
       for (ReplicatedKey k : r.phase1.get(replicaDc).getKeysList()) {
         r.unacked.get(k.getKey()).remove(replicaDc);
         r.hasCopy.put(k.getKey(), true);
@@ -521,15 +555,29 @@ public final class K2Server extends ServerActor {
         replicating.remove(r.version);
       }
     }
-    for (CompletableFuture<ReplicateAck> call : List.copyOf(r.calls)) {
-      call.cancel(false); // late acknowledgements are not needed any more
-    }
     for (KeyValue kv : r.sub.getWritesList()) {
       if (!isReplica(kv.getKey())) {
         cache.unpin(kv.getKey(), r.version);
       }
     }
+    // When some replica datacenter has not acknowledged, say which ones have the data, so
+    // that readers elsewhere ask those (§IV-A: metadata goes with "the list of replicas
+    // storing the value").
+    java.util.SortedSet<Integer> withData = new java.util.TreeSet<>();
+    boolean partial = false;
+    for (KeyValue kv : r.sub.getWritesList()) {
+      for (int replica : placement.replicaDcs(kv.getKey())) {
+        if (replica == dc || (r.phase1.containsKey(replica) && !r.unacked.get(kv.getKey()).contains(replica))) {
+          withData.add(replica);
+        } else {
+          partial = true;
+        }
+      }
+    }
     for (Map.Entry<Integer, Replicate.Builder> e : r.phase2.entrySet()) {
+      if (partial) {
+        e.getValue().addAllReplicaDcsWithData(withData);
+      }
       ep.send(topology.serverId(e.getKey(), shard), e.getValue().build());
     }
   }

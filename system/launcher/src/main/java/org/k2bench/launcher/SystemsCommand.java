@@ -31,6 +31,7 @@ final class SystemsCommand implements Callable<Integer> {
         m.put("name", s.name());
         m.put("description", s.description());
         m.put("max_wan_rounds", s.maxWanRounds() == Integer.MAX_VALUE ? null : s.maxWanRounds());
+        m.put("not_own", new java.util.TreeMap<>(s.notOwnMeasurements()));
         all.add(m);
       }
       out.println(new ObjectMapper().writeValueAsString(all));

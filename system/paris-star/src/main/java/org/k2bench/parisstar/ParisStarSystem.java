@@ -37,6 +37,20 @@ public final class ParisStarSystem implements StoreSystem {
     return 1; // one round of non-blocking remote reads, or none (§VII-A)
   }
 
+  /**
+   * PaRiS commits a transaction's writes of keys not replicated in the client's datacenter
+   * at their remote replicas (two-phase commit across datacenters; "PaRiS: Causally
+   * Consistent Transactions with Non-blocking Reads and Partial Replication", ICDCS 2019). PaRiS*
+   * keeps K2's local commit, so its write latencies are K2's, not PaRiS's.
+   */
+  public static final String WRITES_NOT_PARIS = "K2's local commit, not PaRiS's: PaRiS commits writes of "
+      + "non-local keys at their remote replicas";
+
+  @Override
+  public java.util.Map<String, String> notOwnMeasurements() {
+    return java.util.Map.of("wot", WRITES_NOT_PARIS, "write", WRITES_NOT_PARIS);
+  }
+
   @Override
   public ServerNode startServer(Transport transport, int serverId, ServerOptions options) {
     return K2Server.start(transport, serverId, options, false);

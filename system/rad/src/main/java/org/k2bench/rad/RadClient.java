@@ -11,6 +11,7 @@ import org.k2bench.core.data.Row;
 import org.k2bench.core.topology.Placement;
 import org.k2bench.core.transport.Endpoint;
 import org.k2bench.core.transport.Transport;
+import org.k2bench.core.txn.OneHopDeps;
 import org.k2bench.core.txn.WriteClient;
 
 /**
@@ -24,7 +25,7 @@ final class RadClient implements KvClient {
   private final int dc;
   private final Endpoint ep;
   private final WriteClient writer;
-  private final Map<String, Long> deps = new LinkedHashMap<>();
+  private final OneHopDeps deps = new OneHopDeps();
   /**
    * The session's own writes (key -> version = EVT) until a read has seen them. The
    * coordinator of a write-only transaction answers once it committed; another participant
@@ -87,7 +88,7 @@ final class RadClient implements KvClient {
     }
     ReadResult r = EigerReadOnlyTransaction.run(this, keys);
     r.versions().forEach((k, v) -> {
-      deps.merge(k, v, Math::max);
+      deps.read(k, v);
       ownWrites.computeIfPresent(k, (key, mine) -> v >= mine ? null : mine);
     });
     return r;
@@ -98,8 +99,7 @@ final class RadClient implements KvClient {
   public synchronized WriteResult writeTxn(Map<String, Row> writes) {
     WriteClient.Committed c = writer.commit(writes, this::homeServer, deps);
     writes.keySet().forEach(k -> ownWrites.put(k, c.version()));
-    deps.clear();
-    deps.put(c.coordinatorKey(), c.version());
+    deps.wrote(c.coordinatorKey(), c.version());
     boolean remote = c.participants().stream().anyMatch(this::isRemote);
     return new WriteResult(c.version(), remote ? 1 : 0);
   }

@@ -107,7 +107,7 @@ final class RadServer extends ServerActor {
     ReadReply.Builder reply = ReadReply.newBuilder();
     for (String key : req.getKeysList()) {
       checkHome(key);
-      MultiVersionStore.Version<Row> v = store.latest(key);
+      MultiVersionStore.Version<Row> v = store.latestForFirstRound(key); // GC keeps it for round two
       long lvt = Math.max(Math.min(now, store.minPendingPrepare(key)), 0);
       if (lvt < v.evt() && !mayHide(key, v)) {
         lvt = v.evt();

@@ -22,6 +22,15 @@ public interface StoreSystem {
     return Integer.MAX_VALUE;
   }
 
+  /**
+   * Measurements of this implementation that do not stand for the system it is named
+   * after (operation tag, e.g. {@code wot}, -> why), shown next to them in summaries and
+   * reports. Empty when every measurement is the system's own.
+   */
+  default java.util.Map<String, String> notOwnMeasurements() {
+    return java.util.Map.of();
+  }
+
   ServerNode startServer(Transport transport, int serverId, ServerOptions options);
 
   KvClient newClient(Transport transport, int clientId, int dc, ServerOptions options);

@@ -43,8 +43,8 @@ import java.util.function.Predicate;
  * older than 5 s, or this version or any of its earlier versions has been accessed by the
  * first round of a read-only transaction within the past 5 s". A version's age counts from
  * when it was written here (committed); the retention is the GC window, longer at replica
- * servers, which remote reads of other datacenters may reach after the readers' own
- * window. Only a prefix of the chain is removed, so no interval in the middle ever
+ * servers, where it counts from when a version was superseded: remote reads of other
+ * datacenters may ask for it until they learn of its successor, after the replicas. Only a prefix of the chain is removed, so no interval in the middle ever
  * disappears. Round one offers no superseded version older than the GC window, whether or
  * not a read still protects it: that is how sessions that never write "make progress
  * through the garbage collection that safely discards any versions older than 5 s" (§V-B),
@@ -178,7 +178,7 @@ public final class MultiVersionStore<V> {
    * {@code prepareTs}. Its EVT will be greater than {@code prepareTs}.
    */
   public void prepare(String key, long txnId, long prepareTs) {
-    chain(key).pending.put(txnId, prepareTs);
+    chain(key).pending.putIfAbsent(txnId, prepareTs); // a repeated prepare keeps the first time
   }
 
   /** Whether a pending transaction on {@code key} may still commit with EVT at or below {@code ts}. */
@@ -378,10 +378,21 @@ public final class MultiVersionStore<V> {
     return vis.get(vis.size() - 1).version;
   }
 
-  /** The newest visible version (what a plain read or an Eiger first round returns). */
+  /** The newest visible version (what a plain read returns). */
   public Version<V> latest(String key) {
     List<Version<V>> vis = chain(key).visible;
     return vis.get(vis.size() - 1);
+  }
+
+  /**
+   * The newest visible version, read by the first round of a read-only transaction (an
+   * Eiger first round): marked accessed, so GC keeps it and its successors until the
+   * transaction's second round, as {@link #versionsFrom} does for K2.
+   */
+  public Version<V> latestForFirstRound(String key) {
+    Version<V> v = latest(key);
+    v.lastAccessMs = clockMs.getAsLong();
+    return v;
   }
 
   /**
@@ -455,7 +466,8 @@ public final class MultiVersionStore<V> {
   /**
    * Runs {@code action} (on the owner thread) once {@code ready} holds for {@code key};
    * re-evaluated after every commit to that key. Runs at once if it already holds. Waits
-   * as long as it takes: for what is sure to come (a local transaction's commit).
+   * as long as it takes: callers use it where at most one wait exists per transaction that
+   * is itself waiting (a replicated transaction's dependency on this server).
    */
   public void awaitKey(String key, BooleanSupplier ready, Runnable action) {
     awaitKey(key, ready, action, Long.MAX_VALUE, () -> { });
@@ -548,15 +560,28 @@ public final class MultiVersionStore<V> {
 
   // ---------------------------------------------------------------- GC
 
+  /**
+   * Whether GC keeps {@code v} for its age: younger than the GC window since it was written
+   * here; at replica servers, younger than the replica retention since it was superseded,
+   * because a non-replica datacenter learns of the superseding version only after the
+   * replicas committed it, and may ask for {@code v} until then (§IV-B: "once a non-replica
+   * datacenter learns about an update, the value must be available from each of the replica
+   * datacenters", and before it learns, the previous one).
+   */
+  private boolean young(Version<V> v, boolean replica, long now) {
+    return now - v.insertedAtMs < gcWindowMs
+        || (replica && now - Math.max(v.insertedAtMs, v.supersededAtMs) < replicaRetentionMs);
+  }
+
   private void gc(String key, Chain<V> c, long now) {
-    long retention = isReplicaKey.test(key) ? replicaRetentionMs : gcWindowMs;
+    boolean replica = isReplicaKey.test(key);
     List<Version<V>> vis = c.visible;
     int remove = 0;
     long accessed = Long.MIN_VALUE;
     for (int i = 0; i < vis.size() - 1; i++) {
       Version<V> v = vis.get(i);
       accessed = Math.max(accessed, v.lastAccessMs);
-      boolean young = now - v.insertedAtMs < retention;
+      boolean young = young(v, replica, now);
       boolean protectedByRead = now - accessed < txnTimeoutMs;
       if (young || protectedByRead) {
         break;
@@ -572,7 +597,7 @@ public final class MultiVersionStore<V> {
     }
     for (Iterator<Version<V>> it = c.hidden.values().iterator(); it.hasNext(); ) {
       Version<V> v = it.next();
-      if (now - v.insertedAtMs >= retention && now - v.lastAccessMs >= txnTimeoutMs) {
+      if (!young(v, replica, now) && now - v.lastAccessMs >= txnTimeoutMs) {
         recordCollected(c, v.version);
         it.remove();
         gcRemoved++;

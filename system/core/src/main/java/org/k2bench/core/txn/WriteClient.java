@@ -8,7 +8,6 @@ import java.util.Random;
 import java.util.concurrent.CompletableFuture;
 import java.util.function.ToIntFunction;
 import org.k2bench.core.api.Calls;
-import org.k2bench.core.data.Dep;
 import org.k2bench.core.data.Row;
 import org.k2bench.core.transport.Endpoint;
 import org.k2bench.core.txn.proto.KeyValue;
@@ -37,9 +36,9 @@ public final class WriteClient {
 
   /**
    * @param participantOf the server that holds a key for this client (its participant)
-   * @param deps the session's one-hop dependencies (key -> version)
+   * @param deps the session's one-hop dependencies
    */
-  public Committed commit(Map<String, Row> writes, ToIntFunction<String> participantOf, Map<String, Long> deps) {
+  public Committed commit(Map<String, Row> writes, ToIntFunction<String> participantOf, OneHopDeps deps) {
     if (writes.isEmpty()) {
       throw new IllegalArgumentException("a write-only transaction needs at least one key");
     }
@@ -60,11 +59,7 @@ public final class WriteClient {
         sub.addWrites(KeyValue.newBuilder().setKey(k).setValue(writes.get(k)));
       }
       if (e.getKey() == coordinator) {
-        deps.forEach((k, v) -> {
-          if (v != 0) { // the initial version is committed everywhere: nothing to check
-            sub.addDeps(Dep.newBuilder().setKey(k).setVersion(v));
-          }
-        });
+        sub.addAllDeps(deps.asDeps());
         reply = ep.call(coordinator, sub.build(), WotReply.class);
       } else {
         ep.send(e.getKey(), sub.build());

@@ -70,6 +70,12 @@ public final class WriteTransactions {
     /** Replicated data arrived and is stored, not yet committed (K2's IncomingWrites). */
     default void incoming(String key, long version, Row value) {}
 
+    /**
+     * Metadata arrived for a version that only these replica datacenters have (K2's second
+     * phase names them when replication went on without one, §IV-A).
+     */
+    default void replicasWithData(String key, long version, List<Integer> dcs) {}
+
     /** Counts a protocol event for {@link org.k2bench.core.api.ServerNode#stats()}. */
     void count(String stat);
 
@@ -268,13 +274,14 @@ public final class WriteTransactions {
     long originCommitMs;
     /** Its participants here, if the sender said (RAD). */
     final Set<Integer> participants = new HashSet<>();
-    /** One-hop dependencies (key -> version), from the origin coordinator's message. */
-    final Map<String, Long> deps = new HashMap<>();
+    /** One-hop dependencies, from the origin coordinator's message (a set: see OneHopDeps). */
+    final Set<Dep> deps = new HashSet<>();
     boolean complete;
     // coordinator only
     final Set<Integer> cohorts = new HashSet<>();
     int depsPending = -1;
     boolean preparing;
+    boolean committed;
 
     ReplicatedTxn(long version) {
       this.version = version;
@@ -282,6 +289,15 @@ public final class WriteTransactions {
   }
 
   private void onReplicate(Incoming m, Replicate r) {
+    if (!replicatedTxns.containsKey(r.getVersion()) && alreadyCommitted(r)) {
+      // A resent copy of a sub-request committed here already (K2 resends the first phase
+      // to a replica that did not answer in time): acknowledge it, change nothing.
+      host.count("replicate_duplicates");
+      if (m.expectsReply()) {
+        m.reply(ReplicateAck.getDefaultInstance());
+      }
+      return;
+    }
     ReplicatedTxn t = replicatedTxns.computeIfAbsent(r.getVersion(), ReplicatedTxn::new);
     t.coordinatorKey = r.getCoordinatorKey();
     t.numParticipants = r.getNumParticipants();
@@ -291,7 +307,7 @@ public final class WriteTransactions {
     t.originCommitMs = Math.max(t.originCommitMs, r.getOriginCommitMs());
     for (Dep d : r.getDepsList()) {
       if (d.getVersion() != 0) { // the initial version is committed everywhere
-        t.deps.merge(d.getKey(), d.getVersion(), Math::max);
+        t.deps.add(d);
       }
     }
     for (ReplicatedKey k : r.getKeysList()) {
@@ -300,6 +316,8 @@ public final class WriteTransactions {
       if (k.getHasValue()) {
         incomingWrites.put(new VKey(k.getKey(), r.getVersion()), k.getValue());
         host.incoming(k.getKey(), r.getVersion(), k.getValue());
+      } else if (r.getReplicaDcsWithDataCount() > 0) {
+        host.replicasWithData(k.getKey(), r.getVersion(), r.getReplicaDcsWithDataList());
       }
     }
     if (m.expectsReply()) {
@@ -319,6 +337,15 @@ public final class WriteTransactions {
     }
   }
 
+  private boolean alreadyCommitted(Replicate r) {
+    for (ReplicatedKey k : r.getKeysList()) {
+      if (!store.isCommitted(k.getKey(), r.getVersion())) {
+        return false;
+      }
+    }
+    return r.getKeysCount() > 0;
+  }
+
   private void onNotify(int from, Notify n) {
     ReplicatedTxn t = replicatedTxns.computeIfAbsent(n.getVersion(), ReplicatedTxn::new);
     t.cohorts.add(from);
@@ -332,7 +359,7 @@ public final class WriteTransactions {
       return;
     }
     t.depsPending = t.deps.size();
-    t.deps.forEach((key, version) -> checkDependency(t, key, version));
+    t.deps.forEach(d -> checkDependency(t, d.getKey(), d.getVersion()));
   }
 
   /**
@@ -393,16 +420,32 @@ public final class WriteTransactions {
     for (String key : t.keys.keySet()) {
       store.prepare(key, t.version, prepareTs);
     }
+    prepareCohorts(t);
+  }
+
+  /**
+   * Asks every cohort to prepare and commits once all said yes. A round that does not
+   * complete within the wait timeout (a cohort cut off, a message lost) is asked again:
+   * preparing is idempotent, and the transaction's keys stay pending here until it commits.
+   */
+  private void prepareCohorts(ReplicatedTxn t) {
     List<CompletableFuture<Prepared>> yes = new ArrayList<>();
     for (int cohort : t.cohorts) {
-      yes.add(ep.call(cohort, Prepare.newBuilder().setTxnId(t.version).build(), Prepared.class));
+      yes.add(ep.call(cohort, Prepare.newBuilder().setTxnId(t.version).build(), Prepared.class)
+          .orTimeout(waitTimeoutMs, java.util.concurrent.TimeUnit.MILLISECONDS));
     }
     CompletableFuture.allOf(yes.toArray(CompletableFuture[]::new)).whenCompleteAsync((r, err) -> {
-      if (err != null) {
-        LOG.warn("server {}: prepare of replicated v{} failed: {}", ep.id(),
-            LamportClock.format(t.version), err.toString());
+      if (t.committed) {
         return;
       }
+      if (err != null) {
+        host.count("prepare_retries");
+        LOG.debug("server {}: prepare of replicated v{} failed, asking again: {}", ep.id(),
+            LamportClock.format(t.version), err.toString());
+        host.later(Math.min(1_000, waitTimeoutMs), () -> prepareCohorts(t));
+        return;
+      }
+      t.committed = true;
       long evt = clock.nextTimestamp();
       replicatedTxns.remove(t.version);
       commitReplicated(t, evt);
@@ -547,8 +590,18 @@ public final class WriteTransactions {
       }
       host.count("status_checks");
       long timeout = Math.max(1, deadlineMs - System.currentTimeMillis());
+      boolean replicated = replicatedTxns.containsKey(txn);
       checks.add(ep.call(coordinator, CheckStatus.newBuilder().setTxnId(txn).build(), StatusReply.class)
-          .orTimeout(timeout, java.util.concurrent.TimeUnit.MILLISECONDS));
+          .orTimeout(timeout, java.util.concurrent.TimeUnit.MILLISECONDS)
+          .whenCompleteAsync((reply, err) -> {
+            if (reply != null) {
+              // Committed at its coordinator: commit it here too (as Eiger does with the
+              // status reply), rather than wait for a Commit message that may be slow.
+              // A client transaction's version is its EVT; a replicated one's is its id.
+              onCommit(Commit.newBuilder().setTxnId(txn).setVersion(replicated ? txn : reply.getEvt())
+                  .setEvt(reply.getEvt()).build());
+            }
+          }, thread));
     }
     boolean wideArea = wide;
     Runnable afterChecks = () -> store.awaitKey(key, () -> !store.hasPendingBelow(key, ts),

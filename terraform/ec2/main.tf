@@ -50,7 +50,7 @@ resource "aws_instance" "host" {
   for_each = local.hosts
   region   = each.value.region
 
-  #checkov:skip=CKV_AWS_88:Servers in six regions reach each other over the internet (SPEC §2, topology_address public); a public address per instance is the point, and its security group admits only the cluster and the operator.
+  #checkov:skip=CKV_AWS_88:Servers in six regions reach each other over the internet (topology_address public); a public address per instance is the point, and its security group admits only the cluster and the operator.
   #checkov:skip=CKV2_AWS_41:The instances call no AWS API, so they get no IAM role (least privilege).
   ami                         = data.aws_ami.ubuntu[each.value.dc].id
   instance_type               = var.instance_type

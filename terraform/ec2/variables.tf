@@ -51,7 +51,7 @@ variable "ssh_private_key" {
 }
 
 variable "datacenters" {
-  description = "Datacenter name => AWS region (SPEC §2). Host names are <dc>-server-<i> and <dc>-client-<i>, dc in lower case."
+  description = "Datacenter name => AWS region (the K2 paper's six datacenters). Host names are <dc>-server-<i> and <dc>-client-<i>, dc in lower case."
   type        = map(string)
   default = {
     VA  = "us-east-1"

@@ -121,7 +121,7 @@ def inventory_from_manifests(manifests: list[str], *, experiment_id: str,
         "schema": "k2bench-inventory/1",
         "experiment_id": experiment_id,
         "provider": "emulab",
-        "latency": "netem",              # tc on the nodes (SPEC §5): the LAN itself is unshaped
+        "latency": "netem",              # tc on the nodes (netem role): the LAN itself is unshaped
         "topology_address": "private",   # servers talk over the experiment LAN
         "ssh": ssh,
         "datacenters": {dc: {"hosts": [h for _, _, h in sorted(hosts, key=lambda t: t[:2])]}

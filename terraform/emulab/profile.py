@@ -8,7 +8,7 @@ inventory from those names.
 Instructions:
 Wait for the experiment to be ready, then run `terraform output -raw inventory` (or read
 terraform/emulab/inventory.json). Wide-area latency between datacenters is added on the
-nodes with `tc netem` (k2bench SPEC §5), not by the testbed: the LAN has no shaping, so
+nodes with `tc netem` (k2bench's netem role), not by the testbed: the LAN has no shaping, so
 Emulab inserts no delay nodes. Datacenter d (0-based, in the order of the `datacenters`
 parameter) has LAN addresses 10.10.(d+1).0/24: servers .1 up, clients .101 up.
 """

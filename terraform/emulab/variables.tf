@@ -87,7 +87,7 @@ variable "hardware_type" {
 }
 
 variable "datacenters" {
-  description = "Datacenter names in topology order (SPEC §2); node names are <dc>-server-<i> / <dc>-client-<i>, dc in lower case."
+  description = "Datacenter names in topology order; node names are <dc>-server-<i> / <dc>-client-<i>, dc in lower case."
   type        = list(string)
   default     = ["VA", "CA", "SP", "LDN", "TYO", "SG"]
 

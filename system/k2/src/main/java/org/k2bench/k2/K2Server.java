@@ -232,10 +232,11 @@ public final class K2Server extends ServerActor {
     checkShard(key);
     long ts = req.getTs();
     clock.observeTimestamp(ts); // later prepares here get prepare_ts > ts, so EVT > ts
+    store.protectAt(key, ts); // GC keeps the answer while this read waits
     // Local transactions commit within a local round trip; the deadline only matters for a
     // server whose coordinator died on its own (server.processes: per_server).
     store.awaitKey(key, () -> !store.hasPendingBelow(key, ts), () -> readAt(m, key, ts),
-        System.currentTimeMillis() + options.rpcTimeoutMs(), () -> {
+        System.currentTimeMillis() + Math.min(options.rpcTimeoutMs(), options.txnTimeoutMs()), () -> {
           count("reads_unresolved");
           m.replyError("a write-only transaction pending on '" + key + "' below " + LamportClock.format(ts)
               + " did not commit within " + options.rpcTimeoutMs() + " ms");
@@ -265,15 +266,18 @@ public final class K2Server extends ServerActor {
     fetch(m, key, v.version(), reply, replicasToAsk(key, v.version()), 0);
   }
 
-  /** The key's replica datacenters by distance, only those known to have this version if some do not. */
+  /**
+   * The key's replica datacenters by distance, those known to have this version first if
+   * some do not (asking one that lacks it is safe, only slower: it waits or fails over).
+   */
   private int[] replicasToAsk(String key, long version) {
     int[] all = placement.replicasByDistance(dc, key);
     List<Integer> known = replicasWithData.get(new VKey(key, version));
     if (known == null) {
       return all;
     }
-    int[] some = java.util.Arrays.stream(all).filter(known::contains).toArray();
-    return some.length == 0 ? all : some;
+    return java.util.stream.IntStream.concat(java.util.Arrays.stream(all).filter(known::contains),
+        java.util.Arrays.stream(all).filter(d -> !known.contains(d))).toArray();
   }
 
   /**
@@ -571,6 +575,13 @@ public final class K2Server extends ServerActor {
           withData.add(replica);
         } else {
           partial = true;
+        }
+      }
+    }
+    if (partial) { // this datacenter's own readers ask those first too
+      for (KeyValue kv : r.sub.getWritesList()) {
+        if (!isReplica(kv.getKey())) {
+          replicasWithData.put(new VKey(kv.getKey(), r.version), List.copyOf(withData));
         }
       }
     }

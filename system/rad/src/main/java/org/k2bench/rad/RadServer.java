@@ -151,15 +151,21 @@ final class RadServer extends ServerActor {
     long ts = req.getTs();
     for (String key : req.getKeysList()) {
       checkHome(key);
+      store.protectAt(key, ts); // the wait below must not outlive what round one protected
     }
     clock.observeTimestamp(ts);
     int n = req.getKeysCount();
+    if (n == 0) {
+      m.reply(ReadByTimeReply.getDefaultInstance());
+      return;
+    }
     KeyAtTime[] out = new KeyAtTime[n];
     boolean[] wide = new boolean[1];
     int[] left = {n};
     boolean[] failed = new boolean[1];
-    long deadline = System.currentTimeMillis() + options.rpcTimeoutMs();
-    for (int i = 0; i < n; i++) {
+    // Within the transaction timeout, for which GC keeps what this read may return.
+    long deadline = System.currentTimeMillis() + Math.min(options.rpcTimeoutMs(), options.txnTimeoutMs());
+    for (int i = 0; i < n && !failed[0]; i++) {
       int idx = i;
       String key = req.getKeys(i);
       writes.resolvePendingBelow(key, ts, deadline, wideWait -> {

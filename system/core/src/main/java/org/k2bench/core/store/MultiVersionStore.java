@@ -338,6 +338,22 @@ public final class MultiVersionStore<V> {
   }
 
   /**
+   * Marks the visible version valid at {@code ts} (and so its successors) as read, so GC
+   * keeps it for the transaction timeout: a second round that must wait first.
+   */
+  public void protectAt(String key, long ts) {
+    Chain<V> c = chain(key);
+    List<Version<V>> vis = c.visible;
+    long now = clockMs.getAsLong();
+    for (int i = vis.size() - 1; i >= 0; i--) {
+      if (vis.get(i).evt <= ts || i == 0) {
+        vis.get(i).lastAccessMs = now;
+        return;
+      }
+    }
+  }
+
+  /**
    * The visible version valid at logical time {@code ts} (second round). The caller must
    * first wait until {@link #hasPendingBelow} is false for {@code ts}. Null if GC already
    * removed every version at or before {@code ts}.
@@ -562,11 +578,13 @@ public final class MultiVersionStore<V> {
 
   /**
    * Whether GC keeps {@code v} for its age: younger than the GC window since it was written
-   * here; at replica servers, younger than the replica retention since it was superseded,
-   * because a non-replica datacenter learns of the superseding version only after the
-   * replicas committed it, and may ask for {@code v} until then (§IV-B: "once a non-replica
-   * datacenter learns about an update, the value must be available from each of the replica
-   * datacenters", and before it learns, the previous one).
+   * here; at replica servers, younger than the replica retention since it was superseded:
+   * a non-replica datacenter keeps offering {@code v} until it commits the superseding
+   * version, which can be after the replicas commit it (its dependency checks), and reads it
+   * from a replica until then (§IV-B: "once a non-replica datacenter learns about an update,
+   * the value must be available from each of the replica datacenters"). A non-replica
+   * datacenter held up longer than the retention (15 s) gets "garbage-collected" answers for
+   * keys nobody read meanwhile: the retention bounds how far behind a datacenter may fall.
    */
   private boolean young(Version<V> v, boolean replica, long now) {
     return now - v.insertedAtMs < gcWindowMs
@@ -578,12 +596,16 @@ public final class MultiVersionStore<V> {
     List<Version<V>> vis = c.visible;
     int remove = 0;
     long accessed = Long.MIN_VALUE;
+    long pendingFrom = minPending(c);
     for (int i = 0; i < vis.size() - 1; i++) {
       Version<V> v = vis.get(i);
       accessed = Math.max(accessed, v.lastAccessMs);
       boolean young = young(v, replica, now);
       boolean protectedByRead = now - accessed < txnTimeoutMs;
-      if (young || protectedByRead) {
+      // The version valid when a pending transaction prepared stays: that transaction
+      // commits after it, and the apply rule compares it with its predecessor there.
+      boolean beforePending = vis.get(i + 1).evt > pendingFrom;
+      if (young || protectedByRead || beforePending) {
         break;
       }
       remove++;

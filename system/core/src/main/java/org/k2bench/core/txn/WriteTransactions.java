@@ -121,6 +121,13 @@ public final class WriteTransactions {
   private record StatusWaiter(Incoming m, long deadlineMs) {}
   /** txn id -> its coordinator, for pending transactions at this participant. */
   private final Map<Long, Integer> coordinators = new HashMap<>();
+  /** Replicated transactions committed here lately, so a late or repeated Prepare still gets a yes. */
+  private final Map<Long, Boolean> recentReplicatedCommits = new LinkedHashMap<>(16, 0.75f, false) {
+    @Override
+    protected boolean removeEldestEntry(Map.Entry<Long, Boolean> eldest) {
+      return size() > RECENT_COMMITS;
+    }
+  };
   /** How long a server waits for something another node owes it before giving up or asking again. */
   private final long waitTimeoutMs;
 
@@ -282,6 +289,7 @@ public final class WriteTransactions {
     int depsPending = -1;
     boolean preparing;
     boolean committed;
+    int prepareRounds;
 
     ReplicatedTxn(long version) {
       this.version = version;
@@ -294,7 +302,12 @@ public final class WriteTransactions {
       // to a replica that did not answer in time): acknowledge it, change nothing.
       host.count("replicate_duplicates");
       if (m.expectsReply()) {
-        m.reply(ReplicateAck.getDefaultInstance());
+        if (dataStillHere(r)) {
+          m.reply(ReplicateAck.getDefaultInstance());
+        } else {
+          m.replyError("version " + LamportClock.format(r.getVersion()) + " was committed here and its data "
+              + "garbage-collected since");
+        }
       }
       return;
     }
@@ -344,6 +357,19 @@ public final class WriteTransactions {
       }
     }
     return r.getKeysCount() > 0;
+  }
+
+  /** Whether the data of every value-bearing key of {@code r} is still here (not collected). */
+  private boolean dataStillHere(Replicate r) {
+    for (ReplicatedKey k : r.getKeysList()) {
+      if (k.getHasValue() && incoming(k.getKey(), r.getVersion()) == null) {
+        MultiVersionStore.Version<Row> v = store.find(k.getKey(), r.getVersion());
+        if (v == null || v.value() == null) {
+          return false;
+        }
+      }
+    }
+    return true;
   }
 
   private void onNotify(int from, Notify n) {
@@ -440,8 +466,10 @@ public final class WriteTransactions {
       }
       if (err != null) {
         host.count("prepare_retries");
-        LOG.debug("server {}: prepare of replicated v{} failed, asking again: {}", ep.id(),
-            LamportClock.format(t.version), err.toString());
+        if (++t.prepareRounds % 10 == 0) {
+          LOG.warn("server {}: replicated v{} still not prepared by every cohort after {} rounds: {}", ep.id(),
+              LamportClock.format(t.version), t.prepareRounds, err.toString());
+        }
         host.later(Math.min(1_000, waitTimeoutMs), () -> prepareCohorts(t));
         return;
       }
@@ -460,6 +488,12 @@ public final class WriteTransactions {
   /** Cohort of a replicated transaction: mark its keys pending and say yes. */
   private void onPrepare(Incoming m, Prepare p) {
     ReplicatedTxn t = replicatedTxns.get(p.getTxnId());
+    if (t == null && recentReplicatedCommits.containsKey(p.getTxnId())) {
+      // A repeated Prepare of a transaction already committed here (the coordinator asked
+      // again before our first yes reached it): still yes, with no effect.
+      m.reply(Prepared.newBuilder().setTxnId(p.getTxnId()).setPrepareTs(clock.now()).build());
+      return;
+    }
     if (t == null) {
       throw new MalformedMessageException("prepare for unknown replicated transaction " + p.getTxnId());
     }
@@ -472,6 +506,7 @@ public final class WriteTransactions {
 
   private void commitReplicated(ReplicatedTxn t, long evt) {
     host.count("replicated_wots");
+    recentReplicatedCommits.put(t.version, Boolean.TRUE);
     recordReplicationLag(t.originDc, t.originCommitMs);
     coordinators.remove(t.version);
     for (ReplicatedKey k : t.keys.values()) {

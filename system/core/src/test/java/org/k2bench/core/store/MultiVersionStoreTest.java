@@ -127,6 +127,23 @@ class MultiVersionStoreTest {
   }
 
   @Test
+  void gcKeepsTheVersionAPendingTransactionWillBeComparedWith() {
+    // A cold key's old version 500; two transactions pend on it. The one with the larger
+    // version commits first (EVT 600); the other, version 400, commits later at EVT 550.
+    // The apply rule hides 400 behind 500 only if 500 is still there to compare with.
+    replica.set(false);
+    MultiVersionStore<String> s = store();
+    s.commit("k", 1, 500, 500, "v500");
+    ms.addAndGet(6_000); // 500 is older than the window and nobody read it
+    s.prepare("k", 7, 510);
+    s.prepare("k", 8, 520);
+    s.commit("k", 8, 900, 600, "v900");
+    assertEquals(Applied.HIDDEN, s.commit("k", 7, 400, 550, "v400"), "older than 500, which EVT 550 follows");
+    assertFalse(versions(s.versionsFrom("k", 0, 700)).contains(400L), "400 is never visible");
+    assertEquals(900, s.versionAt("k", 650, 700).version());
+  }
+
+  @Test
   void waitsWithADeadlineExpireAndOthersKeepWaiting() {
     MultiVersionStore<String> s = store();
     s.prepare("k", 9, 50);

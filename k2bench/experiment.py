@@ -237,6 +237,7 @@ def resolve(doc: dict, name: str, known_systems: list[str]) -> dict:
     if dist_max(out["workload"]["keys_per_op"]) > out["workload"]["keys"]:
         raise ConfigError("workload.keys_per_op", "is larger than workload.keys")
     out["sweep"] = _sweep(doc.get("sweep"), out)
+    _check_pacing(out)
     check = doc.get("check", True)
     if not isinstance(check, bool):
         raise ConfigError("check", f"must be true or false (run the consistency checker), got {check!r}")
@@ -325,6 +326,26 @@ def _sweep(given: Any, resolved: dict) -> dict:
             checked.append(_section(parts[0], probe)[parts[1]] if v is not None else None)
         out[axis] = checked
     return out
+
+
+# YCSB 0.17 spreads a paced thread's first operation over one tick taken as an int of
+# nanoseconds (ClientThread.run): a thread paced below 1e9 / (2^31 - 1) ops/s overflows
+# it and dies at once, and the client exits as if done.
+MIN_OPS_PER_S_PER_THREAD = 1e9 / (2**31 - 1)
+
+
+def _check_pacing(exp: dict) -> None:
+    """Every point's paced rate per client thread is one YCSB can keep."""
+    for _, cfg in points(exp):
+        cl = cfg["clients"]
+        target, threads = cl["target_ops_per_s_per_dc"], cl["threads_per_dc"]
+        if target and target / threads < MIN_OPS_PER_S_PER_THREAD:
+            field = ("sweep.clients.target_ops_per_s_per_dc" if "clients.target_ops_per_s_per_dc" in exp["sweep"]
+                     else "clients.target_ops_per_s_per_dc")
+            most = max(1, int(target / MIN_OPS_PER_S_PER_THREAD))
+            raise ConfigError(field, f"{target:g} ops/s over {threads} threads_per_dc paces each thread below "
+                              f"the {MIN_OPS_PER_S_PER_THREAD:.2f} ops/s YCSB can; use at most {most} "
+                              f"clients.threads_per_dc or a higher target")
 
 
 def points(exp: dict) -> list[tuple[str, dict]]:

@@ -39,6 +39,7 @@ IDS_PER_PROCESS = 1000
 # Printed by every client process once its threads are connected (TxnWorkload.READY_LINE).
 CLIENTS_READY = "k2bench: clients ready"
 CLIENT_START_TIMEOUT_S = 300
+CLIENT_EARLY_EXIT_S = 5  # a client that stops this long before the trial's end failed (clock skew below it)
 STATUS_RE = re.compile(r"(\d+) sec: (\d+) operations; ([\d.]+) current ops/sec")
 
 
@@ -234,7 +235,9 @@ class Orchestrator:
             time.sleep(0.2)
 
     def _wait_exit(self, t: Trial, clients: list[Proc], servers: list[Proc], timeout_s: float,
-                   phase: str, expected_s: float) -> None:
+                   phase: str, expected_s: float, ends_at: float | None = None) -> None:
+        """Waits for ``clients`` to exit; with ``ends_at`` (epoch s), one that stops well
+        before it (its threads died: YCSB then exits 0) fails the run."""
         start = time.time()
         while True:
             if t.faults is not None:
@@ -244,6 +247,9 @@ class Orchestrator:
             for p in done:
                 if p.returncode != 0:
                     raise RunFailed(f"{p.name} exited with code {p.returncode}: {tail(p)}")
+                if ends_at is not None and time.time() < ends_at - CLIENT_EARLY_EXIT_S:
+                    raise RunFailed(f"{p.name} stopped {ends_at - time.time():.0f} s before the trial's end: "
+                                    f"{dead_thread(p) or tail(p)}")
             if len(done) == len(clients):
                 return
             if time.time() - start > timeout_s:
@@ -370,8 +376,11 @@ class Orchestrator:
             t.faults = FaultInjector(cfg["faults"], round(t0 * 1000), list(zip(slots, servers)), dep.hosts(),
                                      f"{t.rel}/{FAULTS_FILE}", t.dir / "timeline.jsonl")
             stack.callback(t.faults.close)
-            self._wait_exit(t, clients, servers, total + 180, "running", total)
+            self._wait_exit(t, clients, servers, total + 180, "running", total, ends_at=t0 + total)
             t.faults.close()
+            for p in clients:
+                if (died := dead_thread(p)):
+                    raise RunFailed(f"{p.name}: a client thread died, so its load fell short: {died}")
             self.progress.update(phase="stopping", elapsed=0, expected=None, ops_per_s=None)
             for p in servers:
                 self._stop(t, p)
@@ -588,6 +597,16 @@ def tail(p: Proc, lines: int = 3) -> str:
     """The last lines of a process's stderr, wherever it runs."""
     text = [ln for ln in p.handle_host.read_text(p.stderr).splitlines() if ln.strip()]
     return " | ".join(text[-lines:]) or "(no output)"
+
+
+def dead_thread(p: Proc) -> str | None:
+    """The first uncaught exception of a thread in a client's stderr ("Exception in thread
+    ..." and the line after it), or None. YCSB goes on with the other threads."""
+    lines = p.handle_host.read_text(p.stderr).splitlines()
+    for i, ln in enumerate(lines):
+        if ln.startswith("Exception in thread "):
+            return " ".join(x.strip() for x in lines[i:i + 2])
+    return None
 
 
 def current_rate(clients: list[Proc]) -> float | None:

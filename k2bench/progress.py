@@ -86,10 +86,17 @@ def summary_table(summaries: list[dict]) -> Table:
     t = Table(title="summary (latencies in ms)")
     t.add_column("", style="bold")
     for s in summaries:
-        t.add_column(s["system"] + (f" {s['point']}" if s.get("point") else ""), justify="right")
+        # fold, never truncate: a figure cut to "792…" is no figure
+        t.add_column(s["system"] + (f" {s['point']}" if s.get("point") else ""), justify="right",
+                     overflow="fold")
 
     def f(v):
-        return "-" if v is None else (f"{v:.1f}" if isinstance(v, float) else str(v))
+        """Short enough for a terminal: a decimal below 100, none from 100 up."""
+        if v is None:
+            return "-"
+        if isinstance(v, float):
+            return f"{v:.1f}" if abs(v) < 100 else f"{v:.0f}"
+        return str(v)
 
     def row(label, fn):
         t.add_row(label, *[fn(s) for s in summaries])
@@ -114,7 +121,7 @@ def summary_table(summaries: list[dict]) -> Table:
         else f"{f(s['replication_lag_ms']['p50'])}/{f(s['replication_lag_ms']['p99'])}")
     row("  after the faults", lambda s: "-" if not (s.get("replication_lag_ms") or {}).get("after", {}).get("count")
         else f"{f(s['replication_lag_ms']['after']['p50'])}/{f(s['replication_lag_ms']['after']['p99'])}"
-        f" (max {f(s['replication_lag_ms']['after']['max'])})")
+        f" (max {f(s['replication_lag_ms']['after']['max'])}, n {s['replication_lag_ms']['after']['count']})")
     row("errors", lambda s: str(s["errors"]))
     row("unavailability windows", lambda s: "-" if "availability" not in s else
         ", ".join(f"{w['dc']} {w['from_s']:.0f}-{w['to_s']:.0f}s" for w in s["availability"]["windows"]) or "none")

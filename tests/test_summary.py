@@ -94,3 +94,22 @@ def test_an_empty_window_gives_nulls_not_crashes(logs):
     s = S.summarize(logs, system="k2", experiment="smoke", window_ms=(0, 1000))
     assert s["ops"]["rot"]["count"] == 0
     assert s["ops"]["rot"]["latency_ms"]["p99"] is None and s["ops"]["rot"]["all_local_fraction"] is None
+
+
+def test_the_end_table_prints_every_figure_whole_on_an_80_column_terminal():
+    """The end table is where a user reads snapshot lag and staleness: a figure cut to
+    "792…" by a narrow terminal is no figure."""
+    import io
+
+    from rich.console import Console
+
+    from k2bench.progress import summary_table
+    run = pathlib.Path(__file__).parent / "fixtures" / "run-analysis"
+    summaries = [json.loads((run / s / "summary.json").read_text()) for s in ("k2", "rad", "paris-star")]
+    k2 = summaries[0]
+    k2["snapshot_lag_ms"] = {"count": 10, "p50": 1776.6, "p75": 2764.8, "p99": 7929.9}
+    out = io.StringIO()
+    Console(file=out, width=80).print(summary_table(summaries))
+    text = out.getvalue()
+    assert "…" not in text
+    assert "1777/2765/7930" in text

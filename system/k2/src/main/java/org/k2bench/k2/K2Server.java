@@ -273,11 +273,13 @@ public final class K2Server extends ServerActor {
   private int[] replicasToAsk(String key, long version) {
     int[] all = placement.replicasByDistance(dc, key);
     List<Integer> known = replicasWithData.get(new VKey(key, version));
-    if (known == null) {
-      return all;
-    }
-    return java.util.stream.IntStream.concat(java.util.Arrays.stream(all).filter(known::contains),
-        java.util.Arrays.stream(all).filter(d -> !known.contains(d))).toArray();
+    // Suspected datacenters last (§VI-A: non-replica datacenters "send their remote read
+    // requests to the available replica datacenters"): after one read failed over, the
+    // next ones do not each wait the failover timeout for a dead datacenter again.
+    return java.util.Arrays.stream(all).boxed()
+        .sorted(java.util.Comparator.comparingInt(d -> (suspectedDcs.contains(d) ? 2 : 0)
+            + (known != null && !known.contains(d) ? 1 : 0)))
+        .mapToInt(Integer::intValue).toArray();
   }
 
   /**
@@ -291,8 +293,18 @@ public final class K2Server extends ServerActor {
     boolean last = i == replicas.length - 1;
     long timeoutMs = last ? options.rpcTimeoutMs() : options.failoverTimeoutMs();
     RemoteRead rr = RemoteRead.newBuilder().setKey(key).setVersion(version).build();
-    onServer(ep.call(topology.serverId(replicaDc, shard), rr, RemoteReadReply.class), timeoutMs, (r, err) -> {
+    CompletableFuture<RemoteReadReply> call = ep.call(topology.serverId(replicaDc, shard), rr, RemoteReadReply.class);
+    // A late answer (a paused or cut-off datacenter) still clears the suspicion.
+    onServer(call, options.rpcTimeoutMs(), (late, lateErr) -> {
+      if (lateErr == null || isRemoteError(lateErr)) {
+        suspectedDcs.remove(replicaDc);
+      }
+    });
+    onServer(call.thenApply(x -> x), timeoutMs, (r, err) -> {
       if (err != null) {
+        if (!isRemoteError(err) && suspectedDcs.add(replicaDc)) {
+          count("replica_dcs_suspected");
+        }
         if (!last) {
           count("remote_read_failovers");
           fetch(m, key, version, reply, replicas, i + 1);
@@ -306,6 +318,13 @@ public final class K2Server extends ServerActor {
       cache.dropBelow(key, store.oldestOfferedVersion(key));
       m.reply(reply.setValue(r.getValue()).setRemote(true).setRemoteDc(replicaDc).setFailovers(i).build());
     });
+  }
+
+  /** An error the other server answered (it is alive), not a timeout or a lost connection. */
+  private static boolean isRemoteError(Throwable err) {
+    Throwable t = err instanceof java.util.concurrent.CompletionException && err.getCause() != null
+        ? err.getCause() : err;
+    return t instanceof org.k2bench.core.transport.RemoteException;
   }
 
   /**

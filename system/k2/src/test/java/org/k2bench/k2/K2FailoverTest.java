@@ -65,6 +65,73 @@ class K2FailoverTest {
     }
   }
 
+  /**
+   * §VI-A: non-replica datacenters "send their remote read requests to the available
+   * replica datacenters". Once a read failed over from TYO, the next read of a key whose
+   * nearest replica is TYO goes to SG at once; TYO's late answer lifts the suspicion, and
+   * reads go to TYO again.
+   */
+  @Test
+  void afterOneFailoverReadsSkipTheSuspectedDatacenterUntilItAnswersAgain() throws Exception {
+    try (LocalCluster cluster = TestCluster.start(ServerOptions.defaults().withFailoverTimeoutMs(300))) {
+      List<String> used = new ArrayList<>();
+      String[] keys = new String[3];
+      for (int i = 0; i < keys.length; i++) {
+        keys[i] = Clusters.key(cluster.placement(), "sus" + i, 0, new int[] {TYO, SG}, used);
+        assertEquals(TYO, cluster.placement().nearestReplica(CA, keys[i]));
+      }
+      Map<String, Long> v1 = new java.util.HashMap<>();
+      for (String k : keys) {
+        v1.put(k, cluster.client(VA).writeTxn(Map.of(k, row("v1"))).version());
+      }
+      Endpoint raw = cluster.transport().openClient(63_001, CA, Runnable::run, m -> { });
+      long deadline = System.currentTimeMillis() + 5_000;
+      for (String k : keys) {
+        while (!metadataArrived(raw, cluster.placement().serverFor(CA, k), k, v1.get(k))) {
+          assertTrue(System.currentTimeMillis() < deadline, "v1's metadata reached CA");
+          Clusters.sleep(10);
+        }
+      }
+      raw.close();
+      String advance = Clusters.key(cluster.placement(), "adv", -1, new int[] {VA, CA}, used);
+
+      // TYO answers CA 3 s late: cut off, as far as a 300 ms failover timeout can tell.
+      cluster.transport().links().setExtraDelayMs(TYO, CA, 3_000);
+      KvClient reader = cluster.client(CA);
+      ReadResult first = readUntilV1(reader, advance, keys[0]);
+      assertEquals(2, first.wanRounds(), "timed out at TYO, then SG");
+      ReadResult second = readUntilV1(reader, advance, keys[1]);
+      assertEquals(1, second.wanRounds(), "straight to SG: TYO is suspected");
+      assertEquals(1, cluster.stat(CA, "remote_read_failovers"));
+      assertEquals(2, cluster.stat(SG, "remote_reads_served"));
+
+      cluster.transport().links().clearExtraDelays();
+      deadline = System.currentTimeMillis() + 10_000;
+      while (cluster.stat(CA, "suspected_dcs") > 0) { // TYO's late answers arrive
+        assertTrue(System.currentTimeMillis() < deadline, "TYO's late answer lifted the suspicion");
+        Clusters.sleep(20);
+      }
+      long tyoServed = cluster.stat(TYO, "remote_reads_served");
+      ReadResult third = readUntilV1(reader, advance, keys[2]);
+      assertEquals(1, third.wanRounds());
+      assertEquals(tyoServed + 1, cluster.stat(TYO, "remote_reads_served"), "TYO, the nearest, serves it again");
+      assertEquals(2, cluster.stat(SG, "remote_reads_served"));
+    }
+  }
+
+  /** Reads until v1, moving the session on by writes that never involve TYO. */
+  private static ReadResult readUntilV1(KvClient reader, String advance, String k) throws Exception {
+    long deadline = System.currentTimeMillis() + 10_000;
+    ReadResult r;
+    do {
+      assertTrue(System.currentTimeMillis() < deadline, "the reader reaches v1 of " + k);
+      reader.write(advance, row("on"));
+      r = reader.readTxn(List.of(k));
+    } while (str(r.rows().get(k)).isEmpty());
+    assertEquals("v1", str(r.rows().get(k)));
+    return r;
+  }
+
   static boolean metadataArrived(Endpoint raw, int server, String key, long version) throws Exception {
     ReadReply r = raw.call(server, ReadRequest.newBuilder().addKeys(key).setReadTs(0).build(), ReadReply.class)
         .get(5, TimeUnit.SECONDS);

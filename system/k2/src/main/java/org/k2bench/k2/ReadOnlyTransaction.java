@@ -87,12 +87,14 @@ final class ReadOnlyTransaction {
     }
     // 2nd round: read_by_time at ts; the server fetches from a replica DC if needed.
     int wanRounds = 0;
+    int remoteKeys = 0;
     for (Map.Entry<String, CompletableFuture<ReadByTimeReply>> e : round2.entrySet()) {
       ReadByTimeReply r = client.await(e.getValue(), "read-only transaction, second round");
       rows.put(e.getKey(), r.getValue());
       versions.put(e.getKey(), r.getVersion());
       staleness.put(e.getKey(), r.getStalenessMs());
       if (r.getRemote()) {
+        remoteKeys++;
         // One round by design; a fail-over to another replica datacenter adds one each.
         wanRounds = Math.max(wanRounds, 1 + r.getFailovers());
       }
@@ -106,7 +108,8 @@ final class ReadOnlyTransaction {
       orderedVersions.put(k, versions.get(k));
       orderedStaleness.put(k, staleness.get(k));
     }
-    return new ReadResult(ordered, orderedVersions, wanRounds, orderedStaleness, snapshotLag);
+    return new ReadResult(ordered, orderedVersions, wanRounds, orderedStaleness, snapshotLag,
+        nonReplica.size(), remoteKeys);
   }
 
   /**

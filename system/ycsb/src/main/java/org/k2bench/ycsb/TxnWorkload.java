@@ -330,6 +330,12 @@ public final class TxnWorkload extends Workload {
       op = "rot";
     }
     long began = System.nanoTime(); // the history's times are actual, not intended
+    if (intended > 0) {
+      // How late the operation started against the pacing schedule: a thread still busy
+      // with earlier operations (a slow system, a saturated machine, a cold start) makes
+      // the next ones queue, and their latency from the intended start includes that wait.
+      record("schedule_lag", Math.max(0, began - intended) / 1000);
+    }
     List<String> keys = chooseKeys(s, op.equals("write") ? 1 : keysPerOp.sample(s.rng));
     try {
       switch (op) {
@@ -337,6 +343,9 @@ public final class TxnWorkload extends Workload {
           ReadResult r = s.client.readTxn(keys);
           record("rot", (System.nanoTime() - start) / 1000);
           record("rot_rounds", r.wanRounds());
+          for (int i = 0; i < r.nonReplicaKeys(); i++) {
+            record("cache_miss", i < r.remoteKeys() ? 1 : 0); // mean over a window = miss rate
+          }
           if (!Double.isNaN(r.snapshotLagMs())) {
             record("snapshot_lag", Math.round(r.snapshotLagMs() * 1000));
           }

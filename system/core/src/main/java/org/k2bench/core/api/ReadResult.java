@@ -14,13 +14,18 @@ import org.k2bench.core.data.Row;
  * @param snapshotLagMs how long before the transaction's snapshot time stopped being the
  *     present at the reading servers (K2, PaRiS*: wall time since their Lamport clocks
  *     passed the chosen ts); NaN where a system reads the present
+ * @param nonReplicaKeys keys read that are not replicated in the reading datacenter, for
+ *     systems with a cache of such values (K2's DC cache, PaRiS*'s private cache); 0 where
+ *     a system has no cache
+ * @param remoteKeys of those, how many were fetched from another datacenter (the rest were
+ *     served from the cache): the cache hit rate is 1 - remoteKeys / nonReplicaKeys
  */
 public record ReadResult(Map<String, Row> rows, Map<String, Long> versions, int wanRounds,
-    Map<String, Double> stalenessMs, double snapshotLagMs) {
+    Map<String, Double> stalenessMs, double snapshotLagMs, int nonReplicaKeys, int remoteKeys) {
 
-  /** A read of the present (no snapshot lag measured). */
+  /** A read of the present (no snapshot lag measured), by a system without a cache. */
   public ReadResult(Map<String, Row> rows, Map<String, Long> versions, int wanRounds, Map<String, Double> stalenessMs) {
-    this(rows, versions, wanRounds, stalenessMs, Double.NaN);
+    this(rows, versions, wanRounds, stalenessMs, Double.NaN, 0, 0);
   }
 
   public boolean allLocal() {

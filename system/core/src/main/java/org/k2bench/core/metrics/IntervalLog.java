@@ -22,7 +22,10 @@ import org.HdrHistogram.Recorder;
  * transaction, the wide-area rounds it took (0 = all-local); {@code staleness}:
  * microseconds, one value per key read; {@code snapshot_lag}: microseconds, one value per
  * read-only transaction of a system that reads snapshots in the past (K2, PaRiS*);
- * {@code <op>_error}: latency of failed operations. Servers record
+ * {@code <op>_error}: latency of failed operations; {@code schedule_lag}: microseconds, per
+ * paced operation, how late it started against the pacing schedule; {@code cache_miss}: one
+ * value per key read that is not replicated in the reader's datacenter, 1 if it was fetched
+ * from another datacenter and 0 if a cache served it (K2, PaRiS*). Servers record
  * {@code replication_lag:<origin>><here>}: microseconds from a write's commit in its origin
  * datacenter to its visibility here.
  */

@@ -34,6 +34,7 @@ JAVA_CAUGHT = {
                           "k2/src/test/java/org/k2bench/k2/DcCacheTest.java"],
     "cache-counts-versions": ["k2/src/test/java/org/k2bench/k2/DcCacheTest.java"],
     "deps-max-per-key": ["k2/src/test/java/org/k2bench/k2/K2OneHopDepsTest.java"],
+    "replication-not-carried-on": ["k2/src/test/java/org/k2bench/k2/K2CarryOnTest.java"],
 }
 
 

@@ -62,11 +62,31 @@ public final class K2Server extends ServerActor {
   /** Remote reads that arrived before their version (never, with the constrained topology). */
   private final Map<VKey, List<WaitingRead>> waitingRemoteReads = new HashMap<>();
   /**
-   * Replica datacenters that let a first replication phase time out and have not
-   * acknowledged anything since: replication does not wait for them again (a failure
-   * detector, so a dead datacenter costs one fail-over timeout, not one per write).
+   * Which other datacenters answer heartbeats (§VI-A's "available" datacenters): remote
+   * reads ask suspected replicas last, replication does not wait for suspected replicas,
+   * and the first replication phases of a suspected origin are carried on from here.
    */
-  private final Set<Integer> suspectedDcs = new HashSet<>();
+  private final org.k2bench.core.server.FailureDetector detector;
+  /**
+   * First-phase sub-requests received lately (this server has their data), by arrival:
+   * if their origin datacenter dies before its second phase reached everyone, this server
+   * sends it on its behalf (see {@link #carryOn}).
+   */
+  private final java.util.ArrayDeque<Received> recentFirstPhases = new java.util.ArrayDeque<>();
+  /** How long a first-phase sub-request is kept for {@link #carryOn}. */
+  private final long carryOnWindowMs;
+
+  /** A first phase received from its origin, and whether it was carried on already. */
+  private static final class Received {
+    final long atMs;
+    final Replicate r;
+    boolean carried;
+
+    Received(long atMs, Replicate r) {
+      this.atMs = atMs;
+      this.r = r;
+    }
+  }
   /**
    * Versions whose data only some replica datacenters have (replication went on without
    * one): which ones, for remote reads. Bounded: old entries concern collected versions.
@@ -134,7 +154,22 @@ public final class K2Server extends ServerActor {
       public void later(long delayMs, Runnable r) {
         K2Server.this.later(delayMs, r);
       }
+
+      @Override
+      public void replicated(Replicate r, int from) {
+        K2Server.this.received(r, from);
+      }
     }, options.rpcTimeoutMs());
+    this.detector = new org.k2bench.core.server.FailureDetector(ep, topology, shard, thread,
+        options.failoverTimeoutMs(), System::currentTimeMillis, this::suspect, this::trust);
+    double maxRtt = 0;
+    for (int d = 0; d < topology.numDcs(); d++) {
+      maxRtt = Math.max(maxRtt, topology.rttMs(dc, d));
+    }
+    // An origin sends its second phase within a fail-over timeout (plus a round trip) of
+    // this server's acknowledgement; if it dies before, the detector says so within another
+    // fail-over timeout (plus a round trip and a heartbeat interval). Kept a little longer.
+    this.carryOnWindowMs = 3 * options.failoverTimeoutMs() + 2 * (long) Math.ceil(maxRtt) + 1_000;
     start();
   }
 
@@ -271,14 +306,24 @@ public final class K2Server extends ServerActor {
    * some do not (asking one that lacks it is safe, only slower: it waits or fails over).
    */
   private int[] replicasToAsk(String key, long version) {
-    int[] all = placement.replicasByDistance(dc, key);
-    List<Integer> known = replicasWithData.get(new VKey(key, version));
-    // Suspected datacenters last (§VI-A: non-replica datacenters "send their remote read
-    // requests to the available replica datacenters"): after one read failed over, the
-    // next ones do not each wait the failover timeout for a dead datacenter again.
-    return java.util.Arrays.stream(all).boxed()
-        .sorted(java.util.Comparator.comparingInt(d -> (suspectedDcs.contains(d) ? 2 : 0)
-            + (known != null && !known.contains(d) ? 1 : 0)))
+    return askOrder(placement.replicasByDistance(dc, key), replicasWithData.get(new VKey(key, version)),
+        detector::suspected);
+  }
+
+  /**
+   * The order in which to ask replica datacenters for a version: those known to have it
+   * first (one that lacks it makes the read wait), then among them the available ones
+   * (§VI-A: non-replica datacenters "send their remote read requests to the available
+   * replica datacenters"), nearest first. A suspected one is still asked, last: suspicion
+   * is not proof, and it may hold the only copy.
+   *
+   * @param byDistance the key's replica datacenters, nearest first
+   * @param known those known to have the version, or null if all have it
+   */
+  static int[] askOrder(int[] byDistance, List<Integer> known, java.util.function.IntPredicate suspected) {
+    return java.util.Arrays.stream(byDistance).boxed()
+        .sorted(java.util.Comparator.comparingInt(d -> (known != null && !known.contains(d) ? 2 : 0)
+            + (suspected.test(d) ? 1 : 0)))
         .mapToInt(Integer::intValue).toArray();
   }
 
@@ -294,17 +339,8 @@ public final class K2Server extends ServerActor {
     long timeoutMs = last ? options.rpcTimeoutMs() : options.failoverTimeoutMs();
     RemoteRead rr = RemoteRead.newBuilder().setKey(key).setVersion(version).build();
     CompletableFuture<RemoteReadReply> call = ep.call(topology.serverId(replicaDc, shard), rr, RemoteReadReply.class);
-    // A late answer (a paused or cut-off datacenter) still clears the suspicion.
-    onServer(call, options.rpcTimeoutMs(), (late, lateErr) -> {
-      if (lateErr == null || isRemoteError(lateErr)) {
-        suspectedDcs.remove(replicaDc);
-      }
-    });
-    onServer(call.thenApply(x -> x), timeoutMs, (r, err) -> {
+    onServer(call, timeoutMs, (r, err) -> {
       if (err != null) {
-        if (!isRemoteError(err) && suspectedDcs.add(replicaDc)) {
-          count("replica_dcs_suspected");
-        }
         if (!last) {
           count("remote_read_failovers");
           fetch(m, key, version, reply, replicas, i + 1);
@@ -320,13 +356,6 @@ public final class K2Server extends ServerActor {
     });
   }
 
-  /** An error the other server answered (it is alive), not a timeout or a lost connection. */
-  private static boolean isRemoteError(Throwable err) {
-    Throwable t = err instanceof java.util.concurrent.CompletionException && err.getCause() != null
-        ? err.getCause() : err;
-    return t instanceof org.k2bench.core.transport.RemoteException;
-  }
-
   /**
    * At a replica datacenter: the exact version, from IncomingWrites or the multiversion
    * store. The constrained topology guarantees it is here; if it is not (which the
@@ -338,6 +367,10 @@ public final class K2Server extends ServerActor {
     count("remote_reads_served");
     String key = req.getKey();
     checkShard(key);
+    if (!isReplica(key)) {
+      throw new MalformedMessageException("remote read of '" + key + "', which " + topology.dcName(dc)
+          + " does not replicate: ask one of its replica datacenters");
+    }
     Row value = findForRemote(key, req.getVersion());
     if (value != null) {
       m.reply(RemoteReadReply.newBuilder().setValue(value).build());
@@ -382,11 +415,15 @@ public final class K2Server extends ServerActor {
   @Override
   protected void tick() {
     super.tick();
-    writes.expire(System.currentTimeMillis());
+    long now = System.currentTimeMillis();
+    writes.expire(now);
+    detector.tick(now);
+    while (!recentFirstPhases.isEmpty() && now - recentFirstPhases.peekFirst().atMs > carryOnWindowMs) {
+      recentFirstPhases.removeFirst();
+    }
     if (waitingRemoteReads.isEmpty()) {
       return;
     }
-    long now = System.currentTimeMillis();
     for (Iterator<Map.Entry<VKey, List<WaitingRead>>> it = waitingRemoteReads.entrySet().iterator(); it.hasNext(); ) {
       Map.Entry<VKey, List<WaitingRead>> e = it.next();
       e.getValue().removeIf(w -> {
@@ -492,11 +529,6 @@ public final class K2Server extends ServerActor {
     }
     later(options.failoverTimeoutMs(), () -> {
       r.timedOut = true;
-      for (Set<Integer> waiting : r.unacked.values()) {
-        if (!r.done && suspectedDcs.addAll(waiting)) {
-          count("replica_dcs_suspected");
-        }
-      }
       maybeSecondPhase(r);
     });
   }
@@ -521,14 +553,10 @@ public final class K2Server extends ServerActor {
   }
 
   private void sendPhase1(Replication r, int replicaDc) {
-    // Late acknowledgements still count: they clear the sender's suspicion of that
-    // datacenter. A call to a dead one ends at the RPC timeout.
+    // A call to a dead datacenter ends at the RPC timeout.
     CompletableFuture<ReplicateAck> call = ep.call(topology.serverId(replicaDc, shard), r.phase1.get(replicaDc),
         ReplicateAck.class);
     onServer(call, options.rpcTimeoutMs(), (ack, err) -> {
-      if (err == null) {
-        suspectedDcs.remove(replicaDc); // alive: wait for it again (even if this write went on without it)
-      }
       if (r.done) {
         return;
       }
@@ -558,7 +586,8 @@ public final class K2Server extends ServerActor {
     }
     boolean allAcked = r.unacked.values().stream().allMatch(Set::isEmpty);
     boolean everyKeyHasACopy = r.hasCopy.values().stream().allMatch(b -> b);
-    boolean onlySuspectsMissing = r.unacked.values().stream().allMatch(suspectedDcs::containsAll);
+    boolean onlySuspectsMissing = r.unacked.values().stream()
+        .allMatch(missing -> missing.stream().allMatch(detector::suspected));
     boolean mayGoOn = (r.timedOut || onlySuspectsMissing) && everyKeyHasACopy
         && !org.k2bench.core.testing.Mutants.active(org.k2bench.core.testing.Mutants.REPLICATION_WAITS_EVERY_REPLICA);
     if (allAcked || mayGoOn) {
@@ -618,6 +647,95 @@ public final class K2Server extends ServerActor {
         .setSubrequestKeys(sub.getWritesCount()).setOriginCommitMs(System.currentTimeMillis());
   }
 
+  // =================================================================== failures (§VI-A)
+
+  private void suspect(int otherDc) {
+    count("dcs_suspected");
+    LOG.info("server {}: {} does not answer heartbeats; reads ask other replicas first, replication does not wait "
+        + "for it", ep.id(), topology.dcName(otherDc));
+    for (List<Replication> rs : List.copyOf(replicating.values())) {
+      for (Replication r : List.copyOf(rs)) {
+        maybeSecondPhase(r); // nothing more to wait for if only suspects are missing
+      }
+    }
+    carryOn(otherDc);
+  }
+
+  private void trust(int otherDc) {
+    count("dcs_trusted_again");
+    LOG.info("server {}: {} answers again", ep.id(), topology.dcName(otherDc));
+  }
+
+  /**
+   * A replicated sub-request arrived here (the engine stored it): keep first phases that
+   * came from their origin for {@link #carryOn} (not those another replica carried on:
+   * each replica carries on only what it got from the origin, so nothing bounces).
+   */
+  private void received(Replicate r, int from) {
+    boolean firstPhase = false;
+    for (ReplicatedKey k : r.getKeysList()) {
+      firstPhase |= k.getHasValue();
+    }
+    if (!firstPhase || topology.dcOfServer(from) != r.getOriginDc()) {
+      return;
+    }
+    Received e = new Received(System.currentTimeMillis(), r);
+    recentFirstPhases.addLast(e);
+    if (detector.suspected(r.getOriginDc())) {
+      carryOn(e); // held back by a partition, and its origin is gone since
+    }
+  }
+
+  /**
+   * The origin datacenter of recent first phases is suspected: send their data and
+   * metadata on to every other datacenter, as its second phase would have (the data to
+   * the keys' other replica datacenters, the metadata and this datacenter as the replica
+   * with the data to the rest).
+   *
+   * <p>The paper's K2 replicates only from the writing datacenter, so one that dies after
+   * a replica acknowledged, but before its second phase went out, leaves a write visible at
+   * its replicas and unknown elsewhere; a session that reads it there and writes makes a
+   * write whose dependency check waits in every other datacenter forever, and so does all
+   * that depends on it. §VI-A loses only writes that reached no other datacenter; the
+   * replicas have these, so they finish the replication. Receivers drop what they have
+   * already, so a wrong suspicion only costs duplicate messages.
+   */
+  private void carryOn(int origin) {
+    for (Received e : recentFirstPhases) {
+      if (e.r.getOriginDc() == origin && !e.carried) {
+        carryOn(e);
+      }
+    }
+  }
+
+  private void carryOn(Received e) {
+    if (org.k2bench.core.testing.Mutants.active(org.k2bench.core.testing.Mutants.REPLICATION_NOT_CARRIED_ON)) {
+      return;
+    }
+    e.carried = true;
+    Replicate r = e.r;
+    count("replication_carried_on");
+    for (int other = 0; other < topology.numDcs(); other++) {
+      if (other == dc || other == r.getOriginDc()) {
+        continue;
+      }
+      Replicate.Builder b = r.toBuilder().clearKeys().clearReplicaDcsWithData();
+      boolean metadataOnly = false;
+      for (ReplicatedKey k : r.getKeysList()) {
+        if (placement.isReplica(other, k.getKey())) {
+          b.addKeys(k);
+        } else {
+          b.addKeys(ReplicatedKey.newBuilder().setKey(k.getKey()));
+          metadataOnly = true;
+        }
+      }
+      if (metadataOnly) {
+        b.addReplicaDcsWithData(dc); // this one has the data for sure
+      }
+      ep.send(topology.serverId(other, shard), b.build());
+    }
+  }
+
   // =================================================================== stats
 
   @Override
@@ -630,9 +748,12 @@ public final class K2Server extends ServerActor {
     out.put("cache_pinned_keys_over_capacity", (long) cache.pinnedKeysOverCapacity());
     out.put("cache_evictions", cache.evictions());
     out.put("replicating", (long) replicating.values().stream().mapToInt(List::size).sum());
-    out.put("suspected_dcs", (long) suspectedDcs.size());
+    out.put("suspected_dcs", (long) detector.suspectedCount());
+    out.put("recent_first_phases", (long) recentFirstPhases.size());
     out.put("waiting_remote_reads", (long) waitingRemoteReads.values().stream().mapToInt(List::size).sum());
-    out.put("pending_calls", (long) ep.pendingCalls());
+    // The protocol's calls; heartbeats to a dead datacenter are always a few in flight.
+    out.put("pending_calls", (long) Math.max(0, ep.pendingCalls() - detector.outstanding()));
+    out.put("heartbeats_in_flight", (long) detector.outstanding());
     out.putAll(writes.gauges());
   }
 }

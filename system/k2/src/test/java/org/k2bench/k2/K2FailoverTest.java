@@ -1,5 +1,6 @@
 package org.k2bench.k2;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.k2bench.core.testing.Clusters.CA;
@@ -36,27 +37,13 @@ class K2FailoverTest {
       assertEquals(TYO, cluster.placement().nearestReplica(CA, k), "CA's nearest replica of k is TYO");
       long v1 = cluster.client(VA).writeTxn(Map.of(k, row("v1"))).version();
 
-      // Wait until CA has v1's metadata, without reading its value (which would cache it).
-      int caServer = cluster.placement().serverFor(CA, k);
-      Endpoint raw = cluster.transport().openClient(63_000, CA, Runnable::run, m -> { });
-      long deadline = System.currentTimeMillis() + 5_000;
-      while (!metadataArrived(raw, caServer, k, v1)) {
-        assertTrue(System.currentTimeMillis() < deadline, "v1's metadata reached CA");
-        Clusters.sleep(10);
-      }
-      raw.close();
+      K2Client reader = (K2Client) cluster.client(CA);
+      moveSessionPast(cluster, reader, k, v1, used); // without reading k (that would cache it)
 
       for (int shard = 0; shard < cluster.topology().serversPerDc(); shard++) {
-        cluster.server(TYO, shard).close(); // TYO is down
+        cluster.server(TYO, shard).close(); // TYO is down, not yet suspected: CA asks it first
       }
-      KvClient reader = cluster.client(CA);
-      ReadResult r;
-      deadline = System.currentTimeMillis() + 10_000;
-      do { // a session reads the initial version until its read_ts passes v1's EVT in CA (§V-B)
-        assertTrue(System.currentTimeMillis() < deadline, "the reader reaches v1");
-        Clusters.advance(reader);
-        r = reader.readTxn(List.of(k));
-      } while (str(r.rows().get(k)).isEmpty());
+      ReadResult r = reader.readTxn(List.of(k));
       assertEquals("v1", str(r.rows().get(k)), "read from SG despite TYO being down");
       assertEquals(v1, r.versions().get(k));
       assertEquals(2, r.wanRounds(), "one round to TYO that timed out, one to SG");
@@ -67,69 +54,106 @@ class K2FailoverTest {
 
   /**
    * §VI-A: non-replica datacenters "send their remote read requests to the available
-   * replica datacenters". Once a read failed over from TYO, the next read of a key whose
-   * nearest replica is TYO goes to SG at once; TYO's late answer lifts the suspicion, and
-   * reads go to TYO again.
+   * replica datacenters". TYO stops answering CA (3 s late, as far as a 300 ms fail-over
+   * timeout can tell): the read that finds out fails over to SG; once CA's heartbeats
+   * have suspected TYO, reads go to SG at once; when TYO answers heartbeats again, reads
+   * go to TYO, the nearest, again.
    */
   @Test
-  void afterOneFailoverReadsSkipTheSuspectedDatacenterUntilItAnswersAgain() throws Exception {
+  void readsSkipASuspectedReplicaUntilItAnswersHeartbeatsAgain() throws Exception {
     try (LocalCluster cluster = TestCluster.start(ServerOptions.defaults().withFailoverTimeoutMs(300))) {
       List<String> used = new ArrayList<>();
       String[] keys = new String[3];
+      Map<String, Long> v1 = new java.util.HashMap<>();
       for (int i = 0; i < keys.length; i++) {
         keys[i] = Clusters.key(cluster.placement(), "sus" + i, 0, new int[] {TYO, SG}, used);
         assertEquals(TYO, cluster.placement().nearestReplica(CA, keys[i]));
+        v1.put(keys[i], cluster.client(VA).writeTxn(Map.of(keys[i], row("v1"))).version());
       }
-      Map<String, Long> v1 = new java.util.HashMap<>();
+      K2Client reader = (K2Client) cluster.client(CA);
       for (String k : keys) {
-        v1.put(k, cluster.client(VA).writeTxn(Map.of(k, row("v1"))).version());
+        moveSessionPast(cluster, reader, k, v1.get(k), used);
       }
-      Endpoint raw = cluster.transport().openClient(63_001, CA, Runnable::run, m -> { });
-      long deadline = System.currentTimeMillis() + 5_000;
-      for (String k : keys) {
-        while (!metadataArrived(raw, cluster.placement().serverFor(CA, k), k, v1.get(k))) {
-          assertTrue(System.currentTimeMillis() < deadline, "v1's metadata reached CA");
-          Clusters.sleep(10);
-        }
-      }
-      raw.close();
-      String advance = Clusters.key(cluster.placement(), "adv", -1, new int[] {VA, CA}, used);
+      int shards = cluster.topology().serversPerDc();
 
-      // TYO answers CA 3 s late: cut off, as far as a 300 ms failover timeout can tell.
       cluster.transport().links().setExtraDelayMs(TYO, CA, 3_000);
-      KvClient reader = cluster.client(CA);
-      ReadResult first = readUntilV1(reader, advance, keys[0]);
-      assertEquals(2, first.wanRounds(), "timed out at TYO, then SG");
-      ReadResult second = readUntilV1(reader, advance, keys[1]);
+      ReadResult first = reader.readTxn(List.of(keys[0]));
+      assertEquals("v1", str(first.rows().get(keys[0])));
+      assertEquals(2, first.wanRounds(), "timed out at TYO (not suspected yet), then SG");
+      awaitStat(cluster, CA, "suspected_dcs", shards, "every CA server's heartbeats suspect TYO");
+      ReadResult second = reader.readTxn(List.of(keys[1]));
       assertEquals(1, second.wanRounds(), "straight to SG: TYO is suspected");
       assertEquals(1, cluster.stat(CA, "remote_read_failovers"));
       assertEquals(2, cluster.stat(SG, "remote_reads_served"));
 
       cluster.transport().links().clearExtraDelays();
-      deadline = System.currentTimeMillis() + 10_000;
-      while (cluster.stat(CA, "suspected_dcs") > 0) { // TYO's late answers arrive
-        assertTrue(System.currentTimeMillis() < deadline, "TYO's late answer lifted the suspicion");
-        Clusters.sleep(20);
-      }
+      awaitStat(cluster, CA, "suspected_dcs", 0, "TYO answers CA's heartbeats again");
       long tyoServed = cluster.stat(TYO, "remote_reads_served");
-      ReadResult third = readUntilV1(reader, advance, keys[2]);
+      ReadResult third = reader.readTxn(List.of(keys[2]));
+      assertEquals("v1", str(third.rows().get(keys[2])));
       assertEquals(1, third.wanRounds());
       assertEquals(tyoServed + 1, cluster.stat(TYO, "remote_reads_served"), "TYO, the nearest, serves it again");
       assertEquals(2, cluster.stat(SG, "remote_reads_served"));
+      assertEquals(1, cluster.stat(CA, "remote_read_failovers"));
     }
   }
 
-  /** Reads until v1, moving the session on by writes that never involve TYO. */
-  private static ReadResult readUntilV1(KvClient reader, String advance, String k) throws Exception {
+  /**
+   * Who is asked first: a replica known to have the version beats one known to lack it
+   * (that one would make the read wait), even when suspected; suspicion orders the rest;
+   * distance breaks ties.
+   */
+  @Test
+  void replicasKnownToHaveTheVersionAreAskedFirstThenAvailableOnesThenTheNearest() {
+    int[] byDistance = {TYO, SG, VA};
+    java.util.function.IntPredicate none = d -> false;
+    assertArrayEquals(new int[] {TYO, SG, VA}, K2Server.askOrder(byDistance, null, none));
+    assertArrayEquals(new int[] {SG, VA, TYO}, K2Server.askOrder(byDistance, null, d -> d == TYO));
+    assertArrayEquals(new int[] {SG, TYO, VA}, K2Server.askOrder(byDistance, List.of(SG), none));
+    assertArrayEquals(new int[] {TYO, SG, VA}, K2Server.askOrder(byDistance, List.of(TYO), d -> d == TYO),
+        "known to have it beats available and known to lack it");
+    assertArrayEquals(new int[] {VA, TYO, SG}, K2Server.askOrder(byDistance, List.of(TYO, VA), d -> d == TYO));
+  }
+
+  static void awaitStat(LocalCluster cluster, int dc, String stat, long expected, String what) {
     long deadline = System.currentTimeMillis() + 10_000;
-    ReadResult r;
-    do {
-      assertTrue(System.currentTimeMillis() < deadline, "the reader reaches v1 of " + k);
-      reader.write(advance, row("on"));
-      r = reader.readTxn(List.of(k));
-    } while (str(r.rows().get(k)).isEmpty());
-    assertEquals("v1", str(r.rows().get(k)));
-    return r;
+    while (cluster.stat(dc, stat) != expected) {
+      assertTrue(System.currentTimeMillis() < deadline, what + " (" + stat + " = " + cluster.stat(dc, stat) + ")");
+      Clusters.sleep(20);
+    }
+  }
+
+  /**
+   * Moves {@code reader}'s read_ts past the EVT of {@code <key, version>} in its datacenter
+   * without reading {@code key}: a read of another key on the same server makes the
+   * session's clock pass that server's, and a write of its own then carries read_ts along.
+   */
+  static void moveSessionPast(LocalCluster cluster, K2Client reader, String key, long version, List<String> used)
+      throws Exception {
+    int server = cluster.placement().serverFor(reader.dc(), key);
+    Endpoint raw = cluster.transport().openClient(63_000 + (int) (version % 900), reader.dc(), Runnable::run, m -> { });
+    long deadline = System.currentTimeMillis() + 5_000;
+    long evt = -1;
+    try {
+      while (evt < 0) {
+        assertTrue(System.currentTimeMillis() < deadline, "the metadata of " + key + " reached " + reader.dc());
+        ReadReply r = raw.call(server, ReadRequest.newBuilder().addKeys(key).setReadTs(0).build(), ReadReply.class)
+            .get(5, TimeUnit.SECONDS);
+        evt = r.getKeys(0).getVersionsList().stream().filter(v -> v.getVersion() == version)
+            .mapToLong(v -> v.getEvt()).findFirst().orElse(-1);
+        if (evt < 0) {
+          Clusters.sleep(10);
+        }
+      }
+    } finally {
+      raw.close();
+    }
+    String probe = Clusters.key("probe", k -> cluster.placement().serverFor(reader.dc(), k) == server, used);
+    while (reader.readTs() < evt) {
+      assertTrue(System.currentTimeMillis() < deadline, "the session's read_ts passes " + key + "'s EVT");
+      reader.readTxn(List.of(probe));
+      Clusters.advance(reader);
+    }
   }
 
   static boolean metadataArrived(Endpoint raw, int server, String key, long version) throws Exception {

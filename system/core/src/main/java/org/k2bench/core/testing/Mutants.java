@@ -31,10 +31,12 @@ public final class Mutants {
 
   /** Clients keep one dependency per key, the largest version read (drops a real one). */
   public static final String DEPS_MAX_PER_KEY = "deps-max-per-key";
+  /** K2: replicas never finish the replication of an origin datacenter that died mid-way. */
+  public static final String REPLICATION_NOT_CARRIED_ON = "replication-not-carried-on";
 
   public static final Set<String> ALL = Set.of(SKIP_DEPENDENCY_CHECKS, INCOMING_WRITES_VISIBLE,
       RAD_SKIP_SECOND_ROUND, READ_PENDING, DEP_CHECK_GC_WATERMARK, REPLICATION_WAITS_EVERY_REPLICA,
-      PARIS_SHARED_PINS, CACHE_COUNTS_VERSIONS, DEPS_MAX_PER_KEY);
+      PARIS_SHARED_PINS, CACHE_COUNTS_VERSIONS, DEPS_MAX_PER_KEY, REPLICATION_NOT_CARRIED_ON);
 
   private static final String ACTIVE = load();
   /** Set by tests in this JVM ({@link #runWith}); wins over the system property. */

@@ -115,7 +115,10 @@ public final class Endpoint implements AutoCloseable {
     long start = System.nanoTime();
     Ping p = Ping.newBuilder().setSentNanos(start)
         .setPadding(com.google.protobuf.ByteString.copyFrom(new byte[paddingBytes])).build();
-    return call(to, p).thenApply(any -> System.nanoTime() - start);
+    CompletableFuture<Any> reply = call(to, p);
+    CompletableFuture<Long> out = reply.thenApply(any -> System.nanoTime() - start);
+    out.whenComplete((r, e) -> reply.cancel(false)); // a caller that gives up forgets the call
+    return out;
   }
 
   void sendReply(int to, long rpcId, Message message, String error) {

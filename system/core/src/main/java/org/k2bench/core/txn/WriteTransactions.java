@@ -81,6 +81,12 @@ public final class WriteTransactions {
 
     /** Runs {@code r} on the server thread after {@code delayMs}. */
     void later(long delayMs, Runnable r);
+
+    /**
+     * A replicated sub-request from node {@code from} arrived and was stored (not a copy of
+     * one committed here already).
+     */
+    default void replicated(Replicate r, int from) {}
   }
 
   /**
@@ -336,6 +342,7 @@ public final class WriteTransactions {
     if (m.expectsReply()) {
       m.reply(ReplicateAck.getDefaultInstance()); // the data is stored
     }
+    host.replicated(r, m.from());
     if (t.complete || t.keys.size() < t.expectedKeys) {
       return;
     }

@@ -1,0 +1,140 @@
+package org.k2bench.core.server;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.k2bench.core.cluster.FreePorts;
+import org.k2bench.core.topology.Topology;
+import org.k2bench.core.topology.TopologyLoader;
+import org.k2bench.core.transport.Endpoint;
+import org.k2bench.core.transport.Transport;
+
+/**
+ * The heartbeat failure detector, driven step by step: heartbeats travel the real emulated
+ * transport, but time is a fake clock and replies are handled only when the test says, so
+ * each interleaving is chosen, not hoped for.
+ */
+class FailureDetectorTest {
+  static final int VA = 0;
+  static final int CA = 1;
+  static final long TIMEOUT_MS = 200;
+  Transport transport;
+  Endpoint va;
+  final ConcurrentLinkedQueue<Runnable> replies = new ConcurrentLinkedQueue<>();
+  final AtomicLong now = new AtomicLong(1_000_000);
+  final List<String> events = new ArrayList<>();
+  FailureDetector detector;
+  long allowance; // timeout + the VA-CA round trip (6 ms at this scale)
+
+  @BeforeEach
+  void start() {
+    Topology t = FreePorts.assign(TopologyLoader.paperDefault(1, 2, 7000).withRttScale(0.1));
+    transport = new Transport(t);
+    va = transport.openServer(t.serverId(VA, 0), Runnable::run, m -> { });
+    for (int dc = 1; dc < t.numDcs(); dc++) {
+      transport.openServer(t.serverId(dc, 0), Runnable::run, m -> { });
+    }
+    detector = new FailureDetector(va, t, 0, replies::add, TIMEOUT_MS, now::get,
+        d -> events.add("suspect " + d), d -> events.add("trust " + d));
+    allowance = TIMEOUT_MS + (long) Math.ceil(t.rttMs(VA, CA));
+  }
+
+  @AfterEach
+  void stop() {
+    transport.close();
+  }
+
+  /** Waits (real time) until {@code expected} answers to heartbeats have come back. */
+  void awaitReplies(int expected) {
+    long deadline = System.currentTimeMillis() + 5_000;
+    while (replies.size() < expected) {
+      assertTrue(System.currentTimeMillis() < deadline, "replies arrived: " + replies.size() + " of " + expected);
+      Thread.onSpinWait();
+    }
+  }
+
+  /** Handles the first {@code n} answers that came back. */
+  void handle(int n) {
+    for (int i = 0; i < n; i++) {
+      replies.poll().run();
+    }
+  }
+
+  /** Waits for {@code expected} answers, then handles every answer there is. */
+  void deliverReplies(int expected) {
+    awaitReplies(expected);
+    Runnable r;
+    while ((r = replies.poll()) != null) {
+      r.run();
+    }
+  }
+
+  void tickAt(long ms) {
+    now.set(ms);
+    detector.tick(ms);
+  }
+
+  @Test
+  void aDatacenterThatAnswersIsNeverSuspected() {
+    long t = now.get();
+    for (int i = 1; i <= 20; i++) {
+      tickAt(t + i * TIMEOUT_MS / 2);
+      deliverReplies(5);
+    }
+    assertEquals(List.of(), events);
+    assertEquals(0, detector.suspectedCount());
+  }
+
+  @Test
+  void silenceLongerThanTheTimeoutPlusTheRoundTripIsSuspectedAndAnAnswerTrustsAgain() {
+    long t = now.get();
+    tickAt(t); // heartbeats out, nobody answers them (replies not handled)
+    tickAt(t + allowance);
+    assertFalse(detector.suspected(CA), "not before the allowance is over");
+    tickAt(t + allowance + 1);
+    assertTrue(detector.suspected(CA));
+    tickAt(t + TIMEOUT_MS + 35); // past the largest round trip (SP-SG, 33 ms at this scale)
+    assertEquals(5, detector.suspectedCount(), "every silent datacenter");
+    tickAt(t + allowance + 60); // a fresh heartbeat: its answer is recent
+    deliverReplies(15); // three rounds of heartbeats (t, t + 206, t + 266) to five datacenters
+    assertFalse(detector.suspected(CA));
+    assertEquals(0, detector.suspectedCount());
+    assertTrue(events.contains("suspect " + CA) && events.contains("trust " + CA), events.toString());
+  }
+
+  @Test
+  void anAnswerHeldBackLongerThanTheAllowanceDoesNotTrustAgain() {
+    long t = now.get();
+    tickAt(t);
+    awaitReplies(5); // back, but not handled yet
+    tickAt(t + allowance + 1);
+    assertTrue(detector.suspected(CA));
+    // The answers to the first heartbeats are handled only now, as after a healed partition.
+    now.set(t + allowance + 50);
+    handle(5);
+    assertTrue(detector.suspected(CA), "an answer to a heartbeat sent before the suspicion says nothing about now");
+    assertFalse(events.contains("trust " + CA), events.toString());
+  }
+
+  @Test
+  void aServerThatWasItselfStoppedSuspectsNobodyForIt() {
+    long t = now.get();
+    tickAt(t);
+    deliverReplies(5);
+    tickAt(t + 100); // heartbeats out; then this server stops (SIGSTOP) before their answers are handled
+    tickAt(t + 100 + 5_000); // resumed: its own ticks were 5 s apart
+    assertEquals(List.of(), events, "a heartbeat unanswered while this server itself was stopped");
+    deliverReplies(10);
+    tickAt(t + 100 + 5_000 + allowance + 1);
+    deliverReplies(5);
+    assertEquals(List.of(), events);
+  }
+}

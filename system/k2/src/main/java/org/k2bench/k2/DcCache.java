@@ -174,6 +174,9 @@ final class DcCache<V> {
   }
 
   private void trimVersions(TreeMap<Long, Cached<V>> vs) {
+    if (Mutants.active(Mutants.CACHE_NEVER_EVICTS)) {
+      return; // the bug: superseded versions pile up
+    }
     int excess = unpinnedCount(vs) - versionsPerKey();
     for (Iterator<Cached<V>> it = vs.values().iterator(); excess > 0 && it.hasNext(); ) {
       if (!it.next().pinned()) {
@@ -194,7 +197,7 @@ final class DcCache<V> {
 
   /** Evicts least recently used keys without pinned versions until the keys fit. */
   private void evictKeys() {
-    if (size() <= capacity) {
+    if (size() <= capacity || Mutants.active(Mutants.CACHE_NEVER_EVICTS)) { // the mutant: the cache only grows
       return;
     }
     for (Iterator<TreeMap<Long, Cached<V>>> it = keys.values().iterator(); size() > capacity && it.hasNext(); ) {

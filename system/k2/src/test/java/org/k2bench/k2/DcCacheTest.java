@@ -14,8 +14,9 @@ import org.k2bench.core.testing.Mutants;
 /**
  * The DC cache's policy (K2 §III-A): capacity in keys, LRU on insertion and on values
  * returned to clients (not on offers), newest versions kept, pinned local writes. Each
- * scenario returns what it observed, so that the same scenario also shows it catches the
- * version-counting, offer-refreshing mutant the cache replaced.
+ * scenario returns what it observed (null: as it should be), so that the same scenario
+ * also shows it catches the version-counting, offer-refreshing mutant the cache replaced,
+ * and a cache that never evicts.
  */
 class DcCacheTest {
   static final int READER = 7;
@@ -80,6 +81,39 @@ class DcCacheTest {
     return null;
   }
 
+  /**
+   * A pinned local write is never evicted, is counted, and becomes evictable when its
+   * replicas have it; meanwhile unpinned keys make room for it.
+   */
+  static String pinningScenario() {
+    DcCache<String> c = new DcCache<>(1, 1, false);
+    c.putPinned("w", 5, "mine", WRITER);
+    c.put("x", 1, "x1"); // over capacity: only x can go
+    if (!"mine".equals(c.get("w", 5, READER))) {
+      return "K2's cache is shared: any session reads a pinned write";
+    }
+    if (c.get("x", 1, READER) != null) {
+      return "the unpinned key should have been evicted, the pinned one stayed";
+    }
+    if (c.pinnedVersions() != 1) {
+      return "one pinned version, counted " + c.pinnedVersions();
+    }
+    c.putPinned("w2", 6, "mine too", WRITER);
+    if (c.keys() != 2 || c.pinnedKeysOverCapacity() != 1) {
+      return "all keys pinned: over capacity by one, and it says so; got " + c.keys() + " keys, "
+          + c.pinnedKeysOverCapacity() + " over";
+    }
+    c.unpin("w", 5);
+    c.unpin("w2", 6);
+    if (c.pinnedVersions() != 0) {
+      return "nothing pinned after unpinning, counted " + c.pinnedVersions();
+    }
+    if (c.keys() != 1 || c.pinnedKeysOverCapacity() != 0) {
+      return "unpinned entries are evicted down to the capacity: " + c.keys() + " keys";
+    }
+    return null;
+  }
+
   static String observe(Supplier<String> scenario) {
     return scenario.get();
   }
@@ -89,6 +123,8 @@ class DcCacheTest {
     assertNull(observe(DcCacheTest::capacityScenario));
     assertNotNull(Mutants.runWith(Mutants.CACHE_COUNTS_VERSIONS, DcCacheTest::capacityScenario),
         "the version-counting cache fails this");
+    assertNotNull(Mutants.runWith(Mutants.CACHE_NEVER_EVICTS, DcCacheTest::capacityScenario),
+        "the never-evicting cache fails this");
   }
 
   @Test
@@ -96,40 +132,23 @@ class DcCacheTest {
     assertNull(observe(DcCacheTest::evictionOrderScenario));
     assertNotNull(Mutants.runWith(Mutants.CACHE_COUNTS_VERSIONS, DcCacheTest::evictionOrderScenario),
         "the offer-refreshing cache fails this");
+    assertNotNull(Mutants.runWith(Mutants.CACHE_NEVER_EVICTS, DcCacheTest::evictionOrderScenario),
+        "the never-evicting cache fails this");
   }
 
   @Test
   void keepsTheNewestVersionsOfAKey() {
     assertNull(observe(DcCacheTest::newestVersionsScenario));
     assertNotNull(Mutants.runWith(Mutants.CACHE_COUNTS_VERSIONS, DcCacheTest::newestVersionsScenario));
-  }
-
-  @Test
-  void aCacheThatNeverEvictsFailsTheseScenarios() {
-    // Capacity so large nothing is ever evicted: the eviction scenarios notice.
-    DcCache<String> c = new DcCache<>(Integer.MAX_VALUE, Integer.MAX_VALUE, false);
-    c.put("a", 1, "a1");
-    c.put("b", 1, "b1");
-    c.put("c", 1, "c1");
-    assertEquals(3, c.keys(), "(what a never-evicting cache does; capacityScenario demands 2)");
+    assertNotNull(Mutants.runWith(Mutants.CACHE_NEVER_EVICTS, DcCacheTest::newestVersionsScenario),
+        "the never-evicting cache keeps every superseded version");
   }
 
   @Test
   void pinnedWritesAreNeverEvictedAreCountedAndBecomeEvictableWhenUnpinned() {
-    DcCache<String> c = new DcCache<>(1, 1, false);
-    c.putPinned("w", 5, "mine", WRITER);
-    c.put("x", 1, "x1"); // over capacity: only x can go
-    assertEquals("mine", c.get("w", 5, READER), "K2's cache is shared: any session reads a pinned write");
-    assertNull(c.get("x", 1, READER), "the unpinned key was evicted, the pinned one stayed");
-    assertEquals(1, c.pinnedVersions());
-    c.putPinned("w2", 6, "mine too", WRITER);
-    assertEquals(2, c.keys());
-    assertEquals(1, c.pinnedKeysOverCapacity(), "all keys pinned: over capacity, and it says so");
-    c.unpin("w", 5);
-    c.unpin("w2", 6);
-    assertEquals(0, c.pinnedVersions());
-    assertEquals(1, c.keys(), "unpinned entries are evicted down to the capacity");
-    assertEquals(0, c.pinnedKeysOverCapacity());
+    assertNull(observe(DcCacheTest::pinningScenario));
+    assertNotNull(Mutants.runWith(Mutants.CACHE_NEVER_EVICTS, DcCacheTest::pinningScenario),
+        "the never-evicting cache fails this: nothing makes room, nothing shrinks after unpinning");
   }
 
   @Test

@@ -28,6 +28,8 @@ public final class Mutants {
   public static final String PARIS_SHARED_PINS = "paris-shared-pins";
   /** K2: the DC cache counts (key, version) entries and every first-round offer refreshes one. */
   public static final String CACHE_COUNTS_VERSIONS = "cache-counts-versions";
+  /** K2: the DC cache never evicts: no key for capacity, no superseded version of a key. */
+  public static final String CACHE_NEVER_EVICTS = "cache-never-evicts";
 
   /** Clients keep one dependency per key, the largest version read (drops a real one). */
   public static final String DEPS_MAX_PER_KEY = "deps-max-per-key";
@@ -36,7 +38,8 @@ public final class Mutants {
 
   public static final Set<String> ALL = Set.of(SKIP_DEPENDENCY_CHECKS, INCOMING_WRITES_VISIBLE,
       RAD_SKIP_SECOND_ROUND, READ_PENDING, DEP_CHECK_GC_WATERMARK, REPLICATION_WAITS_EVERY_REPLICA,
-      PARIS_SHARED_PINS, CACHE_COUNTS_VERSIONS, DEPS_MAX_PER_KEY, REPLICATION_NOT_CARRIED_ON);
+      PARIS_SHARED_PINS, CACHE_COUNTS_VERSIONS, CACHE_NEVER_EVICTS, DEPS_MAX_PER_KEY,
+      REPLICATION_NOT_CARRIED_ON);
 
   private static final String ACTIVE = load();
   /** Set by tests in this JVM ({@link #runWith}); wins over the system property. */

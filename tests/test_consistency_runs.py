@@ -33,6 +33,7 @@ JAVA_CAUGHT = {
     "paris-shared-pins": ["paris-star/src/test/java/org/k2bench/parisstar/ParisStarReadTest.java",
                           "k2/src/test/java/org/k2bench/k2/DcCacheTest.java"],
     "cache-counts-versions": ["k2/src/test/java/org/k2bench/k2/DcCacheTest.java"],
+    "cache-never-evicts": ["k2/src/test/java/org/k2bench/k2/DcCacheTest.java"],
     "deps-max-per-key": ["k2/src/test/java/org/k2bench/k2/K2OneHopDepsTest.java"],
     "replication-not-carried-on": ["k2/src/test/java/org/k2bench/k2/K2CarryOnTest.java"],
 }

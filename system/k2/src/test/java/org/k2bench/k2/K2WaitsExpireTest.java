@@ -1,0 +1,118 @@
+package org.k2bench.k2;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.k2bench.core.testing.Clusters.CA;
+import static org.k2bench.core.testing.Clusters.VA;
+import static org.k2bench.core.testing.Clusters.row;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.k2bench.core.api.ServerOptions;
+import org.k2bench.core.clock.LamportClock;
+import org.k2bench.core.cluster.LocalCluster;
+import org.k2bench.core.testing.Clusters;
+import org.k2bench.core.topology.Topology;
+import org.k2bench.core.transport.Endpoint;
+import org.k2bench.core.transport.RemoteException;
+import org.k2bench.core.txn.proto.DepCheck;
+import org.k2bench.core.txn.proto.DepOk;
+import org.k2bench.core.txn.proto.KeyValue;
+import org.k2bench.core.txn.proto.WotSubRequest;
+import org.k2bench.k2.proto.ReadByTimeReply;
+import org.k2bench.k2.proto.ReadByTimeRequest;
+
+/**
+ * A K2 server's waits for a commit that never comes end at their deadline, with an error
+ * to the asker and nothing left waiting: a dependency check for a version that never
+ * arrives, and a second-round read behind a write-only transaction whose coordinator never
+ * commits it. VA's servers are real; the other datacenters are {@link StandInServers}.
+ */
+class K2WaitsExpireTest {
+  static final long RPC_TIMEOUT_MS = 1_000;
+  static LocalCluster cluster;
+  static StandInServers others;
+  static Endpoint raw;
+  static final List<String> used = new ArrayList<>();
+
+  @BeforeAll
+  static void start() {
+    Topology topology = Clusters.topology(2);
+    ServerOptions options = ServerOptions.defaults().withNumKeys(10_000).withRpcTimeoutMs(RPC_TIMEOUT_MS);
+    cluster = LocalCluster.start(new K2System(), topology, options, id -> topology.dcOfServer(id) == VA);
+    others = StandInServers.forServersNotIn(cluster);
+    raw = cluster.transport().openClient(62_200, VA, Runnable::run, m -> { });
+  }
+
+  @AfterAll
+  static void stop() {
+    others.close();
+    cluster.close();
+  }
+
+  static long stat(int server, String name) {
+    return cluster.server(server).stats().getOrDefault(name, 0L);
+  }
+
+  static Throwable failure(CompletableFuture<?> call) {
+    ExecutionException e = assertThrows(ExecutionException.class,
+        () -> call.get(RPC_TIMEOUT_MS * 3, TimeUnit.MILLISECONDS), "answered, within the RPC timeout and a tick");
+    assertTrue(e.getCause() instanceof RemoteException, "the server answered with an error: " + e.getCause());
+    return e.getCause();
+  }
+
+  @Test
+  void aDependencyCheckForAVersionThatNeverArrivesExpires() throws Exception {
+    String key = Clusters.key(cluster.placement(), "dep", -1, new int[] {VA, CA}, used);
+    int server = cluster.placement().serverFor(VA, key);
+    long v1 = cluster.client(VA).write(key, row("v1")).version();
+    long never = LamportClock.timestamp(LamportClock.counterOf(v1) + 1_000_000, LamportClock.nodeOf(v1));
+    long expiredBefore = stat(server, "waits_expired");
+    long waitsBefore = stat(server, "dep_check_waits");
+
+    CompletableFuture<DepOk> call = raw.call(server, DepCheck.newBuilder().setKey(key).setVersion(never).build(),
+        DepOk.class);
+    Throwable err = failure(call);
+    assertTrue(err.getMessage().contains("not committed here yet"), err.getMessage());
+    assertEquals(waitsBefore + 1, stat(server, "dep_check_waits"), "the check waited");
+    assertEquals(expiredBefore + 1, stat(server, "waits_expired"));
+    assertEquals(0, stat(server, "waiting"), "nothing stays behind");
+  }
+
+  /**
+   * A raw client sends its sub-request to the cohort only: the cohort prepares the key and
+   * tells the coordinator, which never gets its own sub-request and so never commits. A
+   * second-round read above the prepare time waits for the transaction, then gives up.
+   */
+  @Test
+  void aSecondRoundReadBehindATransactionThatNeverCommitsExpires() throws Exception {
+    String key = Clusters.key(cluster.placement(), "stuck", 0, new int[] {VA, CA}, used);
+    String other = Clusters.key(cluster.placement(), "stuck-c", 1, new int[] {VA, CA}, used);
+    int cohort = cluster.placement().serverFor(VA, key);
+    int coordinator = cluster.placement().serverFor(VA, other);
+    raw.send(cohort, WotSubRequest.newBuilder().setTxnId((1L << 16) | raw.id()).setCoordinatorKey(other)
+        .setCoordinator(coordinator).setNumParticipants(2).addParticipants(cohort).addParticipants(coordinator)
+        .addWrites(KeyValue.newBuilder().setKey(key).setValue(row("never"))).build());
+    long deadline = System.currentTimeMillis() + 5_000;
+    while (stat(cohort, "pending_client_txns") == 0) {
+      assertTrue(System.currentTimeMillis() < deadline, "the cohort prepared the key");
+      Clusters.sleep(10);
+    }
+    long ts = cluster.server(cohort).endpoint().clock().now(); // above the prepare time
+    long unresolvedBefore = stat(cohort, "reads_unresolved");
+
+    CompletableFuture<ReadByTimeReply> call = raw.call(cohort,
+        ReadByTimeRequest.newBuilder().setKey(key).setTs(ts).build(), ReadByTimeReply.class);
+    Throwable err = failure(call);
+    assertTrue(err.getMessage().contains("did not commit"), err.getMessage());
+    assertEquals(unresolvedBefore + 1, stat(cohort, "reads_unresolved"));
+    assertEquals(0, stat(cohort, "waiting"), "nothing stays behind");
+  }
+}

@@ -89,7 +89,7 @@ FAULT_KINDS = {
 }
 MUTANTS = ("skip-dependency-checks", "incoming-writes-visible", "rad-skip-second-round", "read-pending",
            "dep-check-gc-watermark", "replication-waits-every-replica", "paris-shared-pins", "cache-counts-versions",
-           "deps-max-per-key", "replication-not-carried-on")
+           "deps-max-per-key", "replication-not-carried-on", "cache-never-evicts")
 DEFAULT_SYSTEMS = ["k2", "rad", "paris-star"]
 
 

@@ -51,7 +51,7 @@ class ClientSlot:
     dc: str
     name: str            # process name, e.g. client-VA or client-VA-1
     index: int           # among the datacenter's client slots
-    count: int           # client slots of the datacenter (threads and rate are split over them)
+    count: int           # client slots of the datacenter (experiment.client_shares splits the load)
 
 
 @dataclass(frozen=True)
@@ -197,15 +197,6 @@ class RemoteDeployment:
     def close(self) -> None:
         for h in self._by_machine.values():
             h.close()
-
-
-def share(total: int | float | None, slot: ClientSlot) -> int | float | None:
-    """A client slot's share of a per-datacenter total (threads or ops/s)."""
-    if total is None:
-        return None
-    if isinstance(total, int):
-        return total // slot.count + (1 if slot.index < total % slot.count else 0)
-    return total / slot.count
 
 
 def local(jar: Path) -> LocalDeployment:

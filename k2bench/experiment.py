@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import copy
 import itertools
+import math
 import pathlib
+from dataclasses import dataclass
 from typing import Any
 
 import yaml
@@ -328,24 +330,112 @@ def _sweep(given: Any, resolved: dict) -> dict:
     return out
 
 
-# YCSB 0.17 spreads a paced thread's first operation over one tick taken as an int of
-# nanoseconds (ClientThread.run): a thread paced below 1e9 / (2^31 - 1) ops/s overflows
-# it and dies at once, and the client exits as if done.
+# YCSB 0.17 takes -target as an int and paces each thread at target / threads ops/s. A
+# thread paced at 1,000 ops/s or less first sleeps a random part of one tick, drawn by
+# nextInt((int) tick_ns) with tick_ns = 1e9 / rate (ClientThread.run). Below
+# 1e9 / (2^31 - 1) ops/s (~0.4657) the cast overflows: to a negative int or 0 for some rates
+# (0.2328-0.4657 ops/s, ...: the thread dies with IllegalArgumentException, and YCSB exits
+# as if done once every thread has), to a positive one for others (the thread runs). We
+# reject every rate below the floor on purpose: which ones survive is an accident of the
+# wrap-around, and a small change of the target or the threads would turn one into the
+# other.
 MIN_OPS_PER_S_PER_THREAD = 1e9 / (2**31 - 1)
 
 
+@dataclass(frozen=True)
+class ClientShare:
+    """What one YCSB process of a datacenter runs: its -threads and -target (None: unpaced)."""
+    threads: int
+    target: int | None
+
+    @property
+    def per_thread(self) -> float | None:
+        return None if self.target is None else self.target / self.threads
+
+    def paces(self) -> bool:
+        """YCSB can pace its threads at this rate (see MIN_OPS_PER_S_PER_THREAD)."""
+        return self.target is None or self.target / self.threads >= MIN_OPS_PER_S_PER_THREAD
+
+
+def client_shares(threads_per_dc: int, target_per_dc: float | None, processes: int) -> list[ClientShare]:
+    """How a datacenter's threads and target rate are split over its ``processes`` YCSB
+    client processes (client slots): threads by integer division, the first processes
+    taking one of the remainder each, at least one per process; the target evenly, rounded
+    to the int YCSB's -target takes. The orchestrator launches exactly these, and the
+    pacing check validates exactly these."""
+    out = []
+    for i in range(processes):
+        threads = max(1, threads_per_dc // processes + (1 if i < threads_per_dc % processes else 0))
+        target = None if not target_per_dc else round(target_per_dc / processes)
+        out.append(ClientShare(threads, target))
+    return out
+
+
+def _min_target(threads_per_dc: int, processes: int) -> int:
+    """The smallest per-datacenter target (a multiple of ``processes``) at which every
+    process of the split paces its threads."""
+    most = max(s.threads for s in client_shares(threads_per_dc, None, processes))
+    per_process = max(1, math.ceil(MIN_OPS_PER_S_PER_THREAD * most - 1e-9))
+    while per_process / most < MIN_OPS_PER_S_PER_THREAD:
+        per_process += 1
+    return per_process * processes
+
+
+def _split_text(shares: list[ClientShare]) -> str:
+    return ("-target " + "/".join(str(s.target) for s in shares)
+            + " -threads " + "/".join(str(s.threads) for s in shares))
+
+
+def _swept_field(exp: dict, cfg: dict, axes: tuple[str, ...], default: str) -> str:
+    """The field to name for a problem of a point: the swept ones among ``axes`` with the
+    point's values (e.g. sweep.clients.threads_per_dc=48), else ``default``."""
+    swept = [a for a in axes if a in exp["sweep"]]
+    if not swept:
+        return default
+    return " and ".join(f"sweep.{a}={_value_text(cfg[a.split('.')[0]][a.split('.')[1]])}" for a in swept)
+
+
+def _value_text(v: Any) -> str:
+    return f"{v:g}" if isinstance(v, float) else str(v)
+
+
+def check_pacing(exp: dict, cfg: dict, processes_by_dc: dict[str, int] | None = None) -> None:
+    """Every YCSB client process of one point (``cfg``) paces each of its threads at a rate
+    YCSB 0.17 can keep, with the split the orchestrator launches. ``processes_by_dc``: client
+    processes per datacenter (the deployment's client slots); None: one each (this machine)."""
+    cl = cfg["clients"]
+    target, threads = cl["target_ops_per_s_per_dc"], cl["threads_per_dc"]
+    if not target:
+        return
+    by_count: dict[int, str] = {}
+    for dc, n in (processes_by_dc or {"": 1}).items():
+        by_count.setdefault(n, dc)
+    for n, dc in sorted(by_count.items()):
+        shares = client_shares(threads, target, n)
+        if all(s.paces() for s in shares):
+            continue
+        field = _swept_field(exp, cfg, ("clients.target_ops_per_s_per_dc", "clients.threads_per_dc"),
+                             "clients.target_ops_per_s_per_dc")
+        slowest = min(s.per_thread for s in shares)
+        where = (f"runs YCSB with {_split_text(shares)}" if n == 1 else
+                 f"runs {dc}'s {n} client processes with {_split_text(shares)}")
+        fewer = next((k for k in range(threads - 1, 0, -1)
+                      if all(s.paces() for s in client_shares(k, target, n))), None)
+        least = _min_target(threads, n)
+        if fewer is None:
+            fix = (f"clients.target_ops_per_s_per_dc must be at least {MIN_OPS_PER_S_PER_THREAD:.2f} x threads: "
+                   f"at least {least} for {threads} clients.threads_per_dc")
+        else:
+            fix = f"use at most {fewer} clients.threads_per_dc or a clients.target_ops_per_s_per_dc of at least {least}"
+        raise ConfigError(field, f"{target:g} ops/s over {threads} threads_per_dc {where}: {slowest:.3f} ops/s "
+                          f"per thread, below the {MIN_OPS_PER_S_PER_THREAD:.4f} YCSB 0.17 can pace; {fix}")
+
+
 def _check_pacing(exp: dict) -> None:
-    """Every point's paced rate per client thread is one YCSB can keep."""
+    """Every point's pacing, one client process per datacenter (the orchestrator checks
+    again with the deployment's client processes)."""
     for _, cfg in points(exp):
-        cl = cfg["clients"]
-        target, threads = cl["target_ops_per_s_per_dc"], cl["threads_per_dc"]
-        if target and target / threads < MIN_OPS_PER_S_PER_THREAD:
-            field = ("sweep.clients.target_ops_per_s_per_dc" if "clients.target_ops_per_s_per_dc" in exp["sweep"]
-                     else "clients.target_ops_per_s_per_dc")
-            most = max(1, int(target / MIN_OPS_PER_S_PER_THREAD))
-            raise ConfigError(field, f"{target:g} ops/s over {threads} threads_per_dc paces each thread below "
-                              f"the {MIN_OPS_PER_S_PER_THREAD:.2f} ops/s YCSB can; use at most {most} "
-                              f"clients.threads_per_dc or a higher target")
+        check_pacing(exp, cfg)
 
 
 def points(exp: dict) -> list[tuple[str, dict]]:

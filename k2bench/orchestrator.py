@@ -28,8 +28,8 @@ import yaml
 from . import rundir
 from .errors import ConfigError, RunFailed
 from . import checker
-from .experiment import dist_text, points
-from .deploy import Deployment, share
+from .experiment import check_pacing, client_shares, dist_text, points
+from .deploy import Deployment
 from .faults import FAULTS_FILE, FaultInjector, fault_windows, unavailability
 from .hosts import Host, Proc
 from .summary import server_totals_hit_rate, summarize
@@ -158,9 +158,15 @@ def validate(env: Env, exp: dict) -> dict:
         if isinstance(doc.get("datacenters"), list) and isinstance(doc.get("servers_per_dc"), int):
             env.deployment.topology(doc, doc["servers_per_dc"])  # the inventory fits the topology
             check_fault_targets(cfg["faults"], doc["datacenters"], doc["servers_per_dc"])
+            check_pacing(exp, cfg, client_processes(env.deployment, doc["datacenters"]))
     if not env.jar.exists():
         raise ConfigError("jar", f"{env.jar} is missing; run `make build`")
     return resolved
+
+
+def client_processes(dep: Deployment, dcs: list[str]) -> dict[str, int]:
+    """How many YCSB client processes each datacenter runs (its client slots)."""
+    return {dc: len(dep.clients(dc)) for dc in dcs}
 
 
 def check_fault_targets(faults: list[dict], dcs: list[str], servers_per_dc: int) -> None:
@@ -348,9 +354,13 @@ class Orchestrator:
             start_rel = f"{t.rel}/clients/start"
             clients, client_hosts = [], []
             self.progress.update(phase="starting clients", elapsed=0, expected=None, ops_per_s=None)
+            # Checked again with this deployment's client processes, split as launched below.
+            check_pacing(run_manifest["config"], cfg, client_processes(dep, dcs))
             n = 0
             for dc in dcs:
-                for slot in dep.clients(dc):
+                dc_slots = dep.clients(dc)
+                for slot, load in zip(dc_slots, client_shares(cl["threads_per_dc"], cl["target_ops_per_s_per_dc"],
+                                                              len(dc_slots))):
                     props = self._client_props(t, cfg, slot.host.path(topo_rel), dc,
                                                CLIENT_ID_BASE + (len(dcs) + n) * IDS_PER_PROCESS,
                                                slot.host.path(f"{t.rel}/clients/{slot.name}.hlog"))
@@ -360,10 +370,10 @@ class Orchestrator:
                               "k2bench.history": slot.host.path(f"{t.rel}/clients/history-{slot.name}.jsonl"),
                               # a safety net only: the workload stops itself at start + run_s
                               "maxexecutiontime": int(total + CLIENT_START_TIMEOUT_S + 60)}
-                    threads = max(1, share(cl["threads_per_dc"], slot))
-                    args = ["-t", "-s", "-P", self._props_file(t, slot.host, slot.name, props), "-threads", str(threads)]
-                    if cl["target_ops_per_s_per_dc"]:
-                        args += ["-target", str(max(1, round(share(cl["target_ops_per_s_per_dc"], slot))))]
+                    args = ["-t", "-s", "-P", self._props_file(t, slot.host, slot.name, props),
+                            "-threads", str(load.threads)]
+                    if load.target is not None:
+                        args += ["-target", str(load.target)]
                     clients.append(self._start(t, stack, slot.host, slot.name,
                                                ycsb(slot.host, cl["heap_mb"], *args, props=jvm_props(slot.host, t),
                                                     jvm_args=cl["jvm_args"])))

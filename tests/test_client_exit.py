@@ -7,7 +7,6 @@ import time
 
 import pytest
 
-from k2bench import experiment
 from k2bench.hosts import LocalHost
 from k2bench.orchestrator import Orchestrator, RunFailed, Trial, dead_thread
 
@@ -60,15 +59,3 @@ def test_a_dead_thread_in_a_client_that_ran_to_the_end_is_found(host):
     assert dead_thread(p).startswith('Exception in thread "Thread-7" java.lang.IllegalArgumentException: '
                                      'at java.base/java.util.Random.nextInt')
 
-
-def test_pacing_below_what_ycsb_can_keep_is_a_config_error_naming_the_fix():
-    with pytest.raises(experiment.ConfigError, match=r"clients.target_ops_per_s_per_dc: 10 ops/s over 32 "
-                                                     r"threads_per_dc .* use at most 21 clients.threads_per_dc"):
-        experiment.resolve({"systems": ["k2"], "clients": {"threads_per_dc": 32, "target_ops_per_s_per_dc": 10}},
-                           "t", ["k2"])
-    with pytest.raises(experiment.ConfigError, match=r"^sweep.clients.target_ops_per_s_per_dc: 10 ops/s"):
-        experiment.resolve({"systems": ["k2"], "clients": {"threads_per_dc": 32},
-                            "sweep": {"clients.target_ops_per_s_per_dc": [20, 10]}}, "t", ["k2"])
-    ok = experiment.resolve({"systems": ["k2"], "clients": {"threads_per_dc": 32, "target_ops_per_s_per_dc": 15}},
-                            "t", ["k2"])
-    assert ok["clients"]["target_ops_per_s_per_dc"] == 15

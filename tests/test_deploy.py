@@ -8,7 +8,8 @@ import yaml
 
 from conftest import ROOT
 from k2bench import inventory
-from k2bench.deploy import ClientSlot, LocalDeployment, RemoteDeployment, share
+from k2bench.deploy import ClientSlot, LocalDeployment, RemoteDeployment
+from k2bench.experiment import ClientShare, client_shares
 from k2bench.errors import ConfigError
 from k2bench.hosts import LocalHost
 
@@ -98,9 +99,8 @@ def test_clients_share_the_datacenters_threads_and_rate():
     dep = remote()
     slots = dep.clients("SP")
     assert [s.name for s in slots] == ["client-SP-0", "client-SP-1"]
-    assert [share(9, s) for s in slots] == [5, 4] and sum(share(9, s) for s in slots) == 9
-    assert [share(20.0, s) for s in slots] == [10.0, 10.0]
-    assert share(None, slots[0]) is None
+    assert client_shares(9, 20.0, len(slots)) == [ClientShare(5, 10), ClientShare(4, 10)]
+    assert client_shares(9, None, len(slots)) == [ClientShare(5, None), ClientShare(4, None)]
 
 
 def test_embedded_latency_machines_in_several_datacenters():

@@ -114,3 +114,106 @@ def test_unknown_experiment_lists_the_known_ones():
     with pytest.raises(ConfigError) as e:
         experiment.find(WORKLOADS, "nosuch")
     assert e.value.field == "EXPERIMENT" and "default" in str(e.value) and "smoke" in str(e.value)
+
+
+# ------------------------------------------------------------------ pacing YCSB can keep
+
+def ycsb_thread_survives(target: int, threads: int) -> bool:
+    """YCSB 0.17's own arithmetic (Client.main, ClientThread): -target is an int, a thread's
+    rate target / threads; at 1 op/ms or less it draws nextInt((int) tick_ns), which throws
+    for a tick that overflows an int."""
+    per_ms = target / threads / 1000.0
+    if target <= 0 or per_ms > 1.0:
+        return target > 0
+    tick = int(1_000_000 / per_ms)  # d2l
+    as_int = (tick + 2**31) % 2**32 - 2**31  # l2i
+    return as_int > 0 and tick <= 2**31 - 1  # below the floor we reject even what survives
+
+
+def fixes(message: str) -> tuple[int | None, int]:
+    import re
+    fewer = re.search(r"use at most (\d+) clients.threads_per_dc", message)
+    least = re.search(r"at least (\d+)(?: for|$)", message)
+    return (int(fewer.group(1)) if fewer else None), int(least.group(1))
+
+
+def test_the_split_over_client_processes_is_what_ycsb_gets():
+    assert experiment.client_shares(20, 10.0, 3) == [experiment.ClientShare(7, 3), experiment.ClientShare(7, 3),
+                                                     experiment.ClientShare(6, 3)]
+    assert experiment.client_shares(33, 15.4, 1) == [experiment.ClientShare(33, 15)], "-target is an int"
+    assert experiment.client_shares(2, 10.0, 3) == [experiment.ClientShare(1, 3)] * 3, "at least a thread each"
+    assert experiment.client_shares(8, None, 2) == [experiment.ClientShare(4, None)] * 2
+
+
+def test_pacing_is_checked_after_ycsb_rounds_the_target():
+    """15.4 ops/s over 33 threads is 0.467 per thread, but YCSB gets -target 15: 0.455."""
+    e = error({"clients": {"threads_per_dc": 33, "target_ops_per_s_per_dc": 15.4}})
+    assert e.field == "clients.target_ops_per_s_per_dc"
+    assert "-target 15 -threads 33" in str(e) and "0.455 ops/s per thread" in str(e)
+    fewer, least = fixes(str(e))
+    assert (fewer, least) == (32, 16)
+    resolve({"clients": {"threads_per_dc": fewer, "target_ops_per_s_per_dc": 15.4}})
+    resolve({"clients": {"threads_per_dc": 33, "target_ops_per_s_per_dc": least}})
+    resolve({"clients": {"threads_per_dc": 32, "target_ops_per_s_per_dc": 15.4}})
+
+
+def test_pacing_is_checked_for_every_client_process_of_a_datacenter():
+    """10 ops/s over 20 threads passes on one host (0.5 per thread) but not over 3 client
+    hosts: -target 3 3 3, -threads 7 7 6, 0.43 per thread. The orchestrator checks with the
+    deployment's client processes; the suggested fixes pass that check."""
+    exp = resolve({"clients": {"threads_per_dc": 20, "target_ops_per_s_per_dc": 10}})
+    experiment.check_pacing(exp, exp, {"VA": 1, "CA": 1})
+    with pytest.raises(ConfigError) as e:
+        experiment.check_pacing(exp, exp, {"VA": 1, "CA": 3})
+    assert e.value.field == "clients.target_ops_per_s_per_dc" and "\n" not in str(e.value)
+    assert "CA's 3 client processes with -target 3/3/3 -threads 7/7/6: 0.429 ops/s per thread" in str(e.value)
+    fewer, least = fixes(str(e.value))
+    for threads, target in ((fewer, 10), (20, least)):
+        ok = resolve({"clients": {"threads_per_dc": threads, "target_ops_per_s_per_dc": target}})
+        experiment.check_pacing(ok, ok, {"VA": 1, "CA": 3})
+    bad = resolve({"clients": {"threads_per_dc": fewer + 1, "target_ops_per_s_per_dc": 10}})
+    with pytest.raises(ConfigError):
+        experiment.check_pacing(bad, bad, {"CA": 3}), "the suggestion is the most threads that pass"
+
+
+def test_a_target_too_low_for_even_one_thread_asks_for_a_higher_target():
+    e = error({"clients": {"threads_per_dc": 4, "target_ops_per_s_per_dc": 0.3}})
+    assert "at most" not in str(e)
+    assert "clients.target_ops_per_s_per_dc must be at least 0.47 x threads: at least 2 for 4" in str(e)
+    resolve({"clients": {"threads_per_dc": 4, "target_ops_per_s_per_dc": 2}})
+
+
+def test_a_failing_sweep_point_is_named_with_its_value():
+    e = error({"clients": {"threads_per_dc": 8, "target_ops_per_s_per_dc": 20},
+               "sweep": {"clients.threads_per_dc": [8, 48]}})
+    assert e.field == "sweep.clients.threads_per_dc=48"
+    e = error({"clients": {"threads_per_dc": 32}, "sweep": {"clients.target_ops_per_s_per_dc": [20, 10]}})
+    assert e.field == "sweep.clients.target_ops_per_s_per_dc=10" and "use at most 21 clients.threads_per_dc" in str(e)
+    e = error({"clients": {"threads_per_dc": 32, "target_ops_per_s_per_dc": 10}, "sweep": {"workload.zipf": [1.2]}})
+    assert e.field == "clients.target_ops_per_s_per_dc", "a point that fails for unswept fields names them"
+
+
+def _pacing(threads, target):
+    return {"clients": {"threads_per_dc": threads, "target_ops_per_s_per_dc": target}, "sweep": {}}
+
+
+@pytest.mark.parametrize("processes", [1, 2, 3, 8])
+def test_the_check_accepts_exactly_what_ycsb_paces_and_its_fixes_pass(processes):
+    """Over a grid of threads, targets and client processes: the check passes exactly where
+    YCSB's own arithmetic on the launched split neither overflows nor goes below the
+    floor, and whatever it suggests passes."""
+    for threads in range(1, 41):
+        for target in (0.4, 1, 2.5, 3, 5, 7.5, 10, 12, 15.4, 19, 20):
+            cfg = _pacing(threads, target)
+            ycsb_ok = all(ycsb_thread_survives(s.target, s.threads)
+                          for s in experiment.client_shares(threads, target, processes))
+            try:
+                experiment.check_pacing(cfg, cfg, {"DC": processes})
+                passed = True
+            except ConfigError as e:
+                passed = False
+                fewer, least = fixes(str(e))
+                for c in ([_pacing(fewer, target)] if fewer else []) + [_pacing(threads, least)]:
+                    experiment.check_pacing(c, c, {"DC": processes})
+            assert passed == ycsb_ok, (threads, target, processes)
+

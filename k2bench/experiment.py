@@ -240,6 +240,7 @@ def resolve(doc: dict, name: str, known_systems: list[str]) -> dict:
         raise ConfigError("workload.keys_per_op", "is larger than workload.keys")
     out["sweep"] = _sweep(doc.get("sweep"), out)
     _check_pacing(out)
+    _check_timeouts(out)
     check = doc.get("check", True)
     if not isinstance(check, bool):
         raise ConfigError("check", f"must be true or false (run the consistency checker), got {check!r}")
@@ -436,6 +437,21 @@ def _check_pacing(exp: dict) -> None:
     again with the deployment's client processes)."""
     for _, cfg in points(exp):
         check_pacing(exp, cfg)
+
+
+def _check_timeouts(exp: dict) -> None:
+    """A remote read fails over after server.failover_timeout_ms, within the RPC timeout
+    (clients.rpc_timeout_ms, which the servers get as --rpc-timeout-ms too): at or above it,
+    the read times out before it can fail over."""
+    for _, cfg in points(exp):
+        failover, rpc = cfg["server"]["failover_timeout_ms"], cfg["clients"]["rpc_timeout_ms"]
+        if failover >= rpc:
+            field = _swept_field(exp, cfg, ("server.failover_timeout_ms", "clients.rpc_timeout_ms"),
+                                 "server.failover_timeout_ms")
+            raise ConfigError(field, f"the fail-over timeout ({failover} ms) is not below the RPC timeout of "
+                              f"clients and servers (clients.rpc_timeout_ms, {rpc} ms): a remote read would time out "
+                              f"before it fails over to the next replica; set server.failover_timeout_ms below {rpc} "
+                              f"or clients.rpc_timeout_ms above {failover}")
 
 
 def points(exp: dict) -> list[tuple[str, dict]]:

@@ -217,3 +217,10 @@ def test_the_check_accepts_exactly_what_ycsb_paces_and_its_fixes_pass(processes)
                     experiment.check_pacing(c, c, {"DC": processes})
             assert passed == ycsb_ok, (threads, target, processes)
 
+
+def test_the_failover_timeout_must_be_below_the_rpc_timeout():
+    resolve({"server": {"failover_timeout_ms": 9999}, "clients": {"rpc_timeout_ms": 10000}})
+    e = error({"server": {"failover_timeout_ms": 10000}})
+    assert e.field == "server.failover_timeout_ms" and "below 10000" in str(e)
+    e = error({"sweep": {"clients.rpc_timeout_ms": [10000, 2000]}})
+    assert e.field == "sweep.clients.rpc_timeout_ms=2000" and "the fail-over timeout (2000 ms)" in str(e)

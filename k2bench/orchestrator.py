@@ -31,7 +31,7 @@ from . import checker
 from .experiment import check_pacing, client_shares, dist_text, points
 from .deploy import Deployment
 from .faults import FAULTS_FILE, FaultInjector, fault_windows, unavailability
-from .hosts import Host, Proc
+from .hosts import Host, LocalHost, Proc
 from .summary import server_totals_hit_rate, summarize
 
 CLIENT_ID_BASE = 4096
@@ -253,9 +253,8 @@ class Orchestrator:
             for p in done:
                 if p.returncode != 0:
                     raise RunFailed(f"{p.name} exited with code {p.returncode}: {tail(p)}")
-                if ends_at is not None and time.time() < ends_at - CLIENT_EARLY_EXIT_S:
-                    raise RunFailed(f"{p.name} stopped {ends_at - time.time():.0f} s before the trial's end: "
-                                    f"{dead_thread(p) or tail(p)}")
+                if ends_at is not None and (why := early_exit(p, ends_at, time.time())):
+                    raise RunFailed(why)
             if len(done) == len(clients):
                 return
             if time.time() - start > timeout_s:
@@ -388,9 +387,7 @@ class Orchestrator:
             stack.callback(t.faults.close)
             self._wait_exit(t, clients, servers, total + 180, "running", total, ends_at=t0 + total)
             t.faults.close()
-            for p in clients:
-                if (died := dead_thread(p)):
-                    raise RunFailed(f"{p.name}: a client thread died, so its load fell short: {died}")
+            client_warnings = check_clients_after_run(clients)
             self.progress.update(phase="stopping", elapsed=0, expected=None, ops_per_s=None)
             for p in servers:
                 self._stop(t, p)
@@ -408,6 +405,7 @@ class Orchestrator:
         summary = summarize(logs, system=t.system, experiment=cfg["name"], window_ms=window,
                             origin_ms=t0 * 1000, server_logs=sorted((t.dir / "servers").glob("*.hlog")),
                             after_ms=after_ms)
+        summary["warnings"] = client_warnings
         for op, why in self.env.system_info[t.system].get("not_own", {}).items():
             if op in summary["ops"]:
                 summary["ops"][op]["not_own"] = why  # e.g. PaRiS*'s writes are K2's
@@ -609,14 +607,70 @@ def tail(p: Proc, lines: int = 3) -> str:
     return " | ".join(text[-lines:]) or "(no output)"
 
 
-def dead_thread(p: Proc) -> str | None:
-    """The first uncaught exception of a thread in a client's stderr ("Exception in thread
-    ..." and the line after it), or None. YCSB goes on with the other threads."""
-    lines = p.handle_host.read_text(p.stderr).splitlines()
+# The frame every YCSB 0.17 client worker thread runs (Client starts one
+# java.lang.Thread per ClientThread; they are named like any other, "Thread-<n>", as are
+# its status and terminator threads, so the stack tells them apart, not the name).
+YCSB_WORKER_FRAME = "site.ycsb.ClientThread.run("
+
+
+def thread_deaths(stderr: str) -> list[tuple[bool, str]]:
+    """Every uncaught exception of a thread in a JVM's stderr: whether the thread was one of
+    YCSB's client worker threads (its stack runs ClientThread.run), and the exception's
+    first two lines ("Exception in thread ..." and its first frame)."""
+    lines = stderr.splitlines()
+    out = []
     for i, ln in enumerate(lines):
         if ln.startswith("Exception in thread "):
-            return " ".join(x.strip() for x in lines[i:i + 2])
-    return None
+            stack = []
+            for x in lines[i + 1:]:
+                if not (x[:1].isspace() or x.startswith("Caused by:")):
+                    break
+                stack.append(x)
+            out.append((any(YCSB_WORKER_FRAME in x for x in stack),
+                        " ".join(x.strip() for x in [ln, *stack[:1]])))
+    return out
+
+
+def _worker_death(deaths: list[tuple[bool, str]]) -> str | None:
+    return next((text for worker, text in deaths if worker), None)
+
+
+def dead_thread(p: Proc) -> str | None:
+    """The first uncaught exception of a YCSB client worker thread in a client's stderr, or
+    None. YCSB goes on with the other threads, so the client's load fell short."""
+    return _worker_death(thread_deaths(p.handle_host.read_text(p.stderr)))
+
+
+def early_exit(p: Proc, ends_at: float, now: float) -> str | None:
+    """Why a client that exited at ``now`` (epoch s) fails the trial, or None: it stopped more
+    than CLIENT_EARLY_EXIT_S before ``ends_at``, the trial's end by this machine's clock.
+    YCSB exits 0 once its threads are gone, so an exit code says nothing."""
+    early = ends_at - now
+    if early <= CLIENT_EARLY_EXIT_S:
+        return None
+    deaths = thread_deaths(p.handle_host.read_text(p.stderr))
+    if (died := _worker_death(deaths)):
+        return f"{p.name} stopped {early:.0f} s before the trial's end: a client thread died: {died}"
+    if deaths:
+        return f"{p.name} stopped {early:.0f} s before the trial's end: a thread died: {deaths[0][1]}"
+    # The client stops itself at the start time plus the trial's length by its own clock.
+    cause = ("a crash" if isinstance(p.handle_host, LocalHost) else
+             f"a crash, or its host clock ahead of this machine's by more than the {CLIENT_EARLY_EXIT_S} s slack")
+    return (f"{p.name} stopped {early:.0f} s before the trial's end, with no thread death in its log ({cause}): "
+            f"{tail(p)}")
+
+
+def check_clients_after_run(clients: list[Proc]) -> list[str]:
+    """After the clients ran to the end: a dead YCSB worker thread fails the trial (its
+    process went on with fewer threads, so its load fell short); the deaths of other threads
+    (gRPC, status) do not cut the offered load and come back as warnings for the summary."""
+    warnings = []
+    for p in clients:
+        deaths = thread_deaths(p.handle_host.read_text(p.stderr))
+        if (died := _worker_death(deaths)):
+            raise RunFailed(f"{p.name}: a client thread died, so its load fell short: {died}")
+        warnings += [f"{p.name}: a thread that is not a YCSB client thread died: {text}" for _, text in deaths]
+    return warnings
 
 
 def current_rate(clients: list[Proc]) -> float | None:

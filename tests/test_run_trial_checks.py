@@ -1,0 +1,151 @@
+"""Orchestrator.run_trial's checks of its clients, wired as a real run uses them: every
+process it starts is a small Python stand-in (no JVM), so a trial gets to its clients in
+about a second. A client that stops before the trial's end, a YCSB worker thread that died
+in a client that ran to the end, and a pacing split YCSB cannot keep on the deployment's
+client processes each fail the trial with their own message."""
+import json
+import re
+import sys
+import textwrap
+
+import pytest
+
+from k2bench import experiment
+from k2bench.deploy import ClientSlot, LocalDeployment
+from k2bench.errors import ConfigError, RunFailed
+from k2bench.hosts import LocalHost
+from k2bench.orchestrator import CLIENTS_READY, Env, Orchestrator, Trial
+
+from conftest import ROOT, SYSTEMS
+
+# Stands in for every process: a server prints its ready line and waits to be stopped; a
+# loader writes its report; a client says it is ready, waits for the start file and then
+# does what STUB_CLIENT says.
+STUB = textwrap.dedent(f'''
+    import json, os, sys, time
+    argv = sys.argv[1:]
+    if "serve" in argv:
+        print("ready: stub", flush=True)
+        while True:
+            time.sleep(1)
+    props = {{}}
+    for line in open(argv[argv.index("-P") + 1]):
+        key, _, value = line.rstrip("\\n").partition("=")
+        props[key] = value
+    if "-load" in argv:
+        keys = int(props["insertcount"]) if props["k2bench.dc"] == "VA" else 0
+        json.dump({{"loaded": keys, "failed": 0}}, open(props["k2bench.load_report"], "w"))
+        sys.exit(0)
+    print({CLIENTS_READY!r}, flush=True)
+    while not (os.path.exists(props["k2bench.start_file"]) and open(props["k2bench.start_file"]).read().strip()):
+        time.sleep(0.05)
+    start = int(open(props["k2bench.start_file"]).read()) / 1000
+    end = start + float(props["k2bench.run_s"])
+    mode = os.environ["STUB_CLIENT"]
+    time.sleep(max(0, (start if mode == "early" else end) - time.time()))
+    if mode == "dead-worker":
+        print('Exception in thread "Thread-3" java.lang.IllegalArgumentException: bound must be positive',
+              file=sys.stderr)
+        print("\\tat java.base/java.util.Random.nextInt(Random.java:322)", file=sys.stderr)
+        print("\\tat site.ycsb.ClientThread.run(ClientThread.java:113)", file=sys.stderr)
+        print("\\tat java.base/java.lang.Thread.run(Thread.java:840)", file=sys.stderr)
+''')
+
+
+class StubHost(LocalHost):
+    def __init__(self, jar, stub):
+        super().__init__(jar)
+        self.stub = stub
+
+    def start(self, name, argv, stdout, stderr):
+        return super().start(name, [sys.executable, str(self.stub), *argv], stdout, stderr)
+
+
+class SlotsDeployment(LocalDeployment):
+    """This machine, with several client processes per datacenter (as an inventory gives)."""
+
+    def __init__(self, host, per_dc):
+        super().__init__(host)
+        self.per_dc = per_dc
+
+    def clients(self, dc):
+        return [ClientSlot(self.host, dc, f"client-{dc}-{i}", i, self.per_dc) for i in range(self.per_dc)]
+
+
+class _Quiet:
+    def update(self, **_):
+        pass
+
+
+def run_trial(tmp_path, monkeypatch, mode, doc, client_processes=1):
+    monkeypatch.setenv("STUB_CLIENT", mode)
+    stub = tmp_path / "stub.py"
+    stub.write_text(STUB)
+    host = StubHost(tmp_path / "k2bench.jar", stub)
+    host.bind_run(tmp_path)
+    dep = LocalDeployment(host) if client_processes == 1 else SlotsDeployment(host, client_processes)
+    exp = experiment.resolve({"systems": ["k2"], "topology": {"servers_per_dc": 1}, "workload": {"keys": 10},
+                              "server": {"heap_mb": 64}, "clients": {"heap_mb": 64}, **doc}, "stub", SYSTEMS)
+    orch = Orchestrator(Env(repo=ROOT, jar=tmp_path / "k2bench.jar", deployment=dep), _Quiet())
+    t = Trial("k2", "", 1, exp, tmp_path / "k2", "k2")
+    manifest = {"config": exp, "measured_rtt_ms": {}}  # no RTT probe
+    try:
+        orch.run_trial(t, manifest)
+    finally:
+        assert all(p.returncode is not None for p in t.procs), "every process was stopped"
+    return t
+
+
+def test_a_client_that_stops_early_fails_the_trial_saying_why(tmp_path, monkeypatch):
+    with pytest.raises(RunFailed) as e:
+        run_trial(tmp_path, monkeypatch, "early", {
+            "clients": {"threads_per_dc": 1, "target_ops_per_s_per_dc": 2, "heap_mb": 64},
+            "duration": {"warmup_s": 0, "measure_s": 10, "cooldown_s": 0}})
+    assert "\n" not in str(e.value)
+    assert re.search(r"^client-\w+ stopped (9|10) s before the trial's end, with no thread death in its log "
+                     r"\(a crash\): ", str(e.value)), str(e.value)
+
+
+def test_a_worker_thread_that_died_in_a_client_that_ran_to_the_end_fails_the_trial(tmp_path, monkeypatch):
+    with pytest.raises(RunFailed) as e:
+        run_trial(tmp_path, monkeypatch, "dead-worker", {
+            "clients": {"threads_per_dc": 1, "target_ops_per_s_per_dc": 2, "heap_mb": 64},
+            "duration": {"warmup_s": 0, "measure_s": 1, "cooldown_s": 0}})
+    assert "a client thread died, so its load fell short: Exception in thread \"Thread-3\"" in str(e.value)
+
+
+def test_clients_are_launched_with_the_split_the_check_validated(tmp_path, monkeypatch):
+    with pytest.raises(RunFailed):
+        run_trial(tmp_path, monkeypatch, "dead-worker", {
+            "clients": {"threads_per_dc": 7, "target_ops_per_s_per_dc": 6.6, "heap_mb": 64},
+            "duration": {"warmup_s": 0, "measure_s": 1, "cooldown_s": 0}}, client_processes=3)
+    argv = {json.loads(p.read_text())["name"]: json.loads(p.read_text())["argv"]
+            for p in (tmp_path / "k2" / "processes").glob("client-*.json")}
+    assert len(argv) == 18
+    split = [(a[a.index("-threads") + 1], a[a.index("-target") + 1]) for _, a in sorted(argv.items())
+             if _.startswith("client-VA-")]
+    assert split == [("3", "2"), ("2", "2"), ("2", "2")]
+    assert experiment.client_shares(7, 6.6, 3) == [experiment.ClientShare(int(n), int(r)) for n, r in split]
+
+
+def test_pacing_the_deployments_client_processes_cannot_keep_stops_before_clients_start(tmp_path, monkeypatch):
+    """10 ops/s over 20 threads passes on one host; over 3 client hosts per datacenter YCSB
+    would get -target 3 -threads 7."""
+    with pytest.raises(ConfigError) as e:
+        run_trial(tmp_path, monkeypatch, "dead-worker", {
+            "clients": {"threads_per_dc": 20, "target_ops_per_s_per_dc": 10, "heap_mb": 64},
+            "duration": {"warmup_s": 0, "measure_s": 1, "cooldown_s": 0}}, client_processes=3)
+    assert e.value.field == "clients.target_ops_per_s_per_dc"
+    assert "3 client processes with -target 3/3/3 -threads 7/7/6" in str(e.value)
+    assert not list((tmp_path / "k2" / "processes").glob("client-*.json")), "no client started"
+
+
+def test_validate_checks_pacing_with_the_deployments_client_processes(jar):
+    """Before anything starts: the same check as run_trial's, with the inventory's slots."""
+    from k2bench.orchestrator import validate
+    exp = experiment.resolve({"systems": ["k2"], "clients": {"threads_per_dc": 20, "target_ops_per_s_per_dc": 10}},
+                             "t", SYSTEMS)
+    validate(Env(repo=ROOT, jar=jar, deployment=LocalDeployment(LocalHost(jar))), exp)
+    with pytest.raises(ConfigError) as e:
+        validate(Env(repo=ROOT, jar=jar, deployment=SlotsDeployment(LocalHost(jar), 3)), exp)
+    assert "-target 3/3/3 -threads 7/7/6" in str(e.value)

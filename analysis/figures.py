@@ -368,10 +368,11 @@ def overview_table(runs) -> pd.DataFrame:
 
 
 def fidelity_table(runs) -> pd.DataFrame:
-    """What lets a reader judge a run's fidelity, per (run, point, system): the DC cache hit
-    rate, snapshot lag and staleness, replication lag (and after the faults, if any),
-    unavailability windows, errors and consistency violations, and measurements that are
-    not the named system's own."""
+    """What lets a reader judge a run's fidelity, per (run, point, system): how far the
+    paced clients ran behind their schedule, the DC cache hit rate, snapshot lag and
+    staleness, replication lag (and after the faults, if any), unavailability windows,
+    errors and consistency violations, measurements that are not the named system's own,
+    and the summary's warnings."""
     rows = []
     for t in load.trials_of(runs):
         s = t.summary
@@ -386,6 +387,7 @@ def fidelity_table(runs) -> pd.DataFrame:
         cons = s.get("consistency") or {}
         rows.append({
             "run": t.run, "point": t.point, "trial": t.trial, "system": _label(t.system),
+            "schedule lag p50/p99 ms": pct("schedule_lag_ms", "p50", "p99"),
             "cache hit rate": "-" if not s.get("cache") else f"{100 * s['cache']['hit_rate']:.1f}%",
             "snapshot lag p50/p75/p99 ms": pct("snapshot_lag_ms", "p50", "p75", "p99"),
             "staleness p50/p75/p99 ms": pct("staleness_ms", "p50", "p75", "p99"),
@@ -397,6 +399,7 @@ def fidelity_table(runs) -> pd.DataFrame:
             "violations": cons.get("violations", "not checked"),
             "not the system's own": "; ".join(f"{op}: {s['ops'][op]['not_own']}" for op in ("wot", "write")
                                               if s.get("ops", {}).get(op, {}).get("not_own")),
+            "warnings": "; ".join(s.get("warnings") or []),
         })
     if not rows:
         raise MissingData("no trial in these runs has a summary")

@@ -267,8 +267,9 @@ def throughput_frame(runs) -> pd.DataFrame:
 def summary_frame(runs) -> pd.DataFrame:
     """One row per (run, point, trial, system): throughput over the window, ROT mean and
     percentiles, all-local fraction, wide-area rounds, write latencies, staleness, snapshot
-    lag and errors, all recomputed from the logs; the DC cache hit rate and replication
-    lag of the trial's summary; plus the point's sweep values as columns."""
+    lag, schedule lag (paced clients) and errors, all recomputed from the logs; the DC
+    cache hit rate and replication lag of the trial's summary; plus the point's sweep
+    values as columns."""
     rows = []
     for t in trials_of(runs):
         rot = t.merged("rot")
@@ -285,6 +286,8 @@ def summary_frame(runs) -> pd.DataFrame:
             **{f"rounds_{r}": (rounds.get_count_at_value(r) if n else 0) for r in range(4)},
             "staleness_p50_ms": st["p50"], "staleness_p75_ms": st["p75"], "staleness_p99_ms": st["p99"],
             **{f"snapshot_lag_{k}_ms": v for k, v in latency(t.merged("snapshot_lag"), (50, 75, 99)).items()
+               if k != "mean"},
+            **{f"schedule_lag_{k}_ms": v for k, v in latency(t.merged("schedule_lag"), (50, 99)).items()
                if k != "mean"},
             "cache_hit_rate": (t.summary.get("cache") or {}).get("hit_rate"),
             "replication_lag_p50_ms": (t.summary.get("replication_lag_ms") or {}).get("p50"),

@@ -14,7 +14,7 @@ from .errors import ConfigError
 from .deploy import LocalDeployment, RemoteDeployment
 from .hosts import LocalHost
 from .orchestrator import Env, Orchestrator, validate
-from .progress import Progress, summary_table
+from .progress import Progress, print_summary
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -63,7 +63,7 @@ def cmd_run(args) -> int:
     summaries += [json.loads(p.read_text()) for p in sorted(run_dir.glob("*/*/summary.json"))
                   if not p.parent.name.startswith("trial-")]
     if summaries:
-        console.print(summary_table(summaries))
+        print_summary(console, summaries)
     return code
 
 
@@ -122,7 +122,7 @@ def cmd_validate(args) -> int:
 
 def cmd_summarize(args) -> int:
     """Re-derives summary.json of every trial in a run from its raw logs."""
-    from .summary import summarize
+    from .summary import SCHEDULE_WARNING, summarize
     run = Path(args.run)
     manifest = json.loads((run / "manifest.json").read_text())
     for entry in manifest.get("trials") or legacy_trials(run):
@@ -132,11 +132,16 @@ def cmd_summarize(args) -> int:
         old = json.loads(path.read_text())
         logs = {dc: [run / entry["dir"] / rel for rel in rels] for dc, rels in entry["client_logs"].items()}
         after_ms = (old.get("replication_lag_ms") or {}).get("after", {}).get("from_ms")
+        cfg = manifest["config"]
+        for axis, value in old.get("point_values", {}).items():
+            cfg = cfg | {axis.split(".")[0]: cfg[axis.split(".")[0]] | {axis.split(".")[1]: value}}
         new = summarize(logs, system=old["system"], experiment=manifest["experiment"],
                         window_ms=tuple(old["window_ms"]), origin_ms=old["timeseries"]["origin_ms"],
-                        server_logs=sorted((run / entry["dir"] / "servers").glob("*.hlog")), after_ms=after_ms)
+                        server_logs=sorted((run / entry["dir"] / "servers").glob("*.hlog")), after_ms=after_ms,
+                        pacing_interval_ms=experiment.pacing_interval_ms(cfg, {dc: len(ps) for dc, ps in logs.items()}))
         new |= {k: old[k] for k in ("point", "point_values", "trial", "start_ms", "server_stats", "cache",
                                     "availability", "faults", "consistency") if k in old}
+        new["warnings"] += [w for w in old.get("warnings", []) if not w.startswith(SCHEDULE_WARNING)]
         rundir.write_json(path, new)
         print(f"re-derived {path}")
     return 0

@@ -357,6 +357,11 @@ class ClientShare:
         """YCSB can pace its threads at this rate (see MIN_OPS_PER_S_PER_THREAD)."""
         return self.target is None or self.target / self.threads >= MIN_OPS_PER_S_PER_THREAD
 
+    @property
+    def interval_ms(self) -> float | None:
+        """The time between two operations of one thread on schedule, in ms."""
+        return None if not self.target else 1000.0 * self.threads / self.target
+
 
 def client_shares(threads_per_dc: int, target_per_dc: float | None, processes: int) -> list[ClientShare]:
     """How a datacenter's threads and target rate are split over its ``processes`` YCSB
@@ -370,6 +375,15 @@ def client_shares(threads_per_dc: int, target_per_dc: float | None, processes: i
         target = None if not target_per_dc else round(target_per_dc / processes)
         out.append(ClientShare(threads, target))
     return out
+
+
+def pacing_interval_ms(cfg: dict, processes_by_dc: dict[str, int]) -> float | None:
+    """The longest time between two operations of one client thread on schedule, over every
+    client process of a configuration (None: unpaced)."""
+    cl = cfg["clients"]
+    intervals = [s.interval_ms for n in set(processes_by_dc.values())
+                 for s in client_shares(cl["threads_per_dc"], cl["target_ops_per_s_per_dc"], n)]
+    return None if not cl["target_ops_per_s_per_dc"] or not intervals else max(intervals)
 
 
 def _min_target(threads_per_dc: int, processes: int) -> int:

@@ -28,7 +28,7 @@ import yaml
 from . import rundir
 from .errors import ConfigError, RunFailed
 from . import checker
-from .experiment import check_pacing, client_shares, dist_text, points
+from .experiment import check_pacing, client_shares, dist_text, pacing_interval_ms, points
 from .deploy import Deployment
 from .faults import FAULTS_FILE, FaultInjector, fault_windows, unavailability
 from .hosts import Host, LocalHost, Proc
@@ -404,8 +404,8 @@ class Orchestrator:
         after_ms = (t0 + max(fault_ends)) * 1000 + checker.FAULT_SLACK_MS if fault_ends else None
         summary = summarize(logs, system=t.system, experiment=cfg["name"], window_ms=window,
                             origin_ms=t0 * 1000, server_logs=sorted((t.dir / "servers").glob("*.hlog")),
-                            after_ms=after_ms)
-        summary["warnings"] = client_warnings
+                            after_ms=after_ms, pacing_interval_ms=pacing_interval_ms(cfg, client_processes(dep, dcs)))
+        summary["warnings"] += client_warnings
         for op, why in self.env.system_info[t.system].get("not_own", {}).items():
             if op in summary["ops"]:
                 summary["ops"][op]["not_own"] = why  # e.g. PaRiS*'s writes are K2's

@@ -113,6 +113,8 @@ def summary_table(summaries: list[dict]) -> Table:
             f"{f(s['ops'][op]['latency_ms']['p50'])}/{f(s['ops'][op]['latency_ms']['p99'])}"
             + (" *" if s["ops"][op].get("not_own") else ""))
     row("throughput ops/s", lambda s: f(s["throughput_ops_per_s"]))
+    row("schedule lag p50/p99", lambda s: "-" if not (s.get("schedule_lag_ms") or {}).get("count")
+        else f"{f(s['schedule_lag_ms']['p50'])}/{f(s['schedule_lag_ms']['p99'])}")
     row("staleness p50/p75/p99", lambda s: "/".join(f(s["staleness_ms"][k]) for k in ("p50", "p75", "p99")))
     row("snapshot lag p50/p75/p99", lambda s: "-" if not (s.get("snapshot_lag_ms") or {}).get("count")
         else "/".join(f(s["snapshot_lag_ms"][k]) for k in ("p50", "p75", "p99")))
@@ -134,3 +136,16 @@ def summary_table(summaries: list[dict]) -> Table:
     if notes:
         t.caption = "* " + "; ".join(notes)
     return t
+
+
+def summary_warnings(summaries: list[dict]) -> list[str]:
+    """Every summary's warnings, one line each, named by system (and point)."""
+    return [f"warning: {s['system']}" + (f" {s['point']}" if s.get("point") else "") + f": {w}"
+            for s in summaries for w in s.get("warnings") or []]
+
+
+def print_summary(console: Console, summaries: list[dict]) -> None:
+    """The end table, then its warnings under it, each on one unbroken line."""
+    console.print(summary_table(summaries))
+    for line in summary_warnings(summaries):
+        console.print(line, soft_wrap=True, markup=False, highlight=False)

@@ -4,9 +4,10 @@ Every client process writes one log of tagged interval histograms (one interval 
 second; see system/core IntervalLog): latencies in microseconds (``rot``, ``wot``,
 ``write``), the wide-area rounds of each read-only transaction (``rot_rounds``, value =
 rounds), the staleness of each key read (``staleness``, microseconds), the snapshot lag of
-each read-only transaction (``snapshot_lag``, microseconds; K2 and PaRiS*) and failed
-operations (``<op>_error``). Every server process writes one too: the replication lag from
-a write's commit in its origin datacenter to its visibility in another
+each read-only transaction (``snapshot_lag``, microseconds; K2 and PaRiS*), failed
+operations (``<op>_error``) and how late each paced operation started against YCSB's
+schedule (``schedule_lag``, microseconds). Every server process writes one too: the
+replication lag from a write's commit in its origin datacenter to its visibility in another
 (``replication_lag:<origin>><here>``, microseconds). Distributions are merged interval by
 interval and process by process, never by averaging percentiles; warm-up and cool-down are
 trimmed by keeping the intervals whose midpoint lies in the measurement window.
@@ -154,11 +155,33 @@ def replication_lag(intervals: list[Interval], window: tuple[float, float], afte
     return out
 
 
+def schedule_lag(intervals: list[Interval], window: tuple[float, float]) -> dict:
+    """How late paced operations started against YCSB's schedule, in the window (ms)."""
+    h = merge(intervals, "schedule_lag", window)
+    return percentiles_ms(h, (50, 99)) | {"max": None if h.get_total_count() == 0 else _ms(h.get_max_value())}
+
+
+SCHEDULE_WARNING = "clients ran behind their schedule"
+
+
+def schedule_warning(lag: dict | None, interval_ms: float | None) -> str | None:
+    """A warning when the schedule lag p99 exceeds the time between two operations of one
+    client thread: latency counts from the intended start, so it then includes queueing."""
+    if not lag or not lag.get("count") or interval_ms is None or lag["p99"] <= interval_ms:
+        return None
+    return (f"{SCHEDULE_WARNING}: schedule lag p99 {lag['p99']:.0f} ms > the {interval_ms:.0f} ms between a "
+            f"thread's operations; latencies include queueing behind earlier operations (the machine could not "
+            f"sustain the target rate, or duration.warmup_s is too short for the start-up)")
+
+
 def summarize(logs: dict[str, list[pathlib.Path]], *, system: str, experiment: str,
               window_ms: tuple[float, float], origin_ms: float | None = None,
-              server_logs: list[pathlib.Path] = (), after_ms: float | None = None) -> dict:
+              server_logs: list[pathlib.Path] = (), after_ms: float | None = None,
+              pacing_interval_ms: float | None = None) -> dict:
     """The summary of one system's run from its clients' logs (datacenter -> its clients'
-    logs) and its servers' logs; ``after_ms``: when the last fault began, if any."""
+    logs) and its servers' logs; ``after_ms``: when the last fault began, if any;
+    ``pacing_interval_ms``: the time between two operations of one client thread on
+    schedule (experiment.pacing_interval_ms), None for closed-loop clients."""
     per_client = {dc: [iv for p in paths for iv in read_log(p)] for dc, paths in sorted(logs.items())}
     everything = [iv for ivs in per_client.values() for iv in ivs]
     measured_s = (window_ms[1] - window_ms[0]) / 1000.0
@@ -179,6 +202,8 @@ def summarize(logs: dict[str, list[pathlib.Path]], *, system: str, experiment: s
         "staleness_ms": percentiles_ms(staleness),
         "snapshot_lag_ms": percentiles_ms(merge(everything, "snapshot_lag", window_ms)),
         "errors": sum(merge(everything, e, window_ms).get_total_count() for e in ERRORS),
+        "schedule_lag_ms": None if pacing_interval_ms is None else
+        schedule_lag(everything, window_ms) | {"interval_ms": round(pacing_interval_ms, 3)},
         "per_dc": {name: {"rot": _rot_block(ivs, window_ms),
                           "throughput_ops_per_s": round(sum(merge(ivs, op, window_ms).get_total_count()
                                                             for op in OPS) / measured_s, 3)
@@ -190,4 +215,5 @@ def summarize(logs: dict[str, list[pathlib.Path]], *, system: str, experiment: s
     summary["replication_lag_ms"] = replication_lag(server_intervals, window_ms, after_ms)
     origin = origin_ms if origin_ms is not None else window_ms[0]
     summary["timeseries"] = timeseries(everything, origin) | {"origin_ms": origin}
+    summary["warnings"] = [w for w in [schedule_warning(summary["schedule_lag_ms"], pacing_interval_ms)] if w]
     return summary

@@ -88,6 +88,8 @@ def test_a_tiny_experiment_leaves_a_complete_run_directory(jar, tmp_path):
             assert rec["exit_code"] in (0, 143, -15), rec
         if system == "k2":
             assert s["ops"]["rot"]["wan_rounds"]["2"] == 0 and s["ops"]["rot"]["wan_rounds"]["3"] == 0
+        assert s["schedule_lag_ms"]["count"] > 0 and s["schedule_lag_ms"]["interval_ms"] == 200.0  # 2 threads, 10/s
+        assert isinstance(s["warnings"], list)
     assert "summary (latencies in ms)" in r.stdout
     assert processes_mentioning(str(run)) == [], "no process of the run is left"
 
@@ -174,3 +176,26 @@ def test_resume_skips_completed_points(jar, tmp_path):
     f.write_text(yaml.safe_dump(exp))
     r = k2bench("run", str(f), "--runs", str(runs), "--resume", str(run))
     assert r.returncode == 2 and "different configuration" in r.stderr, "a changed experiment is not resumed"
+
+
+def test_a_run_behind_its_schedule_says_so(jar, tmp_path):
+    """One RAD client thread per datacenter paced at 40 ops/s (25 ms apart) over the paper's
+    matrix, where a read-only transaction takes at least one 60 ms round trip: the thread
+    cannot keep up on any machine, latencies include the queue, and the summary and the end
+    table say so."""
+    exp = {"description": "behind schedule", "systems": ["rad"],
+           "topology": {"file": "topologies/paper-local.yaml", "servers_per_dc": 1, "rtt_scale": 1.0},
+           "workload": {"keys": 300}, "server": {"heap_mb": 256},
+           "clients": {"threads_per_dc": 1, "target_ops_per_s_per_dc": 40, "heap_mb": 256},
+           "load": {"threads_per_dc": 2}, "duration": {"warmup_s": 1, "measure_s": 3, "cooldown_s": 1}}
+    f = tmp_path / "behind.yaml"
+    f.write_text(yaml.safe_dump(exp))
+    r = k2bench("run", str(f), "--runs", str(tmp_path / "runs"), "--no-check")
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    s = json.loads(((tmp_path / "runs" / "latest").resolve() / "rad" / "summary.json").read_text())
+    lag = s["schedule_lag_ms"]
+    assert lag["interval_ms"] == 25.0 and lag["count"] > 0 and lag["p99"] > 25.0, lag
+    [w] = [w for w in s["warnings"] if w.startswith("clients ran behind their schedule")]
+    assert f"schedule lag p99 {lag['p99']:.0f} ms > the 25 ms between a thread's operations" in w
+    assert f"warning: rad: {w}" in r.stdout, r.stdout[-3000:]
+    assert "schedule lag p50/p99" in r.stdout

@@ -143,6 +143,14 @@ def test_the_split_over_client_processes_is_what_ycsb_gets():
     assert experiment.client_shares(33, 15.4, 1) == [experiment.ClientShare(33, 15)], "-target is an int"
     assert experiment.client_shares(2, 10.0, 3) == [experiment.ClientShare(1, 3)] * 3, "at least a thread each"
     assert experiment.client_shares(8, None, 2) == [experiment.ClientShare(4, None)] * 2
+    assert experiment.ClientShare(2, 10).interval_ms == 200.0
+
+
+def test_the_pacing_interval_is_the_slowest_threads():
+    exp = resolve({"clients": {"threads_per_dc": 20, "target_ops_per_s_per_dc": 10}})
+    assert experiment.pacing_interval_ms(exp, {"VA": 1}) == 2000.0
+    assert experiment.pacing_interval_ms(exp, {"VA": 1, "CA": 3}) == pytest.approx(7000 / 3), "7 threads at 3/s"
+    assert experiment.pacing_interval_ms(resolve({}), {"VA": 1}) is None, "closed loop"
 
 
 def test_pacing_is_checked_after_ycsb_rounds_the_target():

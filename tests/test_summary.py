@@ -113,3 +113,104 @@ def test_the_end_table_prints_every_figure_whole_on_an_80_column_terminal():
     text = out.getvalue()
     assert "…" not in text
     assert "1777/2765/7930" in text
+
+
+# ------------------------------------------------------------------ synthetic logs
+
+BASE_MS = 1_800_000_000_000
+WIN = (BASE_MS + 2000, BASE_MS + 5000)  # intervals starting at 2, 3 and 4 s are measured
+
+
+def write_hlog(path, intervals):
+    """A client log as the Java clients write it: one tagged interval histogram per line,
+    (tag, start second after BASE_MS, values recorded in it)."""
+    lines = ["#[Histogram log format version 1.3]", f"#[StartTime: {BASE_MS / 1000:.3f} (seconds since epoch)]",
+             f"#[BaseTime: {BASE_MS / 1000:.3f} (seconds since epoch)]",
+             '"StartTimestamp","Interval_Length","Interval_Max","Interval_Compressed_Histogram"']
+    for tag, start_s, values in intervals:
+        h = S.new_histogram()
+        for v in values:
+            h.record_value(v)
+        lines.append(f"Tag={tag},{start_s:.3f},1.000,{h.get_max_value() / 1000:.3f},{h.encode().decode()}")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.fixture
+def paced_logs(tmp_path):
+    """Two clients: VA fell far behind during the warm-up only; in the window VA's
+    operations started 1 ms late and CA's 300 ms late. Cache: warm-up all misses; in the
+    window VA 30 hits and 10 misses, CA 15 and 5."""
+    va = write_hlog(tmp_path / "client-VA.hlog", [
+        ("rot", 0, [50_000] * 10), ("schedule_lag", 0, [4_000_000] * 100), ("cache_miss", 0, [1] * 100),
+        ("rot", 2, [50_000] * 10), ("schedule_lag", 2, [1_000] * 90), ("cache_miss", 2, [0] * 30 + [1] * 10),
+        ("schedule_lag", 6, [9_000_000] * 50)])  # cool-down
+    ca = write_hlog(tmp_path / "client-CA.hlog", [
+        ("rot", 3, [60_000] * 10), ("schedule_lag", 3, [300_000] * 10), ("cache_miss", 4, [0] * 15 + [1] * 5)])
+    return {"VA": [va], "CA": [ca]}
+
+
+def test_schedule_lag_is_merged_over_clients_within_the_window(paced_logs):
+    s = S.summarize(paced_logs, system="k2", experiment="t", window_ms=WIN, pacing_interval_ms=400.0)
+    lag = s["schedule_lag_ms"]
+    assert lag["count"] == 100, "the warm-up's 100 and the cool-down's 50 are trimmed"
+    assert lag["p50"] == pytest.approx(1.0, rel=1e-3)
+    assert lag["p99"] == pytest.approx(300.0, rel=1e-3), "merged: not the mean of the clients' p99s (150.5)"
+    assert lag["max"] == pytest.approx(300.0, rel=1e-3)
+    assert lag["interval_ms"] == 400.0
+    assert s["warnings"] == []
+    json.dumps(s)
+
+
+def test_closed_loop_runs_have_no_schedule_lag(paced_logs):
+    s = S.summarize(paced_logs, system="k2", experiment="t", window_ms=WIN)
+    assert s["schedule_lag_ms"] is None and s["warnings"] == []
+
+
+@pytest.mark.parametrize("interval_ms, warned", [(200.0, True), (299.0, True), (300.3, False), (1000.0, False)])
+def test_a_schedule_lag_p99_beyond_a_threads_interval_is_a_warning(paced_logs, interval_ms, warned):
+    s = S.summarize(paced_logs, system="k2", experiment="t", window_ms=WIN, pacing_interval_ms=interval_ms)
+    if not warned:
+        assert s["warnings"] == []
+        return
+    [w] = s["warnings"]
+    assert "\n" not in w
+    assert w == (f"clients ran behind their schedule: schedule lag p99 300 ms > the {interval_ms:.0f} ms between a "
+                 f"thread's operations; latencies include queueing behind earlier operations (the machine could not "
+                 f"sustain the target rate, or duration.warmup_s is too short for the start-up)")
+
+
+def test_the_end_table_shows_schedule_lag_and_prints_warnings_under_it():
+    import io
+
+    from rich.console import Console
+
+    from k2bench.progress import print_summary
+    run = pathlib.Path(__file__).parent / "fixtures" / "run-analysis"
+    k2, rad = (json.loads((run / s / "summary.json").read_text()) for s in ("k2", "rad"))
+    k2["schedule_lag_ms"] = {"p50": 12.5, "p99": 4310.2, "max": 5000.0, "count": 90, "interval_ms": 200.0}
+    k2["warnings"] = [S.schedule_warning(k2["schedule_lag_ms"], 200.0)]
+    rad["schedule_lag_ms"] = None  # closed loop
+    out = io.StringIO()
+    print_summary(Console(file=out, width=80), [k2, rad])
+    text = out.getvalue()
+    row = next(ln for ln in text.splitlines() if "schedule lag p50/p99" in ln)
+    assert "12.5/4310" in row and row.rstrip(" │").endswith("-")
+    assert ("\nwarning: k2: clients ran behind their schedule: schedule lag p99 4310 ms > the 200 ms between a "
+            "thread's operations; latencies include queueing") in text, "one unbroken line under the table"
+    assert text.index("summary (latencies in ms)") < text.index("warning: k2")
+
+
+def test_summarize_rederives_the_new_fields_of_an_old_run(tmp_path):
+    """`k2bench summarize` on a run made before clients logged schedule lag: the pacing
+    interval follows from the manifest."""
+    import shutil
+
+    from k2bench import cli
+    run = tmp_path / "run"
+    shutil.copytree(pathlib.Path(__file__).parent / "fixtures" / "run-analysis", run)
+    old = json.loads((run / "k2" / "summary.json").read_text())
+    assert cli.main(["summarize", str(run)]) == 0
+    new = json.loads((run / "k2" / "summary.json").read_text())
+    assert new["schedule_lag_ms"]["interval_ms"] == pytest.approx(1000 * 4 / 12, abs=1e-3)  # 4 threads, 12 ops/s
+    assert new["cache"] == old["cache"] and new["ops"] == old["ops"]

@@ -139,8 +139,10 @@ def cmd_summarize(args) -> int:
                         window_ms=tuple(old["window_ms"]), origin_ms=old["timeseries"]["origin_ms"],
                         server_logs=sorted((run / entry["dir"] / "servers").glob("*.hlog")), after_ms=after_ms,
                         pacing_interval_ms=experiment.pacing_interval_ms(cfg, {dc: len(ps) for dc, ps in logs.items()}))
-        new |= {k: old[k] for k in ("point", "point_values", "trial", "start_ms", "server_stats", "cache",
+        new |= {k: old[k] for k in ("point", "point_values", "trial", "start_ms", "server_stats",
                                     "availability", "faults", "consistency") if k in old}
+        if new["cache"] is None and old.get("cache"):
+            new["cache"] = old["cache"]  # a run whose clients did not log cache_miss yet
         new["warnings"] += [w for w in old.get("warnings", []) if not w.startswith(SCHEDULE_WARNING)]
         rundir.write_json(path, new)
         print(f"re-derived {path}")

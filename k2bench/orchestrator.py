@@ -414,9 +414,8 @@ class Orchestrator:
         summary["trial"] = t.trial
         summary["start_ms"] = t0 * 1000  # the clients' common start; the window follows from it
         summary["server_stats"] = server_totals(t.dir / "servers")
-        summary["cache"] = server_totals_hit_rate(summary["server_stats"])
-        if summary["cache"]:
-            summary["server_stats"]["cache_hit_rate"] = summary["cache"]["hit_rate"]
+        if (counted := server_totals_hit_rate(summary["server_stats"])):
+            summary["server_stats"]["cache_hit_rate"] = counted["hit_rate"]  # whole run; ``cache``: the window
         histories = {dc: [t.dir / "clients" / f"history-{s.name}.jsonl" for s in dep.clients(dc)] for dc in dcs}
         ops_by_dc = {dc: checker.load_history(paths) for dc, paths in histories.items()}
         summary["availability"] = unavailability(ops_by_dc, t0 * 1000)

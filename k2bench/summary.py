@@ -5,9 +5,11 @@ second; see system/core IntervalLog): latencies in microseconds (``rot``, ``wot`
 ``write``), the wide-area rounds of each read-only transaction (``rot_rounds``, value =
 rounds), the staleness of each key read (``staleness``, microseconds), the snapshot lag of
 each read-only transaction (``snapshot_lag``, microseconds; K2 and PaRiS*), failed
-operations (``<op>_error``) and how late each paced operation started against YCSB's
-schedule (``schedule_lag``, microseconds). Every server process writes one too: the
-replication lag from a write's commit in its origin datacenter to its visibility in another
+operations (``<op>_error``), how late each paced operation started against YCSB's schedule
+(``schedule_lag``, microseconds) and, per key read that is not replicated in the reader's
+datacenter, whether it was fetched from another datacenter (``cache_miss``: 1) or served
+by a cache (0). Every server process writes one too: the replication lag from a write's
+commit in its origin datacenter to its visibility in another
 (``replication_lag:<origin>><here>``, microseconds). Distributions are merged interval by
 interval and process by process, never by averaging percentiles; warm-up and cool-down are
 trimmed by keeping the intervals whose midpoint lies in the measurement window.
@@ -60,10 +62,10 @@ def read_log(path: pathlib.Path, tolerant: bool = False) -> list[Interval]:
 
 
 def server_totals_hit_rate(stats: dict) -> dict | None:
-    """The DC cache hit rate from the servers' counters (K2; PaRiS*: its private caches):
-    non-replica key reads served without a remote fetch / all non-replica key reads.
-    Every non-replica key a read-only transaction reads is counted once by its first
-    round, and each one not served locally costs exactly one remote fetch."""
+    """The DC cache hit rate from the servers' counters at shutdown (K2; PaRiS*: its private
+    caches), for server_stats: non-replica key reads served without a remote fetch / all
+    non-replica key reads over the whole run, warm-up included, failed reads counted as hits.
+    The summary's ``cache`` is ``cache_hit_rate`` (the clients' measured window)."""
     reads = stats.get("nonreplica_key_reads")
     if not reads:
         return None
@@ -155,6 +157,19 @@ def replication_lag(intervals: list[Interval], window: tuple[float, float], afte
     return out
 
 
+def cache_hit_rate(intervals: list[Interval], window: tuple[float, float]) -> dict | None:
+    """The cache hit rate in the window from the clients' ``cache_miss`` values (one per key
+    read that is not replicated in the reader's datacenter: 1 fetched from another
+    datacenter, 0 served by K2's DC cache or PaRiS*'s private cache), counted exactly: None
+    where no such read was recorded (RAD has no cache)."""
+    h = merge(intervals, "cache_miss", window)
+    reads = h.get_total_count()
+    if not reads:
+        return None
+    fetches = h.get_count_at_value(1)
+    return {"hit_rate": round(1 - fetches / reads, 6), "nonreplica_key_reads": reads, "remote_fetches": fetches}
+
+
 def schedule_lag(intervals: list[Interval], window: tuple[float, float]) -> dict:
     """How late paced operations started against YCSB's schedule, in the window (ms)."""
     h = merge(intervals, "schedule_lag", window)
@@ -202,6 +217,7 @@ def summarize(logs: dict[str, list[pathlib.Path]], *, system: str, experiment: s
         "staleness_ms": percentiles_ms(staleness),
         "snapshot_lag_ms": percentiles_ms(merge(everything, "snapshot_lag", window_ms)),
         "errors": sum(merge(everything, e, window_ms).get_total_count() for e in ERRORS),
+        "cache": cache_hit_rate(everything, window_ms),
         "schedule_lag_ms": None if pacing_interval_ms is None else
         schedule_lag(everything, window_ms) | {"interval_ms": round(pacing_interval_ms, 3)},
         "per_dc": {name: {"rot": _rot_block(ivs, window_ms),

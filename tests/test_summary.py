@@ -180,6 +180,18 @@ def test_a_schedule_lag_p99_beyond_a_threads_interval_is_a_warning(paced_logs, i
                  f"sustain the target rate, or duration.warmup_s is too short for the start-up)")
 
 
+def test_the_cache_hit_rate_counts_the_clients_reads_in_the_window(paced_logs):
+    s = S.summarize(paced_logs, system="k2", experiment="t", window_ms=WIN)
+    assert s["cache"] == {"hit_rate": 0.75, "nonreplica_key_reads": 60, "remote_fetches": 15}
+    everything = S.summarize(paced_logs, system="k2", experiment="t", window_ms=(BASE_MS, BASE_MS + 10_000))
+    assert everything["cache"]["remote_fetches"] == 115, "the warm-up's misses are outside the window"
+
+
+def test_no_cache_reads_means_no_cache_hit_rate(tmp_path):
+    rad = write_hlog(tmp_path / "client-VA.hlog", [("rot", 2, [90_000] * 10)])
+    assert S.summarize({"VA": [rad]}, system="rad", experiment="t", window_ms=WIN)["cache"] is None
+
+
 def test_the_end_table_shows_schedule_lag_and_prints_warnings_under_it():
     import io
 
@@ -202,8 +214,9 @@ def test_the_end_table_shows_schedule_lag_and_prints_warnings_under_it():
 
 
 def test_summarize_rederives_the_new_fields_of_an_old_run(tmp_path):
-    """`k2bench summarize` on a run made before clients logged schedule lag: the pacing
-    interval follows from the manifest."""
+    """`k2bench summarize` on a run made before clients logged schedule lag and cache reads:
+    the pacing interval follows from the manifest, and the cache hit rate the run had is
+    kept."""
     import shutil
 
     from k2bench import cli

@@ -369,10 +369,11 @@ def overview_table(runs) -> pd.DataFrame:
 
 def fidelity_table(runs) -> pd.DataFrame:
     """What lets a reader judge a run's fidelity, per (run, point, system): how far the
-    paced clients ran behind their schedule, the DC cache hit rate, snapshot lag and
-    staleness, replication lag (and after the faults, if any), unavailability windows,
-    errors and consistency violations, measurements that are not the named system's own,
-    and the summary's warnings."""
+    paced clients ran behind their schedule, the cache hit rate over the measured window,
+    snapshot lag and staleness, replication lag (and after the faults, if any, with its
+    sample count), replication left pending when the servers stopped, unavailability
+    windows, errors and consistency violations, measurements that are not the named
+    system's own, and the summary's warnings."""
     rows = []
     for t in load.trials_of(runs):
         s = t.summary
@@ -385,6 +386,7 @@ def fidelity_table(runs) -> pd.DataFrame:
         after = lag.get("after") or {}
         avail = s.get("availability") or {}
         cons = s.get("consistency") or {}
+        pending = s.get("replication_pending_at_end") or {}
         rows.append({
             "run": t.run, "point": t.point, "trial": t.trial, "system": _label(t.system),
             "schedule lag p50/p99 ms": pct("schedule_lag_ms", "p50", "p99"),
@@ -392,7 +394,10 @@ def fidelity_table(runs) -> pd.DataFrame:
             "snapshot lag p50/p75/p99 ms": pct("snapshot_lag_ms", "p50", "p75", "p99"),
             "staleness p50/p75/p99 ms": pct("staleness_ms", "p50", "p75", "p99"),
             "replication lag p50/p99 ms": pct("replication_lag_ms", "p50", "p99"),
-            "after the faults p99/max ms": "-" if not after.get("count") else f"{after['p99']:.0f}/{after['max']:.0f}",
+            "after the faults p99/max ms (n)": "-" if not after.get("count")
+            else f"{after['p99']:.0f}/{after['max']:.0f} (n {after['count']})",
+            "replication pending at end": "-" if not pending else str(pending["total"])
+            + (f" (without killed {', '.join(pending['skipped_dcs'])})" if pending.get("skipped_dcs") else ""),
             "unavailability": ", ".join(f"{w['dc']} {w['from_s']:.0f}-{w['to_s']:.0f}s"
                                         for w in avail.get("windows", [])) or ("none" if avail else "-"),
             "errors": s.get("errors"),

@@ -267,9 +267,9 @@ def throughput_frame(runs) -> pd.DataFrame:
 def summary_frame(runs) -> pd.DataFrame:
     """One row per (run, point, trial, system): throughput over the window, ROT mean and
     percentiles, all-local fraction, wide-area rounds, write latencies, staleness, snapshot
-    lag, schedule lag (paced clients) and errors, all recomputed from the logs; the DC
-    cache hit rate and replication lag of the trial's summary; plus the point's sweep
-    values as columns."""
+    lag, schedule lag (paced clients) and errors, all recomputed from the logs; the cache
+    hit rate, replication lag and replication left pending at the end of the trial's
+    summary; plus the point's sweep values as columns."""
     rows = []
     for t in trials_of(runs):
         rot = t.merged("rot")
@@ -290,6 +290,7 @@ def summary_frame(runs) -> pd.DataFrame:
             **{f"schedule_lag_{k}_ms": v for k, v in latency(t.merged("schedule_lag"), (50, 99)).items()
                if k != "mean"},
             "cache_hit_rate": (t.summary.get("cache") or {}).get("hit_rate"),
+            "replication_pending_at_end": (t.summary.get("replication_pending_at_end") or {}).get("total"),
             "replication_lag_p50_ms": (t.summary.get("replication_lag_ms") or {}).get("p50"),
             "replication_lag_p99_ms": (t.summary.get("replication_lag_ms") or {}).get("p99"),
             "errors": errors,

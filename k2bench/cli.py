@@ -122,7 +122,7 @@ def cmd_validate(args) -> int:
 
 def cmd_summarize(args) -> int:
     """Re-derives summary.json of every trial in a run from its raw logs."""
-    from .summary import SCHEDULE_WARNING, summarize
+    from .summary import SCHEDULE_WARNING, replication_pending_at_end, summarize
     run = Path(args.run)
     manifest = json.loads((run / "manifest.json").read_text())
     for entry in manifest.get("trials") or legacy_trials(run):
@@ -143,6 +143,8 @@ def cmd_summarize(args) -> int:
                                     "availability", "faults", "consistency") if k in old}
         if new["cache"] is None and old.get("cache"):
             new["cache"] = old["cache"]  # a run whose clients did not log cache_miss yet
+        new["replication_pending_at_end"] = replication_pending_at_end(run / entry["dir"] / "servers",
+                                                                       old.get("faults", []))
         new["warnings"] += [w for w in old.get("warnings", []) if not w.startswith(SCHEDULE_WARNING)]
         rundir.write_json(path, new)
         print(f"re-derived {path}")

@@ -32,7 +32,7 @@ from .experiment import check_pacing, client_shares, dist_text, pacing_interval_
 from .deploy import Deployment
 from .faults import FAULTS_FILE, FaultInjector, fault_windows, unavailability
 from .hosts import Host, LocalHost, Proc
-from .summary import server_totals_hit_rate, summarize
+from .summary import replication_pending_at_end, server_totals_hit_rate, summarize
 
 CLIENT_ID_BASE = 4096
 IDS_PER_PROCESS = 1000
@@ -416,6 +416,7 @@ class Orchestrator:
         summary["server_stats"] = server_totals(t.dir / "servers")
         if (counted := server_totals_hit_rate(summary["server_stats"])):
             summary["server_stats"]["cache_hit_rate"] = counted["hit_rate"]  # whole run; ``cache``: the window
+        summary["replication_pending_at_end"] = replication_pending_at_end(t.dir / "servers", cfg["faults"])
         histories = {dc: [t.dir / "clients" / f"history-{s.name}.jsonl" for s in dep.clients(dc)] for dc in dcs}
         ops_by_dc = {dc: checker.load_history(paths) for dc, paths in histories.items()}
         summary["availability"] = unavailability(ops_by_dc, t0 * 1000)

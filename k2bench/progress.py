@@ -124,6 +124,14 @@ def summary_table(summaries: list[dict]) -> Table:
     row("  after the faults", lambda s: "-" if not (s.get("replication_lag_ms") or {}).get("after", {}).get("count")
         else f"{f(s['replication_lag_ms']['after']['p50'])}/{f(s['replication_lag_ms']['after']['p99'])}"
         f" (max {f(s['replication_lag_ms']['after']['max'])}, n {s['replication_lag_ms']['after']['count']})")
+
+    def pending(s):
+        p = s.get("replication_pending_at_end")
+        if not p:
+            return "-"
+        return str(p["total"]) + (f" (without killed {', '.join(p['skipped_dcs'])})" if p.get("skipped_dcs") else "")
+
+    row("  pending at the end", pending)
     row("errors", lambda s: str(s["errors"]))
     row("unavailability windows", lambda s: "-" if "availability" not in s else
         ", ".join(f"{w['dc']} {w['from_s']:.0f}-{w['to_s']:.0f}s" for w in s["availability"]["windows"]) or "none")

@@ -16,6 +16,7 @@ trimmed by keeping the intervals whose midpoint lies in the measurement window.
 """
 from __future__ import annotations
 
+import json
 import math
 import pathlib
 from dataclasses import dataclass
@@ -187,6 +188,33 @@ def schedule_warning(lag: dict | None, interval_ms: float | None) -> str | None:
     return (f"{SCHEDULE_WARNING}: schedule lag p99 {lag['p99']:.0f} ms > the {interval_ms:.0f} ms between a "
             f"thread's operations; latencies include queueing behind earlier operations (the machine could not "
             f"sustain the target rate, or duration.warmup_s is too short for the start-up)")
+
+
+PENDING_GAUGES = ("pending_replicated_txns", "incoming_writes", "replicating", "waiting_remote_reads")
+
+
+def replication_pending_at_end(stats_dir: pathlib.Path, faults: list[dict] = ()) -> dict | None:
+    """Replication left pending when the servers stopped, from their stats files
+    (stats-<process>.json: {"DC:shard": {counter or gauge: value}}): per datacenter the sum
+    of PENDING_GAUGES, and the total. Datacenters with a server killed by a fault are left
+    out (``skipped_dcs``): what their survivors wait for may be the dead server. None
+    without stats files."""
+    files = sorted(pathlib.Path(stats_dir).glob("stats-*.json"))
+    if not files:
+        return None
+    killed = sorted({f.get("dc") or f["server"].split(":")[0] for f in faults if f["kind"] == "kill"})
+    by_dc: dict[str, int] = {}
+    by_gauge = dict.fromkeys(PENDING_GAUGES, 0)
+    for path in files:
+        for server, values in json.loads(path.read_text()).items():
+            dc = server.rsplit(":", 1)[0]
+            if dc in killed:
+                continue
+            by_dc[dc] = by_dc.get(dc, 0) + sum(int(values.get(g, 0)) for g in PENDING_GAUGES)
+            for g in PENDING_GAUGES:
+                by_gauge[g] += int(values.get(g, 0))
+    return {"total": sum(by_dc.values()), "by_dc": dict(sorted(by_dc.items())), "by_gauge": by_gauge,
+            "skipped_dcs": killed}
 
 
 def summarize(logs: dict[str, list[pathlib.Path]], *, system: str, experiment: str,

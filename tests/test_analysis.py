@@ -167,15 +167,19 @@ def test_missing_data_gives_a_note_not_a_crash(tmp_path):
 
 
 
-def test_the_fidelity_table_shows_schedule_lag_and_warnings(tmp_path):
+def test_the_fidelity_table_shows_schedule_lag_pending_replication_and_warnings(tmp_path):
     copy = tmp_path / RUN.name
     shutil.copytree(RUN, copy)
     path = copy / "k2" / "summary.json"
     s = json.loads(path.read_text())
     s["schedule_lag_ms"] = {"p50": 12.4, "p99": 4310.0, "max": 5000.0, "count": 90, "interval_ms": 333.333}
+    s["replication_pending_at_end"] = {"total": 7, "by_dc": {"VA": 7}, "by_gauge": {}, "skipped_dcs": ["TYO"]}
+    s["replication_lag_ms"]["after"] = {"p50": 100.0, "p99": 900.0, "max": 1200.0, "count": 780, "from_ms": 0}
     s["warnings"] = ["clients ran behind their schedule: schedule lag p99 4310 ms > the 333 ms between ..."]
     path.write_text(json.dumps(s))
     table = figures.fidelity_table(load.load_run(copy)).set_index("system")
     assert table.loc["K2", "schedule lag p50/p99 ms"] == "12/4310"
+    assert table.loc["K2", "replication pending at end"] == "7 (without killed TYO)"
+    assert table.loc["K2", "after the faults p99/max ms (n)"] == "900/1200 (n 780)"
     assert table.loc["K2", "warnings"].startswith("clients ran behind their schedule")
     assert table.loc["RAD", "schedule lag p50/p99 ms"] == "-" and table.loc["RAD", "warnings"] == ""

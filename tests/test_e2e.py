@@ -90,6 +90,9 @@ def test_a_tiny_experiment_leaves_a_complete_run_directory(jar, tmp_path):
             assert s["ops"]["rot"]["wan_rounds"]["2"] == 0 and s["ops"]["rot"]["wan_rounds"]["3"] == 0
         assert s["schedule_lag_ms"]["count"] > 0 and s["schedule_lag_ms"]["interval_ms"] == 200.0  # 2 threads, 10/s
         assert isinstance(s["warnings"], list)
+        pending = s["replication_pending_at_end"]
+        assert set(pending["by_dc"]) == {"VA", "CA", "SP", "LDN", "TYO", "SG"}
+        assert pending["total"] == sum(pending["by_dc"].values())
         if system == "rad":
             assert s["cache"] is None, "no cache"
         else:  # the clients' non-replica key reads in the window

@@ -192,7 +192,27 @@ def test_no_cache_reads_means_no_cache_hit_rate(tmp_path):
     assert S.summarize({"VA": [rad]}, system="rad", experiment="t", window_ms=WIN)["cache"] is None
 
 
-def test_the_end_table_shows_schedule_lag_and_prints_warnings_under_it():
+def _stats(path, servers):
+    path.write_text(json.dumps(servers))
+
+
+def test_replication_pending_at_the_end_sums_the_gauges_per_surviving_datacenter(tmp_path):
+    gauges = {"pending_replicated_txns": 2, "incoming_writes": 3, "replicating": 1, "waiting_remote_reads": 4,
+              "remote_fetches": 1000, "pending_client_txns": 7}  # not replication gauges
+    _stats(tmp_path / "stats-server-VA.json", {"VA:0": gauges, "VA:1": {"incoming_writes": 5}})
+    _stats(tmp_path / "stats-server-CA.json", {"CA:0": {"pending_replicated_txns": 0, "incoming_writes": 0}})
+    _stats(tmp_path / "stats-server-TYO-0.json", {"TYO:0": {"replicating": 9}})  # TYO:1 was killed: no file
+    p = S.replication_pending_at_end(tmp_path, [{"kind": "kill", "server": "TYO:1", "at_s": 3},
+                                                {"kind": "pause", "dc": "CA", "at_s": 1, "for_s": 1}])
+    assert p == {"total": 15, "by_dc": {"CA": 0, "VA": 15},
+                 "by_gauge": {"pending_replicated_txns": 2, "incoming_writes": 8, "replicating": 1,
+                              "waiting_remote_reads": 4},
+                 "skipped_dcs": ["TYO"]}
+    assert S.replication_pending_at_end(tmp_path)["by_dc"]["TYO"] == 9, "counted when no fault killed it"
+    assert S.replication_pending_at_end(tmp_path / "none") is None
+
+
+def test_the_end_table_shows_schedule_lag_and_pending_and_prints_warnings_under_it():
     import io
 
     from rich.console import Console
@@ -201,6 +221,7 @@ def test_the_end_table_shows_schedule_lag_and_prints_warnings_under_it():
     run = pathlib.Path(__file__).parent / "fixtures" / "run-analysis"
     k2, rad = (json.loads((run / s / "summary.json").read_text()) for s in ("k2", "rad"))
     k2["schedule_lag_ms"] = {"p50": 12.5, "p99": 4310.2, "max": 5000.0, "count": 90, "interval_ms": 200.0}
+    k2["replication_pending_at_end"] = {"total": 7, "by_dc": {}, "by_gauge": {}, "skipped_dcs": ["TYO"]}
     k2["warnings"] = [S.schedule_warning(k2["schedule_lag_ms"], 200.0)]
     rad["schedule_lag_ms"] = None  # closed loop
     out = io.StringIO()
@@ -208,6 +229,7 @@ def test_the_end_table_shows_schedule_lag_and_prints_warnings_under_it():
     text = out.getvalue()
     row = next(ln for ln in text.splitlines() if "schedule lag p50/p99" in ln)
     assert "12.5/4310" in row and row.rstrip(" │").endswith("-")
+    assert "7 (without killed TYO)" in next(ln for ln in text.splitlines() if "pending at the end" in ln)
     assert ("\nwarning: k2: clients ran behind their schedule: schedule lag p99 4310 ms > the 200 ms between a "
             "thread's operations; latencies include queueing") in text, "one unbroken line under the table"
     assert text.index("summary (latencies in ms)") < text.index("warning: k2")
@@ -215,8 +237,8 @@ def test_the_end_table_shows_schedule_lag_and_prints_warnings_under_it():
 
 def test_summarize_rederives_the_new_fields_of_an_old_run(tmp_path):
     """`k2bench summarize` on a run made before clients logged schedule lag and cache reads:
-    the pacing interval follows from the manifest, and the cache hit rate the run had is
-    kept."""
+    the pacing interval follows from the manifest, the pending gauges from the stats files,
+    and the cache hit rate the run had is kept."""
     import shutil
 
     from k2bench import cli
@@ -226,4 +248,5 @@ def test_summarize_rederives_the_new_fields_of_an_old_run(tmp_path):
     assert cli.main(["summarize", str(run)]) == 0
     new = json.loads((run / "k2" / "summary.json").read_text())
     assert new["schedule_lag_ms"]["interval_ms"] == pytest.approx(1000 * 4 / 12, abs=1e-3)  # 4 threads, 12 ops/s
+    assert new["replication_pending_at_end"]["total"] == 0 and len(new["replication_pending_at_end"]["by_dc"]) == 6
     assert new["cache"] == old["cache"] and new["ops"] == old["ops"]

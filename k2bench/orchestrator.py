@@ -228,12 +228,16 @@ class Orchestrator:
                 raise RunFailed(f"{p.name} exited with code {rc} unexpectedly: {tail(p)}")
 
     def _wait_for_line(self, procs: list[Proc], others: list[Proc], prefix: str, timeout_s: float,
-                       what: str) -> None:
-        """Waits until every process of ``procs`` printed a line starting with ``prefix``."""
+                       what: str, failed=None) -> None:
+        """Waits until every process of ``procs`` printed a line starting with ``prefix``;
+        ``failed(p)``, if given, says why a pending one will never get there (or None)."""
         deadline = time.time() + timeout_s
         pending = list(procs)
         while pending:
             self._check_alive(pending + others)
+            for p in pending if failed else []:
+                if (why := failed(p)):
+                    raise RunFailed(f"{p.name} failed before it was ready: {why}")
             pending = [p for p in pending if not any(
                 ln.startswith(prefix) for ln in p.handle_host.read_text(p.stdout).splitlines())]
             if pending and time.time() > deadline:
@@ -378,7 +382,8 @@ class Orchestrator:
                                                     jvm_args=cl["jvm_args"])))
                     if slot.host not in client_hosts:
                         client_hosts.append(slot.host)
-            self._wait_for_line(clients, servers, CLIENTS_READY, CLIENT_START_TIMEOUT_S, "clients")
+            self._wait_for_line(clients, servers, CLIENTS_READY, CLIENT_START_TIMEOUT_S, "clients",
+                                failed=client_init_failure)
             t0 = time.time() + 1.0
             for h in client_hosts:
                 h.put_text(start_rel, f"{round(t0 * 1000)}\n")
@@ -633,6 +638,16 @@ def thread_deaths(stderr: str) -> list[tuple[bool, str]]:
 
 def _worker_death(deaths: list[tuple[bool, str]]) -> str | None:
     return next((text for worker, text in deaths if worker), None)
+
+
+def client_init_failure(p: Proc) -> str | None:
+    """The error a YCSB client thread's DB.init threw (a server it could not reach, a bad
+    property), or None. YCSB prints it and lets the thread end; the process lives on with
+    no load until its maximum execution time, so waiting for it would only time out."""
+    for line in p.handle_host.read_text(p.stderr).splitlines():
+        if line.startswith("site.ycsb.DBException"):
+            return line.split(":", 1)[1].strip()
+    return None
 
 
 def dead_thread(p: Proc) -> str | None:

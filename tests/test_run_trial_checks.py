@@ -36,6 +36,13 @@ STUB = textwrap.dedent(f'''
         keys = int(props["insertcount"]) if props["k2bench.dc"] == "VA" else 0
         json.dump({{"loaded": keys, "failed": 0}}, open(props["k2bench.load_report"], "w"))
         sys.exit(0)
+    if os.environ["STUB_CLIENT"] == "init-fails":
+        # what YCSB prints when DB.init throws: the thread ends, the process lives on idle
+        print("site.ycsb.DBException: servers.VA[0]: server 127.0.0.1:7000 did not answer a ping within 3000 ms",
+              file=sys.stderr, flush=True)
+        print("\tat site.ycsb.ClientThread.run(ClientThread.java:91)", file=sys.stderr, flush=True)
+        while True:
+            time.sleep(1)
     print({CLIENTS_READY!r}, flush=True)
     while not (os.path.exists(props["k2bench.start_file"]) and open(props["k2bench.start_file"]).read().strip()):
         time.sleep(0.05)
@@ -149,3 +156,13 @@ def test_validate_checks_pacing_with_the_deployments_client_processes(jar):
     with pytest.raises(ConfigError) as e:
         validate(Env(repo=ROOT, jar=jar, deployment=SlotsDeployment(LocalHost(jar), 3)), exp)
     assert "-target 3/3/3 -threads 7/7/6" in str(e.value)
+
+
+def test_a_client_whose_init_failed_fails_the_trial_at_once_saying_why(tmp_path, monkeypatch):
+    with pytest.raises(RunFailed) as e:
+        run_trial(tmp_path, monkeypatch, "init-fails", {
+            "clients": {"threads_per_dc": 1, "target_ops_per_s_per_dc": 2, "heap_mb": 64},
+            "duration": {"warmup_s": 0, "measure_s": 1, "cooldown_s": 0}})
+    # not "clients not ready after 300 s": the error YCSB printed, as soon as it printed it
+    assert re.search(r"^client-\w+ failed before it was ready: servers.VA\[0\]: server 127.0.0.1:7000 did not "
+                     r"answer a ping within 3000 ms$", str(e.value)), str(e.value)

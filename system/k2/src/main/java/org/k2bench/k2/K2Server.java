@@ -270,11 +270,12 @@ public final class K2Server extends ServerActor {
     store.protectAt(key, ts); // GC keeps the answer while this read waits
     // Local transactions commit within a local round trip; the deadline only matters for a
     // server whose coordinator died on its own (server.processes: per_server).
+    long waitMs = Math.min(options.rpcTimeoutMs(), options.txnTimeoutMs());
     store.awaitKey(key, () -> !store.hasPendingBelow(key, ts), () -> readAt(m, key, ts),
-        System.currentTimeMillis() + Math.min(options.rpcTimeoutMs(), options.txnTimeoutMs()), () -> {
+        System.currentTimeMillis() + waitMs, () -> {
           count("reads_unresolved");
           m.replyError("a write-only transaction pending on '" + key + "' below " + LamportClock.format(ts)
-              + " did not commit within " + options.rpcTimeoutMs() + " ms");
+              + " did not commit within " + waitMs + " ms");
         });
   }
 

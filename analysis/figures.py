@@ -303,7 +303,7 @@ def _default_like(summary: pd.DataFrame, runs) -> pd.DataFrame:
 
 
 def overview_table(runs) -> pd.DataFrame:
-    """This run's key figures next to the paper's (SPEC §7), with where they differ."""
+    """This run's key figures next to the paper's (§VII), with where they differ."""
     s = load.summary_frame(runs)
     if s.empty:
         raise MissingData("no trial in these runs has data")

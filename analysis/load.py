@@ -1,4 +1,4 @@
-"""Runs into tidy pandas frames (SPEC §6, §8).
+"""Runs into tidy pandas frames.
 
 A run directory holds a manifest (the resolved experiment, its trials and where they
 live) and, per trial, the clients' raw HdrHistogram logs. Everything here is derived from
@@ -318,7 +318,7 @@ def rounds_frame(runs) -> pd.DataFrame:
 
 
 def staleness_frame(runs) -> pd.DataFrame:
-    """Staleness percentiles in ms per (run, point, trial, system) (SPEC §6: time since a
+    """Staleness percentiles in ms per (run, point, trial, system) (time since a
     newer version of the returned key was written in the reading datacenter)."""
     frame = latency_frame(runs, ops=("staleness",), per_dc=False)
     return frame.drop(columns=["op", "dc"])

@@ -1,4 +1,4 @@
-"""The K2 paper's reference figures (SPEC §7; papers/k2.md §VII): sanity checks to put next
+"""The K2 paper's reference figures (K2 paper §VII): sanity checks to put next
 to a run, not targets to tune to."""
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ FIG9_KTXN_PER_S = {
             "zipf 0.9": 85.4, "zipf 1.4": 14.8, "cache 1%": 24.8, "cache 15%": 24.8},
 }
 
-# The setting of each Fig. 9 column as experiment-file values (SPEC §4 defaults elsewhere).
+# The setting of each Fig. 9 column as experiment-file values (the paper's defaults elsewhere).
 FIG9_SETTINGS = {
     "default": {},
     "f=1": {"topology.replication_factor": 1}, "f=3": {"topology.replication_factor": 3},
@@ -20,7 +20,7 @@ FIG9_SETTINGS = {
     "cache 1%": {"server.cache_fraction": 0.01}, "cache 15%": {"server.cache_fraction": 0.15},
 }
 
-# SPEC §7, default workload unless said otherwise. Each: what, paper value, how to check.
+# The paper's §VII, default workload unless said otherwise. Each: what, paper value, how to check.
 REFERENCE = [
     ("K2 all-local ROTs", "19-83% by workload (73% TAO-like)"),
     ("RAD ROT p1", "> 60 ms (>99% of ROTs remote)"),

@@ -1,1 +1,1 @@
-"""k2bench: run experiments on the bundled systems and collect the runs (SPEC §1, §8)."""
+"""k2bench: run experiments on the bundled systems and collect the runs."""

@@ -1,4 +1,4 @@
-"""Consistency checking of a run's histories (issue 7).
+"""Consistency checking of a run's histories.
 
 Every client session records its operations (system/ycsb HistoryLog): read-only
 transactions with the version read per key, write-only transactions and single writes with

@@ -1,9 +1,9 @@
-"""Experiment files (SPEC §4, STYLE 3): a whole paper figure as one declarative YAML file.
+"""Experiment files: a whole paper figure as one declarative YAML file.
 
 An experiment names the systems, the topology (a file in workloads/topologies plus
 overrides), the workload, the servers' and clients' settings, the durations with explicit
 warm-up and cool-down, the number of trials, and optional sweep axes. ``resolve`` fills in
-SPEC §4's defaults, validates every field (one-line ``ConfigError`` naming it) and returns
+the paper's defaults (§VII-B), validates every field (one-line ``ConfigError`` naming it) and returns
 the fully resolved configuration that is saved with the run; ``points`` expands the sweep.
 """
 from __future__ import annotations
@@ -251,7 +251,7 @@ def resolve(doc: dict, name: str, known_systems: list[str]) -> dict:
 
 
 def _faults(given: Any, duration: dict) -> list[dict]:
-    """Faults injected during the trial (issue 7), at seconds after the clients' start."""
+    """Faults injected during the trial, at seconds after the clients' start."""
     if given is None:
         return []
     if not isinstance(given, list):

@@ -1,4 +1,4 @@
-"""Faults injected while a trial runs (issue 7), and the unavailability they cause.
+"""Faults injected while a trial runs, and the unavailability they cause.
 
 An experiment's ``faults`` (see experiment.FAULT_KINDS) are scheduled from the clients'
 common start: ``kill`` sends SIGKILL to the server processes of a datacenter or of one

@@ -1,5 +1,5 @@
-"""Where processes run. One orchestrator drives every deployment through this interface
-(STYLE: frankenpaxos' Host): ``LocalHost`` runs processes on this machine, ``SshHost``
+"""Where processes run. One orchestrator drives every deployment through this interface:
+``LocalHost`` runs processes on this machine, ``SshHost``
 (Fabric) on a remote machine. A run's files are named by their path relative to the run
 directory; each host keeps them under its own base directory (the local run directory, or
 ``<remote_dir>/runs/<run>`` on a remote machine) and ``fetch`` brings remote ones home.

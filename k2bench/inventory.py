@@ -1,4 +1,4 @@
-"""The inventory: which machines a cluster has, per datacenter and role (SPEC §1, issue 6).
+"""The inventory: which machines a cluster has, per datacenter and role.
 
 Terraform for EC2 and for Emulab both output this JSON, the deployment test writes it for
 its local test hosts, Ansible's inventory is generated from it, and the orchestrator's

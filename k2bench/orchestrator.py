@@ -1,7 +1,7 @@
 """Runs an experiment: for every sweep point, system and trial, start one server process
 per datacenter, wait until they listen, measure the RTT matrix, load the keys, run the
 clients through warm-up, measurement and cool-down, stop everything by pid, and derive the
-summary from the clients' raw logs. Writes the run directory of SPEC §8.
+summary from the clients' raw logs. Writes the run directory (README, "The run directory").
 
 Teardown is guaranteed (ExitStack): on Ctrl-C, SIGTERM, a crashed process or any error,
 every started process is stopped, the manifest says how the run ended, and the caller
@@ -326,7 +326,7 @@ class Orchestrator:
 
             # Load: each datacenter's loader writes the keys it can write locally (those
             # whose first replica it is), so loading costs no wide-area round in any system.
-            # Only the first replica group's datacenters (index modulo f = 0, SPEC §2) hold
+            # Only the first replica group's datacenters (index modulo f = 0) hold
             # first replicas; loaders elsewhere would write nothing and only take the CPU
             # of a JVM start from the others (the count check below catches a mismatch).
             loaders = []
@@ -487,7 +487,7 @@ class Orchestrator:
         trials = [(pid, cfg, system, k) for pid, cfg in points(exp)
                   for system in exp["systems"] for k in range(1, exp["trials"] + 1)]
         # Every trial of the run and where it lives, so readers (analysis/) never parse
-        # directory names (STYLE 4).
+        # directory names.
         dcs = topology_doc(self.env, exp)["datacenters"]
         manifest["trials"] = [
             {"system": system, "point": pid, "point_values": point_values(exp, cfg), "trial": k,

@@ -1,4 +1,4 @@
-"""Run directories (SPEC §8): runs/<UTC timestamp>_<experiment>/, runs/latest, files
+"""Run directories: runs/<UTC timestamp>_<experiment>/, runs/latest, files
 written atomically (a reader never sees half a file), provenance from git."""
 from __future__ import annotations
 

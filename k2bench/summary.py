@@ -1,4 +1,4 @@
-"""summary.json from the raw HdrHistogram logs of a run's clients and servers (SPEC §6, §8).
+"""summary.json from the raw HdrHistogram logs of a run's clients and servers.
 
 Every client process writes one log of tagged interval histograms (one interval per
 second; see system/core IntervalLog): latencies in microseconds (``rot``, ``wot``,

@@ -124,7 +124,7 @@ def test_ansible_lint_clean():
 # ---------------------------------------------------------------- the netem role, on this machine
 
 def test_netem_role_fails_clearly_without_netem():
-    # This machine's kernel has no sch_netem (SPEC §9): the role must stop at its check.
+    # This machine's kernel has no sch_netem : the role must stop at its check.
     p = run(ANSIBLE_PLAYBOOK, *LOCAL, FIXTURES / "ansible" / "netem-role.yml")
     assert p.returncode != 0
     out = p.stdout + p.stderr

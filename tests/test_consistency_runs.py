@@ -1,4 +1,4 @@
-"""The checker on real runs (issue 7): the deliberately broken protocol variants are caught,
+"""The checker on real runs: the deliberately broken protocol variants are caught,
 the correct systems pass the same stress, and a run with a datacenter killed mid-way ends
 with its unavailability reported and no violation."""
 import json

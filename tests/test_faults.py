@@ -1,4 +1,4 @@
-"""Faults in experiment files (issue 7): validation with one-line errors, the injector's
+"""Faults in experiment files: validation with one-line errors, the injector's
 schedule (signals, the network faults file, the timeline) and the unavailability report."""
 import json
 import signal

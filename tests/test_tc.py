@@ -1,4 +1,4 @@
-"""k2bench/tc.py: the per-host tc scripts of SPEC §5 against golden files, the RTT/2
+"""k2bench/tc.py: the per-host tc scripts against golden files, the RTT/2
 arithmetic, and the scripts themselves run against stand-ins for `ip` and `tc`."""
 import json
 import re
@@ -17,7 +17,7 @@ GOLDEN = FIXTURES / "tc"
 PAPER = ROOT / "workloads" / "topologies" / "paper-local.yaml"
 FRAC = GOLDEN / "frac-3dc.rtt.yaml"
 DCS = ["VA", "CA", "SP", "LDN", "TYO", "SG"]
-# SPEC §2, the full symmetric table (paper-local.yaml gives each pair once).
+# The K2 paper's Fig. 6, the full symmetric table (paper-local.yaml gives each pair once).
 SPEC_TABLE = [[0, 60, 146, 76, 162, 243], [60, 0, 194, 136, 110, 178], [146, 194, 0, 214, 269, 333],
               [76, 136, 214, 0, 233, 163], [162, 110, 269, 233, 0, 68], [243, 178, 333, 163, 68, 0]]
 

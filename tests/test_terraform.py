@@ -1,4 +1,4 @@
-"""Terraform for EC2 and Emulab (SPEC §1, §2, §9).
+"""Terraform for EC2 and Emulab.
 
 Provider plugins cannot be downloaded here, so the configurations are checked by parsing
 them (python-hcl2) and asserting their structure, by `terraform fmt`, by checkov, and by
@@ -33,7 +33,7 @@ TERRAFORM = shutil.which("terraform")
 # module@version` refuses; 1.5 is all these configurations need.
 TERRAFORM_BUILD = "go install github.com/hashicorp/terraform@v1.8.5"
 
-# SPEC §2.
+# The paper's six regions (README, "Real clusters").
 SPEC_REGIONS = {"VA": "us-east-1", "CA": "us-west-1", "SP": "sa-east-1", "LDN": "eu-west-2",
                 "TYO": "ap-northeast-1", "SG": "ap-southeast-1"}
 

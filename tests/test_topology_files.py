@@ -1,4 +1,4 @@
-"""The topology files shipped in workloads/ are valid, and the paper's matches SPEC §2."""
+"""The topology files shipped in workloads/ are valid, and the paper's matches its Fig. 6."""
 import pathlib
 
 import pytest
@@ -7,7 +7,7 @@ import yaml
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 TOPOLOGIES = sorted((ROOT / "workloads" / "topologies").glob("*.yaml"))
 
-# SPEC §2 (K2 paper, Fig. 6), in ms.
+# K2 paper, Fig. 6, in ms.
 PAPER_DCS = ["VA", "CA", "SP", "LDN", "TYO", "SG"]
 PAPER_RTT = [
     [0, 60, 146, 76, 162, 243],

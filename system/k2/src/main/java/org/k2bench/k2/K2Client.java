@@ -21,7 +21,7 @@ import org.k2bench.core.txn.OneHopDeps;
 import org.k2bench.core.txn.WriteClient;
 
 /**
- * K2's client library (papers/k2.md §III-B): routes operations to the servers of its own
+ * K2's client library (K2 paper §III-B): routes operations to the servers of its own
  * datacenter and tracks the session's causal metadata, the one-hop dependencies
  * {@code deps} and the read timestamp {@code read_ts}. One instance is one session; calls
  * are serialized.

@@ -40,7 +40,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * A K2 server: one shard of one datacenter (papers/k2.md §III-V).
+ * A K2 server: one shard of one datacenter (K2 paper §III-V).
  *
  * <p>The server is a {@link ServerActor}: every message, reply and timer runs on its single
  * thread, so the state below needs no locks. It keeps metadata for every key of its shard in a

@@ -19,7 +19,7 @@ import org.k2bench.k2.proto.ReadRequest;
 import org.k2bench.k2.proto.VersionInfo;
 
 /**
- * K2's cache-aware read-only transaction, the client algorithm of papers/k2.md Fig. 5:
+ * K2's cache-aware read-only transaction, the client algorithm of the K2 paper, Fig. 5:
  *
  * <pre>
  * function read_txn(keys):

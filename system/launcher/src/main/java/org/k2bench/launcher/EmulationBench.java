@@ -36,7 +36,7 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
 
 /**
- * How faithful is the embedded WAN emulation (SPEC §5)? Six datacenters with the paper's
+ * How faithful is the embedded WAN emulation? Six datacenters with the paper's
  * matrix, one server each, in this JVM over the real gRPC transport on loopback. Every
  * pair is pinged at idle and again under a background load of one-way messages; the
  * measured RTT is compared with the configured one. Prints a table and writes

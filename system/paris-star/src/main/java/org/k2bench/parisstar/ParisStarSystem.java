@@ -9,7 +9,7 @@ import org.k2bench.k2.K2Client;
 import org.k2bench.k2.K2Server;
 
 /**
- * PaRiS* (K2 §VII-A; SPEC §3.3): K2's servers, replication and transactions with no DC
+ * PaRiS* (K2 §VII-A): K2's servers, replication and transactions with no DC
  * cache, and a private cache per client holding the client's own writes for 5 s. A
  * read-only transaction is local only when every non-replica key it reads is in that
  * cache; otherwise it takes exactly one round of non-blocking remote reads to the nearest

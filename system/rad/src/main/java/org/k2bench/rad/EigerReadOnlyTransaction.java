@@ -19,7 +19,7 @@ import org.k2bench.rad.proto.ReadReply;
 import org.k2bench.rad.proto.ReadRequest;
 
 /**
- * Eiger's read-only transaction, as RAD runs it (K2 §II-B, SPEC §3.2):
+ * Eiger's read-only transaction, as RAD runs it (K2 §II-B):
  *
  * <ol>
  *   <li>Round 1 reads the currently visible version of each key, with its EVT and LVT,

@@ -22,7 +22,7 @@ import org.k2bench.rad.proto.ReadReply;
 import org.k2bench.rad.proto.ReadRequest;
 
 /**
- * A RAD server (K2 §VII-A; SPEC §3.2): Eiger on a partial-replication layout. The f
+ * A RAD server (K2 §VII-A): Eiger on a partial-replication layout. The f
  * replica groups each hold one full replica split over their datacenters; this server
  * holds the keys of its shard that its datacenter's position in the group owns, and
  * nothing else (no metadata of other keys, no cache).

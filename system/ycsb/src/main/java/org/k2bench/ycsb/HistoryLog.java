@@ -12,7 +12,7 @@ import java.nio.file.Path;
 import java.util.Map;
 
 /**
- * The history of a client process (issue 7): one JSON object per operation, in the order
+ * The history of a client process: one JSON object per operation, in the order
  * the operations end, for the consistency checker (k2bench/checker.py has the format):
  *
  * <pre>

@@ -5,7 +5,7 @@ import org.apache.commons.rng.UniformRandomProvider;
 import org.apache.commons.rng.sampling.distribution.RejectionInversionZipfSampler;
 
 /**
- * The keyspace of SPEC §4: keys {@code user<i>} for i in [0, N), drawn by rank from an
+ * The keyspace: keys {@code user<i>} for i in [0, N), drawn by rank from an
  * exact Zipf distribution (rejection-inversion sampling, Commons RNG; YCSB's own
  * ZipfianGenerator only supports constants below 1) and mapped to key ids through a fixed
  * permutation, so the hottest keys are not the first ones and spread, through placement's

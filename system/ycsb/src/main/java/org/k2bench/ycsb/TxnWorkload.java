@@ -24,7 +24,7 @@ import site.ycsb.WorkloadException;
 import site.ycsb.measurements.Measurements;
 
 /**
- * The transactional workload of SPEC §4 (K2 paper §VII-B) as a YCSB workload: each
+ * The transactional workload of the K2 paper (§VII-B) as a YCSB workload: each
  * operation is a read-only transaction of {@code keys_per_op} distinct Zipf-chosen keys, a
  * write-only transaction of as many keys, or a single write, in the configured mix. Rows
  * have {@code columns} columns of {@code value_bytes} random bytes. The load phase writes

@@ -5,7 +5,7 @@ import java.util.Map;
 import org.k2bench.core.data.Row;
 
 /**
- * The client-facing API every bundled system implements (SPEC §3). One instance is one
+ * The client-facing API every bundled system implements. One instance is one
  * client session (it tracks that session's causal metadata); use one per thread.
  * Operations block until done and throw {@link OperationFailedException} on failure.
  */

@@ -4,7 +4,7 @@ import java.util.Set;
 
 /**
  * Deliberately broken protocol variants, for showing that the consistency checker catches
- * real bugs (issue 7). Test-only: selected with {@code -Dk2bench.mutant=<name>} (the
+ * real bugs. Test-only: selected with {@code -Dk2bench.mutant=<name>} (the
  * orchestrator sets it from an experiment's {@code testing.mutant}); nothing is broken
  * unless a run asks for it, and every process that runs a mutant says so on stderr.
  */

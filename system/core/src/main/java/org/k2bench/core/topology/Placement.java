@@ -3,7 +3,7 @@ package org.k2bench.core.topology;
 import java.nio.charset.StandardCharsets;
 
 /**
- * Replica placement of SPEC §2 as pure functions of (key, topology), identical for every
+ * Replica placement as pure functions of (key, topology), identical for every
  * system so they are compared on the same data layout.
  *
  * <p>The D datacenters form f replica groups by index modulo f (f = 2 on the paper's list:

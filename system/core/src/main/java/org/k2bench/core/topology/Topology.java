@@ -8,7 +8,7 @@ import java.util.List;
 
 /**
  * The datacenters, their RTT matrix, how many servers each holds, the replication factor
- * and where every server listens (SPEC §2). Immutable and validated on construction, so a
+ * and where every server listens. Immutable and validated on construction, so a
  * Topology that exists is consistent.
  *
  * <p>Node ids: server (dc, shard) is {@code dc * serversPerDc + shard}. Clients take ids at
@@ -37,7 +37,7 @@ public final class Topology {
   }
 
   /**
-   * @param wanEmulation whether the transport delays messages by the matrix (SPEC §5,
+   * @param wanEmulation whether the transport delays messages by the matrix (the
    *     embedded emulation); false where the network itself has the latency (real regions,
    *     or tc/netem on a cluster) and the matrix only ranks datacenters by distance
    */
@@ -99,7 +99,7 @@ public final class Topology {
       throw new ConfigException(
           "replication_factor",
           replicationFactor + " does not divide the " + d
-              + " datacenters; replica groups need D/f datacenters each (SPEC §2)");
+              + " datacenters; replica groups need D/f datacenters each");
     }
     long nodes = (long) d * serversPerDc;
     if (nodes >= firstClientId()) {

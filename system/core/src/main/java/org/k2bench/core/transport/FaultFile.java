@@ -9,7 +9,7 @@ import java.nio.file.Path;
 import org.k2bench.core.topology.Topology;
 
 /**
- * Network faults injected into a running process (issue 7): the orchestrator writes the
+ * Network faults injected into a running process: the orchestrator writes the
  * faults in force into one JSON file per host, and every transport of that host applies
  * them to its links within a few milliseconds. Selected with
  * {@code -Dk2bench.faults_file=<path>}.

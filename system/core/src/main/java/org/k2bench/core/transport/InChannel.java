@@ -3,7 +3,7 @@ package org.k2bench.core.transport;
 import org.k2bench.core.transport.proto.Envelope;
 
 /**
- * The receiving half of one directed channel: the WAN emulation of SPEC §5. Each envelope
+ * The receiving half of one directed channel: the WAN emulation. Each envelope
  * is handed to its node at {@code due = max(send time + delay, previous due)}: the delay of
  * its datacenter link (RTT/2 + extra + jitter, see {@link LinkConditions}), and the clamp
  * keeps the channel FIFO however the jitter falls.

@@ -4,7 +4,7 @@ import java.util.concurrent.ThreadLocalRandom;
 import org.k2bench.core.topology.Topology;
 
 /**
- * The emulated one-way delay of every directed datacenter pair (SPEC §5): RTT/2 from the
+ * The emulated one-way delay of every directed datacenter pair: RTT/2 from the
  * matrix (kept in nanoseconds, never truncated to whole ms), the intra-datacenter delay
  * inside a datacenter, optional uniform jitter, and a per-link extra delay that tests and
  * fault injection can change at run time. Without WAN emulation (the network itself has the

@@ -32,7 +32,7 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The message transport of one process: gRPC over Netty with the in-process WAN
- * emulation of SPEC §5. A process may host many nodes (all servers of a datacenter, or a
+ * emulation. A process may host many nodes (all servers of a datacenter, or a
  * whole test cluster); they share event loops, dispatcher threads and connections.
  *
  * <p>Each directed pair of nodes uses one long-lived bidirectional stream, so a channel

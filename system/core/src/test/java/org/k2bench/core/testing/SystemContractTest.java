@@ -34,7 +34,7 @@ import org.k2bench.core.data.Row;
 import org.k2bench.core.topology.Placement;
 
 /**
- * Guarantees every bundled system gives (SPEC §3): atomic visibility of write-only
+ * Guarantees every bundled system gives: atomic visibility of write-only
  * transactions, causality, read-your-writes and monotonic reads, each under concurrency
  * in all six datacenters. A system's module runs them by extending this class.
  */

@@ -66,7 +66,7 @@ class PlacementTest {
   @Test
   void groupsFollowIndexModuloF() {
     Placement p = new Placement(TopologyLoader.paperDefault(4, 2, 7000));
-    // f=2 on VA, CA, SP, LDN, TYO, SG gives {VA, SP, TYO} and {CA, LDN, SG} (SPEC §2).
+    // f=2 on VA, CA, SP, LDN, TYO, SG gives {VA, SP, TYO} and {CA, LDN, SG}.
     assertArrayEquals(new int[] {0, 2, 4}, p.group(0));
     assertArrayEquals(new int[] {1, 3, 5}, p.group(1));
   }

@@ -16,7 +16,7 @@ import org.k2bench.core.cluster.FreePorts;
 import org.k2bench.core.topology.Topology;
 import org.k2bench.core.topology.TopologyLoader;
 
-/** SPEC §5: the embedded WAN emulation is observable and keeps channels FIFO. */
+/** The embedded WAN emulation is observable and keeps channels FIFO. */
 class EmulationTest {
   /** The paper's matrix divided by 10, one server per datacenter. */
   static Topology scaledPaperTopology(double jitterMs) {

@@ -14,7 +14,7 @@ import org.k2bench.core.cluster.FreePorts;
 import org.k2bench.core.topology.Topology;
 import org.k2bench.core.topology.TopologyLoader;
 
-/** Faults written into the faults file reach the links of a running transport (issue 7). */
+/** Faults written into the faults file reach the links of a running transport. */
 class FaultFileTest {
   @TempDir
   Path dir;

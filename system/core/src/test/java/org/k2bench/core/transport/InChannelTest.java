@@ -13,7 +13,7 @@ import org.k2bench.core.topology.Topology;
 import org.k2bench.core.transport.proto.Envelope;
 
 /**
- * The receiver's delay line (SPEC §5): a message is due at send time + link delay when the
+ * The receiver's delay line: a message is due at send time + link delay when the
  * sender shares this machine's clock, so time spent in transit is absorbed instead of added;
  * at arrival + delay otherwise; and never before an earlier message of its channel.
  */

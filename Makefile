@@ -9,7 +9,7 @@ VENV := .venv
 LINT_VENV := .venv-lint
 MVN := mvn -B -q -f system/pom.xml
 JAR := system/launcher/target/k2bench.jar
-SOURCES := $(shell find system -name '*.java' -o -name '*.proto' -o -name 'pom.xml' -o -path '*/META-INF/services/*' | grep -v /target/)
+SOURCES := $(shell find system -name '*.java' -o -name '*.proto' -o -name 'pom.xml' -o -path '*/src/main/resources/*' -type f | grep -v /target/)
 RUN_STAMP = $(shell date -u +%Y%m%dT%H%M%SZ)
 
 .PHONY: help test test-java test-python deploy-test build venv local-run analyze bench-emulation bench-throughput \

@@ -73,6 +73,10 @@ public final class K2Server extends ServerActor {
    * sends it on its behalf (see {@link #carryOn}).
    */
   private final java.util.ArrayDeque<Received> recentFirstPhases = new java.util.ArrayDeque<>();
+  /** The versions in {@link #recentFirstPhases} (a resent first phase is kept once). */
+  private final Set<Long> recentFirstPhaseVersions = new HashSet<>();
+  /** At most this many first phases are kept (the oldest go first, counted). */
+  private static final int MAX_RECENT_FIRST_PHASES = 200_000;
   /** How long a first-phase sub-request is kept for {@link #carryOn}. */
   private final long carryOnWindowMs;
 
@@ -142,7 +146,18 @@ public final class K2Server extends ServerActor {
 
       @Override
       public void replicasWithData(String key, long version, List<Integer> dcs) {
-        replicasWithData.put(new VKey(key, version), List.copyOf(dcs));
+        VKey k = new VKey(key, version);
+        if (dcs.isEmpty()) {
+          replicasWithData.remove(k); // every replica has it
+          return;
+        }
+        // Several senders (the origin, replicas carrying on) may each name those they know of.
+        List<Integer> known = replicasWithData.get(k);
+        java.util.TreeSet<Integer> union = new java.util.TreeSet<>(dcs);
+        if (known != null) {
+          union.addAll(known);
+        }
+        replicasWithData.put(k, List.copyOf(union));
       }
 
       @Override
@@ -160,16 +175,18 @@ public final class K2Server extends ServerActor {
         K2Server.this.received(r, from);
       }
     }, options.rpcTimeoutMs());
-    this.detector = new org.k2bench.core.server.FailureDetector(ep, topology, shard, thread,
+    this.detector = new org.k2bench.core.server.FailureDetector(ep, topology, shard, Runnable::run,
         options.failoverTimeoutMs(), System::currentTimeMillis, this::suspect, this::trust);
     double maxRtt = 0;
     for (int d = 0; d < topology.numDcs(); d++) {
       maxRtt = Math.max(maxRtt, topology.rttMs(dc, d));
     }
     // An origin sends its second phase within a fail-over timeout (plus a round trip) of
-    // this server's acknowledgement; if it dies before, the detector says so within another
-    // fail-over timeout (plus a round trip and a heartbeat interval). Kept a little longer.
-    this.carryOnWindowMs = 3 * options.failoverTimeoutMs() + 2 * (long) Math.ceil(maxRtt) + 1_000;
+    // this server's acknowledgement, unless its own thread is far behind; if it dies
+    // before, the detector says so within another fail-over timeout (plus a round trip and
+    // a heartbeat interval). Kept at least as long as replicas keep superseded data.
+    this.carryOnWindowMs = Math.max(3 * options.failoverTimeoutMs() + 2 * (long) Math.ceil(maxRtt) + 1_000,
+        options.replicaRetentionMs());
     start();
   }
 
@@ -419,8 +436,11 @@ public final class K2Server extends ServerActor {
     long now = System.currentTimeMillis();
     writes.expire(now);
     detector.tick(now);
-    while (!recentFirstPhases.isEmpty() && now - recentFirstPhases.peekFirst().atMs > carryOnWindowMs) {
-      recentFirstPhases.removeFirst();
+    // Counted from this server's own last stall as well: entries it kept while stopped
+    // are still needed if the origin died meanwhile (its suspicion comes after the resume).
+    while (!recentFirstPhases.isEmpty()
+        && now - Math.max(recentFirstPhases.peekFirst().atMs, detector.resumedMs()) > carryOnWindowMs) {
+      recentFirstPhaseVersions.remove(recentFirstPhases.removeFirst().r.getVersion());
     }
     if (waitingRemoteReads.isEmpty()) {
       return;
@@ -677,13 +697,24 @@ public final class K2Server extends ServerActor {
     for (ReplicatedKey k : r.getKeysList()) {
       firstPhase |= k.getHasValue();
     }
-    if (!firstPhase || topology.dcOfServer(from) != r.getOriginDc()) {
+    if (!firstPhase || topology.dcOfServer(from) != r.getOriginDc() || !recentFirstPhaseVersions.add(r.getVersion())) {
       return;
     }
     Received e = new Received(System.currentTimeMillis(), r);
     recentFirstPhases.addLast(e);
+    if (recentFirstPhases.size() > MAX_RECENT_FIRST_PHASES) {
+      recentFirstPhaseVersions.remove(recentFirstPhases.removeFirst().r.getVersion());
+      count("first_phases_not_kept");
+    }
     if (detector.suspected(r.getOriginDc())) {
-      carryOn(e); // held back by a partition, and its origin is gone since
+      // Held back by a partition from an origin suspected since: it may have died, or it
+      // may answer again at the heal (and have sent this write's second phase long ago).
+      // Carry it on only if it still does not answer once a heartbeat could have come back.
+      later(detector.maxAllowanceMs(), () -> {
+        if (!e.carried && detector.suspected(r.getOriginDc())) {
+          carryOn(e);
+        }
+      });
     }
   }
 

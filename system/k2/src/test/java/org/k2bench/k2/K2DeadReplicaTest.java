@@ -118,8 +118,8 @@ class K2DeadReplicaTest {
     assertNull(writeWhileTyoIsDead("dead"));
     long partial = cluster.stat(VA, "replication_without_some_replica");
     assertTrue(partial >= 10, "every write with a TYO key went on without TYO: " + partial);
-    assertEquals(cluster.topology().serversPerDc(), cluster.stat(VA, "dcs_suspected"),
-        "each VA server's heartbeats suspected TYO once, and writes stopped waiting for it");
+    assertEquals(cluster.topology().serversPerDc(), cluster.stat(VA, "suspected_dcs"),
+        "every VA server's heartbeats suspect TYO, and only TYO: writes stopped waiting for it");
 
     // A reader in LDN (a non-replica datacenter of the TYO keys) gets the value from SG.
     KvClient reader = cluster.client(LDN);

@@ -3,7 +3,10 @@ package org.k2bench.core.server;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.function.IntConsumer;
+import java.util.function.LongSupplier;
 import org.k2bench.core.topology.Topology;
 import org.k2bench.core.transport.Endpoint;
 
@@ -11,68 +14,83 @@ import org.k2bench.core.transport.Endpoint;
  * Which other datacenters this server can currently reach: heartbeats to its equivalent
  * server (the same shard) in every other datacenter. A datacenter is suspected when a
  * heartbeat has gone unanswered for {@code timeoutMs} plus the link's round-trip time
- * (dead, paused, or cut off by a partition), and trusted again as soon as a heartbeat sent
- * within that time is answered.
+ * (dead, paused, or cut off by a partition), and trusted again once a heartbeat sent
+ * within that time is answered. A datacenter that has not answered once yet is given
+ * {@link #STARTUP_TIMEOUTS} times as long: processes start one by one, and a cold JVM on a
+ * busy machine can take seconds before it answers anything.
  *
  * <p>The K2 paper leaves failure detection open (§VI-A: replication "can proceed if at
  * least one replica datacenter of each key in those writes is available", and non-replica
  * datacenters "send their remote read requests to the available replica datacenters");
- * this is the simplest detector that gives "available" a meaning: the transport answers a
- * heartbeat on the emulated link itself, so a heartbeat sees what a message of the
- * protocol would see (latency, partitions, a stopped or killed process), and a reply held
- * back by a partition only counts for the time it was sent.
+ * this is the simplest detector that gives "available" a meaning. Heartbeats are answered
+ * by the other side's transport and their answers taken by this side's transport, both
+ * off the protocol threads, so they see what the network and the other process do
+ * (latency, partitions, a stopped or killed process) and not how far behind a busy
+ * protocol thread is on either side; an answer held back by a partition only counts for
+ * the time its heartbeat was sent.
  *
- * <p>Runs on its server's thread: {@link #tick} from the server's periodic tick, replies
- * on {@code thread}.
+ * <p>Suspicions change only in {@link #tick}, on the server's thread; answers are recorded
+ * from whichever thread {@code answers} runs them on.
  */
 public final class FailureDetector {
+  private static final long NONE = -1;
+  /** How many timeouts a datacenter that never answered may take (start-up). */
+  public static final int STARTUP_TIMEOUTS = 5;
   private final Endpoint ep;
   private final Topology topology;
   private final int shard;
-  private final Executor thread;
+  private final Executor answers;
   private final long timeoutMs;
   private final long intervalMs;
+  /** A gap between two ticks longer than this means this server itself was stopped. */
+  private final long stallMs;
   /** Per datacenter: the send time of the newest heartbeat it answered. */
-  private final long[] lastAnsweredSendMs;
+  private final AtomicLongArray lastAnsweredSendMs;
   /**
    * Per datacenter: the send time of the oldest heartbeat sent since the last answer that
-   * is still unanswered, or -1 (a datacenter not asked yet is not suspected).
+   * is still unanswered, or {@link #NONE} (a datacenter not asked yet is not suspected).
    */
-  private final long[] unansweredSinceMs;
+  private final AtomicLongArray unansweredSinceMs;
+  /** Per datacenter: 1 once it answered a heartbeat. */
+  private final java.util.concurrent.atomic.AtomicIntegerArray answeredOnce;
   private final boolean[] suspected;
   private long nextPingMs;
   private long lastTickMs;
   /** When this server last resumed after a stall of its own (no heartbeats went out). */
   private long resumedMs;
   /** Heartbeats sent and not yet answered or given up (they count in the endpoint's pending calls). */
-  private final java.util.concurrent.atomic.AtomicInteger outstanding = new java.util.concurrent.atomic.AtomicInteger();
+  private final AtomicInteger outstanding = new AtomicInteger();
   private final IntConsumer onSuspect;
   private final IntConsumer onTrust;
-  private final java.util.function.LongSupplier clock;
 
   /**
-   * @param timeoutMs how long a datacenter may leave heartbeats unanswered before it is
-   *     suspected (the fail-over timeout)
-   * @param onSuspect called on the server thread with a datacenter that became suspected
-   * @param onTrust called on the server thread with a suspected datacenter that answered
-   * @param clock wall time in ms (the server's; tests drive their own)
+   * @param answers where answers to heartbeats are recorded ({@code Runnable::run}: on the
+   *     transport thread that took them; tests hold them back)
+   * @param timeoutMs how long a datacenter may leave a heartbeat unanswered, beyond the
+   *     link's round trip, before it is suspected (the fail-over timeout)
+   * @param clock wall time in ms, the same that {@link #tick} is given
+   * @param onSuspect called in {@link #tick} with a datacenter that became suspected
+   * @param onTrust called in {@link #tick} with a suspected datacenter that answered
    */
-  public FailureDetector(Endpoint ep, Topology topology, int shard, Executor thread, long timeoutMs,
-      java.util.function.LongSupplier clock, IntConsumer onSuspect, IntConsumer onTrust) {
+  public FailureDetector(Endpoint ep, Topology topology, int shard, Executor answers, long timeoutMs,
+      LongSupplier clock, IntConsumer onSuspect, IntConsumer onTrust) {
     long nowMs = clock.getAsLong();
-    this.clock = clock;
     this.ep = ep;
     this.topology = topology;
     this.shard = shard;
-    this.thread = thread;
+    this.answers = answers;
     this.timeoutMs = timeoutMs;
     // Several heartbeats per timeout, so one delayed by jitter does not raise a suspicion.
     this.intervalMs = Math.max(20, timeoutMs / 4);
-    this.lastAnsweredSendMs = new long[topology.numDcs()];
+    this.stallMs = Math.max(2 * intervalMs, Math.min(500, timeoutMs / 2));
+    this.lastAnsweredSendMs = new AtomicLongArray(topology.numDcs());
+    this.unansweredSinceMs = new AtomicLongArray(topology.numDcs());
+    this.answeredOnce = new java.util.concurrent.atomic.AtomicIntegerArray(topology.numDcs());
     this.suspected = new boolean[topology.numDcs()];
-    this.unansweredSinceMs = new long[topology.numDcs()];
-    java.util.Arrays.fill(lastAnsweredSendMs, nowMs); // trusted until shown otherwise
-    java.util.Arrays.fill(unansweredSinceMs, -1);
+    for (int d = 0; d < topology.numDcs(); d++) {
+      lastAnsweredSendMs.set(d, nowMs); // trusted until shown otherwise
+      unansweredSinceMs.set(d, NONE);
+    }
     this.lastTickMs = nowMs;
     this.resumedMs = nowMs;
     this.onSuspect = onSuspect;
@@ -81,7 +99,7 @@ public final class FailureDetector {
 
   /** Sends the heartbeats that are due and updates suspicions (on the server thread). */
   public void tick(long nowMs) {
-    if (nowMs - lastTickMs > Math.max(2 * intervalMs, 500)) {
+    if (nowMs - lastTickMs > stallMs) {
       // This server itself was stopped or starved (SIGSTOP, a long pause): it sent no
       // heartbeats meanwhile, so their absence says nothing about the others.
       resumedMs = nowMs;
@@ -96,10 +114,22 @@ public final class FailureDetector {
       }
     }
     for (int d = 0; d < topology.numDcs(); d++) {
-      if (d != ep.dc() && !suspected[d] && unansweredSinceMs[d] >= 0
-          && nowMs - Math.max(unansweredSinceMs[d], resumedMs) > allowanceMs(d)) {
-        suspected[d] = true;
-        onSuspect.accept(d);
+      if (d == ep.dc()) {
+        continue;
+      }
+      long allowance = allowanceMs(d);
+      if (!suspected[d]) {
+        long since = unansweredSinceMs.get(d);
+        long silence = answeredOnce.get(d) == 1 ? allowance : STARTUP_TIMEOUTS * allowance;
+        if (since != NONE && nowMs - Math.max(since, resumedMs) > silence) {
+          suspected[d] = true;
+          onSuspect.accept(d);
+        }
+      } else if (nowMs - lastAnsweredSendMs.get(d) <= allowance) {
+        // Trusted again only by an answer to a heartbeat sent within the allowance: an old
+        // one held back by a partition and delivered at the heal says nothing about now.
+        suspected[d] = false;
+        onTrust.accept(d);
       }
     }
   }
@@ -107,28 +137,25 @@ public final class FailureDetector {
   private void ping(int d, long sentMs) {
     CompletableFuture<Long> f = ep.ping(topology.serverId(d, shard), 0);
     outstanding.incrementAndGet();
-    if (unansweredSinceMs[d] < 0) {
-      unansweredSinceMs[d] = sentMs;
-    }
+    unansweredSinceMs.compareAndSet(d, NONE, sentMs);
     // A call nobody answers is forgotten after this (bounded pending calls to a dead node).
     f.orTimeout(2 * timeoutMs, TimeUnit.MILLISECONDS);
     f.whenComplete((rtt, err) -> outstanding.decrementAndGet());
-    f.whenCompleteAsync((rtt, err) -> answered(d, sentMs, err == null), thread);
+    f.whenCompleteAsync((rtt, err) -> {
+      if (err == null) {
+        answered(d, sentMs);
+      }
+    }, answers);
   }
 
-  private void answered(int d, long sentMs, boolean ok) {
-    if (!ok || sentMs < lastAnsweredSendMs[d]) {
-      return;
-    }
-    lastAnsweredSendMs[d] = sentMs;
+  private void answered(int d, long sentMs) {
+    answeredOnce.set(d, 1);
+    lastAnsweredSendMs.accumulateAndGet(d, sentMs, Math::max);
     // Heartbeats sent after this one may be unanswered yet; the next one sent is the oldest
-    // counted (suspicion comes at most one interval later than it could).
-    unansweredSinceMs[d] = -1;
-    // Trusted again only by a heartbeat sent within the allowance: an old one held back by
-    // a partition and delivered at the heal says nothing about now.
-    if (suspected[d] && clock.getAsLong() - sentMs <= allowanceMs(d)) {
-      suspected[d] = false;
-      onTrust.accept(d);
+    // counted (a suspicion comes at most one interval later than it could).
+    long since = unansweredSinceMs.get(d);
+    if (since != NONE && since <= sentMs) {
+      unansweredSinceMs.compareAndSet(d, since, NONE);
     }
   }
 
@@ -142,11 +169,6 @@ public final class FailureDetector {
     return suspected[dc];
   }
 
-  /** Heartbeats in flight: calls of the endpoint that are not the protocol's. */
-  public int outstanding() {
-    return outstanding.get();
-  }
-
   /** How many datacenters are suspected now. */
   public int suspectedCount() {
     int n = 0;
@@ -154,5 +176,24 @@ public final class FailureDetector {
       n += s ? 1 : 0;
     }
     return n;
+  }
+
+  /** When this server last resumed from a stall of its own (ms; its start if never). */
+  public long resumedMs() {
+    return resumedMs;
+  }
+
+  /** The longest a heartbeat may go unanswered before its datacenter is suspected. */
+  public long maxAllowanceMs() {
+    long max = 0;
+    for (int d = 0; d < topology.numDcs(); d++) {
+      max = Math.max(max, allowanceMs(d));
+    }
+    return max;
+  }
+
+  /** Heartbeats in flight: calls of the endpoint that are not the protocol's. */
+  public int outstanding() {
+    return outstanding.get();
   }
 }

@@ -159,6 +159,10 @@ public final class Endpoint implements AutoCloseable {
       if (!env.getError().isEmpty()) {
         inbox.execute(() -> f.completeExceptionally(
             new RemoteException("node " + env.getFrom() + ": " + env.getError())));
+      } else if (Payloads.is(env.getPayload(), Pong.class)) {
+        // Answered here, off the inbox, as pings are: a ping measures the link and the
+        // other process, not how far behind this node's own protocol thread is.
+        f.complete(env.getPayload());
       } else {
         inbox.execute(() -> f.complete(env.getPayload()));
       }

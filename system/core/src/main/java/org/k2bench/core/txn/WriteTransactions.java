@@ -71,8 +71,9 @@ public final class WriteTransactions {
     default void incoming(String key, long version, Row value) {}
 
     /**
-     * Metadata arrived for a version that only these replica datacenters have (K2's second
-     * phase names them when replication went on without one, §IV-A).
+     * Metadata arrived for a version that only these replica datacenters are known to have
+     * (K2's second phase names them when replication went on without one, §IV-A); empty:
+     * all of them.
      */
     default void replicasWithData(String key, long version, List<Integer> dcs) {}
 
@@ -335,7 +336,7 @@ public final class WriteTransactions {
       if (k.getHasValue()) {
         incomingWrites.put(new VKey(k.getKey(), r.getVersion()), k.getValue());
         host.incoming(k.getKey(), r.getVersion(), k.getValue());
-      } else if (r.getReplicaDcsWithDataCount() > 0) {
+      } else {
         host.replicasWithData(k.getKey(), r.getVersion(), r.getReplicaDcsWithDataList());
       }
     }

@@ -453,12 +453,23 @@ def _check_pacing(exp: dict) -> None:
         check_pacing(exp, cfg)
 
 
+# K2's failure detector ticks with its server (every 100 ms) and needs a few heartbeats per
+# fail-over timeout; a server stopped for a quarter of it must not be taken for the others'
+# silence.
+MIN_FAILOVER_TIMEOUT_MS = 300
+
+
 def _check_timeouts(exp: dict) -> None:
     """A remote read fails over after server.failover_timeout_ms, within the RPC timeout
     (clients.rpc_timeout_ms, which the servers get as --rpc-timeout-ms too): at or above it,
     the read times out before it can fail over."""
     for _, cfg in points(exp):
         failover, rpc = cfg["server"]["failover_timeout_ms"], cfg["clients"]["rpc_timeout_ms"]
+        if failover < MIN_FAILOVER_TIMEOUT_MS:
+            field = _swept_field(exp, cfg, ("server.failover_timeout_ms",), "server.failover_timeout_ms")
+            raise ConfigError(field, f"{failover} ms is too short to tell a dead datacenter from a slow one: servers "
+                              f"tick every 100 ms and send several heartbeats per fail-over timeout; use at least "
+                              f"{MIN_FAILOVER_TIMEOUT_MS} (and above the largest round trip of the topology)")
         if failover >= rpc:
             field = _swept_field(exp, cfg, ("server.failover_timeout_ms", "clients.rpc_timeout_ms"),
                                  "server.failover_timeout_ms")

@@ -232,3 +232,9 @@ def test_the_failover_timeout_must_be_below_the_rpc_timeout():
     assert e.field == "server.failover_timeout_ms" and "below 10000" in str(e)
     e = error({"sweep": {"clients.rpc_timeout_ms": [10000, 2000]}})
     assert e.field == "sweep.clients.rpc_timeout_ms=2000" and "the fail-over timeout (2000 ms)" in str(e)
+
+
+def test_the_failover_timeout_leaves_room_for_heartbeats():
+    resolve({"server": {"failover_timeout_ms": 300}})
+    e = error({"server": {"failover_timeout_ms": 299}})
+    assert e.field == "server.failover_timeout_ms" and "at least 300" in str(e) and "\n" not in str(e)

@@ -147,17 +147,10 @@ public final class K2Server extends ServerActor {
       @Override
       public void replicasWithData(String key, long version, List<Integer> dcs) {
         VKey k = new VKey(key, version);
-        if (dcs.isEmpty()) {
-          replicasWithData.remove(k); // every replica has it
-          return;
-        }
-        // Several senders (the origin, replicas carrying on) may each name those they know of.
         List<Integer> known = replicasWithData.get(k);
-        java.util.TreeSet<Integer> union = new java.util.TreeSet<>(dcs);
-        if (known != null) {
-          union.addAll(known);
+        if (known != null || !dcs.isEmpty()) {
+          replicasWithData.put(k, mergeReplicaLists(known, dcs));
         }
-        replicasWithData.put(k, List.copyOf(union));
       }
 
       @Override
@@ -176,18 +169,44 @@ public final class K2Server extends ServerActor {
       }
     }, options.rpcTimeoutMs());
     this.detector = new org.k2bench.core.server.FailureDetector(ep, topology, shard, Runnable::run,
-        options.failoverTimeoutMs(), System::currentTimeMillis, this::suspect, this::trust);
+        options.failoverTimeoutMs(), K2Server::monotonicMs, this::suspect, this::trust);
     double maxRtt = 0;
     for (int d = 0; d < topology.numDcs(); d++) {
       maxRtt = Math.max(maxRtt, topology.rttMs(dc, d));
     }
     // An origin sends its second phase within a fail-over timeout (plus a round trip) of
-    // this server's acknowledgement, unless its own thread is far behind; if it dies
+    // this server's acknowledgement, unless its own thread is that far behind; if it dies
     // before, the detector says so within another fail-over timeout (plus a round trip and
-    // a heartbeat interval). Kept at least as long as replicas keep superseded data.
-    this.carryOnWindowMs = Math.max(3 * options.failoverTimeoutMs() + 2 * (long) Math.ceil(maxRtt) + 1_000,
-        options.replicaRetentionMs());
+    // a heartbeat interval). Kept a little longer. (Not longer still: every suspicion of
+    // the origin sends all of them on again.)
+    this.carryOnWindowMs = 3 * options.failoverTimeoutMs() + 2 * (long) Math.ceil(maxRtt) + 1_000;
     start();
+  }
+
+  /** Milliseconds of a clock that never steps back (the failure detector's and carry-on's). */
+  static long monotonicMs() {
+    return System.nanoTime() / 1_000_000;
+  }
+
+  /** A replica list that says every replica datacenter has the version. */
+  static final List<Integer> ALL_REPLICAS = java.util.Collections.unmodifiableList(new ArrayList<>());
+
+  /**
+   * What is known of which replica datacenters have a version, after another sender (the
+   * origin, or a replica carrying it on) said {@code heard} (empty: all of them): the union
+   * of what each said, and once anyone said all, all.
+   *
+   * @param known what was known, or null for nothing
+   */
+  static List<Integer> mergeReplicaLists(List<Integer> known, List<Integer> heard) {
+    if (known == ALL_REPLICAS || heard.isEmpty()) {
+      return ALL_REPLICAS;
+    }
+    java.util.TreeSet<Integer> union = new java.util.TreeSet<>(heard);
+    if (known != null) {
+      union.addAll(known);
+    }
+    return List.copyOf(union);
   }
 
   /** Whether this server is a replica server of a key (one Placement, built once). */
@@ -324,7 +343,8 @@ public final class K2Server extends ServerActor {
    * some do not (asking one that lacks it is safe, only slower: it waits or fails over).
    */
   private int[] replicasToAsk(String key, long version) {
-    return askOrder(placement.replicasByDistance(dc, key), replicasWithData.get(new VKey(key, version)),
+    List<Integer> known = replicasWithData.get(new VKey(key, version));
+    return askOrder(placement.replicasByDistance(dc, key), known == ALL_REPLICAS ? null : known,
         detector::suspected);
   }
 
@@ -435,11 +455,12 @@ public final class K2Server extends ServerActor {
     super.tick();
     long now = System.currentTimeMillis();
     writes.expire(now);
-    detector.tick(now);
+    long mono = monotonicMs();
+    detector.tick(mono);
     // Counted from this server's own last stall as well: entries it kept while stopped
     // are still needed if the origin died meanwhile (its suspicion comes after the resume).
     while (!recentFirstPhases.isEmpty()
-        && now - Math.max(recentFirstPhases.peekFirst().atMs, detector.resumedMs()) > carryOnWindowMs) {
+        && mono - Math.max(recentFirstPhases.peekFirst().atMs, detector.resumedMs()) > carryOnWindowMs) {
       recentFirstPhaseVersions.remove(recentFirstPhases.removeFirst().r.getVersion());
     }
     if (waitingRemoteReads.isEmpty()) {
@@ -700,7 +721,7 @@ public final class K2Server extends ServerActor {
     if (!firstPhase || topology.dcOfServer(from) != r.getOriginDc() || !recentFirstPhaseVersions.add(r.getVersion())) {
       return;
     }
-    Received e = new Received(System.currentTimeMillis(), r);
+    Received e = new Received(monotonicMs(), r);
     recentFirstPhases.addLast(e);
     if (recentFirstPhases.size() > MAX_RECENT_FIRST_PHASES) {
       recentFirstPhaseVersions.remove(recentFirstPhases.removeFirst().r.getVersion());
@@ -781,6 +802,8 @@ public final class K2Server extends ServerActor {
     out.put("cache_evictions", cache.evictions());
     out.put("replicating", (long) replicating.values().stream().mapToInt(List::size).sum());
     out.put("suspected_dcs", (long) detector.suspectedCount());
+    out.put("dcs_never_answered", (long) detector.neverAnsweredCount());
+    out.put("detector_resumed_ms_ago", monotonicMs() - detector.resumedMs());
     out.put("recent_first_phases", (long) recentFirstPhases.size());
     out.put("waiting_remote_reads", (long) waitingRemoteReads.values().stream().mapToInt(List::size).sum());
     // The protocol's calls; heartbeats to a dead datacenter are always a few in flight.

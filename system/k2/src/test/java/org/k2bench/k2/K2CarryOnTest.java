@@ -37,53 +37,64 @@ import org.k2bench.k2.proto.ReadRequest;
  * everything that depends on it.
  */
 class K2CarryOnTest {
-  static final int[] OTHERS = {VA, CA, SP, LDN};
   static final long FAILOVER_MS = 1_000;
 
   /**
-   * TYO writes {@code participants} keys replicated at TYO and SG, one per shard (one
-   * participant each), and dies once SG has them: its second phase is on its way to the
-   * other datacenters, held on those links for 30 s, so nobody there hears of the write
-   * from TYO within the test. SG's heartbeats to TYO are unaffected: only the death makes
-   * SG suspect it. A session in SG reads the keys and writes y, which depends on them.
-   * Null if every write reached every survivor with nothing left pending; else what went
-   * wrong.
+   * {@code origin} writes one key per entry of {@code replicas} (that key's replica
+   * datacenters; one participant per key, or all on one shard), and dies once the replicas
+   * in {@code reached} have committed it: its messages to every other datacenter are held
+   * on those links for 30 s, so nobody there hears of the write from it within the test.
+   * The reached replicas' heartbeats to the origin are unaffected: only the death makes
+   * them suspect it. A session in {@code readerDc} reads the keys and writes y (replicated
+   * at {@code yReplicas}), which depends on them. Null if every write reached every
+   * survivor with nothing left pending; else what went wrong.
    */
-  static String originDiesBetweenItsTwoPhases(int participants) {
+  static String originDiesBetweenItsTwoPhases(int origin, int[][] replicas, int[] reached, boolean oneShard,
+      int readerDc, int[] yReplicas) {
     try (LocalCluster cluster = TestCluster.start(
         ServerOptions.defaults().withFailoverTimeoutMs(FAILOVER_MS).withRpcTimeoutMs(3_000))) {
       List<String> used = new ArrayList<>();
       List<String> xs = new ArrayList<>();
-      for (int shard = 0; shard < participants; shard++) {
-        xs.add(Clusters.key(cluster.placement(), "x", shard, new int[] {TYO, SG}, used));
+      java.util.Set<Integer> reachedDcs = new java.util.TreeSet<>();
+      for (int i = 0; i < replicas.length; i++) {
+        xs.add(Clusters.key(cluster.placement(), "x", oneShard ? 0 : i, replicas[i], used));
+        reachedDcs.add(reached[i]);
       }
-      String y = Clusters.key(cluster.placement(), "y", -1, new int[] {VA, CA}, used);
-      KvClient tyo = cluster.client(TYO);
-      for (int dc : OTHERS) {
-        cluster.transport().links().setExtraDelayMs(TYO, dc, 30_000);
+      String y = Clusters.key(cluster.placement(), "y", -1, yReplicas, used);
+      List<Integer> survivors = new ArrayList<>();
+      for (int dc = 0; dc < cluster.topology().numDcs(); dc++) {
+        if (dc != origin) {
+          survivors.add(dc);
+        }
+      }
+      KvClient writer = cluster.client(origin);
+      K2DeadReplicaTest.awaitEveryoneHeardFromEveryone(cluster); // past start-up
+      for (int dc : survivors) {
+        if (!reachedDcs.contains(dc)) {
+          cluster.transport().links().setExtraDelayMs(origin, dc, 30_000);
+        }
       }
       Map<String, Row> w = new LinkedHashMap<>();
       for (String x : xs) {
         w.put(x, row("x1"));
       }
-      long vx = participants == 1 ? tyo.write(xs.get(0), row("x1")).version() : tyo.writeTxn(w).version();
-      for (String x : xs) {
-        String atSg = awaitVersion(cluster, SG, x, vx, 5_000);
-        if (atSg != null) {
-          return atSg;
+      long vx = xs.size() == 1 ? writer.write(xs.get(0), row("x1")).version() : writer.writeTxn(w).version();
+      for (int i = 0; i < xs.size(); i++) {
+        String atReplica = awaitVersion(cluster, reached[i], xs.get(i), vx, 5_000);
+        if (atReplica != null) {
+          return atReplica;
         }
       }
       for (int shard = 0; shard < cluster.topology().serversPerDc(); shard++) {
-        cluster.server(TYO, shard).close();
+        cluster.server(origin, shard).close();
       }
 
-      KvClient sg = cluster.client(SG);
+      KvClient reader = cluster.client(readerDc);
       for (String x : xs) {
-        Clusters.awaitValue(sg, x, "x1", 5_000); // a session in SG reads x ...
+        Clusters.awaitValue(reader, x, "x1", 5_000); // a session reads x ...
       }
-      long vy = sg.write(y, row("y1")).version(); // ... and writes y, which depends on it
-
-      for (int dc : OTHERS) {
+      long vy = reader.write(y, row("y1")).version(); // ... and writes y, which depends on it
+      for (int dc : survivors) {
         String missing = awaitVersion(cluster, dc, y, vy, 8_000);
         if (missing != null) {
           return missing;
@@ -94,13 +105,14 @@ class K2CarryOnTest {
           }
         }
       }
+      int otherReader = survivors.stream().filter(d -> d != readerDc).findFirst().orElseThrow();
       for (String x : xs) {
-        ReadResult r = Clusters.awaitValue(cluster.client(CA), x, "x1", 5_000);
-        assertEquals(1, r.wanRounds(), "CA reads " + x + " from SG, the replica that carried it on: " + r);
+        ReadResult r = Clusters.awaitValue(cluster.client(otherReader), x, "x1", 5_000);
+        assertTrue(r.wanRounds() <= 1, "dc " + otherReader + " reads " + x + " from a live replica: " + r);
       }
 
       long deadline = System.currentTimeMillis() + 5_000;
-      for (int dc : new int[] {VA, CA, SP, LDN, SG}) {
+      for (int dc : survivors) {
         for (String gauge : List.of("pending_replicated_txns", "incoming_writes")) {
           while (cluster.stat(dc, gauge) != 0) {
             if (System.currentTimeMillis() > deadline) {
@@ -110,24 +122,38 @@ class K2CarryOnTest {
           }
         }
       }
-      assertEquals(participants, cluster.stat(SG, "replication_carried_on"), "each participant's part, once");
+      long carried = 0;
+      for (int dc : survivors) {
+        carried += cluster.stat(dc, "replication_carried_on");
+      }
+      long parts = oneShard ? reachedDcs.size() : replicas.length;
+      assertEquals(parts, carried, "each replica carried on its part of each participant's sub-request, once");
       return null;
     }
   }
 
   @Test
   void aReplicaFinishesTheReplicationOfAnOriginThatDiedMidway() {
-    assertNull(originDiesBetweenItsTwoPhases(1));
+    assertNull(originDiesBetweenItsTwoPhases(TYO, new int[][] {{TYO, SG}}, new int[] {SG}, true, SG, new int[] {VA, CA}));
   }
 
   @Test
   void aTransactionOfTwoParticipantsReachesEveryoneOnlyThroughItsReplica() {
-    assertNull(originDiesBetweenItsTwoPhases(2));
+    assertNull(originDiesBetweenItsTwoPhases(TYO, new int[][] {{TYO, SG}, {TYO, SG}}, new int[] {SG, SG}, false, SG,
+        new int[] {VA, CA}));
+  }
+
+  /** VA writes keys it does not replicate, on one shard: SG and LDN each carry on their half. */
+  @Test
+  void twoReplicasEachCarryOnTheirHalfOfOneSubRequest() {
+    assertNull(originDiesBetweenItsTwoPhases(VA, new int[][] {{TYO, SG}, {SP, LDN}}, new int[] {SG, LDN}, true, SG,
+        new int[] {TYO, SG}));
   }
 
   @Test
   void withoutItTheDependentWriteNeverBecomesVisibleElsewhere() {
-    String seen = Mutants.runWith(Mutants.REPLICATION_NOT_CARRIED_ON, () -> originDiesBetweenItsTwoPhases(1));
+    String seen = Mutants.runWith(Mutants.REPLICATION_NOT_CARRIED_ON, () -> originDiesBetweenItsTwoPhases(TYO,
+        new int[][] {{TYO, SG}}, new int[] {SG}, true, SG, new int[] {VA, CA}));
     assertTrue(seen != null && seen.contains("never became visible"), seen);
   }
 

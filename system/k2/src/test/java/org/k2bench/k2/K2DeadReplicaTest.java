@@ -47,8 +47,21 @@ class K2DeadReplicaTest {
   @BeforeEach
   void start() {
     cluster = TestCluster.start(ServerOptions.defaults().withFailoverTimeoutMs(300).withRpcTimeoutMs(RPC_TIMEOUT_MS));
+    awaitEveryoneHeardFromEveryone(cluster); // TYO dies after start-up
     for (int shard = 0; shard < cluster.topology().serversPerDc(); shard++) {
       cluster.server(TYO, shard).close(); // TYO is dead for the whole test
+    }
+  }
+
+  /**
+   * Waits until every server has had an answer from every other datacenter (a connection
+   * made while a peer was not listening yet retries after gRPC's back-off, about a second).
+   */
+  static void awaitEveryoneHeardFromEveryone(LocalCluster cluster) {
+    long deadline = System.currentTimeMillis() + 15_000;
+    while (cluster.stat(-1, "dcs_never_answered") != 0) {
+      assertTrue(System.currentTimeMillis() < deadline, "every server heard from every datacenter");
+      Clusters.sleep(20);
     }
   }
 

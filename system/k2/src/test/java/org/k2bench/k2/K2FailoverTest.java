@@ -121,6 +121,20 @@ class K2FailoverTest {
     assertArrayEquals(new int[] {VA, TYO, SG}, K2Server.askOrder(byDistance, List.of(TYO, VA), d -> d == TYO));
   }
 
+  /**
+   * What a reader knows of which replica datacenters have a version, as senders tell it
+   * (the origin's second phase, replicas carrying on): the union, and once anyone said
+   * every replica has it (an empty list), all of them, whatever comes after.
+   */
+  @Test
+  void replicaListsFromSeveralSendersMergeAndAllAbsorbs() {
+    assertEquals(List.of(SG), K2Server.mergeReplicaLists(null, List.of(SG)));
+    assertEquals(List.of(VA, SG), K2Server.mergeReplicaLists(List.of(SG), List.of(VA)));
+    assertTrue(K2Server.mergeReplicaLists(List.of(SG), List.of()) == K2Server.ALL_REPLICAS);
+    assertTrue(K2Server.mergeReplicaLists(K2Server.ALL_REPLICAS, List.of(SG)) == K2Server.ALL_REPLICAS,
+        "a carried-on [SG] after the origin said all keeps all");
+  }
+
   static void awaitStat(LocalCluster cluster, int dc, String stat, long expected, String what) {
     long deadline = System.currentTimeMillis() + 10_000;
     while (cluster.stat(dc, stat) != expected) {

@@ -16,8 +16,9 @@ import org.k2bench.core.transport.Endpoint;
  * heartbeat has gone unanswered for {@code timeoutMs} plus the link's round-trip time
  * (dead, paused, or cut off by a partition), and trusted again once a heartbeat sent
  * within that time is answered. A datacenter that has not answered once yet is given
- * {@link #STARTUP_TIMEOUTS} times as long: processes start one by one, and a cold JVM on a
- * busy machine can take seconds before it answers anything.
+ * {@link #STARTUP_TIMEOUTS} times as long, and at least {@link #STARTUP_FLOOR_MS}:
+ * processes start one by one, and a cold JVM on a busy machine can take seconds before it
+ * answers anything.
  *
  * <p>The K2 paper leaves failure detection open (§VI-A: replication "can proceed if at
  * least one replica datacenter of each key in those writes is available", and non-replica
@@ -36,6 +37,14 @@ public final class FailureDetector {
   private static final long NONE = -1;
   /** How many timeouts a datacenter that never answered may take (start-up). */
   public static final int STARTUP_TIMEOUTS = 5;
+  /** The least a datacenter that never answered may take (start-up). */
+  public static final long STARTUP_FLOOR_MS = 10_000;
+  /**
+   * A gap between two ticks longer than this (or half the timeout, if longer) means this
+   * server's process was stopped: well above the server's 100 ms tick, so a busy protocol
+   * thread that runs its ticks late is not taken for a stop.
+   */
+  public static final long MIN_STALL_MS = 250;
   private final Endpoint ep;
   private final Topology topology;
   private final int shard;
@@ -68,7 +77,7 @@ public final class FailureDetector {
    *     transport thread that took them; tests hold them back)
    * @param timeoutMs how long a datacenter may leave a heartbeat unanswered, beyond the
    *     link's round trip, before it is suspected (the fail-over timeout)
-   * @param clock wall time in ms, the same that {@link #tick} is given
+   * @param clock a monotonic time in ms (never stepped back), the same that {@link #tick} is given
    * @param onSuspect called in {@link #tick} with a datacenter that became suspected
    * @param onTrust called in {@link #tick} with a suspected datacenter that answered
    */
@@ -82,7 +91,9 @@ public final class FailureDetector {
     this.timeoutMs = timeoutMs;
     // Several heartbeats per timeout, so one delayed by jitter does not raise a suspicion.
     this.intervalMs = Math.max(20, timeoutMs / 4);
-    this.stallMs = Math.max(2 * intervalMs, Math.min(500, timeoutMs / 2));
+    // A stop of P ms can raise a false suspicion only if P > 3/4 of the timeout (the oldest
+    // unanswered heartbeat is at most an interval old when it starts).
+    this.stallMs = Math.max(MIN_STALL_MS, timeoutMs / 2);
     this.lastAnsweredSendMs = new AtomicLongArray(topology.numDcs());
     this.unansweredSinceMs = new AtomicLongArray(topology.numDcs());
     this.answeredOnce = new java.util.concurrent.atomic.AtomicIntegerArray(topology.numDcs());
@@ -120,7 +131,7 @@ public final class FailureDetector {
       long allowance = allowanceMs(d);
       if (!suspected[d]) {
         long since = unansweredSinceMs.get(d);
-        long silence = answeredOnce.get(d) == 1 ? allowance : STARTUP_TIMEOUTS * allowance;
+        long silence = answeredOnce.get(d) == 1 ? allowance : Math.max(STARTUP_FLOOR_MS, STARTUP_TIMEOUTS * allowance);
         if (since != NONE && nowMs - Math.max(since, resumedMs) > silence) {
           suspected[d] = true;
           onSuspect.accept(d);
@@ -135,11 +146,13 @@ public final class FailureDetector {
   }
 
   private void ping(int d, long sentMs) {
-    CompletableFuture<Long> f = ep.ping(topology.serverId(d, shard), 0);
+    // Counted before it is sent: its answer may be recorded (on the transport's thread)
+    // before ping() returns.
     outstanding.incrementAndGet();
     unansweredSinceMs.compareAndSet(d, NONE, sentMs);
+    CompletableFuture<Long> f = ep.ping(topology.serverId(d, shard), 0);
     // A call nobody answers is forgotten after this (bounded pending calls to a dead node).
-    f.orTimeout(2 * timeoutMs, TimeUnit.MILLISECONDS);
+    f.orTimeout(2 * allowanceMs(d), TimeUnit.MILLISECONDS);
     f.whenComplete((rtt, err) -> outstanding.decrementAndGet());
     f.whenCompleteAsync((rtt, err) -> {
       if (err == null) {
@@ -174,6 +187,15 @@ public final class FailureDetector {
     int n = 0;
     for (boolean s : suspected) {
       n += s ? 1 : 0;
+    }
+    return n;
+  }
+
+  /** How many other datacenters have not answered a heartbeat yet. */
+  public int neverAnsweredCount() {
+    int n = 0;
+    for (int d = 0; d < topology.numDcs(); d++) {
+      n += d != ep.dc() && answeredOnce.get(d) == 0 ? 1 : 0;
     }
     return n;
   }

@@ -23,7 +23,9 @@ import org.k2bench.core.transport.proto.Pong;
  * arrives through an {@link InChannel}, which applies the emulated WAN delay and keeps the
  * channel FIFO. Incoming requests and
  * reply completions run on the node's {@code inbox} executor in arrival order; servers give
- * a single-threaded inbox so protocol code needs no locks. The Lamport clock advances on
+ * a single-threaded inbox so protocol code needs no locks. Pings are the exception: they
+ * are answered, and their answers taken, on the transport's own threads (see
+ * {@link #ping}). The Lamport clock advances on
  * every send and receive here, below the protocols.
  */
 public final class Endpoint implements AutoCloseable {
@@ -110,7 +112,13 @@ public final class Endpoint implements AutoCloseable {
     return out;
   }
 
-  /** Measures the emulated round trip to {@code to} in nanoseconds (answered by the transport). */
+  /**
+   * Measures the emulated round trip to {@code to} in nanoseconds. Answered by the other
+   * node's transport and completed by this one's, never on either inbox, so it measures
+   * the link and the other process, not a busy protocol thread; the returned future may
+   * therefore complete on a transport thread, ahead of earlier replies: keep what depends
+   * on it short.
+   */
   public CompletableFuture<Long> ping(int to, int paddingBytes) {
     long start = System.nanoTime();
     Ping p = Ping.newBuilder().setSentNanos(start)

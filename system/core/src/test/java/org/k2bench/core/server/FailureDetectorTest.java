@@ -88,10 +88,10 @@ class FailureDetectorTest {
     detector.tick(ms);
   }
 
-  /** Ticks every 50 ms of fake time up to {@code ms}, as the server's periodic tick does. */
+  /** Ticks every 100 ms of fake time up to {@code ms}, as the server's periodic tick does. */
   void advanceTo(long ms) {
-    while (now.get() + 50 <= ms) {
-      tickAt(now.get() + 50);
+    while (now.get() + 100 <= ms) {
+      tickAt(now.get() + 100);
     }
     if (now.get() < ms) {
       tickAt(ms);
@@ -145,9 +145,10 @@ class FailureDetectorTest {
   void aDatacenterThatNeverAnsweredIsGivenTheStartUpAllowance() {
     long t = now.get();
     tickAt(t); // nobody has answered yet, and these answers are held back
-    advanceTo(t + FailureDetector.STARTUP_TIMEOUTS * allowance);
+    long startup = Math.max(FailureDetector.STARTUP_FLOOR_MS, FailureDetector.STARTUP_TIMEOUTS * allowance);
+    advanceTo(t + startup);
     assertFalse(detector.suspected(CA), "a process may still be starting");
-    advanceTo(t + FailureDetector.STARTUP_TIMEOUTS * allowance + 1);
+    advanceTo(t + startup + 1);
     assertTrue(detector.suspected(CA), "dead from the start");
   }
 
@@ -162,7 +163,7 @@ class FailureDetectorTest {
     assertEquals(List.of(), events, "a heartbeat unanswered while this server itself was stopped");
     settle();
     while (now.get() < t + 100 + 5_000 + allowance + 100) { // running normally again
-      advanceTo(now.get() + 50);
+      advanceTo(now.get() + 100);
       settle();
     }
     assertEquals(List.of(), events);

@@ -87,7 +87,7 @@ def test_hot_keys_without_faults_wait_for_nothing_and_large_latencies_are_explai
     assert c["violations"]["count"] == 0, c["violations"]["listed"][:3]
     ops = [json.loads(ln) for p in (rundir / "k2" / "clients").glob("history-client-*.jsonl")
            for ln in p.read_text().splitlines() if ln.strip()]
-    assert len(ops) > 1000
+    assert len(ops) > 800
     slowest = max(ops, key=lambda o: o["t1"] - o["t0"])
     assert slowest["t1"] - slowest["t0"] < 4000, slowest  # the transaction timeout is 5 s
     # A saturated machine is not a failure: no server suspected another datacenter (that
@@ -115,6 +115,10 @@ def test_the_correct_systems_pass_the_races(jar, tmp_path):
 def test_every_mutant_is_caught(jar, tmp_path, mutant):
     system, expected, fixture = MUTANTS[mutant]
     exp = yaml.safe_load(fixture.read_text()) | {"systems": [system], "testing": {"mutant": mutant}}
+    if fixture == STRESS:
+        # These show dozens to hundreds of anomalies in the stress run's 14 s; 8 s is plenty
+        # (and keeps make test short). The latency spike still falls inside it.
+        exp["duration"] = exp["duration"] | {"measure_s": 8}
     f = tmp_path / f"mutant-{mutant}.yaml"
     f.write_text(yaml.safe_dump(exp))
     rundir, out = run(tmp_path / "runs", f)

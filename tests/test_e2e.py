@@ -164,6 +164,7 @@ def test_resume_skips_completed_points(jar, tmp_path):
     exp = yaml.safe_load(TINY.read_text())
     exp["systems"] = ["k2"]
     exp["sweep"] = {"workload.zipf": [0.9, 1.4]}
+    exp["duration"] = {"warmup_s": 0.5, "measure_s": 1, "cooldown_s": 0.5}  # what is kept matters, not how much
     f = tmp_path / "sweep.yaml"
     f.write_text(yaml.safe_dump(exp))
     runs = tmp_path / "runs"

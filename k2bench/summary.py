@@ -180,14 +180,17 @@ def schedule_lag(intervals: list[Interval], window: tuple[float, float]) -> dict
 SCHEDULE_WARNING = "clients ran behind their schedule"
 
 
-def schedule_warning(lag: dict | None, interval_ms: float | None) -> str | None:
+def schedule_warning(lag: dict | None, interval_ms: float | None, faults: bool = False) -> str | None:
     """A warning when the schedule lag p99 exceeds the time between two operations of one
-    client thread: latency counts from the intended start, so it then includes queueing."""
+    client thread: latency counts from the intended start, so it then includes queueing.
+    With faults in the trial, operations blocked by them are the first suspect."""
     if not lag or not lag.get("count") or interval_ms is None or lag["p99"] <= interval_ms:
         return None
+    causes = "the machine could not sustain the target rate, or duration.warmup_s is too short for the start-up"
+    if faults:
+        causes = "operations blocked by the faults held their threads back; or " + causes
     return (f"{SCHEDULE_WARNING}: schedule lag p99 {lag['p99']:.0f} ms > the {interval_ms:.0f} ms between a "
-            f"thread's operations; latencies include queueing behind earlier operations (the machine could not "
-            f"sustain the target rate, or duration.warmup_s is too short for the start-up)")
+            f"thread's operations; latencies include queueing behind earlier operations ({causes})")
 
 
 PENDING_GAUGES = ("pending_replicated_txns", "incoming_writes", "replicating", "waiting_remote_reads")
@@ -259,5 +262,6 @@ def summarize(logs: dict[str, list[pathlib.Path]], *, system: str, experiment: s
     summary["replication_lag_ms"] = replication_lag(server_intervals, window_ms, after_ms)
     origin = origin_ms if origin_ms is not None else window_ms[0]
     summary["timeseries"] = timeseries(everything, origin) | {"origin_ms": origin}
-    summary["warnings"] = [w for w in [schedule_warning(summary["schedule_lag_ms"], pacing_interval_ms)] if w]
+    summary["warnings"] = [w for w in [schedule_warning(summary["schedule_lag_ms"], pacing_interval_ms,
+                                                         faults=after_ms is not None)] if w]
     return summary

@@ -250,3 +250,12 @@ def test_summarize_rederives_the_new_fields_of_an_old_run(tmp_path):
     assert new["schedule_lag_ms"]["interval_ms"] == pytest.approx(1000 * 4 / 12, abs=1e-3)  # 4 threads, 12 ops/s
     assert new["replication_pending_at_end"]["total"] == 0 and len(new["replication_pending_at_end"]["by_dc"]) == 6
     assert new["cache"] == old["cache"] and new["ops"] == old["ops"]
+
+
+def test_with_faults_the_schedule_warning_names_them_first(paced_logs):
+    s = S.summarize(paced_logs, system="k2", experiment="t", window_ms=WIN, pacing_interval_ms=200.0,
+                    after_ms=WIN[0])
+    [w] = s["warnings"]
+    assert "(operations blocked by the faults held their threads back; or the machine could not" in w
+    plain = S.summarize(paced_logs, system="k2", experiment="t", window_ms=WIN, pacing_interval_ms=200.0)
+    assert "faults" not in plain["warnings"][0]

@@ -120,9 +120,11 @@ def test_ec2_one_aws_provider_every_regional_block_names_its_region(ec2):
     for kind, rtype, name, body in blocks:
         where = f"{kind} {rtype}.{name}"
         if (kind, rtype) == ("data", "aws_pricing_product"):
-            # The Price List API's endpoint; the region priced is a filter (regionCode).
+            # Global to the provider (no `region`): asked through the provider's region,
+            # us-east-1, where the Price List API answers; the region priced is a filter.
             assert body["for_each"] == "${var.price_estimate ? var.datacenters : {}}", where
-            assert body["region"] == "us-east-1", where
+            assert "region" not in body, where
+            assert ec2["provider"]["aws"]["region"] == "us-east-1"
             continue
         assert body.get("for_each") in REGION_OF, where
         assert body.get("region") == REGION_OF[body["for_each"]], where

@@ -30,11 +30,12 @@ data "aws_ec2_instance_type" "this" {
 }
 
 # The on-demand Linux price of instance_type in each datacenter's region. The Price List
-# API answers in us-east-1 only (and two other regions), whatever region it prices; the
-# filters select exactly one product, as this data source requires.
+# is a global service to the provider (no `region` here): it is asked through the
+# provider's region, us-east-1, one of the few where its API answers, whatever region it
+# prices (regionCode below). The filters select exactly one product, as this data source
+# requires.
 data "aws_pricing_product" "instance" {
   for_each = var.price_estimate ? var.datacenters : {}
-  region   = "us-east-1" # the Price List API endpoint, not the region priced (regionCode below)
 
   service_code = "AmazonEC2"
 

@@ -85,7 +85,7 @@ variable "servers_per_dc" {
 }
 
 variable "clients_per_dc" {
-  description = "Client machines per datacenter, one YCSB process each; the orchestrator splits a datacenter's threads and target over them. 2 carries every shipped workload (at most 48 threads per datacenter) and keeps the default cluster (6 x 4 machines) inside AWS's default quotas: 51 of 60 security-group rules, 4 x 8 = 32 vCPUs per region."
+  description = "Client machines per datacenter, one YCSB process each; the orchestrator splits a datacenter's threads and target over them. 2 carries every shipped workload (at most 48 threads per datacenter) and keeps the default cluster (6 x 4 machines) small: 51 inbound rules per security group (AWS's default quota is 60) and 4 x 8 = 32 vCPUs per region; plan checks both against your quotas."
   type        = number
   default     = 2
 

@@ -185,8 +185,11 @@ def render(statuses: list[RegionStatus], experiment_id: str | None, where: str) 
     if live:
         lines.append(f"Total: {len(live)} instances, {len(billing)} of them billed by the hour "
                      f"(experiments: {', '.join(experiments)}).")
-        lines.append("Remove them: make ec2-down (with the state); without it, per region: "
-                     "aws ec2 terminate-instances --region REGION --instance-ids ID ...")
+        lines.append("Remove them: make ec2-down (with the state); without it:")
+        for s in statuses:
+            if s.instances:
+                ids = " ".join(i.id for i in s.instances)
+                lines.append(f"  aws ec2 terminate-instances --region {s.region} --instance-ids {ids}")
     else:
         lines.append("Total: no k2bench instances.")
     failed = [s.region for s in statuses if s.error]

@@ -94,7 +94,8 @@ def test_instances_and_leftover_vpcs_by_region():
     assert lines[6] == "sa-east-1 (SP): no instances"
     assert "k2b-old" in lines[7] and "vpc-9" in lines[7]
     assert lines[8] == "Total: 3 instances, 3 of them billed by the hour (experiments: k2b-demo)."
-    assert "aws ec2 terminate-instances" in lines[9]
+    assert lines[9] == "Remove them: make ec2-down (with the state); without it:"
+    assert lines[10:] == ["  aws ec2 terminate-instances --region us-east-1 --instance-ids i-1 i-2 i-3"]
 
 
 def test_one_experiment_only_filters_by_its_tag():

@@ -13,7 +13,7 @@ SOURCES := $(shell find system -name '*.java' -o -name '*.proto' -o -name 'pom.x
 RUN_STAMP = $(shell date -u +%Y%m%dT%H%M%SZ)
 
 .PHONY: help test test-java test-python deploy-test build venv local-run analyze bench-emulation bench-throughput \
-	ec2-up ec2-run ec2-down emulab-up emulab-run emulab-down clean
+	ec2-up ec2-run ec2-down ec2-status emulab-up emulab-run emulab-down clean
 
 help:
 	@echo "make local-run        run workloads/default.yaml on this machine (EXPERIMENT=<name> for another)"
@@ -23,7 +23,8 @@ help:
 	@echo "make bench-throughput peak throughput per core of every system vs an echo RPC ceiling"
 	@echo "make build            build system/launcher/target/k2bench.jar"
 	@echo "make deploy-test      the remote path on 3 local test hosts: Ansible site.yml + smoke via Fabric (root)"
-	@echo "make ec2-up / ec2-run / ec2-down        six AWS regions (terraform/ec2; EXPERIMENT=<name>)"
+	@echo "make ec2-up / ec2-run / ec2-down        six AWS regions (terraform/ec2; EXPERIMENT=<name>, SERVERS_PER_DC=4 for paper scale)"
+	@echo "make ec2-status       what k2bench runs on EC2 in each region, found by tags (no Terraform state needed)"
 	@echo "make emulab-up / emulab-run / emulab-down   an Emulab experiment with tc latency (terraform/emulab)"
 
 test: test-java test-python
@@ -86,20 +87,36 @@ TF_EC2 := terraform -chdir=terraform/ec2
 TF_EMULAB := terraform -chdir=terraform/emulab
 EXPERIMENT_REMOTE = $(if $(filter command line environment,$(origin EXPERIMENT)),$(EXPERIMENT),default)
 
+# Servers per datacenter of the cluster: empty keeps Terraform's default (2, as every
+# shipped experiment); SERVERS_PER_DC=4 is the paper's scale, for ec2-up and ec2-run alike.
+SERVERS_PER_DC ?=
+SERVERS_FLAG = $(if $(strip $(SERVERS_PER_DC)),--servers-per-dc $(strip $(SERVERS_PER_DC)))
+ifneq ($(strip $(SERVERS_PER_DC)),)
+ec2-up ec2-down: export TF_VAR_servers_per_dc := $(strip $(SERVERS_PER_DC))
+endif
+
+# Plan checks the quotas before anything is created; after apply, the price per hour and
+# the deadline at which every instance terminates itself.
 ec2-up:
 	@$(PYTHON) terraform/check_env.py ec2
 	$(TF_EC2) init -input=false
 	$(TF_EC2) apply -input=false
+	@echo
+	@$(TF_EC2) output -raw summary
+	@echo
 
 ec2-run:
 	@$(PYTHON) terraform/check_env.py ec2 --inventory
 	@$(MAKE) --no-print-directory build venv
-	$(VENV)/bin/k2bench deploy --inventory terraform/ec2/inventory.json
-	$(VENV)/bin/k2bench run $(EXPERIMENT_REMOTE) --inventory terraform/ec2/inventory.json
+	$(VENV)/bin/k2bench deploy --inventory terraform/ec2/inventory.json $(SERVERS_FLAG)
+	$(VENV)/bin/k2bench run $(EXPERIMENT_REMOTE) --inventory terraform/ec2/inventory.json $(SERVERS_FLAG)
 
 ec2-down:
 	@$(PYTHON) terraform/check_env.py ec2
 	$(TF_EC2) destroy -input=false
+
+ec2-status: $(VENV)/.installed
+	@$(VENV)/bin/python terraform/ec2_status.py
 
 emulab-up:
 	@$(PYTHON) terraform/check_env.py emulab

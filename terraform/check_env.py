@@ -6,7 +6,8 @@
 
 Exit 0 when all is there; otherwise exit 2 with one line naming what is missing and how
 to provide it, so a make target stops before Terraform asks interactively or fails
-halfway. Standard library only.
+halfway. Without --inventory (the targets that run Terraform), Terraform itself must be
+on PATH. Standard library only.
 
 A variable counts as given when TF_VAR_<name> is set and non-empty, or when
 terraform/<target>/terraform.tfvars assigns it (`name = "value"`).
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import sys
 from pathlib import Path
 
@@ -86,6 +88,8 @@ def main(argv: list[str]) -> int:
     found = problems(argv[0], dict(os.environ), Path.home())
     if want_inventory and not (HERE / argv[0] / "inventory.json").is_file():
         found.append(f"terraform/{argv[0]}/inventory.json: create the machines first with `make {argv[0]}-up`")
+    if not want_inventory and shutil.which("terraform") is None:
+        found.append("terraform: not on PATH: install Terraform 1.5 or newer")
     if found:
         print(f"check_env: {argv[0]}: missing " + " | ".join(found), file=sys.stderr)
         return 2

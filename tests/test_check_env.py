@@ -24,13 +24,33 @@ def tree(tmp_path):
     return tmp_path
 
 
-def check(tree, target, *flags, **env):
-    # Only what the test gives: no AWS_*, TF_VAR_* or HOME leak in from this machine.
+def fake_terraform(directory, record):
+    """An executable `terraform` in `directory` that appends its arguments and
+    TF_VAR_servers_per_dc to `record`, and prints SUMMARY for `output -raw summary`."""
+    directory.mkdir(parents=True, exist_ok=True)
+    script = directory / "terraform"
+    script.write_text(f"""#!/bin/sh
+echo "$* servers_per_dc=${{TF_VAR_servers_per_dc-unset}}" >> {record}
+case "$*" in *"output -raw summary"*) echo SUMMARY ;; esac
+""")
+    script.chmod(0o755)
+    return directory
+
+
+def clean_env(tree, **env):
+    # Only what the test gives: no AWS_*, TF_VAR_* or HOME leak in from this machine; a
+    # stand-in terraform first on PATH.
     clean = {k: v for k, v in os.environ.items()
-             if not k.startswith(("AWS_", "TF_VAR_")) and k != "HOME"}
-    clean.update(HOME=str(tree / "home"), **env)
+             if not k.startswith(("AWS_", "TF_VAR_")) and k not in ("HOME", "SERVERS_PER_DC", "MAKEFLAGS", "MFLAGS")}
+    bin_dir = fake_terraform(tree / "bin", tree / "terraform.calls")
+    clean.update(HOME=str(tree / "home"), PATH=f"{bin_dir}:{os.environ['PATH']}", AWS_EC2_METADATA_DISABLED="true")
+    clean.update(env)
+    return clean
+
+
+def check(tree, target, *flags, **env):
     return subprocess.run([sys.executable, str(tree / "terraform" / "check_env.py"), target, *flags],
-                          capture_output=True, text=True, env=clean, timeout=30)
+                          capture_output=True, text=True, env=clean_env(tree, **env), timeout=30)
 
 
 def one_line(r):
@@ -124,3 +144,66 @@ def test_run_targets_also_need_the_inventory(tree):
     assert check(tree, "ec2").returncode == 0
     err = one_line(check(tree, "ec2", "--inventory"))
     assert "make ec2-up" in err
+
+
+def test_terraform_must_be_on_path_for_the_targets_that_run_it(tree):
+    env = dict(EC2_VARS, AWS_PROFILE="k2bench")
+    no_terraform = tree / "empty-bin"
+    no_terraform.mkdir()
+    path = f"{no_terraform}:{pathlib.Path(sys.executable).parent}"
+    err = one_line(check(tree, "ec2", PATH=path, **env))
+    assert err == "check_env: ec2: missing terraform: not on PATH: install Terraform 1.5 or newer\n"
+    # ec2-run only reads the inventory: no Terraform needed there.
+    (tree / "terraform" / "ec2" / "inventory.json").write_text("{}")
+    assert check(tree, "ec2", "--inventory", PATH=path, **env).returncode == 0
+
+
+# ---- the Makefile's ec2 targets, with a stand-in terraform -------------------------------
+
+
+def make(tree, *args, **env):
+    return subprocess.run(["make", "--no-print-directory", "-s", "-C", str(ROOT), *args],
+                          capture_output=True, text=True, env=clean_env(tree, **env), timeout=60)
+
+
+def calls(tree):
+    record = tree / "terraform.calls"
+    return record.read_text().splitlines() if record.exists() else []
+
+
+def test_make_ec2_up_without_credentials_stops_before_terraform(tree):
+    r = make(tree, "ec2-up", **EC2_VARS)
+    assert r.returncode != 0
+    assert r.stdout == ""
+    (line,) = [x for x in r.stderr.splitlines() if not x.startswith("make")]
+    assert line.startswith("check_env: ec2: missing AWS credentials:")
+    assert calls(tree) == []  # nothing planned, nothing created
+
+
+@pytest.mark.parametrize("servers, exported", [(None, "unset"), ("4", "4")])
+def test_make_ec2_up_passes_servers_per_dc_and_prints_the_summary(tree, servers, exported):
+    args = ["ec2-up"] + ([f"SERVERS_PER_DC={servers}"] if servers else [])
+    r = make(tree, *args, AWS_PROFILE="k2bench", **EC2_VARS)
+    assert r.returncode == 0, r.stderr
+    assert calls(tree) == [f"-chdir=terraform/ec2 init -input=false servers_per_dc={exported}",
+                           f"-chdir=terraform/ec2 apply -input=false servers_per_dc={exported}",
+                           f"-chdir=terraform/ec2 output -raw summary servers_per_dc={exported}"]
+    assert r.stdout.strip().endswith("SUMMARY")
+
+
+def test_make_ec2_run_passes_servers_per_dc_to_deploy_and_run(tree):
+    r = make(tree, "-n", "-o", ".venv/.installed", "-o", "system/launcher/target/k2bench.jar",
+             "ec2-run", "SERVERS_PER_DC=4", "EXPERIMENT=smoke")
+    assert r.returncode == 0, r.stderr
+    lines = [x.strip() for x in r.stdout.splitlines()]
+    assert ".venv/bin/k2bench deploy --inventory terraform/ec2/inventory.json --servers-per-dc 4" in lines
+    assert ".venv/bin/k2bench run smoke --inventory terraform/ec2/inventory.json --servers-per-dc 4" in lines
+    r = make(tree, "-n", "-o", ".venv/.installed", "-o", "system/launcher/target/k2bench.jar", "ec2-run")
+    assert ".venv/bin/k2bench run default --inventory terraform/ec2/inventory.json" in \
+        [x.strip() for x in r.stdout.splitlines()]
+
+
+def test_make_ec2_status_runs_the_status_script(tree):
+    r = make(tree, "-n", "-o", ".venv/.installed", "ec2-status")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == ".venv/bin/python terraform/ec2_status.py"

@@ -6,6 +6,7 @@ running Terraform itself on the parts that need no provider: the variables' vali
 and the inventory module. `terraform init && validate` is attempted and skipped, saying
 why, when the providers cannot be fetched.
 """
+import datetime
 import json
 import os
 import pathlib
@@ -100,23 +101,39 @@ def test_ec2_datacenters_are_the_six_regions_of_the_spec(ec2):
     assert ec2["variable"]["datacenters"]["default"] == SPEC_REGIONS
 
 
+# for_each of a regional block => the region it must name.
+REGION_OF = {
+    "${var.datacenters}": "${each.value}",
+    "${var.security_group_rule_quota == null ? var.datacenters : {}}": "${each.value}",
+    "${var.vcpu_quota == null && local.standard_instance_family ? var.datacenters : {}}": "${each.value}",
+    "${local.hosts}": "${each.value.region}",
+    "${local.prefix_lists}": "${each.value.region}",
+}
+
+
 def test_ec2_one_aws_provider_every_regional_block_names_its_region(ec2):
     # AWS provider 6: a resource's own `region`; no aliases, so for_each covers the regions.
     assert "alias" not in ec2["provider"]["aws"]
     blocks = [(kind, t, n, body) for kind in ("resource", "data") for t, named in ec2[kind].items()
               if t.startswith("aws_") for n, body in named.items()]
-    assert len(blocks) >= 15
+    assert len(blocks) >= 19
     for kind, rtype, name, body in blocks:
         where = f"{kind} {rtype}.{name}"
-        assert body.get("for_each") in ("${var.datacenters}", "${local.hosts}"), where
-        expected = "${each.value}" if body["for_each"] == "${var.datacenters}" else "${each.value.region}"
-        assert body.get("region") == expected, where
+        if (kind, rtype) == ("data", "aws_pricing_product"):
+            # Global to the provider (no `region`): asked through the provider's region,
+            # us-east-1, where the Price List API answers; the region priced is a filter.
+            assert body["for_each"] == "${var.price_estimate ? var.datacenters : {}}", where
+            assert "region" not in body, where
+            assert ec2["provider"]["aws"]["region"] == "us-east-1"
+            continue
+        assert body.get("for_each") in REGION_OF, where
+        assert body.get("region") == REGION_OF[body["for_each"]], where
 
 
 @pytest.mark.parametrize("rtype", [
     "aws_vpc", "aws_subnet", "aws_internet_gateway", "aws_route_table", "aws_route",
     "aws_route_table_association", "aws_security_group", "aws_default_security_group",
-    "aws_key_pair", "aws_ec2_managed_prefix_list",
+    "aws_key_pair",
 ])
 def test_ec2_per_datacenter_network(ec2, rtype):
     named = resources(ec2, rtype)
@@ -145,9 +162,10 @@ def test_ec2_instances(ec2):
     assert host["metadata_options"][0]["http_tokens"] == "required"
     assert host["root_block_device"][0]["encrypted"] is True
     variables = ec2["variable"]
-    assert variables["servers_per_dc"]["default"] == 4
-    assert variables["clients_per_dc"]["default"] == 8
-    assert variables["instance_type"]["default"] == "t3.2xlarge"
+    # The shipped experiments (workloads/*.yaml) all use servers_per_dc 2.
+    assert variables["servers_per_dc"]["default"] == 2
+    assert variables["clients_per_dc"]["default"] == 2
+    assert variables["instance_type"]["default"] == "c5.2xlarge"
     host_list = ec2["locals"]["host_list"]
     assert "var.servers_per_dc" in host_list and "var.clients_per_dc" in host_list
     (key,) = resources(ec2, "aws_key_pair").values()
@@ -181,7 +199,13 @@ def test_ec2_ingress_only_operator_ssh_and_cluster_ports(ec2):
     seen = set()
     for name, rule in rules.items():
         where = f"aws_vpc_security_group_ingress_rule.{name}"
-        assert rule["security_group_id"] == "${aws_security_group.cluster[each.key].id}", where
+        if rule.get("prefix_list_id"):
+            # One rule per prefix list of the cluster, in that list's datacenter's group.
+            assert rule["for_each"] == "${local.prefix_lists}", where
+            assert rule["security_group_id"] == "${aws_security_group.cluster[each.value.dc].id}", where
+        else:
+            assert rule["for_each"] == "${var.datacenters}", where
+            assert rule["security_group_id"] == "${aws_security_group.cluster[each.key].id}", where
         sources = {k: rule[k] for k in ("cidr_ipv4", "cidr_ipv6", "prefix_list_id",
                                         "referenced_security_group_id") if k in rule}
         assert len(sources) == 1, f"{where}: one source, got {sources}"
@@ -207,13 +231,20 @@ def test_ec2_server_ports_cannot_cover_ssh(ec2):
     assert "var.server_ports.from >= 1024" in var["validation"][0]["condition"]
 
 
-def test_ec2_cluster_prefix_list_is_every_instances_public_address(ec2):
+def test_ec2_cluster_prefix_lists_hold_every_instances_public_address(ec2):
     (pl,) = resources(ec2, "aws_ec2_managed_prefix_list").values()
+    # One list per chunk of at most 100 machines, in every datacenter (local.prefix_lists;
+    # the chunking itself is evaluated by test_ec2_cluster_shape_rules_and_prefix_lists).
+    assert pl["for_each"] == "${local.prefix_lists}" and pl["region"] == "${each.value.region}"
     assert pl["address_family"] == "IPv4"
-    assert pl["max_entries"] == "${length(local.host_list)}"
+    assert pl["max_entries"] == "${each.value.max_entries}"
     (entry,) = pl["dynamic"]
-    assert entry["entry"]["for_each"] == "${local.hosts}"
+    assert entry["entry"]["for_each"] == "${toset(each.value.hosts)}"
     assert entry["entry"]["content"][0]["cidr"] == "${aws_instance.host[entry.key].public_ip}/32"
+    assert "each.value.index" in pl["name"]
+    locals_ = ec2["locals"]
+    assert locals_["prefix_list_max_entries"] == 100
+    assert locals_["cluster_chunks"] == "${chunklist([for h in local.host_list : h.name], local.prefix_list_max_entries)}"
 
 
 def test_ec2_everywhere_appears_only_in_the_default_route_and_egress(ec2):
@@ -257,15 +288,76 @@ def test_ec2_inventory_output_and_file(ec2):
     local_file = resources(ec2, "local_file")["inventory"]
     assert local_file["filename"] == "${path.module}/inventory.json"
     assert local_file["content"] == "${module.inventory.json}"
+    # Never an inventory without the known_hosts file it names.
+    assert local_file["depends_on"] == ["${local_file.known_hosts}"]
     module = ec2["module"]["inventory"]
     assert module["source"] == "./modules/inventory"
     assert module["ssh_user"] == "ubuntu"
+    assert module["known_hosts"] == "known_hosts"
     hosts = module["hosts"]
     assert "aws_instance.host[h.name].public_ip" in hosts and "aws_instance.host[h.name].private_ip" in hosts
+    assert "tls_private_key.host[h.name].public_key_openssh" in hosts
+
+
+def test_ec2_host_keys_from_terraform_into_cloud_init_and_known_hosts(ec2):
+    key = resources(ec2, "tls_private_key")["host"]
+    assert (key["for_each"], key["algorithm"]) == ("${local.hosts}", "ED25519")
+    cloud_init = ec2["module"]["cloud_init"]
+    assert cloud_init["source"] == "./modules/cloud-init"
+    assert "key.private_key_openssh" in cloud_init["host_keys"] and "tls_private_key.host" in cloud_init["host_keys"]
+    assert cloud_init["deadline"] == "${local.deadline}"
+    (host,) = resources(ec2, "aws_instance").values()
+    assert host["user_data"] == "${module.cloud_init.user_data[each.key]}"
+    known_hosts = resources(ec2, "local_file")["known_hosts"]
+    assert known_hosts["filename"] == "${path.module}/known_hosts"
+    assert known_hosts["content"] == "${module.inventory.known_hosts}"
+    ignored = (TF / ".gitignore").read_text().splitlines()
+    for name in ("known_hosts", "inventory.json", "*.tfstate", "*.tfstate.*"):
+        assert name in ignored, name
+
+
+def test_ec2_instances_terminate_themselves_at_the_deadline(ec2):
+    (host,) = resources(ec2, "aws_instance").values()
+    assert host["instance_initiated_shutdown_behavior"] == "terminate"
+    assert host["tags"].count("local.deadline") == 1  # ec2_status.py reads the tag
+    deadline = resources(ec2, "terraform_data")["deadline"]
+    assert deadline["input"] == '${timeadd(plantimestamp(), "${local.max_minutes}m")}'
+    assert deadline["lifecycle"][0]["ignore_changes"] == ["input"]
+    assert ec2["variable"]["max_hours"]["default"] == 4
+    assert ec2["output"]["deadline"]["value"] == "${local.deadline}"
+
+
+def test_ec2_quota_data_sources(ec2):
+    quotas = ec2["data"]["aws_servicequotas_service_quota"]
+    assert (quotas["security_group_rules"]["service_code"], quotas["security_group_rules"]["quota_code"]) == \
+        ("vpc", "L-0EA8095F")
+    assert (quotas["standard_vcpus"]["service_code"], quotas["standard_vcpus"]["quota_code"]) == \
+        ("ec2", "L-1216C47A")
+    itype = ec2["data"]["aws_ec2_instance_type"]["this"]
+    assert itype["instance_type"] == "${var.instance_type}"
+    inputs = ec2["locals"]["quota_inputs"]
+    assert "data.aws_servicequotas_service_quota.security_group_rules[dcs[0]].value" in inputs
+    assert "data.aws_servicequotas_service_quota.standard_vcpus[dcs[0]].value" in inputs
+    assert "data.aws_ec2_instance_type.this[dcs[0]].default_vcpus" in inputs
+    # Nothing is created before the checks: everything hangs off the VPCs.
+    (vpc,) = resources(ec2, "aws_vpc").values()
+    assert set(vpc["depends_on"]) == {"${terraform_data.quota_check}", "${terraform_data.deadline_check}"}
+
+
+def test_ec2_price_list_filters_select_linux_on_demand_shared(ec2):
+    pricing = ec2["data"]["aws_pricing_product"]["instance"]
+    assert pricing["service_code"] == "AmazonEC2"
+    filters = {f["field"]: f["value"] for f in pricing["filters"]}
+    assert filters == {"instanceType": "${var.instance_type}", "regionCode": "${each.value}",
+                       "operatingSystem": "Linux", "preInstalledSw": "NA", "licenseModel": "No License required",
+                       "tenancy": "Shared", "capacitystatus": "Used"}
+    assert ec2["locals"]["price_results"] == \
+        "${{for dc, product in data.aws_pricing_product.instance : dc => product.result}}"
 
 
 def test_versions_are_pinned(ec2, emulab):
-    for doc, providers in ((ec2, {"aws": ("hashicorp/aws", "~> 6."), "local": ("hashicorp/local", "~> 2.")}),
+    for doc, providers in ((ec2, {"aws": ("hashicorp/aws", "~> 6."), "local": ("hashicorp/local", "~> 2."),
+                                  "tls": ("hashicorp/tls", "~> 4.")}),
                            (emulab, {"local": ("hashicorp/local", "~> 2.")})):
         (block,) = doc["terraform"]
         assert block["required_version"] == ">= 1.5"
@@ -422,62 +514,399 @@ def test_ec2_bad_variables_are_refused_naming_the_field(ec2_variables, name, val
     assert message in " ".join(r.stderr.split()), r.stderr
 
 
-def test_ec2_host_list_order_and_rule_count(tmp_path):
-    work = without_providers(tmp_path, EC2, ["variables.tf", "locals.tf"], extra="""
-output "names" { value = [for h in local.host_list : h.name] }
-output "rules" { value = local.inbound_rules_per_security_group }
-""")
+def apply(work, variables, *extra):
     r = terraform("apply", "-auto-approve", "-input=false", "-no-color", "-lock=false",
-                  *[f"-var={k}={v}" for k, v in EC2_GOOD.items()], cwd=work)
+                  *[f"-var={k}={v}" for k, v in variables.items()], *extra, cwd=work)
     assert r.returncode == 0, r.stdout + r.stderr
     out = json.loads(terraform("output", "-json", "-no-color", cwd=work).stdout)
-    names = out["names"]["value"]
-    assert len(names) == 6 * 12
+    return {k: v["value"] for k, v in out.items()}
+
+
+SHAPE_OUTPUTS = """
+output "names" { value = [for h in local.host_list : h.name] }
+output "rules" { value = local.inbound_rules_per_security_group }
+output "prefix_lists" { value = local.prefix_lists }
+output "hosts_per_region" { value = local.hosts_per_region }
+"""
+
+
+@pytest.fixture(scope="module")
+def ec2_shape(tmp_path_factory):
+    return without_providers(tmp_path_factory.mktemp("tf"), EC2, ["variables.tf", "locals.tf"], extra=SHAPE_OUTPUTS)
+
+
+def test_ec2_default_cluster_is_two_servers_two_clients_per_datacenter(ec2_shape):
+    out = apply(ec2_shape, EC2_GOOD)
+    names = out["names"]
+    assert len(names) == 6 * 4
     # Datacenters by name (map order), servers then clients, numerically.
-    assert names[:12] == [f"ca-server-{i}" for i in range(4)] + [f"ca-client-{i}" for i in range(8)]
-    assert out["rules"]["value"] == 2 * 72 + 3
+    assert names[:4] == ["ca-server-0", "ca-server-1", "ca-client-0", "ca-client-1"]
+    assert out["hosts_per_region"] == {region: 4 for region in SPEC_REGIONS.values()}
 
 
-def render_ec2_inventory(tmp_path, variables):
-    """The inventory module of terraform/ec2 fed by its real host_list, with made-up addresses."""
-    work = without_providers(tmp_path, EC2, ["variables.tf", "locals.tf", "modules"], extra="""
-module "inventory" {
+@pytest.mark.parametrize("shape, machines, rules, lists", [
+    # The default cluster fits AWS's default quota of 60 rules per security group.
+    ({}, 24, 51, [24]),
+    # Paper scale: 4 servers per datacenter.
+    ({"servers_per_dc": "4"}, 36, 75, [36]),
+    ({"servers_per_dc": "4", "clients_per_dc": "8"}, 72, 147, [72]),
+    # Over 100 machines: lists of at most 100 (CreateManagedPrefixList's limit per call).
+    ({"servers_per_dc": "5", "clients_per_dc": "20"}, 150, 303, [100, 50]),
+    ({"servers_per_dc": "20", "clients_per_dc": "30", "datacenters": '{VA="us-east-1",CA="us-west-1",LDN="eu-west-2",SG="ap-southeast-1",TYO="ap-northeast-1"}'},
+     250, 503, [100, 100, 50]),
+])
+def test_ec2_cluster_shape_rules_and_prefix_lists(ec2_shape, shape, machines, rules, lists):
+    out = apply(ec2_shape, {**EC2_GOOD, **shape})
+    assert len(out["names"]) == machines
+    assert out["rules"] == rules == 2 * machines + 3
+    pls = out["prefix_lists"]
+    dcs = sorted({pl["dc"] for pl in pls.values()})
+    assert len(dcs) == len(out["hosts_per_region"])
+    for dc in dcs:
+        mine = sorted((pl for pl in pls.values() if pl["dc"] == dc), key=lambda pl: pl["index"])
+        assert [pl["max_entries"] for pl in mine] == lists
+        assert [len(pl["hosts"]) for pl in mine] == lists
+        assert all(len(pl["hosts"]) <= 100 for pl in mine)
+        # Every machine once, in inventory order.
+        assert [h for pl in mine for h in pl["hosts"]] == out["names"]
+        assert {f"{dc}-{pl['index']}" for pl in mine} <= set(pls)
+
+
+# ---- the guardrails: quota checks, deadline, price (guardrails.tf, provider-free) --------
+
+GUARDRAIL_INPUTS = """
+variable "test_sg_quota" {
+  type    = map(number)
+  default = {}
+}
+variable "test_vcpu_quota" {
+  type    = map(number)
+  default = {}
+}
+variable "test_vcpus" {
+  type    = number
+  default = 8
+}
+variable "test_price_results" {
+  type    = map(string)
+  default = {}
+}
+# What quotas.tf reads from AWS, made up: 60 rules and 32 vCPUs unless a test says otherwise.
+locals {
+  quota_inputs = {
+    for r in local.regions : r => {
+      security_group_rules = lookup(var.test_sg_quota, r, 60)
+      standard_vcpus       = local.standard_instance_family ? lookup(var.test_vcpu_quota, r, 32) : null
+      vcpus_per_instance   = var.test_vcpus
+    }
+  }
+  price_results = var.test_price_results
+}
+output "summary" { value = local.summary }
+output "deadline" { value = local.deadline }
+output "hourly_price_usd" { value = local.hourly_price_usd }
+output "instance_usd_per_hour" { value = local.instance_usd_per_hour }
+output "standard_instance_family" { value = local.standard_instance_family }
+"""
+
+
+@pytest.fixture
+def guardrails(tmp_path):
+    return without_providers(tmp_path, EC2, ["variables.tf", "locals.tf", "guardrails.tf"], extra=GUARDRAIL_INPUTS)
+
+
+def failures(r):
+    """The error messages of a failed plan/apply, each joined onto one line."""
+    assert r.returncode != 0, r.stdout
+    text = " ".join(line.strip("│ ").strip() for line in r.stderr.splitlines())
+    return " ".join(text.split())
+
+
+def test_ec2_default_cluster_fits_default_quotas(guardrails):
+    r = plan(guardrails, EC2_GOOD)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_ec2_paper_scale_stops_at_plan_naming_both_quotas_and_the_commands(guardrails):
+    r = plan(guardrails, {**EC2_GOOD, "servers_per_dc": "4"})
+    err = failures(r)
+    assert ("Quota 'Inbound or outbound rules per security group' (L-0EA8095F) is too low: 36 machines need 75 "
+            "inbound rules per security group") in err
+    for region in SPEC_REGIONS.values():
+        assert (f"aws service-quotas request-service-quota-increase --service-code vpc --quota-code L-0EA8095F "
+                f"--desired-value 75 --region {region}") in err
+        assert f"{region} needs 48 vCPUs for 6 machines and has 32" in err
+        assert (f"aws service-quotas request-service-quota-increase --service-code ec2 --quota-code L-1216C47A "
+                f"--desired-value 48 --region {region}") in err
+    assert "Quota 'Running On-Demand Standard (A, C, D, H, I, M, R, T, Z) instances' (L-1216C47A) is too low " \
+           "for c5.2xlarge (8 vCPUs each)" in err
+
+
+def test_ec2_raised_quotas_let_paper_scale_through(guardrails):
+    regions = list(SPEC_REGIONS.values())
+    sg = "{" + ",".join(f'"{r}"=75' for r in regions) + "}"
+    vcpu = "{" + ",".join(f'"{r}"=48' for r in regions) + "}"
+    r = plan(guardrails, {**EC2_GOOD, "servers_per_dc": "4", "test_sg_quota": sg, "test_vcpu_quota": vcpu})
+    assert r.returncode == 0, r.stderr
+
+
+def test_ec2_only_the_regions_short_of_a_quota_are_named(guardrails):
+    r = plan(guardrails, {**EC2_GOOD, "test_vcpu_quota": '{"sa-east-1"=16}', "test_sg_quota": '{"eu-west-2"=50}'})
+    err = failures(r)
+    assert "eu-west-2 has 50" in err and "--desired-value 51 --region eu-west-2" in err
+    assert "sa-east-1 needs 32 vCPUs for 4 machines and has 16" in err
+    assert "--service-code ec2 --quota-code L-1216C47A --desired-value 32 --region sa-east-1" in err
+    assert "us-east-1" not in err
+
+
+def test_ec2_two_datacenters_in_one_region_share_its_vcpu_quota(guardrails):
+    r = plan(guardrails, {**EC2_GOOD, "datacenters": '{VA="us-east-1",VB="us-east-1"}'})
+    err = failures(r)
+    assert "us-east-1 needs 64 vCPUs for 8 machines and has 32" in err
+
+
+def test_ec2_other_instance_families_skip_the_standard_vcpu_check(guardrails):
+    r = plan(guardrails, {**EC2_GOOD, "instance_type": "g5.4xlarge", "test_vcpus": "16"})
+    assert r.returncode == 0, r.stderr
+
+
+@pytest.mark.parametrize("instance_type, standard", [
+    ("c5.2xlarge", True), ("t3.2xlarge", True), ("m7i-flex.large", True), ("i4i.xlarge", True),
+    ("im4gn.large", True), ("z1d.large", True), ("r6g.large", True),
+    ("g5.xlarge", False), ("p4d.24xlarge", False), ("inf2.xlarge", False), ("x2iedn.xlarge", False),
+    ("hpc6a.48xlarge", False), ("trn1.2xlarge", False), ("mac2.metal", False), ("u-6tb1.metal", False),
+])
+def test_ec2_standard_instance_families(guardrails, instance_type, standard):
+    assert apply(guardrails, {**EC2_GOOD, "instance_type": instance_type})["standard_instance_family"] is standard
+
+
+def test_ec2_more_rules_than_aws_allows_is_refused_at_plan(guardrails):
+    big = {**EC2_GOOD, "servers_per_dc": "32", "clients_per_dc": "64", "test_sg_quota": '{"us-east-1"=1000}'}
+    err = failures(plan(guardrails, big))
+    assert "576 machines need 1155 inbound rules per security group, above the 1000 AWS allows: use at most 498 machines" in err
+
+
+def utc(text):
+    return datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def test_ec2_deadline_is_max_hours_after_the_first_plan_and_stays(guardrails):
+    before = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
+    out = apply(guardrails, {**EC2_GOOD, "max_hours": "2.5"})
+    after = datetime.datetime.now(datetime.timezone.utc)
+    deadline = utc(out["deadline"])
+    assert before + datetime.timedelta(minutes=150) <= deadline <= after + datetime.timedelta(minutes=150)
+    assert f"Deadline: {out['deadline']}: every instance powers off and terminates itself then (max_hours = 2.5)" \
+        in out["summary"]
+    # A later apply, even with another max_hours, keeps the cluster's deadline.
+    again = apply(guardrails, {**EC2_GOOD, "max_hours": "8"})
+    assert again["deadline"] == out["deadline"]
+
+
+def test_ec2_apply_after_the_deadline_is_refused(guardrails):
+    apply(guardrails, EC2_GOOD)
+    state_path = guardrails / "terraform.tfstate"
+    state = json.loads(state_path.read_text())
+    (deadline,) = [r for r in state["resources"] if r["type"] == "terraform_data" and r["name"] == "deadline"]
+    deadline["instances"][0]["attributes"]["input"]["value"] = "2020-01-01T00:00:00Z"
+    deadline["instances"][0]["attributes"]["output"]["value"] = "2020-01-01T00:00:00Z"
+    state_path.write_text(json.dumps(state))
+    err = failures(plan(guardrails, EC2_GOOD))
+    assert "This cluster's deadline 2020-01-01T00:00:00Z (max_hours) has passed" in err
+    assert "make ec2-down" in err
+
+
+def price_product(usd):
+    """A Price List product as GetProducts returns it (trimmed to what the estimate reads)."""
+    return json.dumps({
+        "product": {"productFamily": "Compute Instance", "sku": "SKU1",
+                    "attributes": {"instanceType": "c5.2xlarge", "operatingSystem": "Linux"}},
+        "serviceCode": "AmazonEC2",
+        "terms": {
+            "OnDemand": {"SKU1.JRTCKXETXF": {
+                "offerTermCode": "JRTCKXETXF", "sku": "SKU1", "termAttributes": {},
+                "priceDimensions": {"SKU1.JRTCKXETXF.6YS6EN2CT7": {
+                    "unit": "Hrs", "pricePerUnit": {"USD": f"{usd:.10f}"}, "beginRange": "0", "endRange": "Inf",
+                    "description": "$0.34 per On Demand Linux c5.2xlarge Instance Hour"}}}},
+            "Reserved": {"SKU1.4NA7Y494T4": {"priceDimensions": {"SKU1.4NA7Y494T4.6YS6EN2CT7": {
+                "unit": "Hrs", "pricePerUnit": {"USD": "0.2130000000"}}}}},
+        },
+    })
+
+
+def hcl_map(mapping):
+    return "{" + ",".join(f"{k}={json.dumps(v)}" for k, v in mapping.items()) + "}"
+
+
+def test_ec2_hourly_price_from_the_price_list(guardrails):
+    two = '{VA="us-east-1",SP="sa-east-1"}'
+    prices = {"VA": price_product(0.34), "SP": price_product(0.524)}
+    out = apply(guardrails, {**EC2_GOOD, "datacenters": two, "test_price_results": hcl_map(prices)})
+    assert out["instance_usd_per_hour"] == {"VA": 0.34, "SP": 0.524}
+    # 4 machines in each of two regions, plus a public IPv4 address each.
+    assert out["hourly_price_usd"] == pytest.approx(4 * 0.34 + 4 * 0.524 + 8 * 0.005)
+    assert "Estimated price: $3.50 per hour" in out["summary"]
+
+
+def test_ec2_price_unknown_says_so(guardrails):
+    odd = {"VA": json.dumps({"terms": {"OnDemand": {}}})}
+    out = apply(guardrails, {**EC2_GOOD, "datacenters": '{VA="us-east-1"}', "test_price_results": hcl_map(odd)})
+    assert out["instance_usd_per_hour"] == {"VA": None}
+    assert "hourly_price_usd" not in out  # null: `terraform output` leaves it out
+    assert "Estimated price: unknown" in out["summary"]
+    out = apply(guardrails, {**EC2_GOOD, "datacenters": '{VA="us-east-1"}'})  # price_estimate = false
+    assert out["instance_usd_per_hour"] == {} and "hourly_price_usd" not in out
+    assert "Estimated price: unknown" in out["summary"]
+
+
+# ---- cloud-init: host key and deadline timer (modules/cloud-init, provider-free) ---------
+
+
+def ed25519_pair():
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    key = Ed25519PrivateKey.generate()
+    private = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH,
+                                serialization.NoEncryption()).decode()
+    public = key.public_key().public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH).decode()
+    return private, public + "\n"  # tls_private_key's public_key_openssh ends with a newline
+
+
+def test_cloud_init_installs_the_host_key_and_the_deadline_timer(tmp_path):
+    import yaml
+    from cryptography.hazmat.primitives import serialization
+
+    keys = {name: ed25519_pair() for name in ("va-server-0", "va-client-0")}
+    (tmp_path / "keys.json").write_text(json.dumps(
+        {n: {"private_key_openssh": k[0], "public_key_openssh": k[1]} for n, k in keys.items()}))
+    work = without_providers(tmp_path, EC2 / "modules", ["cloud-init"], extra="""
+module "cloud_init" {
+  source    = "./cloud-init"
+  host_keys = jsondecode(file("${path.module}/../keys.json"))
+  deadline  = "2026-11-25T04:30:00Z"
+}
+output "user_data" {
+  value     = module.cloud_init.user_data
+  sensitive = true
+}
+""")
+    user_data = apply(work, {})["user_data"]
+    assert set(user_data) == set(keys)
+    for name, (private, public) in keys.items():
+        text = user_data[name]
+        assert text.startswith("#cloud-config\n")
+        doc = yaml.safe_load(text)
+        assert doc["ssh_deletekeys"] is True
+        assert doc["ssh_genkeytypes"] == ["ed25519"]
+        assert doc["ssh_keys"] == {"ed25519_private": private, "ed25519_public": public.strip()}
+        # The private key sshd gets is the one known_hosts vouches for.
+        loaded = serialization.load_ssh_private_key(doc["ssh_keys"]["ed25519_private"].encode(), None)
+        derived = loaded.public_key().public_bytes(serialization.Encoding.OpenSSH,
+                                                   serialization.PublicFormat.OpenSSH).decode()
+        assert derived == public.strip()
+        files = {f["path"]: f["content"] for f in doc["write_files"]}
+        timer = files["/etc/systemd/system/k2bench-deadline.timer"]
+        assert "OnCalendar=2026-11-25 04:30:00 UTC\n" in timer and "Persistent=true\n" in timer
+        assert "WantedBy=timers.target" in timer
+        assert "ExecStart=/usr/bin/systemctl poweroff\n" in files["/etc/systemd/system/k2bench-deadline.service"]
+        assert files["/etc/k2bench-deadline"] == "2026-11-25T04:30:00Z\n"
+        assert ["systemctl", "enable", "--now", "k2bench-deadline.timer"] in doc["runcmd"]
+        (boot,) = doc["bootcmd"]
+        assert boot[:2] == ["sh", "-c"] and "2026-11-25T04:30:00Z" in boot[2] and "systemctl poweroff" in boot[2]
+
+
+@pytest.mark.parametrize("deadline, powers_off", [("2020-01-01T00:00:00Z", True), ("2999-01-01T00:00:00Z", False)])
+def test_cloud_init_boot_check_powers_off_only_past_the_deadline(tmp_path, deadline, powers_off):
+    """Runs the bootcmd's shell line with `systemctl` replaced by a recorder."""
+    import yaml
+
+    private, public = ed25519_pair()
+    (tmp_path / "keys.json").write_text(json.dumps({"h": {"private_key_openssh": private, "public_key_openssh": public}}))
+    work = without_providers(tmp_path, EC2 / "modules", ["cloud-init"], extra=f"""
+module "cloud_init" {{
+  source    = "./cloud-init"
+  host_keys = jsondecode(file("${{path.module}}/../keys.json"))
+  deadline  = "{deadline}"
+}}
+output "user_data" {{
+  value     = module.cloud_init.user_data
+  sensitive = true
+}}
+""")
+    (boot,) = yaml.safe_load(apply(work, {})["user_data"]["h"])["bootcmd"]
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    record = tmp_path / "systemctl.args"
+    (bin_dir / "systemctl").write_text(f'#!/bin/sh\necho "$@" >> {record}\n')
+    (bin_dir / "systemctl").chmod(0o755)
+    r = subprocess.run(boot, env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"},
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    assert (record.read_text() if record.exists() else "") == ("poweroff --no-block\n" if powers_off else "")
+
+
+# ---- the inventory module ----------------------------------------------------------------
+
+
+def render_ec2_inventory(tmp_path, variables, known_hosts='"known_hosts"'):
+    """The inventory module of terraform/ec2 fed by its real host_list, with made-up
+    addresses and host keys. Returns (inventory, known_hosts content)."""
+    work = without_providers(tmp_path, EC2, ["variables.tf", "locals.tf", "modules"], extra=f"""
+module "inventory" {{
   source          = "./modules/inventory"
   experiment_id   = var.experiment_id
   ssh_user        = "ubuntu"
   ssh_private_key = var.ssh_private_key
-  hosts = [for i, h in local.host_list : merge(h, {
+  known_hosts     = {known_hosts}
+  hosts = [for i, h in local.host_list : merge(h, {{
     public_ip  = cidrhost("198.51.100.0/24", i + 10)
     private_ip = cidrhost(var.vpc_cidr, i + 10)
-  })]
-}
-output "inventory" { value = module.inventory.json }
+    host_key   = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI${{format("%032d", i)}}\\n"
+  }})]
+}}
+output "inventory" {{ value = module.inventory.json }}
+output "known_hosts" {{ value = module.inventory.known_hosts }}
 """)
-    r = terraform("apply", "-auto-approve", "-input=false", "-no-color", "-lock=false",
-                  *[f"-var={k}={v}" for k, v in variables.items()], cwd=work)
-    assert r.returncode == 0, r.stdout + r.stderr
-    r = terraform("output", "-raw", "-no-color", "inventory", cwd=work)
-    assert r.returncode == 0, r.stderr
-    return json.loads(r.stdout)
+    out = apply(work, variables)
+    return json.loads(out["inventory"]), out["known_hosts"]
 
 
 def test_ec2_inventory_tiny_matches_golden(tmp_path):
-    doc = render_ec2_inventory(tmp_path, {**EC2_GOOD, "datacenters": '{VA="us-east-1",LDN="eu-west-2"}',
-                                          "servers_per_dc": "1", "clients_per_dc": "1"})
+    doc, known_hosts = render_ec2_inventory(tmp_path, {**EC2_GOOD, "datacenters": '{VA="us-east-1",LDN="eu-west-2"}',
+                                                       "servers_per_dc": "1", "clients_per_dc": "1"})
     assert doc == json.loads((FIXTURES / "ec2-inventory-tiny.json").read_text())
+    assert known_hosts == (FIXTURES / "ec2-known_hosts-tiny").read_text()
     inv = k2inventory.parse(doc)
     assert inv.regions == {"LDN": "eu-west-2", "VA": "us-east-1"}
     assert inv.address(inv.hosts("VA", "server")[0]) == "198.51.100.12"
 
 
 def test_ec2_inventory_default_cluster_parses(tmp_path):
-    inv = k2inventory.parse(render_ec2_inventory(tmp_path, EC2_GOOD))
+    doc, known_hosts = render_ec2_inventory(tmp_path, EC2_GOOD)
+    inv = k2inventory.parse(doc)
     assert (inv.provider, inv.latency, inv.topology_address, inv.ssh_user) == ("ec2", "real", "public", "ubuntu")
+    assert doc["ssh"]["known_hosts"] == "known_hosts"
     assert inv.regions == SPEC_REGIONS
     for dc in SPEC_REGIONS:
-        assert [h.name for h in inv.hosts(dc)] == [f"{dc.lower()}-server-{i}" for i in range(4)] + \
-            [f"{dc.lower()}-client-{i}" for i in range(8)]
-    assert len({h.public_ip for h in inv.hosts()}) == 72
+        assert [h.name for h in inv.hosts(dc)] == [f"{dc.lower()}-server-{i}" for i in range(2)] + \
+            [f"{dc.lower()}-client-{i}" for i in range(2)]
+    assert len({h.public_ip for h in inv.hosts()}) == 24
+    # One known_hosts line per machine, by the address Fabric and Ansible connect to.
+    lines = known_hosts.splitlines()
+    assert len(lines) == 24 and known_hosts.endswith("\n")
+    assert [line.split()[0] for line in lines] == [h.public_ip for dc in sorted(SPEC_REGIONS) for h in inv.hosts(dc)]
+    assert all(line.split()[1] == "ssh-ed25519" and len(line.split()) == 3 for line in lines)
+
+
+def test_inventory_module_without_known_hosts_leaves_the_field_out(tmp_path):
+    """The module's known_hosts input is optional (null): callers that do not pass it get
+    the inventory they got before."""
+    doc, _ = render_ec2_inventory(tmp_path, {**EC2_GOOD, "datacenters": '{VA="us-east-1",LDN="eu-west-2"}',
+                                             "servers_per_dc": "1", "clients_per_dc": "1"}, known_hosts="null")
+    golden = json.loads((FIXTURES / "ec2-inventory-tiny.json").read_text())
+    del golden["ssh"]["known_hosts"]
+    assert doc == golden
 
 
 @pytest.fixture(scope="module")

@@ -21,8 +21,34 @@ locals {
   ])
   hosts = { for h in local.host_list : h.name => h }
 
-  # Inbound rules each security group needs, counted as AWS counts them: a rule that
-  # references a prefix list weighs its max_entries (one entry per machine), and two rules
-  # (server ports, ICMP echo) reference it; plus SSH and the two VPC-CIDR rules.
-  inbound_rules_per_security_group = 2 * length(local.host_list) + 3
+  # Quotas are per region, and two datacenters may share one.
+  regions          = distinct(values(var.datacenters))
+  hosts_per_region = { for r in local.regions : r => length([for h in local.host_list : h if h.region == r]) }
+
+  # Every machine's public address goes into prefix lists that every security group
+  # references. CreateManagedPrefixList takes at most 100 entries per call, so the machines
+  # are split into lists of at most 100; each datacenter (region) holds its own copies.
+  prefix_list_max_entries = 100
+  cluster_chunks          = chunklist([for h in local.host_list : h.name], local.prefix_list_max_entries)
+  prefix_lists = merge([
+    for dc, region in var.datacenters : {
+      for i, chunk in local.cluster_chunks : "${dc}-${i}" => {
+        dc          = dc
+        region      = region
+        index       = i
+        hosts       = chunk
+        max_entries = length(chunk)
+      }
+    }
+  ]...)
+
+  # Inbound rules each security group needs, counted as AWS counts them against quota
+  # L-0EA8095F: a rule that references a prefix list weighs the list's max_entries. Two
+  # rules (server ports, ICMP echo) reference each of the cluster's lists, so together they
+  # weigh 2 x machines; plus SSH from the operator and the two VPC-CIDR rules.
+  prefix_list_rule_kinds           = 2
+  inbound_rules_per_security_group = local.prefix_list_rule_kinds * sum([for c in local.cluster_chunks : length(c)]) + 3
+
+  # The self-termination deadline, minutes after the first plan.
+  max_minutes = ceil(var.max_hours * 60)
 }

@@ -46,6 +46,27 @@ resource "aws_key_pair" "operator" {
   tags = merge(local.tags, { Name = "${var.experiment_id}-${lower(each.key)}" })
 }
 
+# Each machine's SSH host key, generated here and installed by cloud-init (user_data), so
+# known_hosts comes from Terraform's copy rather than from trusting a first connection.
+# The private keys are in the Terraform state (and in each instance's user data).
+resource "tls_private_key" "host" {
+  for_each = local.hosts
+
+  algorithm = "ED25519"
+}
+
+module "cloud_init" {
+  source = "./modules/cloud-init"
+
+  host_keys = {
+    for name, key in tls_private_key.host : name => {
+      private_key_openssh = key.private_key_openssh
+      public_key_openssh  = key.public_key_openssh
+    }
+  }
+  deadline = local.deadline
+}
+
 resource "aws_instance" "host" {
   for_each = local.hosts
   region   = each.value.region
@@ -59,6 +80,10 @@ resource "aws_instance" "host" {
   key_name                    = aws_key_pair.operator[each.value.dc].key_name
   associate_public_ip_address = true
   ebs_optimized               = true
+  # The host key and the deadline timer (see modules/cloud-init). A machine that powers
+  # itself off is terminated, so nothing outlives max_hours, state file or not.
+  user_data                            = module.cloud_init.user_data[each.key]
+  instance_initiated_shutdown_behavior = "terminate"
   # One-minute CPU metrics show a saturated client or server during a run.
   monitoring = true
 
@@ -76,9 +101,10 @@ resource "aws_instance" "host" {
   }
 
   tags = merge(local.tags, {
-    Name = each.key
-    dc   = each.value.dc
-    role = each.value.role
+    Name     = each.key
+    dc       = each.value.dc
+    role     = each.value.role
+    deadline = local.deadline # read by ec2_status.py
   })
 
   lifecycle {

@@ -11,6 +11,10 @@ resource "aws_vpc" "this" {
   enable_dns_hostnames = true
 
   tags = merge(local.tags, { Name = "${var.experiment_id}-${lower(each.key)}" })
+
+  # Everything else hangs off the VPCs: nothing is created before the quota and deadline
+  # checks have passed (plan checks them already; this holds should a value be unknown then).
+  depends_on = [terraform_data.quota_check, terraform_data.deadline_check]
 }
 
 # Takes over the VPC's default security group and leaves it with no rules, so nothing

@@ -2,6 +2,8 @@
 # `region` from var.datacenters, so the datacenter list is data (for_each), not six copies
 # of a module behind six provider aliases.
 provider "aws" {
-  # Only a default; nothing in this configuration relies on it.
+  # The regional resources name their own regions. The Price List API (global to the
+  # provider, so without `region`) answers only in us-east-1 and a few other regions:
+  # aws_pricing_product relies on this one.
   region = "us-east-1"
 }

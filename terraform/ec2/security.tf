@@ -1,8 +1,8 @@
 # Each datacenter's security group admits:
 #   - SSH (22) from operator_cidr only;
 #   - the server port range and ICMP echo (RTT verification) from the cluster's own
-#     machines: every instance's public address (a prefix list, one /32 per machine, in
-#     every region) and the VPC's CIDR.
+#     machines: every instance's public address (prefix lists of at most 100 /32s, the
+#     same lists in every region) and the VPC's CIDR.
 # Nothing else, and nothing from 0.0.0.0/0 or ::/0. The rules are standalone resources
 # that reference the instances' addresses, so instances -> security group -> rules has
 # no cycle.
@@ -17,34 +17,29 @@ resource "aws_security_group" "cluster" {
   vpc_id      = aws_vpc.this[each.key].id
 
   tags = merge(local.tags, { Name = "${var.experiment_id}-${lower(each.key)}-cluster" })
-
-  lifecycle {
-    precondition {
-      condition     = local.inbound_rules_per_security_group <= var.security_group_rule_quota
-      error_message = "${length(local.host_list)} machines need ${local.inbound_rules_per_security_group} inbound rules per security group (each prefix-list rule counts one per machine), above security_group_rule_quota = ${var.security_group_rule_quota}: request 'Inbound or outbound rules per security group' (L-0EA8095F) >= ${local.inbound_rules_per_security_group} in every region in Service Quotas and set security_group_rule_quota, or use fewer machines."
-    }
-  }
 }
 
 # Every machine's public address, in every region: cross-region traffic arrives from
-# public addresses, and so does same-VPC traffic sent to a public address.
+# public addresses, and so does same-VPC traffic sent to a public address. The machines
+# are split into lists of at most 100 (local.prefix_lists): AWS takes at most 100 entries
+# per CreateManagedPrefixList call, and the provider sends them all in one.
 resource "aws_ec2_managed_prefix_list" "cluster" {
-  for_each = var.datacenters
-  region   = each.value
+  for_each = local.prefix_lists
+  region   = each.value.region
 
-  name           = "${var.experiment_id}-cluster"
+  name           = "${var.experiment_id}-cluster-${each.value.index}"
   address_family = "IPv4"
-  max_entries    = length(local.host_list)
+  max_entries    = each.value.max_entries
 
   dynamic "entry" {
-    for_each = local.hosts
+    for_each = toset(each.value.hosts)
     content {
       cidr        = "${aws_instance.host[entry.key].public_ip}/32"
       description = entry.key
     }
   }
 
-  tags = merge(local.tags, { Name = "${var.experiment_id}-${lower(each.key)}-cluster" })
+  tags = merge(local.tags, { Name = "${var.experiment_id}-${lower(each.value.dc)}-cluster-${each.value.index}" })
 }
 
 resource "aws_vpc_security_group_ingress_rule" "ssh" {
@@ -62,17 +57,17 @@ resource "aws_vpc_security_group_ingress_rule" "ssh" {
 }
 
 resource "aws_vpc_security_group_ingress_rule" "server_ports_cluster" {
-  for_each = var.datacenters
-  region   = each.value
+  for_each = local.prefix_lists
+  region   = each.value.region
 
-  security_group_id = aws_security_group.cluster[each.key].id
-  description       = "k2bench server ports from every cluster machine"
+  security_group_id = aws_security_group.cluster[each.value.dc].id
+  description       = "k2bench server ports from the cluster machines in prefix list ${each.value.index}"
   prefix_list_id    = aws_ec2_managed_prefix_list.cluster[each.key].id
   ip_protocol       = "tcp"
   from_port         = var.server_ports.from
   to_port           = var.server_ports.to
 
-  tags = merge(local.tags, { Name = "${var.experiment_id}-${lower(each.key)}-server-ports-cluster" })
+  tags = merge(local.tags, { Name = "${var.experiment_id}-${lower(each.value.dc)}-server-ports-cluster-${each.value.index}" })
 }
 
 resource "aws_vpc_security_group_ingress_rule" "server_ports_vpc" {
@@ -90,17 +85,17 @@ resource "aws_vpc_security_group_ingress_rule" "server_ports_vpc" {
 }
 
 resource "aws_vpc_security_group_ingress_rule" "icmp_echo_cluster" {
-  for_each = var.datacenters
-  region   = each.value
+  for_each = local.prefix_lists
+  region   = each.value.region
 
-  security_group_id = aws_security_group.cluster[each.key].id
-  description       = "ICMP echo request from every cluster machine (RTT verification)"
+  security_group_id = aws_security_group.cluster[each.value.dc].id
+  description       = "ICMP echo request from the cluster machines in prefix list ${each.value.index} (RTT verification)"
   prefix_list_id    = aws_ec2_managed_prefix_list.cluster[each.key].id
   ip_protocol       = "icmp"
   from_port         = 8 # ICMP type: echo request
   to_port           = 0 # ICMP code
 
-  tags = merge(local.tags, { Name = "${var.experiment_id}-${lower(each.key)}-icmp-echo-cluster" })
+  tags = merge(local.tags, { Name = "${var.experiment_id}-${lower(each.value.dc)}-icmp-echo-cluster-${each.value.index}" })
 }
 
 resource "aws_vpc_security_group_ingress_rule" "icmp_echo_vpc" {

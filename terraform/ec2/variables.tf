@@ -74,9 +74,9 @@ variable "datacenters" {
 }
 
 variable "servers_per_dc" {
-  description = "Servers (S) per datacenter; the paper uses 4."
+  description = "Server machines (S) per datacenter, one server each: must equal the experiment's servers_per_dc. 2 matches every shipped experiment (workloads/*.yaml); the paper's scale is 4 (make ec2-up SERVERS_PER_DC=4, or TF_VAR_servers_per_dc=4)."
   type        = number
-  default     = 4
+  default     = 2
 
   validation {
     condition     = var.servers_per_dc >= 1 && var.servers_per_dc <= 32 && floor(var.servers_per_dc) == var.servers_per_dc
@@ -85,9 +85,9 @@ variable "servers_per_dc" {
 }
 
 variable "clients_per_dc" {
-  description = "Client (YCSB) machines per datacenter."
+  description = "Client machines per datacenter, one YCSB process each; the orchestrator splits a datacenter's threads and target over them. 2 carries every shipped workload (at most 48 threads per datacenter) and keeps the default cluster (6 x 4 machines) small: 51 inbound rules per security group (AWS's default quota is 60) and 4 x 8 = 32 vCPUs per region; plan checks both against your quotas."
   type        = number
-  default     = 8
+  default     = 2
 
   validation {
     condition     = var.clients_per_dc >= 1 && var.clients_per_dc <= 64 && floor(var.clients_per_dc) == var.clients_per_dc
@@ -96,9 +96,9 @@ variable "clients_per_dc" {
 }
 
 variable "instance_type" {
-  description = "EC2 instance type of every server and client."
+  description = "EC2 instance type of every server and client. c5.2xlarge (8 vCPUs, 16 GiB) has fixed performance: no CPU credits that throttle a loaded server or bill surplus, as burstable t3 types do."
   type        = string
-  default     = "t3.2xlarge"
+  default     = "c5.2xlarge"
 
   validation {
     condition     = can(regex("^[a-z][a-z0-9-]*\\.[a-z0-9]+$", var.instance_type))
@@ -143,12 +143,45 @@ variable "vpc_cidr" {
 }
 
 variable "security_group_rule_quota" {
-  description = "Your account's 'Inbound or outbound rules per security group' quota (L-0EA8095F) in every region; AWS's default is 60."
+  description = "Overrides the 'Inbound or outbound rules per security group' quota (L-0EA8095F) that plan otherwise reads from Service Quotas in every region; null (default) reads it. Set it only without permission to read Service Quotas."
   type        = number
-  default     = 60
+  default     = null
 
   validation {
-    condition     = var.security_group_rule_quota >= 1 && var.security_group_rule_quota <= 1000
-    error_message = "security_group_rule_quota: must be your quota value, from 1 to 1000 (see the Service Quotas console, Amazon VPC)."
+    condition     = var.security_group_rule_quota == null || try(var.security_group_rule_quota >= 1 && var.security_group_rule_quota <= 1000, false)
+    error_message = "security_group_rule_quota: leave it unset (null) to read the quota from Service Quotas, or give your granted value, from 1 to 1000."
+  }
+}
+
+variable "vcpu_quota" {
+  description = "Overrides the 'Running On-Demand Standard (A, C, D, H, I, M, R, T, Z) instances' vCPU quota (L-1216C47A) that plan otherwise reads from Service Quotas in every region; null (default) reads it. Set it only without permission to read Service Quotas."
+  type        = number
+  default     = null
+
+  validation {
+    condition     = var.vcpu_quota == null || try(var.vcpu_quota >= 1 && floor(var.vcpu_quota) == var.vcpu_quota, false)
+    error_message = "vcpu_quota: leave it unset (null) to read the quota from Service Quotas, or give your granted number of vCPUs (a whole number >= 1)."
+  }
+}
+
+variable "max_hours" {
+  description = "Every instance powers off, and so terminates itself, this many hours after the cluster was first planned (a systemd timer at an absolute time; a reboot does not postpone it). Fixed when the cluster is created."
+  type        = number
+  default     = 4
+
+  validation {
+    condition     = var.max_hours > 0 && var.max_hours <= 168
+    error_message = "max_hours: must be more than 0 and at most 168 (a week); e.g. 4 or 0.5."
+  }
+}
+
+variable "price_estimate" {
+  description = "Look up the on-demand Linux price of instance_type in each region (AWS Price List API, pricing:GetProducts) for the hourly estimate that ec2-up prints. false skips the lookup, e.g. without that permission."
+  type        = bool
+  default     = true
+
+  validation {
+    condition     = var.price_estimate != null
+    error_message = "price_estimate: must be true or false."
   }
 }

@@ -1,5 +1,5 @@
 terraform {
-  # Nothing newer than 1.5 is used: each validation refers only to its own variable.
+  # 1.5: plantimestamp() (the deadline); each validation refers only to its own variable.
   required_version = ">= 1.5"
 
   required_providers {
@@ -11,6 +11,11 @@ terraform {
     local = {
       source  = "hashicorp/local"
       version = "~> 2.5"
+    }
+    # ed25519 host keys (tls_private_key); ED25519 needs 4.0.
+    tls = {
+      source  = "hashicorp/tls"
+      version = "~> 4.0"
     }
   }
 }

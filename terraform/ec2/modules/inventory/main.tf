@@ -9,10 +9,10 @@ locals {
     provider         = "ec2"
     latency          = "real"   # the regions' own WAN latency, no netem
     topology_address = "public" # datacenters reach each other over the internet
-    ssh = {
-      user        = var.ssh_user
-      private_key = var.ssh_private_key
-    }
+    ssh = merge(
+      { user = var.ssh_user, private_key = var.ssh_private_key },
+      var.known_hosts == null ? {} : { known_hosts = var.known_hosts },
+    )
     datacenters = {
       for dc in local.dcs : dc => {
         region = one(distinct([for h in var.hosts : h.region if h.dc == dc]))
@@ -28,4 +28,10 @@ locals {
       }
     }
   }
+}
+
+locals {
+  # One line per host with a key, by public address: what ssh and Fabric look up when they
+  # connect to public_ip on port 22.
+  known_hosts = join("", [for h in var.hosts : "${h.public_ip} ${trimspace(h.host_key)}\n" if h.host_key != null])
 }

@@ -13,7 +13,7 @@ SOURCES := $(shell find system -name '*.java' -o -name '*.proto' -o -name 'pom.x
 RUN_STAMP = $(shell date -u +%Y%m%dT%H%M%SZ)
 
 .PHONY: help test test-java test-python deploy-test build venv local-run analyze bench-emulation bench-throughput \
-	ec2-up ec2-run ec2-down emulab-up emulab-run emulab-down clean
+	ec2-up ec2-run ec2-down emulab-up emulab-run emulab-extend emulab-down clean
 
 help:
 	@echo "make local-run        run workloads/default.yaml on this machine (EXPERIMENT=<name> for another)"
@@ -25,6 +25,7 @@ help:
 	@echo "make deploy-test      the remote path on 3 local test hosts: Ansible site.yml + smoke via Fabric (root)"
 	@echo "make ec2-up / ec2-run / ec2-down        six AWS regions (terraform/ec2; EXPERIMENT=<name>)"
 	@echo "make emulab-up / emulab-run / emulab-down   an Emulab experiment with tc latency (terraform/emulab)"
+	@echo "make emulab-extend HOURS=<n>                 n more hours for the running Emulab experiment"
 
 test: test-java test-python
 
@@ -101,16 +102,25 @@ ec2-down:
 	@$(PYTHON) terraform/check_env.py ec2
 	$(TF_EC2) destroy -input=false
 
+# SERVERS_PER_DC=4: a paper-scale cluster (Terraform's servers_per_dc; run/deploy check it).
 emulab-up:
 	@$(PYTHON) terraform/check_env.py emulab
 	$(TF_EMULAB) init -input=false
-	$(TF_EMULAB) apply -input=false
+	$(if $(SERVERS_PER_DC),TF_VAR_servers_per_dc=$(SERVERS_PER_DC) )$(TF_EMULAB) apply -input=false
 
 emulab-run:
 	@$(PYTHON) terraform/check_env.py emulab --inventory
 	@$(MAKE) --no-print-directory build venv
-	$(VENV)/bin/k2bench deploy --inventory terraform/emulab/inventory.json
-	$(VENV)/bin/k2bench run $(EXPERIMENT_REMOTE) --inventory terraform/emulab/inventory.json
+	$(VENV)/bin/k2bench deploy --inventory terraform/emulab/inventory.json $(if $(SERVERS_PER_DC),--servers-per-dc $(SERVERS_PER_DC))
+	$(VENV)/bin/k2bench run $(EXPERIMENT_REMOTE) --inventory terraform/emulab/inventory.json $(if $(SERVERS_PER_DC),--servers-per-dc $(SERVERS_PER_DC))
+
+# HOURS more for the running experiment (portal.extendExperiment), with the arguments
+# Terraform's state holds (output portal).
+emulab-extend:
+	@case "$(HOURS)" in ''|*[!0-9]*|0*) echo "HOURS: give the hours to add as a whole number, e.g. make emulab-extend HOURS=8" >&2; exit 2;; esac
+	@argv=$$($(TF_EMULAB) output -json portal 2>/dev/null) && [ "$${argv:0:1}" = "[" ] || \
+	  { echo "emulab-extend: Terraform's state has no experiment: make emulab-up first" >&2; exit 2; }; \
+	  $(PYTHON) -c 'import json, subprocess, sys; sys.exit(subprocess.call(json.loads(sys.argv[1]) + ["--hours", sys.argv[2], "extend"]))' "$$argv" "$(HOURS)"
 
 emulab-down:
 	@$(PYTHON) terraform/check_env.py emulab

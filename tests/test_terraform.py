@@ -564,7 +564,7 @@ def test_checkov_passes():
 # ---- Emulab: Terraform's own argument lists drive portal.py ----------------------------
 
 
-def test_emulab_apply_extend_and_destroy_against_a_fake_portal(tmp_path):
+def test_emulab_apply_extend_and_destroy_against_a_fake_portal(tmp_path, monkeypatch):
     """The whole configuration (it needs no provider) applied against the fake portal: apply
     writes inventory.json + known_hosts; a longer duration_hours extends the experiment
     instead of replacing it; destroy terminates it without the inventory file."""
@@ -588,8 +588,9 @@ def test_emulab_apply_extend_and_destroy_against_a_fake_portal(tmp_path):
                  "clients_per_dc": "1", "duration_hours": "4", "ssh_user": "alice"}
     fake = FakePortal(statuses=["ready"])
     server = serve(fake)
-    os.environ["K2BENCH_EMULAB_URL"] = f"http://127.0.0.1:{server.server_address[1]}/usr/testbed"
-    os.environ["K2BENCH_EMULAB_SSH"] = str(ssh)
+    monkeypatch.setenv("K2BENCH_EMULAB_URL", f"http://127.0.0.1:{server.server_address[1]}/usr/testbed")
+    monkeypatch.setenv("K2BENCH_EMULAB_SSH", str(ssh))
+    monkeypatch.delenv("K2BENCH_EMULAB_PEM_PASSWORD", raising=False)
 
     def tf(*args, **changes):
         return terraform(*args, "-auto-approve", "-input=false", "-no-color", "-lock=false",
@@ -636,5 +637,3 @@ def test_emulab_apply_extend_and_destroy_against_a_fake_portal(tmp_path):
     finally:
         server.shutdown()
         server.server_close()
-        os.environ.pop("K2BENCH_EMULAB_URL", None)
-        os.environ.pop("K2BENCH_EMULAB_SSH", None)

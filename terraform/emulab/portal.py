@@ -461,6 +461,13 @@ class Portal:
             except ssl.SSLCertVerificationError as e:
                 raise PortalError(f"{method}: {self.url}'s certificate does not verify against --ca-cert: "
                                   f"{e.verify_message}") from None
+            except ssl.SSLError as e:
+                # The portal refusing our certificate (an alert) is definitive; a cut handshake is not.
+                if not isinstance(e, (ssl.SSLEOFError, ssl.SSLZeroReturnError)) and \
+                        re.search("ALERT|CERTIFICATE", str(e.reason or "")):
+                    raise PortalError(f"{method}: {self.url} refused the TLS handshake ({e.reason}): is the --pem "
+                                      "certificate current? download it again from the portal") from None
+                reason = f"cannot reach {self.url}: {e}"
             except (OSError, http.client.HTTPException, xmlrpc.client.ResponseError) as e:
                 reason = f"cannot reach {self.url}: {e or type(e).__name__}"
             else:
@@ -806,6 +813,19 @@ def write_inventory(portal: Portal, args: argparse.Namespace, opts: dict, experi
         sys.stdout.write(text)
 
 
+# What the user does after the portal stayed unreachable, per command.
+UNAVAILABLE_NEXT = {
+    "start": "may or may not have started: make emulab-up again once the portal answers "
+             "(Terraform terminates a half-started one first), or make emulab-down",
+    "wait": "was left as it is, not terminated: make emulab-up again once the portal answers "
+            "waits for the same experiment",
+    "inventory": "was left as it is: make emulab-up again once the portal answers writes the inventory",
+    "extend": "was not extended: run the same command again once the portal answers",
+    "lifetime": "was not extended: make emulab-up again once the portal answers",
+    "terminate": "may still be running: make emulab-down again once the portal answers",
+}
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
@@ -841,8 +861,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except PortalUnavailable as e:
         # The experiment may be running fine: never terminate it for this.
-        print(f"portal.py: {e}; {args.project},{args.name} was left as it is: run the same command "
-              "(or make emulab-up) again once the portal answers", file=sys.stderr)
+        print(f"portal.py: {e}; {args.project},{args.name} {UNAVAILABLE_NEXT[args.command]}", file=sys.stderr)
         return 1
     except PortalError as e:
         print(f"portal.py: {e}", file=sys.stderr)

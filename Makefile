@@ -13,7 +13,7 @@ SOURCES := $(shell find system -name '*.java' -o -name '*.proto' -o -name 'pom.x
 RUN_STAMP = $(shell date -u +%Y%m%dT%H%M%SZ)
 
 .PHONY: help test test-java test-python deploy-test build venv local-run analyze bench-emulation bench-throughput \
-	ec2-up ec2-run ec2-down ec2-status emulab-up emulab-run emulab-down clean
+	ec2-up ec2-run ec2-down ec2-status emulab-up emulab-run emulab-extend emulab-down clean
 
 help:
 	@echo "make local-run        run workloads/default.yaml on this machine (EXPERIMENT=<name> for another)"
@@ -26,6 +26,7 @@ help:
 	@echo "make ec2-up / ec2-run / ec2-down        six AWS regions (terraform/ec2; EXPERIMENT=<name>, SERVERS_PER_DC=4 for paper scale)"
 	@echo "make ec2-status       what k2bench runs on EC2 in each region, found by tags (no Terraform state needed)"
 	@echo "make emulab-up / emulab-run / emulab-down   an Emulab experiment with tc latency (terraform/emulab)"
+	@echo "make emulab-extend HOURS=<n>                 n more hours for the running Emulab experiment"
 
 test: test-java test-python
 
@@ -88,11 +89,11 @@ TF_EMULAB := terraform -chdir=terraform/emulab
 EXPERIMENT_REMOTE = $(if $(filter command line environment,$(origin EXPERIMENT)),$(EXPERIMENT),default)
 
 # Servers per datacenter of the cluster: empty keeps Terraform's default (2, as every
-# shipped experiment); SERVERS_PER_DC=4 is the paper's scale, for ec2-up and ec2-run alike.
+# shipped experiment); SERVERS_PER_DC=4 is the paper's scale, for *-up and *-run alike.
 SERVERS_PER_DC ?=
 SERVERS_FLAG = $(if $(strip $(SERVERS_PER_DC)),--servers-per-dc $(strip $(SERVERS_PER_DC)))
 ifneq ($(strip $(SERVERS_PER_DC)),)
-ec2-up ec2-down: export TF_VAR_servers_per_dc := $(strip $(SERVERS_PER_DC))
+ec2-up ec2-down emulab-up: export TF_VAR_servers_per_dc := $(strip $(SERVERS_PER_DC))
 endif
 
 # Plan checks the quotas before anything is created; after apply, the price per hour and
@@ -126,8 +127,16 @@ emulab-up:
 emulab-run:
 	@$(PYTHON) terraform/check_env.py emulab --inventory
 	@$(MAKE) --no-print-directory build venv
-	$(VENV)/bin/k2bench deploy --inventory terraform/emulab/inventory.json
-	$(VENV)/bin/k2bench run $(EXPERIMENT_REMOTE) --inventory terraform/emulab/inventory.json
+	$(VENV)/bin/k2bench deploy --inventory terraform/emulab/inventory.json $(SERVERS_FLAG)
+	$(VENV)/bin/k2bench run $(EXPERIMENT_REMOTE) --inventory terraform/emulab/inventory.json $(SERVERS_FLAG)
+
+# HOURS more for the running experiment (portal.extendExperiment), with the arguments
+# Terraform's state holds (output portal).
+emulab-extend:
+	@case "$(HOURS)" in ''|*[!0-9]*|0*) echo "HOURS: give the hours to add as a whole number, e.g. make emulab-extend HOURS=8" >&2; exit 2;; esac
+	@argv=$$($(TF_EMULAB) output -json portal 2>/dev/null) && [ "$${argv:0:1}" = "[" ] || \
+	  { echo "emulab-extend: Terraform's state has no experiment: make emulab-up first" >&2; exit 2; }; \
+	  $(PYTHON) -c 'import json, subprocess, sys; sys.exit(subprocess.call(json.loads(sys.argv[1]) + ["--hours", sys.argv[2], "extend"]))' "$$argv" "$(HOURS)"
 
 emulab-down:
 	@$(PYTHON) terraform/check_env.py emulab

@@ -356,9 +356,10 @@ def test_ec2_price_list_filters_select_linux_on_demand_shared(ec2):
 
 
 def test_versions_are_pinned(ec2, emulab):
+    (block,) = emulab["terraform"]  # Emulab needs no provider: only built-in terraform_data
+    assert block == {"required_version": ">= 1.5"}
     for doc, providers in ((ec2, {"aws": ("hashicorp/aws", "~> 6."), "local": ("hashicorp/local", "~> 2."),
-                                  "tls": ("hashicorp/tls", "~> 4.")}),
-                           (emulab, {"local": ("hashicorp/local", "~> 2.")})):
+                                  "tls": ("hashicorp/tls", "~> 4.")}),):
         (block,) = doc["terraform"]
         assert block["required_version"] == ">= 1.5"
         (required,) = block["required_providers"]
@@ -393,30 +394,55 @@ def test_checkov_skips_give_reasons():
 # ---- Emulab: structure -----------------------------------------------------------------
 
 
+def provisioners_of(resource):
+    return [next(iter(p.values())) for p in resource["provisioner"]]
+
+
 def test_emulab_experiment_is_created_and_terminated_through_portal_py(emulab):
-    experiment = resources(emulab, "terraform_data")["experiment"]
-    provisioners = [next(iter(p.values())) for p in experiment["provisioner"]]
-    commands = [(p["command"], p.get("when")) for p in provisioners]
-    assert commands == [("start", None), ("wait", None), ("inventory", None), ("terminate", "destroy")]
-    for p in provisioners[:3]:
-        assert p["interpreter"].startswith("${concat(local.portal,")
-    assert provisioners[3]["interpreter"] == "${self.input.portal}"
-    assert "--terminate-on-failure" in provisioners[1]["interpreter"]
-    assert "--terminate-on-failure" in provisioners[2]["interpreter"]
+    data = resources(emulab, "terraform_data")
+    assert set(data) == {"started", "experiment", "ready", "lifetime"}
+    commands = {name: [(p["command"], p.get("when")) for p in provisioners_of(r)]
+                for name, r in data.items() if name != "started"}
+    assert commands == {"experiment": [("start", None), ("terminate", "destroy")],
+                        "ready": [("wait", None), ("inventory", None), ("${jsonencode(self.input.files)}", "destroy")],
+                        "lifetime": [("lifetime", None)]}
+    start, terminate = provisioners_of(data["experiment"])
+    assert start["interpreter"].startswith("${concat(local.portal,")
+    assert terminate["interpreter"] == "${self.input.portal}"
+    wait, inventory, _ = provisioners_of(data["ready"])
+    assert "--terminate-on-failure" in wait["interpreter"]
+    assert "--terminate-on-failure" not in inventory["interpreter"]
+    for flag in ("--out", "local.inventory_path", "--known-hosts", "local.known_hosts_path", "--host-keys",
+                 "var.host_keys", "--ssh-user", "var.ssh_user"):
+        assert flag in inventory["interpreter"]
     portal = emulab["locals"]["portal"]
     assert "python3" in portal and "portal.py" in portal
-    for flag in ("--project", "var.project", "--name", "var.experiment_name", "--pem", "var.pem_path"):
+    for flag in ("--project", "var.project", "--name", "var.experiment_name", "--pem", "var.pem_path",
+                 "--retry-for", "var.portal_retry_minutes"):
         assert flag in portal
-    assert "var.profile" in provisioners[0]["interpreter"] and "var.duration_hours" in provisioners[0]["interpreter"]
-    assert set(experiment["triggers_replace"]) >= {"project", "name", "profile", "bindings", "duration"}
+    assert "var.profile" in start["interpreter"] and "var.duration_hours" in start["interpreter"]
 
 
-def test_emulab_outputs_the_inventory_portal_py_writes(emulab):
-    data = emulab["data"]["local_file"]["inventory"]
-    assert data["filename"] == "${local.inventory_path}"
-    assert data["depends_on"] == ["${terraform_data.experiment}"]
-    assert emulab["output"]["inventory"]["value"] == "${data.local_file.inventory.content}"
+def test_emulab_a_new_duration_extends_instead_of_replacing(emulab):
+    data = resources(emulab, "terraform_data")
+    identity = emulab["locals"]["identity"]
+    assert set(identity) == {"project", "name", "profile", "bindings"}
+    assert "duration" not in str(identity) and "duration" not in data["experiment"]["triggers_replace"]
+    assert data["experiment"]["triggers_replace"] == "${merge(local.identity, {started = terraform_data.started.id})}"
+    assert data["lifetime"]["triggers_replace"] == {"experiment": "${terraform_data.experiment.id}",
+                                                    "hours": "${var.duration_hours}"}
+    (lifetime,) = provisioners_of(data["lifetime"])
+    assert 'timeadd(terraform_data.started.output, "${var.duration_hours}h")' in lifetime["interpreter"]
+    assert data["started"]["lifecycle"] == [{"ignore_changes": ["input"]}]
+
+
+def test_emulab_destroy_needs_only_the_state(emulab):
+    # Nothing reads inventory.json: no data source, no output.
+    assert emulab["data"] == {}
+    assert "file(" not in json.dumps(emulab["output"]) and "inventory" not in emulab["output"]
+    assert emulab["output"]["inventory_path"]["value"] == "${local.inventory_path}"
     assert emulab["locals"]["inventory_path"] == '${abspath("${path.module}/inventory.json")}'
+    assert emulab["locals"]["known_hosts_path"] == '${abspath("${path.module}/known_hosts")}'
 
 
 def test_emulab_bindings_are_the_profiles_parameters(emulab):
@@ -934,6 +960,8 @@ def test_emulab_good_variables_pass(emulab_variables, emulab_good):
     ("duration_hours", "0", "duration_hours: must be a whole number of hours from 1 to 168"),
     ("datacenters", '["VA","va"]', "datacenters: give distinct names"),
     ("hardware_type", "D430!", "hardware_type: an Emulab node type"),
+    ("host_keys", "trust", "host_keys: published or keyscan"),
+    ("ssh_user", "Alice Smith", "ssh_user: your Emulab login"),
 ])
 def test_emulab_bad_variables_are_refused_naming_the_field(emulab_variables, emulab_good, name, value, message):
     r = plan(emulab_variables, {**emulab_good, name: value})
@@ -964,47 +992,76 @@ def test_checkov_passes():
 # ---- Emulab: Terraform's own argument lists drive portal.py ----------------------------
 
 
-def test_emulab_provisioners_drive_portal_py_against_a_fake_portal(tmp_path):
-    """Evaluates main.tf's locals and each provisioner's interpreter list with Terraform, then
-    runs them in order (start, wait, inventory, terminate) against the fake portal."""
-    from test_emulab_portal import EXPECTED, FakePortal, serve
+def test_emulab_apply_extend_and_destroy_against_a_fake_portal(tmp_path, monkeypatch):
+    """The whole configuration (it needs no provider) applied against the fake portal: apply
+    writes inventory.json + known_hosts; a longer duration_hours extends the experiment
+    instead of replacing it; destroy terminates it without the inventory file."""
+    from test_emulab_portal import EXPECTED, KEYS, NODES, FakePortal, serve
 
-    experiment = resources(hcl(EMULAB), "terraform_data")["experiment"]
-    provisioners = [next(iter(p.values())) for p in experiment["provisioner"]]
-    outputs = "\n".join(
-        f'output "{p["command"]}" {{ value = {p["interpreter"][2:-1].replace("self.input.portal", "local.portal")} }}'
-        for p in provisioners)
-    main = (EMULAB / "main.tf").read_text()
-    (locals_block,) = re.findall(r"^locals \{\n.*?^\}\n", main, flags=re.S | re.M)
+    work = tmp_path / "emulab"
+    work.mkdir()
+    for path in list(EMULAB.glob("*.tf")) + [EMULAB / "portal.py"]:
+        shutil.copy(path, work / path.name)
+    r = terraform("init", "-input=false", "-no-color", cwd=work)
+    assert r.returncode == 0, r.stdout + r.stderr
     pem = tmp_path / "emulab.pem"
     pem.write_text("certificate\n")
-    work = without_providers(tmp_path, EMULAB, ["variables.tf", "portal.py"], extra=locals_block + outputs)
+    published = tmp_path / "published.keys"
+    published.write_text("".join(f"{n} ssh-ed25519 {k}\n" for n, k in KEYS.items()))
+    ssh = tmp_path / "fake-ssh"
+    ssh.write_text(f"#!/bin/sh\ncat {published}\n")
+    ssh.chmod(0o755)
     variables = {"project": "K2Bench", "experiment_name": "k2b-emu", "profile": "K2Bench,k2bench",
                  "pem_path": str(pem), "datacenters": '["VA","LDN"]', "servers_per_dc": "2",
-                 "clients_per_dc": "1", "duration_hours": "4"}
-    r = terraform("apply", "-auto-approve", "-input=false", "-no-color", "-lock=false",
-                  *[f"-var={k}={v}" for k, v in variables.items()], cwd=work)
-    assert r.returncode == 0, r.stdout + r.stderr
-    argv = {k: v["value"] for k, v in json.loads(terraform("output", "-json", cwd=work).stdout).items()}
-    assert list(argv) == ["inventory", "start", "terminate", "wait"]
-
+                 "clients_per_dc": "1", "duration_hours": "4", "ssh_user": "alice"}
     fake = FakePortal(statuses=["ready"])
     server = serve(fake)
-    env = {k: v for k, v in os.environ.items() if k != "K2BENCH_EMULAB_PEM_PASSWORD"}
-    env["K2BENCH_EMULAB_URL"] = f"http://127.0.0.1:{server.server_address[1]}/usr/testbed"
+    monkeypatch.setenv("K2BENCH_EMULAB_URL", f"http://127.0.0.1:{server.server_address[1]}/usr/testbed")
+    monkeypatch.setenv("K2BENCH_EMULAB_SSH", str(ssh))
+    monkeypatch.delenv("K2BENCH_EMULAB_PEM_PASSWORD", raising=False)
+
+    def tf(*args, **changes):
+        return terraform(*args, "-auto-approve", "-input=false", "-no-color", "-lock=false",
+                         *[f"-var={k}={v}" for k, v in {**variables, **changes}.items()], cwd=work)
+
     try:
-        for command in ("start", "wait", "inventory", "terminate"):
-            python, *args = argv[command]
-            assert python == "python3"
-            r = subprocess.run([sys.executable, *args, command], capture_output=True, text=True,
-                               env=env, timeout=60)
-            assert r.returncode == 0, f"{command}: {r.stderr}"
+        r = tf("apply")
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert fake.methods() == ["startExperiment", "experimentStatus", "experimentManifests", "experimentStatus"]
+        assert json.loads(fake.calls[0][2]["bindings"]) == {
+            "datacenters": "VA,LDN", "servers_per_dc": "2", "clients_per_dc": "1", "hardware_type": "d430"}
+        assert fake.calls[0][2]["duration"] == "4"
+        assert json.loads((work / "inventory.json").read_text()) == EXPECTED
+        assert len((work / "known_hosts").read_text().splitlines()) == len(NODES)
+        out = terraform("output", "-raw", "-no-color", "inventory_path", cwd=work)
+        assert out.stdout == str(work / "inventory.json")
+
+        expires = fake.experiments["K2Bench,k2b-emu"]["expires"]
+        fake.calls.clear()
+        r = tf("apply", duration_hours="10")
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert "Resources: 1 added, 0 changed, 1 destroyed." in r.stdout  # lifetime only
+        extends = [p for m, _, p in fake.calls if m == "extendExperiment"]
+        assert [p["wanted"] for p in extends] == [6]
+        assert "startExperiment" not in fake.methods() and "terminateExperiment" not in fake.methods()
+        assert fake.experiments["K2Bench,k2b-emu"]["expires"] - expires == datetime.timedelta(hours=6)
+
+        # make emulab-extend HOURS=3: extendExperiment with the arguments the state holds.
+        fake.calls.clear()
+        r = subprocess.run(["make", "--no-print-directory", "emulab-extend", "HOURS=3",
+                            f"TF_EMULAB=terraform -chdir={work}", f"PYTHON={sys.executable}"],
+                           cwd=ROOT, capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stdout + r.stderr
+        extends = [p for m, _, p in fake.calls if m == "extendExperiment"]
+        assert extends == [{"experiment": "K2Bench,k2b-emu", "wanted": 3, "reason": "k2bench: make emulab-extend HOURS=3"}]
+        assert fake.experiments["K2Bench,k2b-emu"]["expires"] - expires == datetime.timedelta(hours=9)
+
+        (work / "inventory.json").unlink()  # git-ignored: a fresh clone or a clean has none
+        fake.calls.clear()
+        r = tf("destroy", duration_hours="10")
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert fake.methods() == ["terminateExperiment"] and fake.experiments == {}
+        assert not (work / "known_hosts").exists()  # the experiment's keys go with it
     finally:
         server.shutdown()
         server.server_close()
-    assert fake.methods() == ["startExperiment", "experimentStatus", "experimentManifests",
-                              "terminateExperiment"]
-    assert json.loads(fake.calls[0][2]["bindings"]) == {
-        "datacenters": "VA,LDN", "servers_per_dc": "2", "clients_per_dc": "1", "hardware_type": "d430"}
-    assert fake.calls[0][2]["duration"] == "4"
-    assert json.loads((work / "inventory.json").read_text()) == EXPECTED

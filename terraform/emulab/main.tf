@@ -1,9 +1,13 @@
-# An Emulab experiment as one Terraform resource: apply starts it from the portal profile,
-# waits until it is ready and writes the inventory; destroy terminates it. portal.py does
+# An Emulab experiment in four built-in resources, no provider: `started` records when it
+# was asked for, `experiment` starts it from the portal profile (and terminates it on
+# destroy), `ready` waits until it is ready and writes inventory.json + known_hosts,
+# `lifetime` keeps its expiry at start + duration_hours by extending it. portal.py does
 # the talking (XML-RPC to the portal, authenticated by your Emulab SSL certificate).
+# Destroy needs nothing but the state: no data source reads the git-ignored inventory.
 
 locals {
-  inventory_path = abspath("${path.module}/inventory.json")
+  inventory_path   = abspath("${path.module}/inventory.json")
+  known_hosts_path = abspath("${path.module}/known_hosts")
 
   # The profile's parameters (profile.py), as the portal binds them.
   bindings = jsonencode({
@@ -13,13 +17,33 @@ locals {
     hardware_type  = var.hardware_type
   })
 
+  # A running experiment cannot be reshaped: any of these changing means a new one.
+  # duration_hours is not here: a longer duration extends the running experiment.
+  identity = {
+    project  = var.project
+    name     = var.experiment_name
+    profile  = var.profile
+    bindings = local.bindings
+  }
+
   # python3 portal.py <flags> <command>: an argument list, no shell, so no quoting of
   # user values. The command is appended by each provisioner.
   portal = concat(
     ["python3", abspath("${path.module}/portal.py")],
     ["--project", var.project, "--name", var.experiment_name, "--pem", pathexpand(var.pem_path)],
+    ["--retry-for", tostring(var.portal_retry_minutes * 60)],
     var.ca_cert_path == "" ? [] : ["--ca-cert", pathexpand(var.ca_cert_path)],
   )
+}
+
+# When the experiment was asked for; the expiry duration_hours asks for counts from here.
+resource "terraform_data" "started" {
+  input            = plantimestamp()
+  triggers_replace = local.identity
+
+  lifecycle {
+    ignore_changes = [input]
+  }
 }
 
 resource "terraform_data" "experiment" {
@@ -28,14 +52,7 @@ resource "terraform_data" "experiment" {
     portal = local.portal
   }
 
-  # A running experiment cannot be reshaped: any of these changing means a new one.
-  triggers_replace = {
-    project  = var.project
-    name     = var.experiment_name
-    profile  = var.profile
-    bindings = local.bindings
-    duration = var.duration_hours
-  }
+  triggers_replace = merge(local.identity, { started = terraform_data.started.id })
 
   provisioner "local-exec" {
     interpreter = concat(local.portal, [
@@ -46,8 +63,28 @@ resource "terraform_data" "experiment" {
     command = "start"
   }
 
-  # Terraform never runs the destroy provisioner of a resource whose creation failed
-  # (it is tainted), so wait and inventory terminate the experiment themselves on failure.
+  # Terminating an experiment that is already gone succeeds, so destroy can be repeated.
+  provisioner "local-exec" {
+    when        = destroy
+    interpreter = self.input.portal
+    command     = "terminate"
+  }
+}
+
+# Ready and described. A failure here taints only this resource, so the next apply waits
+# again for the same experiment: a portal that was unreachable for a while costs nothing.
+# wait terminates the experiment only when it definitively failed (failed on the portal,
+# or not ready within wait_timeout_minutes).
+resource "terraform_data" "ready" {
+  input = {
+    files = [local.inventory_path, local.known_hosts_path]
+  }
+
+  triggers_replace = {
+    experiment = terraform_data.experiment.id
+    inventory  = [var.ssh_user, var.ssh_private_key, var.host_keys, var.ops_host]
+  }
+
   provisioner "local-exec" {
     interpreter = concat(local.portal, [
       "--timeout", tostring(var.wait_timeout_minutes * 60),
@@ -59,23 +96,40 @@ resource "terraform_data" "experiment" {
   provisioner "local-exec" {
     interpreter = concat(local.portal, [
       "--datacenters", join(",", var.datacenters),
-      "--ssh-user", var.ssh_user,
       "--ssh-private-key", var.ssh_private_key,
+      "--host-keys", var.host_keys,
+      "--ops-host", var.ops_host,
       "--out", local.inventory_path,
-      "--terminate-on-failure",
-    ])
+      "--known-hosts", local.known_hosts_path,
+      ], var.ssh_user == "" ? [] : ["--ssh-user", var.ssh_user],
+    )
     command = "inventory"
   }
 
+  # The experiment is going away: so do its inventory and host keys.
   provisioner "local-exec" {
     when        = destroy
-    interpreter = self.input.portal
-    command     = "terminate"
+    interpreter = ["python3", "-c", "import json, os, sys; [os.remove(p) for p in json.loads(sys.argv[1]) if os.path.exists(p)]"]
+    command     = jsonencode(self.input.files)
   }
 }
 
-# Read after the experiment exists (depends_on defers it to apply on the first run).
-data "local_file" "inventory" {
-  filename   = local.inventory_path
-  depends_on = [terraform_data.experiment]
+# Keeps the expiry at started + duration_hours: a larger duration_hours extends the
+# running experiment (portal.extendExperiment). The portal cannot shorten one; a smaller
+# value is reported and changes nothing (make emulab-down ends it).
+resource "terraform_data" "lifetime" {
+  triggers_replace = {
+    experiment = terraform_data.experiment.id
+    hours      = var.duration_hours
+  }
+
+  provisioner "local-exec" {
+    interpreter = concat(local.portal, [
+      "--hours", tostring(var.duration_hours),
+      "--until", timeadd(terraform_data.started.output, "${var.duration_hours}h"),
+    ])
+    command = "lifetime"
+  }
+
+  depends_on = [terraform_data.ready]
 }

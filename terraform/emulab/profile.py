@@ -6,10 +6,11 @@ interface on a single unshaped LAN. Nodes are named `<dc>-server-<i>` and
 inventory from those names.
 
 Instructions:
-Wait for the experiment to be ready, then run `terraform output -raw inventory` (or read
-terraform/emulab/inventory.json). Wide-area latency between datacenters is added on the
+Wait for the experiment to be ready; `terraform apply` then writes
+terraform/emulab/inventory.json and the nodes' host keys in terraform/emulab/known_hosts. Wide-area latency between datacenters is added on the
 nodes with `tc netem` (k2bench's netem role), not by the testbed: the LAN has no shaping, so
-Emulab inserts no delay nodes. Datacenter d (0-based, in the order of the `datacenters`
+Emulab inserts no delay nodes. Each node publishes its SSH host keys at boot to
+/proj/<project>/exp/<experiment>/k2bench-hostkeys/ for k2bench's known_hosts. Datacenter d (0-based, in the order of the `datacenters`
 parameter) has LAN addresses 10.10.(d+1).0/24: servers .1 up, clients .101 up.
 """
 # Kept in the k2bench repository (terraform/emulab/profile.py); the portal runs it with
@@ -20,11 +21,33 @@ import geni.rspec.pg as pg
 
 IMAGE = "urn:publicid:IDN+emulab.net+image+emulab-ops//UBUNTU22-64-STD"
 
+# At boot every node publishes its SSH host public keys as "<node> <type> <key>" lines in
+# /proj/<project>/exp/<experiment>/k2bench-hostkeys/<node>.keys, the experiment's directory
+# on the testbed's file server; portal.py reads them from the ops host to write the
+# cluster's known_hosts, so the keys come from the nodes themselves. The node, experiment
+# and project come from Emulab's /var/emulab/boot/nickname (node.experiment.project).
+# As root, the file is written as the owner of the experiment's directory (NFS maps root
+# to nobody). One line: the rspec carries the command in an XML attribute. K2B_ROOT is
+# empty on the nodes; the tests point it at a scratch tree.
+PUBLISH_HOST_KEYS = "; ".join([
+    "R=${K2B_ROOT:-}",
+    "read nick < $R/var/emulab/boot/nickname || exit 1",
+    "node=${nick%%.*}; rest=${nick#*.}; eid=${rest%%.*}; pid=${rest#*.}",
+    "dir=$R/proj/$pid/exp/$eid/k2bench-hostkeys",
+    "tmp=$(mktemp) || exit 1",
+    "for k in $R/etc/ssh/ssh_host_*_key.pub; do printf '%s %s\\n' $node \"$(cut -d' ' -f1,2 $k)\" >> $tmp; done",
+    "chmod 644 $tmp",
+    "put=\"mkdir -p $dir && cp $tmp $dir/$node.keys.tmp && mv $dir/$node.keys.tmp $dir/$node.keys\"",
+    "if [ $(id -u) = 0 ]; then su -s /bin/sh -c \"$put\" $(stat -c %U $R/proj/$pid/exp/$eid); "
+    "else sh -c \"$put\"; fi",
+    "rc=$?; rm -f $tmp; exit $rc",
+])
+
 pc = portal.Context()
 pc.defineParameter("datacenters", "Datacenters, comma-separated, in topology order",
                    portal.ParameterType.STRING, "VA,CA,SP,LDN,TYO,SG")
 pc.defineParameter("servers_per_dc", "Servers per datacenter",
-                   portal.ParameterType.INTEGER, 4)
+                   portal.ParameterType.INTEGER, 2)
 pc.defineParameter("clients_per_dc", "Client machines per datacenter",
                    portal.ParameterType.INTEGER, 8)
 pc.defineParameter("hardware_type", "Hardware type of every node",
@@ -59,6 +82,7 @@ for d, dc in enumerate(dcs):
             node = request.RawPC("%s-%s-%d" % (dc.lower(), role, i))
             node.hardware_type = params.hardware_type
             node.disk_image = IMAGE
+            node.addService(pg.Execute(shell="sh", command=PUBLISH_HOST_KEYS))
             iface = node.addInterface("if0")
             iface.addAddress(pg.IPv4Address("10.10.%d.%d" % (d + 1, first + i), "255.255.0.0"))
             lan.addInterface(iface)

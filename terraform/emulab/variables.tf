@@ -54,7 +54,7 @@ variable "ca_cert_path" {
 }
 
 variable "duration_hours" {
-  description = "Hours until the experiment expires (the portal may need an extension approved for long runs)."
+  description = "Hours from the start until the experiment expires. Raising it extends the running experiment (the portal may need an administrator to approve long extensions); the portal cannot shorten one."
   type        = number
   default     = 16
 
@@ -98,9 +98,9 @@ variable "datacenters" {
 }
 
 variable "servers_per_dc" {
-  description = "Servers (S) per datacenter; the paper uses 4."
+  description = "Server hosts per datacenter; must equal the experiment's servers_per_dc (the shipped experiments use 2; the paper's scale is 4: make emulab-up SERVERS_PER_DC=4)."
   type        = number
-  default     = 4
+  default     = 2
 
   validation {
     condition     = var.servers_per_dc >= 1 && var.servers_per_dc <= 100 && floor(var.servers_per_dc) == var.servers_per_dc
@@ -120,13 +120,13 @@ variable "clients_per_dc" {
 }
 
 variable "ssh_user" {
-  description = "Your Emulab user name, written into the inventory; empty takes the login the manifest lists."
+  description = "Your Emulab login, written into the inventory; empty takes the login your certificate (pem_path) names. Never taken from the manifest, which lists every project member."
   type        = string
   default     = ""
 
   validation {
     condition     = can(regex("^([a-z][-a-z0-9_]{0,31})?$", var.ssh_user))
-    error_message = "ssh_user: your Emulab user name (lower case), or empty to take it from the manifest."
+    error_message = "ssh_user: your Emulab login (lower case), or empty to take it from your certificate."
   }
 }
 
@@ -138,5 +138,38 @@ variable "ssh_private_key" {
   validation {
     condition     = length(trimspace(var.ssh_private_key)) > 0
     error_message = "ssh_private_key: give the path of your SSH private key (e.g. ~/.ssh/id_ed25519)."
+  }
+}
+
+variable "host_keys" {
+  description = "Where the nodes' SSH host keys come from: published (each node writes its keys at boot to the experiment's directory on the testbed's file server; read over SSH from ops_host, verified by your known_hosts) or keyscan (ssh-keyscan: trusts whatever answers first, not verified)."
+  type        = string
+  default     = "published"
+
+  validation {
+    condition     = contains(["published", "keyscan"], var.host_keys)
+    error_message = "host_keys: published or keyscan (keyscan trusts the first key that answers: opt in only if you accept that)."
+  }
+}
+
+variable "ops_host" {
+  description = "The testbed's ops (users) host, where your account can read the experiment's /proj directory over SSH; its host key must already be in your ~/.ssh/known_hosts."
+  type        = string
+  default     = "users.emulab.net"
+
+  validation {
+    condition     = can(regex("^[A-Za-z0-9][-A-Za-z0-9.]{0,252}$", var.ops_host))
+    error_message = "ops_host: a host name such as users.emulab.net."
+  }
+}
+
+variable "portal_retry_minutes" {
+  description = "How long each portal call keeps retrying transient failures (network, timeouts, HTTP 5xx, portal busy) before giving up; giving up never terminates the experiment."
+  type        = number
+  default     = 10
+
+  validation {
+    condition     = var.portal_retry_minutes >= 0 && var.portal_retry_minutes <= 120
+    error_message = "portal_retry_minutes: must be from 0 to 120."
   }
 }

@@ -1,11 +1,5 @@
 terraform {
-  # terraform_data (built in) needs 1.4; 1.5 is the floor across k2bench's configurations.
+  # terraform_data needs 1.4 and plantimestamp() 1.5. No provider: the experiment is
+  # driven by portal.py through local-exec, so init downloads nothing.
   required_version = ">= 1.5"
-
-  required_providers {
-    local = {
-      source  = "hashicorp/local"
-      version = "~> 2.5"
-    }
-  }
 }

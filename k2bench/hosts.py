@@ -211,7 +211,7 @@ def wrapper_script(argv: list[str], out: str, err: str, pidf: str, rcf: str, lea
     return (f"{shlex.join(argv)} > {q(out)} 2> {q(err)} < /dev/null & pid=$!; echo $pid > {q(pidf)}; "
             f"( {watchdog} ) < /dev/null > /dev/null 2>&1 & wd=$!; "
             f"wait $pid; rc=$?; echo $rc > {q(rcf)}.tmp && mv -f {q(rcf)}.tmp {q(rcf)}; "
-            "kill $wd 2>/dev/null; exit 0")
+            "kill $wd 2>/dev/null; wait $wd; exit 0")
 
 
 class HostUnreachable(RunFailed):

@@ -20,12 +20,14 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def _env(args) -> Env:
-    if getattr(args, "lease_s", 60.0) <= 0:
-        raise ConfigError("--lease-s", f"must be > 0 seconds, got {args.lease_s}")
+    for flag in ("lease_s", "ssh_timeout"):
+        if getattr(args, flag, 60.0) <= 0:
+            raise ConfigError(f"--{flag.replace('_', '-')}", f"must be > 0 seconds, got {getattr(args, flag)}")
     if getattr(args, "inventory", None):
         dep = RemoteDeployment(inventory.load(args.inventory), base_port=args.base_port,
                                jar=args.remote_jar, known_hosts=args.known_hosts,
-                               lease_s=getattr(args, "lease_s", 60.0), inventory_file=args.inventory)
+                               lease_s=getattr(args, "lease_s", 60.0), command_timeout=getattr(args, "ssh_timeout", 60.0),
+                               inventory_file=args.inventory)
     else:
         dep = LocalDeployment(LocalHost(Path(args.jar)))
     return Env(repo=REPO, jar=Path(args.jar), deployment=dep, java=args.java)
@@ -286,6 +288,8 @@ def main(argv=None) -> int:
     r.add_argument("--lease-s", type=float, default=60.0, metavar="S",
                    help="remote processes stop on their own S seconds after the orchestrator stopped refreshing "
                         "their lease (it died or lost the network)")
+    r.add_argument("--ssh-timeout", type=float, default=60.0, metavar="S",
+                   help="the longest a remote command may take; a host that does not answer within it fails the run")
     r.add_argument("--base-port", type=int, default=17000, help="first server port on remote machines")
     r.add_argument("--remote-jar", default="/opt/k2bench/k2bench.jar",
                    help="the jar on remote machines (where ansible's k2bench_server role puts it)")

@@ -218,6 +218,14 @@ class HostUnreachable(RunFailed):
     """A host stopped answering over SSH (a command timed out, or it cannot be reached)."""
 
 
+def _timed_out(e: BaseException) -> bool:
+    """A timeout on a connection that was open: the host (or its network) stopped answering."""
+    import paramiko
+
+    return isinstance(e, (socket.timeout, TimeoutError)) or (
+        isinstance(e, paramiko.SSHException) and "timeout" in str(e).lower())
+
+
 def _transient(e: BaseException) -> bool:
     """An SSH failure worth another attempt: the network or sshd was slow or reset, not a
     refused key or an unknown host."""
@@ -245,7 +253,7 @@ class SshHost:
 
     POLL_CACHE_S = 0.3
     KEEPALIVE_S = 15
-    CONNECT_ATTEMPTS = 4
+    CONNECT_ATTEMPTS = 3
     BACKOFF_S = 1.0  # doubled after every failed attempt
 
     def __init__(self, name: str, ssh_host: str, port: int, user: str, key: str | None,
@@ -262,6 +270,7 @@ class SshHost:
         self.base: str | None = None
         self.local_run_dir: Path | None = None
         self.command_timeout = command_timeout
+        self.connect_timeout = connect_timeout
         self.lease_s = lease_s
         self.unreachable: str | None = None  # why, once the host stopped answering
         kwargs = {"key_filename": os.path.expanduser(key)} if key else {}
@@ -338,40 +347,47 @@ class SshHost:
         raise HostUnreachable(f"{self.name}: cannot connect over SSH to {self.endpoint} after "
                               f"{self.CONNECT_ATTEMPTS} attempts: {type(last).__name__}: {_one_line(last)}")
 
-    def _ssh(self, fn, what: str, timeout: float | None = None, retry: bool = True):
-        """Runs ``fn()`` (Fabric calls) on the open connection, bounded; a transient failure
-        of an idempotent command (``retry``) reconnects and tries again."""
+    def _check_reachable(self, what: str) -> None:
         if self.unreachable is not None:
-            raise HostUnreachable(f"{self.name}: {what} skipped: the host stopped answering ({self.unreachable})")
+            raise HostUnreachable(f"{self.name}: {what} skipped: the host does not answer ({self.unreachable})")
+
+    def _ssh(self, fn, what: str, timeout: float | None = None, retry: bool = True):
+        """Runs ``fn()`` (Fabric calls) on the open connection, bounded. A command that
+        times out marks the host unreachable at once; a connection that broke (reset,
+        closed) is opened again and an idempotent command (``retry``) tried once more."""
+        from invoke.exceptions import CommandTimedOut, UnexpectedExit
+
         limit = timeout or self.command_timeout
-        if not self._lock.acquire(timeout=limit + 10):
+        self._check_reachable(what)
+        if not self._lock.acquire(timeout=limit + 30):
+            self._check_reachable(what)
             raise RunFailed(f"{self.name}: {what}: another SSH command on this host did not finish")
         try:
+            self._check_reachable(what)
             attempts = 2 if retry else 1
             for attempt in range(attempts):
-                # connecting has its own bounded attempts; the whole call gets room for them
-                self._bounded(self._connect, self.CONNECT_ATTEMPTS * (limit + 20), f"connecting for {what}")
+                self._bounded(self._connect, self.CONNECT_ATTEMPTS * (self.connect_timeout + 10),
+                              f"connecting for {what}")
                 try:
                     return self._bounded(fn, limit + 10, what)
-                except HostUnreachable:
+                except (HostUnreachable, RunFailed):
                     raise
-                except Exception as e:  # noqa: BLE001
-                    from invoke.exceptions import CommandTimedOut, UnexpectedExit
-
-                    if isinstance(e, CommandTimedOut):
-                        self._lost(f"{what} timed out after {limit:.0f} s")
-                        raise HostUnreachable(f"{self.name}: {what} timed out after {limit:.0f} s: "
-                                              "the host does not answer") from None
-                    if isinstance(e, UnexpectedExit):
-                        raise RunFailed(f"{self.name}: {what} failed: exit {e.result.exited}: "
-                                        f"{_one_line(e.result.stderr) or '(no output)'}") from None
-                    if isinstance(e, RunFailed):
-                        raise
+                except CommandTimedOut:
+                    self._lost(f"{what} timed out after {limit:.0f} s")
+                    raise HostUnreachable(f"{self.name}: {what} timed out after {limit:.0f} s: "
+                                          "the host does not answer") from None
+                except UnexpectedExit as e:
+                    raise RunFailed(f"{self.name}: {what} failed: exit {e.result.exited}: "
+                                    f"{_one_line(e.result.stderr) or '(no output)'}") from None
+                except Exception as e:  # noqa: BLE001 - classified below
+                    if _timed_out(e):
+                        self._lost(f"{what}: {type(e).__name__}: {_one_line(e)}")
+                        raise HostUnreachable(f"{self.name}: {what} timed out: the host does not answer "
+                                              f"({type(e).__name__}: {_one_line(e)})") from None
                     if attempt + 1 < attempts and _transient(e):
                         self._close_quietly()
+                        time.sleep(self.BACKOFF_S)
                         continue
-                    if _transient(e):
-                        self._lost(f"{what}: {type(e).__name__}")
                     raise RunFailed(f"{self.name}: {what} failed: {type(e).__name__}: {_one_line(e)}") from None
         finally:
             self._lock.release()

@@ -595,7 +595,7 @@ class Orchestrator:
         try:
             fan_out(dep.hosts(), lambda h: h.bind_run(run_dir))
             # Remote processes stop on their own when the lease goes stale (hosts.wrapper_script).
-            lease_s = max([h.lease_s for h in dep.hosts()] or [0])
+            lease_s = max([getattr(h, "lease_s", 0) for h in dep.hosts()] or [0])
             lease_keeper = LeaseKeeper(dep.hosts(), max(1.0, lease_s / 4)).__enter__() if lease_s else None
             for i, (pid, cfg, system, k) in enumerate(trials):
                 tdir = trial_dir(run_dir, system, pid, k, exp["trials"])

@@ -167,7 +167,7 @@ def cmd_summarize(args) -> int:
                         window_ms=tuple(old["window_ms"]), origin_ms=old["timeseries"]["origin_ms"],
                         server_logs=sorted((run / entry["dir"] / "servers").glob("*.hlog")), after_ms=after_ms,
                         pacing_interval_ms=experiment.pacing_interval_ms(cfg, {dc: len(ps) for dc, ps in logs.items()}))
-        new |= {k: old[k] for k in ("point", "point_values", "trial", "start_ms", "server_stats",
+        new |= {k: old[k] for k in ("point", "point_values", "trial", "start_ms", "start", "server_stats",
                                     "availability", "faults", "consistency") if k in old}
         if new["cache"] is None and old.get("cache"):
             new["cache"] = old["cache"]  # a run whose clients did not log cache_miss yet

@@ -259,8 +259,14 @@ class SshHost:
     def __init__(self, name: str, ssh_host: str, port: int, user: str, key: str | None,
                  remote_dir: str, jar: str = "/opt/k2bench/k2bench.jar", known_hosts: str | None = None,
                  connect_timeout: float = 20.0, command_timeout: float = 60.0, lease_s: float = LEASE_S):
+        import logging
+
         import paramiko
         from fabric import Connection  # imported here: only remote runs need Fabric
+
+        # paramiko logs every failed handshake with a traceback on stderr; the run reports
+        # the failure itself, in one line.
+        logging.getLogger("paramiko").setLevel(logging.CRITICAL)
 
         if not known_hosts:
             raise ValueError("SshHost needs a known_hosts file: host keys are verified strictly")

@@ -290,3 +290,51 @@ def test_a_host_whose_logs_cannot_be_fetched_is_noted_and_the_first_error_kept(t
     assert "before the trial's end" in str(error), "the trial's own error, not the fetch's"
     assert manifest["fetch_failures"] == [{"trial": "k2", "host": "localhost",
                                            "error": "localhost: fetching k2 timed out after 300 s"}]
+
+
+# ------------------------------------------------------------------ SSH that does not answer
+
+def _ssh_host(port, tmp, connect_timeout=2.0):
+    from k2bench.hosts import SshHost
+
+    known = tmp / "known_hosts"
+    known.write_text("")
+    return SshHost("quiet-host", "127.0.0.1", port, "nobody", None, "/nonexistent", known_hosts=str(known),
+                   connect_timeout=connect_timeout, command_timeout=3)
+
+
+def test_a_refused_connection_is_retried_with_backoff_then_named(tmp_path):
+    import socket
+
+    from k2bench.hosts import HostUnreachable
+
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()  # nothing listens there
+    h = _ssh_host(port, tmp_path)
+    began = time.time()
+    with pytest.raises(HostUnreachable) as e:
+        h.bind_run(tmp_path / "run")
+    assert 2.5 < time.time() - began < 10, "three attempts, 1 s and 2 s apart"
+    assert str(e.value).startswith(f"quiet-host: cannot connect over SSH to 127.0.0.1:{port} after 3 attempts: ")
+    with pytest.raises(HostUnreachable, match="skipped: the host does not answer"):
+        h.read_text("x")  # at once from now on
+
+
+def test_a_host_that_accepts_and_never_answers_does_not_hang_the_orchestrator(tmp_path):
+    import socket
+    import threading
+
+    from k2bench.hosts import HostUnreachable
+
+    server = socket.create_server(("127.0.0.1", 0))
+    held = []
+    threading.Thread(target=lambda: [held.append(server.accept()) for _ in range(5)], daemon=True).start()
+    h = _ssh_host(server.getsockname()[1], tmp_path, connect_timeout=1.0)
+    began = time.time()
+    with pytest.raises(HostUnreachable) as e:
+        h.bind_run(tmp_path / "run")
+    assert time.time() - began < 15, "the banner timeout bounds every attempt"
+    assert len(held) == 3 and "\n" not in str(e.value) and str(e.value).startswith("quiet-host: "), str(e.value)
+    server.close()

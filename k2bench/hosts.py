@@ -39,11 +39,12 @@ class Proc:
     returncode: int | None = None
     handle: object = field(default=None, repr=False, compare=False)
     handle_host: object = field(default=None, repr=False, compare=False)  # the Host running it
+    notes: dict = field(default_factory=dict)  # e.g. a client's first operation and its start skew
 
     def record(self) -> dict:
         return {"name": self.name, "host": self.host, "argv": self.argv, "pid": self.pid,
                 "stdout": self.stdout, "stderr": self.stderr, "started": self.started,
-                "stopped": self.stopped, "exit_code": self.returncode}
+                "stopped": self.stopped, "exit_code": self.returncode, **self.notes}
 
 
 class Host(Protocol):

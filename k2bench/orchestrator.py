@@ -423,6 +423,10 @@ class Orchestrator:
             def skew_check():
                 info = start_skew(clients, t0, spreads, bound, start_info)
                 rundir.write_json(t.dir / "start.json", info)
+                for p in clients:  # into each client's process record too
+                    c = info["clients"][p.name]
+                    p.notes |= {"first_op_ms": c["first_op_ms"], "start_skew_s": c["skew_s"]}
+                    rundir.write_json(t.dir / "processes" / f"{p.name}.json", p.record())
                 if (why := skew_failure(info)):
                     raise RunFailed(why)
                 return info

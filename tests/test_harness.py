@@ -264,6 +264,9 @@ def test_a_normal_start_records_every_clients_first_operation_within_the_bound(t
     assert set(start["clients"]) == {f"client-{dc}" for dc in ("VA", "CA", "SP", "LDN", "TYO", "SG")}
     assert all(c["first_op_ms"] is not None and abs(c["skew_s"]) < 0.5 for c in start["clients"].values()), start
     assert start["lead_s"] >= 1.0 and start["probe_fan_out_s"] < 1.0 and not start["written_late"]
+    record = json.loads((t.dir / "processes" / "client-VA.json").read_text())
+    assert record["first_op_ms"] == start["clients"]["client-VA"]["first_op_ms"]
+    assert record["start_skew_s"] == start["clients"]["client-VA"]["skew_s"] and record["exit_code"] is not None
 
 
 def test_a_start_file_that_arrives_late_fails_the_trial_with_the_skew(tmp_path, monkeypatch):

@@ -165,3 +165,30 @@ def test_the_local_deployment_is_one_jvm_per_datacenter_on_loopback(tmp_path):
     assert all(a.startswith("127.0.0.1:") for dc in DCS for a in topo["servers"][dc])
     assert [s.select for s in dep.servers(DCS, 2)] == [("--dc", dc) for dc in DCS]
     assert dep.clients("VA") == [ClientSlot(dep.host, "VA", "client-VA", 0, 1)]
+
+
+def test_deploy_checks_the_shape_before_ansible_with_one_line(tmp_path, capsys):
+    from k2bench import cli
+
+    inv = tmp_path / "inventory.json"
+    inv.write_text(json.dumps(EC2))
+    work = tmp_path / "work"
+    assert cli.main(["deploy", "--inventory", str(inv), "--experiment", "smoke", "--servers-per-dc", "4",
+                     "--workdir", str(work)]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"k2bench: servers_per_dc: experiment smoke has 4 servers per datacenter, inventory {inv} has 2 "
+                   "server hosts in VA: run with SERVERS_PER_DC=2 (or --servers-per-dc 2), or recreate the cluster "
+                   "with TF_VAR_servers_per_dc=4\n")
+    assert not work.exists(), "nothing was written: Ansible never ran"
+    assert cli.main(["deploy", "--inventory", str(inv), "--servers-per-dc", "4", "--workdir", str(work)]) == 2
+    assert "--servers-per-dc: needs --experiment NAME" in capsys.readouterr().err
+    four = copy.deepcopy(EC2)
+    for d in four["datacenters"].values():
+        servers = [h for h in d["hosts"] if h["role"] == "server"]
+        d["hosts"] += [dict(h, name=h["name"] + "-b", public_ip=h["public_ip"][:-1] + "9") for h in servers]
+    inv.write_text(json.dumps(four))
+    assert cli.main(["deploy", "--inventory", str(inv), "--experiment", "smoke", "--workdir", str(work)]) == 2
+    assert "experiment smoke has 2 servers per datacenter" in capsys.readouterr().err
+    assert cli.main(["--jar", str(tmp_path / "missing.jar"), "deploy", "--inventory", str(inv), "--experiment",
+                     "smoke", "--servers-per-dc", "4", "--workdir", str(work)]) == 2
+    assert "--jar:" in capsys.readouterr().err, "the shape fits: deploy goes on to its next check"

@@ -455,7 +455,12 @@ class SshHost:
         if not live:
             return {}
         parts = [f"touch {shlex.quote(self.lease())}"]
-        parts += [f"if [ -s {shlex.quote(p.handle[1])} ]; then echo {p.pid} rc $(cat {shlex.quote(p.handle[1])}); "
+        # A process that just ended may not have its exit code written yet (its wrapper
+        # writes it right after): wait for it up to 2 s before calling the process gone.
+        parts += [f"rcf={shlex.quote(p.handle[1])}; "
+                  f"if ! [ -s $rcf ] && ! kill -0 {p.pid} 2>/dev/null; then "
+                  f"for i in $(seq 20); do [ -s $rcf ] && break; sleep 0.1; done; fi; "
+                  f"if [ -s $rcf ]; then echo {p.pid} rc $(cat $rcf); "
                   f"elif kill -0 {p.pid} 2>/dev/null; then echo {p.pid} running; else echo {p.pid} gone; fi"
                   for p in live]
         lines = self._run("; ".join(parts), "polling processes").stdout.splitlines()

@@ -341,3 +341,28 @@ def test_a_host_that_accepts_and_never_answers_does_not_hang_the_orchestrator(tm
     assert time.time() - began < 15, "the banner timeout bounds every attempt"
     assert len(held) == 3 and "\n" not in str(e.value) and str(e.value).startswith("quiet-host: "), str(e.value)
     server.close()
+
+
+def test_a_poll_waits_for_an_exit_code_the_wrapper_is_still_writing(tmp_path):
+    """A process that just ended, whose wrapper has not written its exit code yet, is not
+    taken for one that vanished (which fails the trial)."""
+    from k2bench.hosts import SshHost
+
+    rcf = tmp_path / "x.out.rc"
+    ended = subprocess.Popen(["true"])
+    ended.wait()
+    host = SshHost.__new__(SshHost)  # its poll command, run here instead of over SSH
+    host.base, host._status, host._status_at = str(tmp_path), {}, 0.0
+    proc = Proc("x", "h", [], ended.pid, "x.out", "x.err", 0, handle=(str(tmp_path / "x.out.pid"), str(rcf)))
+    host._procs = [proc]
+
+    class Result:
+        stdout = ""
+
+    def run(command, what, **kw):
+        subprocess.Popen(["sh", "-c", f"sleep 0.5; echo 143 > {rcf}"])  # the wrapper, a little late
+        Result.stdout = subprocess.run(["sh", "-c", command], capture_output=True, text=True).stdout
+        return Result
+
+    host._run = run
+    assert host.poll(proc) == 143

@@ -22,7 +22,7 @@ help:
 	@echo "make bench-emulation  measure the embedded WAN emulation: configured vs measured RTT"
 	@echo "make bench-throughput peak throughput per core of every system vs an echo RPC ceiling"
 	@echo "make build            build system/launcher/target/k2bench.jar"
-	@echo "make deploy-test      the remote path on 3 local test hosts: Ansible site.yml + smoke via Fabric (root)"
+	@echo "make deploy-test      the remote path on 4 local test hosts: Ansible site.yml, smoke via Fabric, faults (root)"
 	@echo "make ec2-up / ec2-run / ec2-down        six AWS regions (terraform/ec2; EXPERIMENT=<name>, SERVERS_PER_DC=4 for paper scale)"
 	@echo "make ec2-status       what k2bench runs on EC2 in each region, found by tags (no Terraform state needed)"
 	@echo "make emulab-up / emulab-run / emulab-down   an Emulab experiment with tc latency (terraform/emulab)"
@@ -36,11 +36,14 @@ test-java:
 test-python: $(VENV)/.installed $(LINT_VENV)/.installed
 	$(VENV)/bin/python -m pytest -q tests --ignore=tests/deploy
 
-# The remote path for real on this machine: three test hosts (network namespaces with
-# their own sshd), ansible/site.yml applied to them, the smoke experiment through the
-# Fabric backend into runs/. Needs root; installs openssh-server if it is missing.
+# The remote path for real on this machine: four test hosts (network namespaces with
+# their own sshd, a non-root SSH user with sudo, strict host keys, one slow to answer),
+# ansible/site.yml applied to them, the smoke experiment through the Fabric backend into
+# runs/, a host cut off mid-run and a late start. Needs root; installs openssh-server and
+# sudo if they are missing.
 deploy-test: $(JAR) $(VENV)/.installed
 	@test -x /usr/sbin/sshd || apt-get install -y -q --no-install-recommends openssh-server
+	@command -v sudo > /dev/null || apt-get install -y -q --no-install-recommends sudo
 	$(VENV)/bin/python -m pytest -q tests/deploy
 
 build: $(JAR)

@@ -11,18 +11,23 @@ from rich.console import Console
 
 from . import experiment, inventory, rundir
 from .errors import ConfigError
-from .deploy import LocalDeployment, RemoteDeployment
+from .deploy import LocalDeployment, RemoteDeployment, check_shape
 from .hosts import LocalHost
-from .orchestrator import Env, Orchestrator, validate
+from .orchestrator import Env, Orchestrator, topology_doc, validate
 from .progress import Progress, print_summary
 
 REPO = Path(__file__).resolve().parent.parent
 
 
 def _env(args) -> Env:
+    for flag in ("lease_s", "ssh_timeout"):
+        if getattr(args, flag, 60.0) <= 0:
+            raise ConfigError(f"--{flag.replace('_', '-')}", f"must be > 0 seconds, got {getattr(args, flag)}")
     if getattr(args, "inventory", None):
         dep = RemoteDeployment(inventory.load(args.inventory), base_port=args.base_port,
-                               jar=args.remote_jar, known_hosts=args.known_hosts)
+                               jar=args.remote_jar, known_hosts=args.known_hosts,
+                               lease_s=getattr(args, "lease_s", 60.0), command_timeout=getattr(args, "ssh_timeout", 60.0),
+                               inventory_file=args.inventory)
     else:
         dep = LocalDeployment(LocalHost(Path(args.jar)))
     return Env(repo=REPO, jar=Path(args.jar), deployment=dep, java=args.java)
@@ -33,9 +38,32 @@ def _load(env: Env, name: str) -> dict:
     return experiment.resolve(experiment.load_file(path), path.stem, env.systems())
 
 
+def servers_per_dc_override(exp: dict, n: int | None) -> dict:
+    """The experiment with --servers-per-dc applied to its topology (saved with the run)."""
+    if n is None:
+        return exp
+    if n < 1:
+        raise ConfigError("--servers-per-dc", f"must be at least 1, got {n}")
+    exp["topology"]["servers_per_dc"] = n
+    return exp
+
+
+def check_cluster_shape(exp: dict, inv: inventory.Inventory, inventory_file: str) -> None:
+    """Every point of the experiment fits the inventory: one server host per server."""
+    env = Env(repo=REPO, jar=Path("-"), deployment=None)
+    for _, cfg in experiment.points(exp):
+        doc = topology_doc(env, cfg)
+        if not isinstance(doc.get("servers_per_dc"), int) or not isinstance(doc.get("datacenters"), list):
+            continue  # malformed: validate names the field
+        dcs = [dc for dc in doc["datacenters"] if dc in inv.datacenters]
+        check_shape(inv, doc["servers_per_dc"], dcs, experiment=exp["name"], inventory_file=inventory_file)
+
+
 def cmd_run(args) -> int:
     env = _env(args)
-    exp = _load(env, args.experiment)
+    exp = servers_per_dc_override(_load(env, args.experiment), args.servers_per_dc)
+    if args.inventory:
+        check_cluster_shape(exp, env.deployment.inventory, args.inventory)
     if args.systems:
         chosen = args.systems.split(",")
         for s in chosen:
@@ -139,7 +167,7 @@ def cmd_summarize(args) -> int:
                         window_ms=tuple(old["window_ms"]), origin_ms=old["timeseries"]["origin_ms"],
                         server_logs=sorted((run / entry["dir"] / "servers").glob("*.hlog")), after_ms=after_ms,
                         pacing_interval_ms=experiment.pacing_interval_ms(cfg, {dc: len(ps) for dc, ps in logs.items()}))
-        new |= {k: old[k] for k in ("point", "point_values", "trial", "start_ms", "server_stats",
+        new |= {k: old[k] for k in ("point", "point_values", "trial", "start_ms", "start", "server_stats",
                                     "availability", "faults", "consistency") if k in old}
         if new["cache"] is None and old.get("cache"):
             new["cache"] = old["cache"]  # a run whose clients did not log cache_miss yet
@@ -197,6 +225,17 @@ def cmd_deploy(args) -> int:
 
     from .ansible_inventory import to_ansible
     inv = inventory.load(args.inventory)
+    topology = None
+    if args.experiment:
+        # The shape check before Ansible runs, and the tc matrix from the experiment's topology.
+        path = experiment.find(REPO / "workloads", args.experiment)
+        doc = experiment.load_file(path)
+        exp = experiment.resolve(doc, path.stem, doc.get("systems") or experiment.DEFAULT_SYSTEMS)
+        exp = servers_per_dc_override(exp, args.servers_per_dc)
+        check_cluster_shape(exp, inv, args.inventory)
+        topology = topology_doc(Env(repo=REPO, jar=Path("-"), deployment=None), exp)
+    elif args.servers_per_dc is not None:
+        raise ConfigError("--servers-per-dc", "needs --experiment NAME (the experiment whose shape to check)")
     jar = Path(args.jar)
     if not jar.exists():
         raise ConfigError("--jar", f"{jar} is missing; run `make build`")
@@ -209,8 +248,12 @@ def cmd_deploy(args) -> int:
         extra[key] = yaml.safe_load(value)
     if inv.latency == "netem":
         from .tc import write_scripts
-        topo = yaml.safe_load(Path(args.topology).read_text())
-        write_scripts(inv, topo["rtt_ms"], work / "tc")
+        if topology is not None:
+            scale = float(topology.get("rtt_scale", 1.0))
+            rtt = {a: {b: v * scale for b, v in row.items()} for a, row in topology["rtt_ms"].items()}
+        else:
+            rtt = yaml.safe_load(Path(args.topology).read_text())["rtt_ms"]
+        write_scripts(inv, rtt, work / "tc")
     hosts_file = work / "hosts.yml"
     rundir.write_text(hosts_file, yaml.safe_dump(to_ansible(inv, extra), sort_keys=False))
     cmd = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(hosts_file),
@@ -237,7 +280,16 @@ def main(argv=None) -> int:
                    help="skip the consistency checker after each trial (the histories are still kept)")
     r.add_argument("--inventory", metavar="JSON",
                    help="run on the machines of this inventory over SSH (terraform output; see k2bench/inventory.py)")
-    r.add_argument("--known-hosts", metavar="FILE", help="SSH host keys of the inventory's machines")
+    r.add_argument("--known-hosts", metavar="FILE",
+                   help="SSH host keys of the inventory's machines (default: the inventory's ssh.known_hosts)")
+    r.add_argument("--servers-per-dc", type=int, metavar="N",
+                   help="servers per datacenter, overriding the experiment's topology (the inventory needs N "
+                        "server hosts per datacenter)")
+    r.add_argument("--lease-s", type=float, default=60.0, metavar="S",
+                   help="remote processes stop on their own S seconds after the orchestrator stopped refreshing "
+                        "their lease (it died or lost the network)")
+    r.add_argument("--ssh-timeout", type=float, default=60.0, metavar="S",
+                   help="the longest a remote command may take; a host that does not answer within it fails the run")
     r.add_argument("--base-port", type=int, default=17000, help="first server port on remote machines")
     r.add_argument("--remote-jar", default="/opt/k2bench/k2bench.jar",
                    help="the jar on remote machines (where ansible's k2bench_server role puts it)")
@@ -251,6 +303,10 @@ def main(argv=None) -> int:
     d = sub.add_parser("deploy", help="prepare an inventory's machines with Ansible (site.yml)")
     d.add_argument("--inventory", required=True, metavar="JSON")
     d.add_argument("--known-hosts", metavar="FILE", help="SSH host keys of the machines")
+    d.add_argument("--experiment", metavar="NAME",
+                   help="check that the inventory has the experiment's servers per datacenter, and take the tc "
+                        "RTT matrix from its topology")
+    d.add_argument("--servers-per-dc", type=int, metavar="N", help="servers per datacenter, overriding the experiment's")
     d.add_argument("--topology", default=str(REPO / "workloads" / "topologies" / "paper-local.yaml"),
                    help="RTT matrix for tc/netem (latency netem)")
     d.add_argument("--extra-var", action="append", metavar="NAME=VALUE", help="an Ansible variable (repeatable)")

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Protocol
 
 from .errors import ConfigError
-from .hosts import Host, LocalHost, SshHost
+from .hosts import LEASE_S, Host, LocalHost, SshHost
 from .inventory import Inventory
 
 
@@ -100,19 +100,43 @@ class LocalDeployment:
         return None
 
 
+def check_shape(inv: Inventory, servers_per_dc: int, dcs: list[str] | None = None, experiment: str | None = None,
+                inventory_file: str = "the inventory") -> None:
+    """One server per server host: every datacenter of the run needs exactly
+    ``servers_per_dc`` server hosts. The ConfigError names both numbers and both fixes."""
+    for dc in dcs if dcs is not None else list(inv.datacenters):
+        n = inv.server_hosts_per_dc().get(dc)
+        if n is None or n == servers_per_dc:
+            continue
+        raise ConfigError("servers_per_dc", f"{f'experiment {experiment}' if experiment else 'the experiment'} has {servers_per_dc} servers per datacenter, "
+                          f"inventory {inventory_file} has {n} server hosts in {dc}: run with SERVERS_PER_DC={n} "
+                          f"(or --servers-per-dc {n}), or recreate the cluster with TF_VAR_servers_per_dc={servers_per_dc}")
+
+
 class RemoteDeployment:
-    """The machines of an inventory, over SSH. A datacenter's servers run in one JVM on its
-    single server host, or one per host when it has as many server hosts as servers; each
-    client host runs one YCSB process with an equal share of the datacenter's threads."""
+    """The machines of an inventory, over SSH: one server process per server host (a
+    datacenter needs as many server hosts as servers, see check_shape), and one YCSB process
+    per client host with its share of the datacenter's threads."""
 
     kind = "remote"
 
     def __init__(self, inventory: Inventory, base_port: int = 17000, jar: str = "/opt/k2bench/k2bench.jar",
-                 known_hosts: str | None = None):
+                 known_hosts: str | None = None, lease_s: float = LEASE_S, command_timeout: float = 60.0,
+                 connect_timeout: float = 20.0, inventory_file: str = "the inventory"):
         self.inventory = inventory
         self.base_port = base_port
+        self.inventory_file = inventory_file
         self._by_machine: dict[tuple[str, int], SshHost] = {}
-        self._jar, self._known_hosts = jar, known_hosts
+        known = known_hosts or inventory.known_hosts
+        if not known:
+            raise ConfigError("ssh.known_hosts", f"{inventory_file} names no known_hosts file and --known-hosts is not "
+                              "given: remote runs verify every host key (terraform writes known_hosts next to "
+                              "inventory.json)")
+        if not Path(known).is_file():
+            raise ConfigError("--known-hosts" if known_hosts else "ssh.known_hosts",
+                              f"{known} does not exist (the hosts' SSH keys, one line per host)")
+        self._jar, self._known_hosts = jar, str(known)
+        self._ssh = {"lease_s": lease_s, "command_timeout": command_timeout, "connect_timeout": connect_timeout}
         # Servers listen on every interface where their topology address is a public IP that
         # the machine cannot bind (cloud NAT).
         self.listen_host = "0.0.0.0" if inventory.topology_address == "public" else None
@@ -122,7 +146,7 @@ class RemoteDeployment:
         if key not in self._by_machine:
             self._by_machine[key] = SshHost(h.name, h.ssh_host, h.ssh_port, self.inventory.ssh_user,
                                             self.inventory.private_key, h.remote_dir, self._jar,
-                                            self._known_hosts)
+                                            self._known_hosts, **self._ssh)
         return self._by_machine[key]
 
     def hosts(self) -> list[Host]:
@@ -130,7 +154,8 @@ class RemoteDeployment:
 
     def describe(self) -> dict:
         return {"kind": self.kind, "provider": self.inventory.provider, "latency": self.inventory.latency,
-                "experiment_id": self.inventory.experiment_id, "hosts": [h.name for h in self.hosts()]}
+                "experiment_id": self.inventory.experiment_id, "hosts": [h.name for h in self.hosts()],
+                "known_hosts": self._known_hosts, "lease_s": self._ssh["lease_s"]}
 
     def _check(self, dcs: list[str]) -> None:
         missing = [dc for dc in dcs if dc not in self.inventory.datacenters]
@@ -139,11 +164,8 @@ class RemoteDeployment:
                               f"{', '.join(dcs)}")
 
     def _server_hosts(self, dc: str, servers_per_dc: int):
-        hosts = self.inventory.hosts(dc, "server")
-        if len(hosts) not in (1, servers_per_dc):
-            raise ConfigError(f"inventory.datacenters.{dc}.hosts", f"{len(hosts)} server hosts for "
-                              f"{servers_per_dc} servers per datacenter; give 1 or {servers_per_dc}")
-        return hosts
+        check_shape(self.inventory, servers_per_dc, [dc], inventory_file=self.inventory_file)
+        return self.inventory.hosts(dc, "server")
 
     def topology(self, doc: dict, servers_per_dc: int) -> dict:
         doc = copy.deepcopy(doc)
@@ -155,8 +177,7 @@ class RemoteDeployment:
         for dc in dcs:
             hosts = self._server_hosts(dc, servers_per_dc)
             addrs = []
-            for i in range(servers_per_dc):
-                h = hosts[0] if len(hosts) == 1 else hosts[i]
+            for h in hosts:
                 address = self.inventory.address(h)
                 port = next_port.get(address, self.base_port)
                 next_port[address] = port + 1
@@ -174,12 +195,8 @@ class RemoteDeployment:
         self._check(dcs)
         out = []
         for dc in dcs:
-            hosts = self._server_hosts(dc, servers_per_dc)
-            if len(hosts) == 1:
-                out.append(ServerSlot(self._host(hosts[0]), dc, f"server-{dc}", ("--dc", dc)))
-            else:
-                out += [ServerSlot(self._host(h), dc, f"server-{dc}-{i}", ("--server", f"{dc}:{i}"))
-                        for i, h in enumerate(hosts)]
+            out += [ServerSlot(self._host(h), dc, f"server-{dc}-{i}", ("--server", f"{dc}:{i}"))
+                    for i, h in enumerate(self._server_hosts(dc, servers_per_dc))]
         return out
 
     def clients(self, dc: str) -> list[ClientSlot]:

@@ -70,6 +70,9 @@ SCHEMA: dict[str, dict[str, tuple]] = {
         "heap_mb": (int, 512, _ATLEAST1),
         "jvm_args": ("args", list(DEFAULT_JVM_ARGS), None),
         "rpc_timeout_ms": (int, 10000, _ATLEAST1),
+        # the most a client process's first operation may be off the common start (seconds;
+        # YCSB's random pacing spread of one interval comes on top): beyond it the trial fails
+        "max_start_skew_s": (float, 1.0, lambda v: None if 0 < v < 3600 else "must be > 0 and below 3600 seconds"),
     },
     "load": {
         "threads_per_dc": (int, 8, _ATLEAST1),

@@ -10,7 +10,8 @@ remote deployment places servers and clients by it:
       "provider": "ec2",                    # ec2 | emulab | test
       "latency": "real",                    # real (EC2 regions) | netem (tc) | embedded (in-process)
       "topology_address": "public",         # address servers give each other: public | private
-      "ssh": {"user": "ubuntu", "private_key": "~/.ssh/id_ed25519"},
+      "ssh": {"user": "ubuntu", "private_key": "~/.ssh/id_ed25519",
+              "known_hosts": "known_hosts"}, # every host's key; relative to this file
       "remote_dir": "/var/lib/k2bench",     # optional; where runs live on the hosts
       "datacenters": {
         "VA": {"region": "us-east-1",       # region optional (Emulab has none)
@@ -23,6 +24,10 @@ remote deployment places servers and clients by it:
 A host has role ``server`` or ``client``; ``ssh_port`` defaults to 22 and ``ssh_host``
 (where SSH connects) to ``public_ip``. One machine may appear in several datacenters
 (the test hosts do); a host's ``remote_dir`` overrides the inventory's.
+
+``ssh.known_hosts`` names an OpenSSH known_hosts file with the key of every host (a
+relative path is taken from the inventory file's directory). Remote runs verify every
+host against it and refuse unknown keys; Terraform writes it next to inventory.json.
 """
 from __future__ import annotations
 
@@ -59,6 +64,7 @@ class Inventory:
     topology_address: str
     ssh_user: str
     private_key: str | None
+    known_hosts: str | None  # path of the hosts' known_hosts file (absolute when loaded from a file)
     datacenters: dict[str, list[Host]]
     regions: dict[str, str | None]
     doc: dict
@@ -75,6 +81,9 @@ class Inventory:
                 seen.add((h.ssh_host, h.ssh_port))
                 out.append(h)
         return out
+
+    def server_hosts_per_dc(self) -> dict[str, int]:
+        return {dc: sum(1 for h in hs if h.role == "server") for dc, hs in self.datacenters.items()}
 
     def address(self, h: Host) -> str:
         """The address servers use to reach this host."""
@@ -97,8 +106,9 @@ def _ip(doc: dict, key: str, field: str) -> str:
     return v
 
 
-def parse(doc: dict, source: str = "inventory") -> Inventory:
-    """Validates an inventory document; a ConfigError names the first bad field."""
+def parse(doc: dict, source: str = "inventory", base_dir: str | Path | None = None) -> Inventory:
+    """Validates an inventory document; a ConfigError names the first bad field. A relative
+    ``ssh.known_hosts`` is taken from ``base_dir`` (the inventory file's directory)."""
     if not isinstance(doc, dict):
         raise ConfigError(source, "must be a JSON object (see k2bench/inventory.py)")
     if doc.get("schema") != SCHEMA:
@@ -117,6 +127,14 @@ def parse(doc: dict, source: str = "inventory") -> Inventory:
         raise ConfigError("ssh", "must be a mapping with user and optionally private_key")
     user = _str(ssh, "user", "ssh.user")
     key = ssh.get("private_key")
+    known = ssh.get("known_hosts")
+    if known is not None:
+        if not isinstance(known, str) or not known:
+            raise ConfigError("ssh.known_hosts", f"must be the path of a known_hosts file, got {known!r}")
+        known_path = Path(known).expanduser()
+        if not known_path.is_absolute() and base_dir is not None:
+            known_path = Path(base_dir) / known_path
+        known = str(known_path)
     remote_dir = doc.get("remote_dir", "/var/lib/k2bench")
     dcs = doc.get("datacenters")
     if not isinstance(dcs, dict) or not dcs:
@@ -155,7 +173,7 @@ def parse(doc: dict, source: str = "inventory") -> Inventory:
             raise ConfigError(f"{f}.hosts", "has no client host")
         out[dc] = hosts
     return Inventory(_str(doc, "experiment_id", "experiment_id"), provider, latency, address, user,
-                     key, out, regions, doc)
+                     key, known, out, regions, doc)
 
 
 def load(path: str | Path) -> Inventory:
@@ -166,4 +184,4 @@ def load(path: str | Path) -> Inventory:
         raise ConfigError("--inventory", f"{p} does not exist") from None
     except json.JSONDecodeError as e:
         raise ConfigError("--inventory", f"{p} is not JSON: {e.msg} at line {e.lineno}") from None
-    return parse(doc, str(p))
+    return parse(doc, str(p), base_dir=p.resolve().parent)

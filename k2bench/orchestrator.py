@@ -13,6 +13,7 @@ import contextlib
 import copy
 import functools
 import json
+import os
 import re
 import shutil
 import signal
@@ -31,7 +32,7 @@ from . import checker
 from .experiment import check_pacing, client_shares, dist_text, pacing_interval_ms, points
 from .deploy import Deployment
 from .faults import FAULTS_FILE, FaultInjector, fault_windows, unavailability
-from .hosts import Host, LocalHost, Proc
+from .hosts import Host, LeaseKeeper, LocalHost, Proc
 from .summary import replication_pending_at_end, server_totals_hit_rate, summarize
 
 CLIENT_ID_BASE = 4096
@@ -41,6 +42,13 @@ CLIENTS_READY = "k2bench: clients ready"
 CLIENT_START_TIMEOUT_S = 300
 CLIENT_EARLY_EXIT_S = 5  # a client that stops this long before the trial's end failed (clock skew below it)
 STATUS_RE = re.compile(r"(\d+) sec: (\d+) operations; ([\d.]+) current ops/sec")
+# Printed by every client process when it issues its first operation after the start
+# barrier (TxnWorkload.FIRST_OP_LINE), with its wall time in epoch ms.
+FIRST_OP_RE = re.compile(r"^k2bench: first operation at (\d+)\s*$", re.M)
+# For tests of the start skew check only: "<host name>=<seconds>" delays the write of the
+# start file to that host, as a slow host would.
+TEST_START_DELAY_ENV = "K2BENCH_TESTING_START_FILE_DELAY"
+FETCH_TIMEOUT_S = 300  # per host and trial
 
 
 @dataclass
@@ -212,12 +220,20 @@ class Orchestrator:
         p.handle_host = host
         t.procs.append(p)
         rundir.write_json(t.dir / "processes" / f"{name}.json", p.record())  # pid known while it runs
-        stack.callback(self._stop, t, p)
+        stack.callback(self._stop_quietly, t, p)
         return p
 
     def _stop(self, t: Trial, p: Proc) -> None:
         p.handle_host.stop(p)
         rundir.write_json(t.dir / "processes" / f"{p.name}.json", p.record())
+
+    def _stop_quietly(self, t: Trial, p: Proc) -> None:
+        """Teardown: a process that cannot be stopped (its host stopped answering) is noted in
+        its record and left to its lease; the error that ended the trial stays the one reported."""
+        try:
+            self._stop(t, p)
+        except RunFailed as e:
+            rundir.write_json(t.dir / "processes" / f"{p.name}.json", p.record() | {"stop_failed": str(e)})
 
     def _check_alive(self, procs: list[Proc], t: Trial | None = None) -> None:
         for p in procs:
@@ -245,11 +261,15 @@ class Orchestrator:
             time.sleep(0.2)
 
     def _wait_exit(self, t: Trial, clients: list[Proc], servers: list[Proc], timeout_s: float,
-                   phase: str, expected_s: float, ends_at: float | None = None) -> None:
+                   phase: str, expected_s: float, ends_at: float | None = None, check_at=None) -> None:
         """Waits for ``clients`` to exit; with ``ends_at`` (epoch s), one that stops well
-        before it (its threads died: YCSB then exits 0) fails the run."""
+        before it (its threads died: YCSB then exits 0) fails the run. ``check_at`` =
+        (epoch s, fn): fn() runs once at that time while they run."""
         start = time.time()
         while True:
+            if check_at is not None and time.time() >= check_at[0]:
+                check_at[1]()
+                check_at = None
             if t.faults is not None:
                 t.faults.poll()
             self._check_alive(servers, t)
@@ -270,18 +290,29 @@ class Orchestrator:
     # -------------------------------------------------------------- phases
 
     def run_trial(self, t: Trial, run_manifest: dict) -> dict:
-        cfg, env, dep = t.cfg, self.env, self.env.deployment
-        w, srv, cl, dur = cfg["workload"], cfg["server"], cfg["clients"], cfg["duration"]
-        doc = topology_doc(env, cfg)
-        dcs = doc["datacenters"]
+        cfg, dep = t.cfg, self.env.deployment
+        doc = topology_doc(self.env, cfg)
         topo_doc = dep.topology(doc, doc["servers_per_dc"])
         topo_rel = f"{t.rel}/topology.yaml"
         topo_text = yaml.safe_dump(topo_doc, sort_keys=False)
         rundir.write_text(t.dir / "topology.yaml", topo_text)
-        for h in dep.hosts():
-            h.put_text(topo_rel, topo_text)
-            h.put_text(f"{t.rel}/{FAULTS_FILE}", "{}\n")  # no network fault in force
+        fan_out(dep.hosts(), lambda h: (h.put_text(topo_rel, topo_text),
+                                        h.put_text(f"{t.rel}/{FAULTS_FILE}", "{}\n")))  # no network fault in force
         t.dir.mkdir(parents=True, exist_ok=True)
+        done = False
+        try:
+            t0, start_info, client_warnings = self._run_processes(t, run_manifest, doc, topo_rel)
+            done = True
+        finally:
+            # Every log of every host, also when the trial failed or was interrupted (bounded
+            # per host; a host that does not answer is skipped with a note in the manifest).
+            self._fetch_all(t, run_manifest, strict=done)
+        return self._summarize(t, run_manifest, doc, t0, start_info, client_warnings)
+
+    def _run_processes(self, t: Trial, run_manifest: dict, doc: dict, topo_rel: str):
+        cfg, dep = t.cfg, self.env.deployment
+        w, srv, cl, dur = cfg["workload"], cfg["server"], cfg["clients"], cfg["duration"]
+        dcs = doc["datacenters"]
         with contextlib.ExitStack() as stack:
             self.progress.update(system=t.system, point=t.point, trial=t.trial, phase="starting servers",
                                  elapsed=0, expected=None, ops_per_s=None)
@@ -322,6 +353,7 @@ class Orchestrator:
                     for a, row in json.loads(host.read_text(out)).items():
                         matrix.setdefault(a, {}).update(row)
                 run_manifest["measured_rtt_ms"] = matrix
+                run_manifest["rtt_check"] = rtt_check(doc, matrix)
                 rundir.write_json(t.dir / "rtt.json", matrix)
 
             # Load: each datacenter's loader writes the keys it can write locally (those
@@ -355,7 +387,7 @@ class Orchestrator:
             # measures the same window (see TxnWorkload).
             total = dur["warmup_s"] + dur["measure_s"] + dur["cooldown_s"]
             start_rel = f"{t.rel}/clients/start"
-            clients, client_hosts = [], []
+            clients, client_hosts, spreads = [], [], {}
             self.progress.update(phase="starting clients", elapsed=0, expected=None, ops_per_s=None)
             # Checked again with this deployment's client processes, split as launched below.
             check_pacing(run_manifest["config"], cfg, client_processes(dep, dcs))
@@ -380,28 +412,93 @@ class Orchestrator:
                     clients.append(self._start(t, stack, slot.host, slot.name,
                                                ycsb(slot.host, cl["heap_mb"], *args, props=jvm_props(slot.host, t),
                                                     jvm_args=cl["jvm_args"])))
+                    spreads[slot.name] = pacing_spread_s(load)
                     if slot.host not in client_hosts:
                         client_hosts.append(slot.host)
             self._wait_for_line(clients, servers, CLIENTS_READY, CLIENT_START_TIMEOUT_S, "clients",
                                 failed=client_init_failure)
-            t0 = time.time() + 1.0
-            for h in client_hosts:
-                h.put_text(start_rel, f"{round(t0 * 1000)}\n")
+            t0, start_info = self._common_start(t, client_hosts, start_rel)
+            bound = cl["max_start_skew_s"]
+
+            def skew_check():
+                info = start_skew(clients, t0, spreads, bound, start_info)
+                rundir.write_json(t.dir / "start.json", info)
+                for p in clients:  # into each client's process record too
+                    c = info["clients"][p.name]
+                    p.notes |= {"first_op_ms": c["first_op_ms"], "start_skew_s": c["skew_s"]}
+                    rundir.write_json(t.dir / "processes" / f"{p.name}.json", p.record())
+                if (why := skew_failure(info)):
+                    raise RunFailed(why)
+                return info
+
             t.faults = FaultInjector(cfg["faults"], round(t0 * 1000), list(zip(slots, servers)), dep.hosts(),
                                      f"{t.rel}/{FAULTS_FILE}", t.dir / "timeline.jsonl")
             stack.callback(t.faults.close)
-            self._wait_exit(t, clients, servers, total + 180, "running", total, ends_at=t0 + total)
+            # The skew check runs as soon as every client should have begun, and again at the end.
+            early = t0 + bound + max(spreads.values(), default=0) + 2
+            self._wait_exit(t, clients, servers, total + 180, "running", total, ends_at=t0 + total,
+                            check_at=(early, skew_check) if early < t0 + total else None)
             t.faults.close()
             client_warnings = check_clients_after_run(clients)
+            start_info = skew_check()
             self.progress.update(phase="stopping", elapsed=0, expected=None, ops_per_s=None)
             for p in servers:
                 self._stop(t, p)
             bad = [p for p in servers if p.returncode not in (0, 143, -15) and p.name not in t.faults.killed]
             if bad:
                 raise RunFailed(f"{bad[0].name} exited with code {bad[0].returncode}: {tail(bad[0])}")
+        return t0, start_info, client_warnings
 
-        for h in dep.hosts():
-            h.fetch(t.rel)  # logs, client logs, server stats: home into the local run directory
+    def _common_start(self, t: Trial, hosts: list[Host], start_rel: str) -> tuple[float, dict]:
+        """Writes the clients' common start time to every client host in parallel. t0 leaves
+        room for the fan-out: a parallel write of a probe file first measures how long
+        writing to every host takes, and t0 is that far ahead twice, plus a margin
+        (choose_t0). A start file that still arrives late shows as the clients' skew."""
+        probe = fan_out(hosts, lambda h: h.put_text(f"{start_rel}.probe", "probe\n"))
+        t0 = choose_t0(time.time(), probe)
+        delays = test_start_delays()
+        written_at = time.time()
+
+        def write(h):
+            if h.name in delays:
+                time.sleep(delays[h.name])
+            h.put_text(start_rel, f"{round(t0 * 1000)}\n")
+
+        fan = fan_out(hosts, write)
+        return t0, {"t0_ms": round(t0 * 1000), "probe_fan_out_s": round(probe, 3),
+                    "lead_s": round(t0 - written_at, 3), "write_fan_out_s": round(fan, 3),
+                    "written_late": time.time() > t0}
+
+    def _fetch_all(self, t: Trial, run_manifest: dict, strict: bool) -> None:
+        """Brings every host's files of the trial home, in parallel, each bounded. With
+        ``strict`` (the trial succeeded) a failure fails the trial; otherwise it is noted in
+        the manifest and the others still come."""
+        errors: dict[str, str] = {}
+
+        def one(h):
+            try:
+                h.fetch(t.rel, timeout=FETCH_TIMEOUT_S)
+            except RunFailed as e:
+                errors[h.name] = str(e)
+
+        fan_out(self.env.deployment.hosts(), one)
+        if not errors:
+            return
+        notes = run_manifest.setdefault("fetch_failures", [])
+        notes += [{"trial": t.rel, "host": name, "error": err} for name, err in sorted(errors.items())]
+        for h in self.env.deployment.hosts():
+            if getattr(h, "unreachable", None):
+                run_manifest.setdefault("unreachable_hosts", {})[h.name] = (
+                    f"{h.unreachable}; its processes stop on their own when their lease expires "
+                    f"({getattr(h, 'lease_s', 0):.0f} s after the last refresh)")
+        if strict:
+            name = sorted(errors)[0]
+            raise RunFailed(errors[name])
+
+    def _summarize(self, t: Trial, run_manifest: dict, doc: dict, t0: float, start_info: dict,
+                   client_warnings: list[str]) -> dict:
+        cfg, dep, dur = t.cfg, self.env.deployment, t.cfg["duration"]
+        dcs = doc["datacenters"]
         t0 = round(t0 * 1000) / 1000  # what the clients read: their intervals start there
         window = ((t0 + dur["warmup_s"]) * 1000, (t0 + dur["warmup_s"] + dur["measure_s"]) * 1000)
         logs = client_logs(t.dir, {dc: [s.name for s in dep.clients(dc)] for dc in dcs})
@@ -418,6 +515,7 @@ class Orchestrator:
         summary["point_values"] = point_values(run_manifest["config"], cfg)
         summary["trial"] = t.trial
         summary["start_ms"] = t0 * 1000  # the clients' common start; the window follows from it
+        summary["start"] = start_info  # each client's first operation and its skew from the start
         summary["server_stats"] = server_totals(t.dir / "servers")
         if (counted := server_totals_hit_rate(summary["server_stats"])):
             summary["server_stats"]["cache_hit_rate"] = counted["hit_rate"]  # whole run; ``cache``: the window
@@ -497,9 +595,12 @@ class Orchestrator:
         self.progress.start(exp["name"], len(trials), eta_per_trial(exp))
         status, reason, code = "completed", None, 0
         previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+        lease_keeper = None
         try:
-            for h in dep.hosts():
-                h.bind_run(run_dir)
+            fan_out(dep.hosts(), lambda h: h.bind_run(run_dir))
+            # Remote processes stop on their own when the lease goes stale (hosts.wrapper_script).
+            lease_s = max([getattr(h, "lease_s", 0) for h in dep.hosts()] or [0])
+            lease_keeper = LeaseKeeper(dep.hosts(), max(1.0, lease_s / 4)).__enter__() if lease_s else None
             for i, (pid, cfg, system, k) in enumerate(trials):
                 tdir = trial_dir(run_dir, system, pid, k, exp["trials"])
                 if (tdir / "summary.json").exists():
@@ -521,6 +622,8 @@ class Orchestrator:
             status, reason, code = "failed", f"{type(e).__name__}: {e}", 1
             raise
         finally:
+            if lease_keeper is not None:
+                lease_keeper.__exit__(None, None, None)
             signal.signal(signal.SIGTERM, previous)
             manifest |= {"status": status, "stopped": rundir.iso(time.time())}
             if reason:
@@ -528,6 +631,105 @@ class Orchestrator:
             rundir.write_json(manifest_path, manifest)
             self.progress.finish(status, reason)
         return code
+
+
+def fan_out(hosts: list, fn) -> float:
+    """Runs ``fn(host)`` for every host in parallel; returns the seconds it took for all.
+    The first error (in host order) is raised once every call has ended."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    began = time.time()
+    if not hosts:
+        return 0.0
+    with ThreadPoolExecutor(max_workers=min(64, len(hosts)), thread_name_prefix="fan-out") as pool:
+        futures = [pool.submit(fn, h) for h in hosts]
+        errors = [f.exception() for f in futures]
+    for e in errors:
+        if e is not None:
+            raise e
+    return time.time() - began
+
+
+def choose_t0(now: float, fan_out_s: float) -> float:
+    """The clients' common start (epoch s): twice the measured fan-out of a write to every
+    client host plus half a second ahead, at least one second."""
+    return now + max(1.0, 2 * fan_out_s + 0.5)
+
+
+def test_start_delays() -> dict[str, float]:
+    """The test-only delays of TEST_START_DELAY_ENV: host name -> seconds."""
+    out = {}
+    for item in filter(None, os.environ.get(TEST_START_DELAY_ENV, "").split(",")):
+        name, _, secs = item.partition("=")
+        try:
+            out[name.strip()] = float(secs)
+        except ValueError:
+            raise ConfigError(TEST_START_DELAY_ENV, f"{item!r} is not HOST=SECONDS") from None
+    return out
+
+
+def pacing_spread_s(share) -> float:
+    """How late YCSB 0.17 may issue a paced thread's first operation on purpose: it spreads
+    the threads' starts over one pacing interval (ClientThread: a random delay below one
+    interval when a thread runs at most 1000 ops/s). Unpaced threads start at once."""
+    interval_ms = share.interval_ms
+    return 0.0 if not interval_ms or interval_ms < 1 else interval_ms / 1000
+
+
+def first_op_ms(stdout: str) -> int | None:
+    m = FIRST_OP_RE.search(stdout)
+    return int(m.group(1)) if m else None
+
+
+def start_skew(clients: list[Proc], t0: float, spreads: dict[str, float], bound_s: float, info: dict) -> dict:
+    """Each client's first operation (its own report, epoch ms by its host's clock) and its
+    skew from the common start t0, with the bound it is held to."""
+    out = dict(info) | {"bound_s": bound_s, "clients": {}}
+    t0_ms = round(t0 * 1000)
+    for p in clients:
+        first = first_op_ms(p.handle_host.read_text(p.stdout))
+        out["clients"][p.name] = {"host": p.host, "first_op_ms": first,
+                                  "skew_s": None if first is None else round((first - t0_ms) / 1000, 3),
+                                  "pacing_spread_s": round(spreads.get(p.name, 0.0), 3)}
+    skews = [abs(c["skew_s"]) for c in out["clients"].values() if c["skew_s"] is not None]
+    out["max_skew_s"] = max(skews) if skews else None
+    return out
+
+
+def skew_failure(info: dict) -> str | None:
+    """Why the clients' start fails the trial: a client whose first operation is further
+    from the common start than the bound (plus its pacing spread), or none yet."""
+    bound = info["bound_s"]
+    for name, c in info["clients"].items():
+        allowed = bound + c["pacing_spread_s"]
+        spread = f" plus {c['pacing_spread_s']:g} s of pacing spread" if c["pacing_spread_s"] else ""
+        if c["first_op_ms"] is None:
+            return (f"start skew: {name} on {c['host']} issued no operation within {allowed:g} s of the common start "
+                    f"(clients.max_start_skew_s {bound:g} s{spread}); its start file arrived late or it hangs")
+        if abs(c["skew_s"]) > allowed:
+            return (f"start skew: {name} on {c['host']} issued its first operation {c['skew_s']:+.2f} s from the "
+                    f"common start, beyond clients.max_start_skew_s {bound:g} s{spread} (a late start file or "
+                    f"a host clock off)")
+    return None
+
+
+def rtt_check(doc: dict, measured: dict) -> dict:
+    """Configured (the topology's rtt_ms times its rtt_scale) against measured (the run's
+    ping probes, median) round-trip time per ordered pair of datacenters, e.g.
+    {"VA->CA": {"configured_ms": 60, "measured_ms": 61.2}}."""
+    scale = float(doc.get("rtt_scale", 1.0))
+    given = doc.get("rtt_ms") or {}
+    out = {}
+    for a in doc["datacenters"]:
+        for b in doc["datacenters"]:
+            if a == b:
+                continue
+            conf = (given.get(a) or {}).get(b, (given.get(b) or {}).get(a))
+            m = (measured.get(a) or {}).get(b)
+            value = m.get("p50") if isinstance(m, dict) else m
+            out[f"{a}->{b}"] = {"configured_ms": None if conf is None else round(float(conf) * scale, 3),
+                                "measured_ms": None if value is None else round(float(value), 3)}
+    return out
 
 
 def point_values(exp: dict, cfg: dict) -> dict:

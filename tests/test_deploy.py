@@ -2,13 +2,15 @@
 placing processes and addresses is pure; the SSH path itself runs in tests/deploy)."""
 import copy
 import json
+import tempfile
+from pathlib import Path
 
 import pytest
 import yaml
 
 from conftest import ROOT
 from k2bench import inventory
-from k2bench.deploy import ClientSlot, LocalDeployment, RemoteDeployment
+from k2bench.deploy import ClientSlot, LocalDeployment, RemoteDeployment, check_shape
 from k2bench.experiment import ClientShare, client_shares
 from k2bench.errors import ConfigError
 from k2bench.hosts import LocalHost
@@ -16,6 +18,8 @@ from k2bench.hosts import LocalHost
 EC2 = json.loads((ROOT / "tests/fixtures/inventory/ec2-6dc.json").read_text())
 TOPO = yaml.safe_load((ROOT / "workloads/topologies/paper-local.yaml").read_text())
 DCS = TOPO["datacenters"]
+KNOWN_HOSTS = Path(tempfile.mkdtemp()) / "known_hosts"
+KNOWN_HOSTS.write_text("")  # no SSH connection is made here; the file only has to exist
 
 
 def bad(doc, field):
@@ -52,7 +56,7 @@ def test_bad_inventories_name_the_field():
 
 
 def remote(doc=EC2, **kw):
-    return RemoteDeployment(inventory.parse(doc), **kw)
+    return RemoteDeployment(inventory.parse(doc), **({"known_hosts": str(KNOWN_HOSTS)} | kw))
 
 
 def test_one_server_jvm_per_server_host_at_the_public_addresses():
@@ -70,21 +74,63 @@ def test_one_server_jvm_per_server_host_at_the_public_addresses():
     assert [p.from_dc for p in pingers] == DCS, "real latency: each row measured from its datacenter"
 
 
-def test_a_single_server_host_runs_the_whole_datacenter():
+def test_a_datacenter_needs_one_server_host_per_server():
     doc = copy.deepcopy(EC2)
     for d in doc["datacenters"].values():
         servers = [h for h in d["hosts"] if h["role"] == "server"]
         d["hosts"] = servers[:1] + [h for h in d["hosts"] if h["role"] == "client"]
-    dep = remote(doc, base_port=18000)
-    topo = dep.topology(TOPO, 4)
-    assert [a.split(":")[1] for a in topo["servers"]["LDN"]] == ["18000", "18001", "18002", "18003"]
-    assert [s.select for s in dep.servers(DCS, 4) if s.dc == "LDN"] == [("--dc", "LDN")]
-
-
-def test_server_hosts_must_match_the_servers_per_datacenter():
+    with pytest.raises(ConfigError) as e:
+        remote(doc, base_port=18000).servers(DCS, 4)
+    assert e.value.field == "servers_per_dc" and "has 1 server hosts in VA" in str(e.value)
     with pytest.raises(ConfigError) as e:
         remote().topology(TOPO, 3)
-    assert e.value.field == "inventory.datacenters.VA.hosts" and "give 1 or 3" in str(e.value)
+    assert e.value.field == "servers_per_dc" and "has 3 servers per datacenter" in str(e.value)
+
+
+def test_the_shape_error_names_both_numbers_and_both_fixes():
+    inv = inventory.parse(EC2)
+    with pytest.raises(ConfigError) as e:
+        check_shape(inv, 4, DCS, experiment="default", inventory_file="terraform/ec2/inventory.json")
+    assert str(e.value) == (
+        "servers_per_dc: experiment default has 4 servers per datacenter, inventory terraform/ec2/inventory.json "
+        "has 2 server hosts in VA: run with SERVERS_PER_DC=2 (or --servers-per-dc 2), or recreate the cluster "
+        "with TF_VAR_servers_per_dc=4")
+    check_shape(inv, 2, DCS)  # the default cluster fits the shipped experiments
+
+
+def test_known_hosts_is_relative_to_the_inventory_file(tmp_path):
+    doc = copy.deepcopy(EC2)
+    doc["ssh"]["known_hosts"] = "known_hosts"
+    (tmp_path / "cluster").mkdir()
+    (tmp_path / "cluster" / "inventory.json").write_text(json.dumps(doc))
+    inv = inventory.load(tmp_path / "cluster" / "inventory.json")
+    assert inv.known_hosts == str(tmp_path / "cluster" / "known_hosts")
+    doc["ssh"]["known_hosts"] = "/etc/k2b/known_hosts"
+    assert inventory.parse(doc).known_hosts == "/etc/k2b/known_hosts"
+    doc["ssh"]["known_hosts"] = ""
+    bad(doc, "ssh.known_hosts")
+
+
+def test_a_remote_deployment_without_known_hosts_is_refused(tmp_path):
+    with pytest.raises(ConfigError) as e:
+        RemoteDeployment(inventory.parse(EC2), inventory_file="inv.json")
+    assert e.value.field == "ssh.known_hosts" and "inv.json names no known_hosts file" in str(e.value)
+    assert "\n" not in str(e.value)
+    doc = copy.deepcopy(EC2)
+    doc["ssh"]["known_hosts"] = str(tmp_path / "missing")
+    with pytest.raises(ConfigError) as e:
+        RemoteDeployment(inventory.parse(doc))
+    assert e.value.field == "ssh.known_hosts" and "does not exist" in str(e.value)
+    # --known-hosts overrides the inventory's
+    dep = RemoteDeployment(inventory.parse(doc), known_hosts=str(KNOWN_HOSTS))
+    assert dep.describe()["known_hosts"] == str(KNOWN_HOSTS)
+
+
+def test_ssh_hosts_refuse_unknown_host_keys():
+    import paramiko
+
+    host = remote().hosts()[0]
+    assert isinstance(host.conn.client._policy, paramiko.RejectPolicy), "Fabric's AutoAddPolicy is replaced"
 
 
 def test_a_topology_datacenter_missing_from_the_inventory_is_named():
@@ -106,7 +152,7 @@ def test_clients_share_the_datacenters_threads_and_rate():
 def test_embedded_latency_machines_in_several_datacenters():
     doc = json.loads((ROOT / "tests/fixtures/inventory/test-3machines.json").read_text())
     dep = remote(doc)
-    topo = dep.topology(TOPO, 2)
+    topo = dep.topology(TOPO, 1)
     assert topo["wan_emulation"] == "embedded" and dep.listen_host is None
     ports = [a for dc in DCS for a in topo["servers"][dc]]
     assert len(set(ports)) == len(ports), "two datacenters on one machine get distinct ports"
@@ -119,3 +165,30 @@ def test_the_local_deployment_is_one_jvm_per_datacenter_on_loopback(tmp_path):
     assert all(a.startswith("127.0.0.1:") for dc in DCS for a in topo["servers"][dc])
     assert [s.select for s in dep.servers(DCS, 2)] == [("--dc", dc) for dc in DCS]
     assert dep.clients("VA") == [ClientSlot(dep.host, "VA", "client-VA", 0, 1)]
+
+
+def test_deploy_checks_the_shape_before_ansible_with_one_line(tmp_path, capsys):
+    from k2bench import cli
+
+    inv = tmp_path / "inventory.json"
+    inv.write_text(json.dumps(EC2))
+    work = tmp_path / "work"
+    assert cli.main(["deploy", "--inventory", str(inv), "--experiment", "smoke", "--servers-per-dc", "4",
+                     "--workdir", str(work)]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"k2bench: servers_per_dc: experiment smoke has 4 servers per datacenter, inventory {inv} has 2 "
+                   "server hosts in VA: run with SERVERS_PER_DC=2 (or --servers-per-dc 2), or recreate the cluster "
+                   "with TF_VAR_servers_per_dc=4\n")
+    assert not work.exists(), "nothing was written: Ansible never ran"
+    assert cli.main(["deploy", "--inventory", str(inv), "--servers-per-dc", "4", "--workdir", str(work)]) == 2
+    assert "--servers-per-dc: needs --experiment NAME" in capsys.readouterr().err
+    four = copy.deepcopy(EC2)
+    for d in four["datacenters"].values():
+        servers = [h for h in d["hosts"] if h["role"] == "server"]
+        d["hosts"] += [dict(h, name=h["name"] + "-b", public_ip=h["public_ip"][:-1] + "9") for h in servers]
+    inv.write_text(json.dumps(four))
+    assert cli.main(["deploy", "--inventory", str(inv), "--experiment", "smoke", "--workdir", str(work)]) == 2
+    assert "experiment smoke has 2 servers per datacenter" in capsys.readouterr().err
+    assert cli.main(["--jar", str(tmp_path / "missing.jar"), "deploy", "--inventory", str(inv), "--experiment",
+                     "smoke", "--servers-per-dc", "4", "--workdir", str(work)]) == 2
+    assert "--jar:" in capsys.readouterr().err, "the shape fits: deploy goes on to its next check"

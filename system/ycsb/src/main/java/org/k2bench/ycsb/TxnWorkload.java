@@ -42,6 +42,7 @@ import site.ycsb.measurements.Measurements;
  * thread waits until the orchestrator writes the start time (epoch ms) into that file, so
  * JVM start-up never eats into the warm-up and every process measures the same window.
  * With {@code k2bench.run_s} the workload stops itself that many seconds after the start.
+ * The first operation of the process prints {@value #FIRST_OP_LINE} and its wall time.
  *
  * <p>Properties (besides YCSB's recordcount, insertstart, insertcount, target):
  * {@code k2bench.keys_per_op} (5), {@code k2bench.columns} (5), {@code k2bench.value_bytes}
@@ -52,6 +53,12 @@ import site.ycsb.measurements.Measurements;
 public final class TxnWorkload extends Workload {
   /** Printed on stdout once every thread of this process is ready to start. */
   public static final String READY_LINE = "k2bench: clients ready";
+  /**
+   * Printed on stdout, followed by the wall time in epoch ms, when this process issues its
+   * first operation after the start barrier: the orchestrator holds it against the common
+   * start time (a start file that arrived late, a host clock that is off).
+   */
+  public static final String FIRST_OP_LINE = "k2bench: first operation at ";
 
   private KeySpace keys;
   private Discrete keysPerOp;
@@ -75,6 +82,8 @@ public final class TxnWorkload extends Workload {
       new java.util.concurrent.atomic.AtomicInteger();
   private volatile long endAtMs = Long.MAX_VALUE;
   private long startAtMs = -1;
+  private final java.util.concurrent.atomic.AtomicBoolean firstOpSeen =
+      new java.util.concurrent.atomic.AtomicBoolean();
 
   /** Per client thread. */
   static final class Session {
@@ -321,6 +330,11 @@ public final class TxnWorkload extends Workload {
   @Override
   public boolean doTransaction(DB db, Object state) {
     Session s = (Session) state;
+    if (startFile != null && !firstOpSeen.get() && firstOpSeen.compareAndSet(false, true)) {
+      long now = System.currentTimeMillis();
+      System.out.println(FIRST_OP_LINE + now);
+      System.out.flush();
+    }
     long intended = Measurements.getMeasurements().getIntendedtartTimeNs();
     long start = intended > 0 ? intended : System.nanoTime();
     String op;

@@ -124,6 +124,37 @@ class TxnWorkloadTest {
   }
 
   @Test
+  void theFirstOperationAfterTheStartPrintsItsWallTimeOnce() throws Exception {
+    Properties p = props(0.0);
+    Path start = dir.resolve("start");
+    Files.writeString(start, System.currentTimeMillis() + "\n");
+    p.setProperty("k2bench.start_file", start.toString());
+    site.ycsb.measurements.Measurements.setProperties(p);
+    TxnWorkload w = new TxnWorkload();
+    w.init(p);
+    Object s = new TxnWorkload.Session(new FakeClient(),
+        org.apache.commons.rng.simple.RandomSource.XO_RO_SHI_RO_128_PP.create(1L),
+        new KeySpace(10_000, 1.2).ranks(org.apache.commons.rng.simple.RandomSource.XO_RO_SHI_RO_128_PP.create(2L)));
+    java.io.PrintStream out = System.out;
+    java.io.ByteArrayOutputStream captured = new java.io.ByteArrayOutputStream();
+    long before = System.currentTimeMillis();
+    System.setOut(new java.io.PrintStream(captured, true));
+    try {
+      for (int i = 0; i < 3; i++) {
+        assertTrue(w.doTransaction(null, s));
+      }
+    } finally {
+      System.setOut(out);
+    }
+    long after = System.currentTimeMillis();
+    w.cleanup();
+    List<String> lines = captured.toString().lines().filter(l -> l.startsWith(TxnWorkload.FIRST_OP_LINE)).toList();
+    assertEquals(1, lines.size(), "once per process: " + captured);
+    long at = Long.parseLong(lines.get(0).substring(TxnWorkload.FIRST_OP_LINE.length()));
+    assertTrue(before <= at && at <= after, "the wall time of the first operation");
+  }
+
+  @Test
   void badPropertiesNameTheField() {
     Properties p = props(0.01);
     p.setProperty("k2bench.write_fraction", "1.5");

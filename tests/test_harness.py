@@ -1,0 +1,368 @@
+"""The orchestrator's own faults and the clients' common start, without a JVM or SSH: the
+lease watchdog every remote process runs under (run here with a short lease), the choice
+of the start time, the start skew check (Python stand-ins for the clients print the
+first-operation line the Java workload prints), the fetch of every host's logs after a
+failed trial, and the configured-vs-measured RTT record."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from k2bench import experiment
+from k2bench.deploy import LocalDeployment
+from k2bench.errors import ConfigError, RunFailed
+from k2bench.hosts import LocalHost, Proc, wrapper_script
+from k2bench.orchestrator import (CLIENTS_READY, TEST_START_DELAY_ENV, Env, Orchestrator, Trial, choose_t0,
+                                  fan_out, pacing_spread_s, rtt_check, skew_failure, start_skew)
+from k2bench.experiment import ClientShare
+
+from conftest import ROOT, SYSTEMS
+
+
+# ------------------------------------------------------------------ the lease watchdog
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie is gone for our purpose (an orphan's waits for init to reap it)
+    try:
+        return "State:\tZ" not in Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return False
+
+
+def _wrapped(tmp_path, lease_s, argv):
+    lease = tmp_path / ".lease"
+    lease.touch()
+    out, err = tmp_path / "p.out", tmp_path / "p.err"
+    script = wrapper_script(argv, str(out), str(err), f"{out}.pid", f"{out}.rc", str(lease), lease_s, check_s=0.2)
+    wrapper = subprocess.Popen(["setsid", "sh", "-c", script], stdin=subprocess.DEVNULL)
+    deadline = time.time() + 5
+    while not (Path(f"{out}.pid").exists() and Path(f"{out}.pid").read_text().strip()):
+        assert time.time() < deadline, "the wrapper records the pid"
+        time.sleep(0.05)
+    return wrapper, int(Path(f"{out}.pid").read_text()), lease, out
+
+
+def test_a_process_stops_on_its_own_when_the_lease_goes_stale(tmp_path):
+    wrapper, pid, lease, out = _wrapped(tmp_path, 2, ["sleep", "300"])
+    try:
+        began = time.time()
+        while _alive(pid) and time.time() - began < 15:
+            time.sleep(0.1)
+        assert not _alive(pid), "the watchdog killed the process once the lease was 2 s old"
+        assert 2 <= time.time() - began < 6
+        wrapper.wait(5)
+        assert Path(f"{out}.rc").read_text().strip() == str(128 + signal.SIGTERM), "its exit is recorded"
+        assert "not refreshed for 2 s" in Path(f"{out}.lease-expired").read_text()
+    finally:
+        if _alive(pid):
+            os.kill(pid, signal.SIGKILL)
+        wrapper.wait(5)
+
+
+def test_a_refreshed_lease_keeps_the_process_and_its_end_leaves_nothing(tmp_path):
+    wrapper, pid, lease, out = _wrapped(tmp_path, 2, ["sleep", "4"])
+    try:
+        began = time.time()
+        while time.time() - began < 3.5:
+            lease.touch()
+            assert _alive(pid), "a fresh lease keeps it running past the 2 s lease"
+            time.sleep(0.3)
+        wrapper.wait(10)  # the process ended by itself; the wrapper and its watchdog with it
+        assert Path(f"{out}.rc").read_text().strip() == "0"
+        assert not Path(f"{out}.lease-expired").exists()
+        left = [pid for pid in subprocess.run(["pgrep", "-g", str(wrapper.pid)], capture_output=True,
+                                              text=True).stdout.split() if _alive(int(pid))]
+        assert left == [], f"no watchdog or sleep left behind (zombies aside): {left}"
+    finally:
+        if _alive(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+# ------------------------------------------------------------------ the common start
+
+def test_t0_leaves_twice_the_measured_fan_out_plus_a_margin():
+    assert choose_t0(1000.0, 0.01) == 1001.0, "at least one second"
+    assert choose_t0(1000.0, 2.0) == pytest.approx(1004.5)
+
+
+def test_fan_out_writes_to_every_host_in_parallel_and_raises_the_first_error():
+    seen = []
+
+    def slow(h):
+        time.sleep(0.5)
+        seen.append(h)
+
+    took = fan_out(list(range(8)), slow)
+    assert sorted(seen) == list(range(8)) and took < 2, f"8 writes of 0.5 s took {took:.1f} s: not in parallel"
+
+    def failing(h):
+        if h == 3:
+            raise RunFailed("host3: writing failed")
+        seen.append(h)
+
+    seen.clear()
+    with pytest.raises(RunFailed, match="host3"):
+        fan_out(list(range(5)), failing)
+    assert sorted(seen) == [0, 1, 2, 4], "the other hosts were still written"
+
+
+class _Text:
+    def __init__(self, texts):
+        self.texts = texts
+
+    def read_text(self, rel):
+        return self.texts.get(rel, "")
+
+
+def _procs(texts: dict[str, str]) -> list[Proc]:
+    host = _Text({f"{n}.out": t for n, t in texts.items()})
+    return [Proc(n, f"host-{n}", [], 1, f"{n}.out", f"{n}.err", 0, handle_host=host) for n in texts]
+
+
+def test_the_skew_of_each_clients_first_operation_is_held_to_the_bound():
+    t0 = 1_700_000_000.0
+    ok = start_skew(_procs({"client-VA": f"k2bench: clients ready\nk2bench: first operation at {int(t0 * 1000) + 120}\n",
+                            "client-CA": f"k2bench: first operation at {int(t0 * 1000) + 900}\n"}),
+                    t0, {"client-VA": 0.0, "client-CA": 0.0}, 1.0, {"t0_ms": int(t0 * 1000)})
+    assert ok["clients"]["client-VA"] == {"host": "host-client-VA", "first_op_ms": int(t0 * 1000) + 120,
+                                          "skew_s": 0.12, "pacing_spread_s": 0.0}
+    assert ok["max_skew_s"] == 0.9 and skew_failure(ok) is None
+    late = start_skew(_procs({"client-VA": f"k2bench: first operation at {int(t0 * 1000) + 2500}\n"}),
+                      t0, {"client-VA": 0.5}, 1.0, {})
+    why = skew_failure(late)
+    assert why == ("start skew: client-VA on host-client-VA issued its first operation +2.50 s from the common "
+                   "start, beyond clients.max_start_skew_s 1 s plus 0.5 s of pacing spread (a late start file or "
+                   "a host clock off)")
+    within_spread = start_skew(_procs({"client-VA": f"k2bench: first operation at {int(t0 * 1000) + 1400}\n"}),
+                               t0, {"client-VA": 0.5}, 1.0, {})
+    assert skew_failure(within_spread) is None, "YCSB's pacing spread is not skew"
+    none = start_skew(_procs({"client-VA": "k2bench: clients ready\n"}), t0, {}, 1.0, {})
+    assert "issued no operation within 1 s of the common start" in skew_failure(none)
+
+
+def test_the_pacing_spread_is_one_interval_of_a_paced_thread():
+    assert pacing_spread_s(ClientShare(4, 8)) == 0.5
+    assert pacing_spread_s(ClientShare(4, None)) == 0.0
+    assert pacing_spread_s(ClientShare(1, 5000)) == 0.0, "above 1000 ops/s per thread YCSB does not spread"
+
+
+def test_the_skew_bound_is_an_experiment_field_with_a_clear_error():
+    exp = experiment.resolve({}, "x", SYSTEMS)
+    assert exp["clients"]["max_start_skew_s"] == 1.0
+    for bad in (0, -1, "soon"):
+        with pytest.raises(ConfigError) as e:
+            experiment.resolve({"clients": {"max_start_skew_s": bad}}, "x", SYSTEMS)
+        assert e.value.field == "clients.max_start_skew_s" and "\n" not in str(e.value)
+
+
+def test_the_rtt_check_pairs_configured_and_measured():
+    doc = {"datacenters": ["VA", "CA", "SP"], "rtt_ms": {"VA": {"CA": 60, "SP": 146}, "CA": {"SP": 194}},
+           "rtt_scale": 0.5}
+    measured = {"VA": {"VA": 0.0, "CA": {"configured": 30, "p50": 31.24}, "SP": {"p50": 73.5}},
+                "CA": {"VA": {"p50": 30.9}}}
+    check = rtt_check(doc, measured)
+    assert check["VA->CA"] == {"configured_ms": 30.0, "measured_ms": 31.24}
+    assert check["CA->VA"] == {"configured_ms": 30.0, "measured_ms": 30.9}, "a pair given once counts both ways"
+    assert check["SP->CA"] == {"configured_ms": 97.0, "measured_ms": None}
+    assert len(check) == 6
+
+
+# ------------------------------------------------------------------ trials with stand-in processes
+
+# Every process of a trial as a small Python program: servers print their ready line, the
+# VA loader writes its report, clients say they are ready, wait for the start file, print
+# the first-operation line (when they read the start file, if that is after the start),
+# then run to the end or stop at once (STUB_CLIENT=early).
+STUB = textwrap.dedent(f'''
+    import json, os, sys, time
+    argv = sys.argv[1:]
+    if "serve" in argv:
+        print("ready: stub", flush=True)
+        while True:
+            time.sleep(1)
+    props = {{}}
+    for line in open(argv[argv.index("-P") + 1]):
+        key, _, value = line.rstrip("\\n").partition("=")
+        props[key] = value
+    if "-load" in argv:
+        keys = int(props["insertcount"]) if props["k2bench.dc"] == "VA" else 0
+        json.dump({{"loaded": keys, "failed": 0}}, open(props["k2bench.load_report"], "w"))
+        sys.exit(0)
+    print({CLIENTS_READY!r}, flush=True)
+    while not (os.path.exists(props["k2bench.start_file"]) and open(props["k2bench.start_file"]).read().strip()):
+        time.sleep(0.02)
+    start = int(open(props["k2bench.start_file"]).read()) / 1000
+    time.sleep(max(0, start - time.time()))
+    print("k2bench: first operation at %d" % round(time.time() * 1000), flush=True)
+    if os.environ["STUB_CLIENT"] == "early":
+        sys.exit(0)
+    time.sleep(max(0, start + float(props["k2bench.run_s"]) - time.time()))
+''')
+
+
+class StubHost(LocalHost):
+    def __init__(self, jar, stub, fetch_error=None):
+        super().__init__(jar)
+        self.stub = stub
+        self.fetched = []
+        self.fetch_error = fetch_error
+
+    def start(self, name, argv, stdout, stderr):
+        return super().start(name, [sys.executable, str(self.stub), *argv], stdout, stderr)
+
+    def fetch(self, rel_dir, timeout=300.0):
+        self.fetched.append((rel_dir, timeout))
+        if self.fetch_error:
+            raise RunFailed(self.fetch_error)
+
+
+class _Quiet:
+    def update(self, **_):
+        pass
+
+
+def run_trial(tmp_path, monkeypatch, mode, doc, fetch_error=None):
+    monkeypatch.setenv("STUB_CLIENT", mode)
+    stub = tmp_path / "stub.py"
+    stub.write_text(STUB)
+    host = StubHost(tmp_path / "k2bench.jar", stub, fetch_error)
+    host.bind_run(tmp_path)
+    exp = experiment.resolve({"systems": ["k2"], "topology": {"servers_per_dc": 1}, "workload": {"keys": 10},
+                              "server": {"heap_mb": 64}, "clients": {"heap_mb": 64}, **doc}, "stub", SYSTEMS)
+    orch = Orchestrator(Env(repo=ROOT, jar=tmp_path / "k2bench.jar", deployment=LocalDeployment(host)), _Quiet())
+    t = Trial("k2", "", 1, exp, tmp_path / "k2", "k2")
+    manifest = {"config": exp, "measured_rtt_ms": {}}  # no RTT probe
+    error = None
+    try:
+        orch.run_trial(t, manifest)
+    except RunFailed as e:
+        error = e
+    assert all(p.returncode is not None for p in t.procs), "every process was stopped"
+    return t, host, manifest, error
+
+
+SHORT = {"clients": {"threads_per_dc": 1, "target_ops_per_s_per_dc": 1000, "heap_mb": 64},
+         "duration": {"warmup_s": 0, "measure_s": 4, "cooldown_s": 0}}
+
+
+def test_a_normal_start_records_every_clients_first_operation_within_the_bound(tmp_path, monkeypatch):
+    t, host, manifest, error = run_trial(tmp_path, monkeypatch, "run", SHORT)
+    # The stand-ins write no hlog: the trial gets past its clients and the skew check, and
+    # stops at the summary.
+    assert error is not None and str(error).startswith("client logs missing"), error
+    start = json.loads((t.dir / "start.json").read_text())
+    assert set(start["clients"]) == {f"client-{dc}" for dc in ("VA", "CA", "SP", "LDN", "TYO", "SG")}
+    assert all(c["first_op_ms"] is not None and abs(c["skew_s"]) < 0.5 for c in start["clients"].values()), start
+    assert start["lead_s"] >= 1.0 and start["probe_fan_out_s"] < 1.0 and not start["written_late"]
+    record = json.loads((t.dir / "processes" / "client-VA.json").read_text())
+    assert record["first_op_ms"] == start["clients"]["client-VA"]["first_op_ms"]
+    assert record["start_skew_s"] == start["clients"]["client-VA"]["skew_s"] and record["exit_code"] is not None
+
+
+def test_a_start_file_that_arrives_late_fails_the_trial_with_the_skew(tmp_path, monkeypatch):
+    monkeypatch.setenv(TEST_START_DELAY_ENV, "localhost=3")
+    t, host, manifest, error = run_trial(tmp_path, monkeypatch, "run", SHORT)
+    assert error is not None and str(error).startswith("start skew: client-"), error
+    assert "\n" not in str(error) and "beyond clients.max_start_skew_s 1 s" in str(error)
+    start = json.loads((t.dir / "start.json").read_text())
+    assert start["written_late"] and min(c["skew_s"] for c in start["clients"].values()) > 1.5
+
+
+LONGER = {**SHORT, "duration": {"warmup_s": 0, "measure_s": 12, "cooldown_s": 0}}  # stopping at once is early
+
+
+def test_a_failed_trial_still_fetches_every_hosts_logs(tmp_path, monkeypatch):
+    t, host, manifest, error = run_trial(tmp_path, monkeypatch, "early", LONGER)
+    assert error is not None and "before the trial's end" in str(error)
+    assert host.fetched == [("k2", 300)], "the failed trial's files were fetched, bounded"
+
+
+def test_a_host_whose_logs_cannot_be_fetched_is_noted_and_the_first_error_kept(tmp_path, monkeypatch):
+    t, host, manifest, error = run_trial(tmp_path, monkeypatch, "early", LONGER,
+                                         fetch_error="localhost: fetching k2 timed out after 300 s")
+    assert "before the trial's end" in str(error), "the trial's own error, not the fetch's"
+    assert manifest["fetch_failures"] == [{"trial": "k2", "host": "localhost",
+                                           "error": "localhost: fetching k2 timed out after 300 s"}]
+
+
+# ------------------------------------------------------------------ SSH that does not answer
+
+def _ssh_host(port, tmp, connect_timeout=2.0):
+    from k2bench.hosts import SshHost
+
+    known = tmp / "known_hosts"
+    known.write_text("")
+    return SshHost("quiet-host", "127.0.0.1", port, "nobody", None, "/nonexistent", known_hosts=str(known),
+                   connect_timeout=connect_timeout, command_timeout=3)
+
+
+def test_a_refused_connection_is_retried_with_backoff_then_named(tmp_path):
+    import socket
+
+    from k2bench.hosts import HostUnreachable
+
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()  # nothing listens there
+    h = _ssh_host(port, tmp_path)
+    began = time.time()
+    with pytest.raises(HostUnreachable) as e:
+        h.bind_run(tmp_path / "run")
+    assert 2.5 < time.time() - began < 10, "three attempts, 1 s and 2 s apart"
+    assert str(e.value).startswith(f"quiet-host: cannot connect over SSH to 127.0.0.1:{port} after 3 attempts: ")
+    with pytest.raises(HostUnreachable, match="skipped: the host does not answer"):
+        h.read_text("x")  # at once from now on
+
+
+def test_a_host_that_accepts_and_never_answers_does_not_hang_the_orchestrator(tmp_path):
+    import socket
+    import threading
+
+    from k2bench.hosts import HostUnreachable
+
+    server = socket.create_server(("127.0.0.1", 0))
+    held = []
+    threading.Thread(target=lambda: [held.append(server.accept()) for _ in range(5)], daemon=True).start()
+    h = _ssh_host(server.getsockname()[1], tmp_path, connect_timeout=1.0)
+    began = time.time()
+    with pytest.raises(HostUnreachable) as e:
+        h.bind_run(tmp_path / "run")
+    assert time.time() - began < 15, "the banner timeout bounds every attempt"
+    assert len(held) == 3 and "\n" not in str(e.value) and str(e.value).startswith("quiet-host: "), str(e.value)
+    server.close()
+
+
+def test_a_poll_waits_for_an_exit_code_the_wrapper_is_still_writing(tmp_path):
+    """A process that just ended, whose wrapper has not written its exit code yet, is not
+    taken for one that vanished (which fails the trial)."""
+    from k2bench.hosts import SshHost
+
+    rcf = tmp_path / "x.out.rc"
+    ended = subprocess.Popen(["true"])
+    ended.wait()
+    host = SshHost.__new__(SshHost)  # its poll command, run here instead of over SSH
+    host.base, host._status, host._status_at = str(tmp_path), {}, 0.0
+    proc = Proc("x", "h", [], ended.pid, "x.out", "x.err", 0, handle=(str(tmp_path / "x.out.pid"), str(rcf)))
+    host._procs = [proc]
+
+    class Result:
+        stdout = ""
+
+    def run(command, what, **kw):
+        subprocess.Popen(["sh", "-c", f"sleep 0.5; echo 143 > {rcf}"])  # the wrapper, a little late
+        Result.stdout = subprocess.run(["sh", "-c", command], capture_output=True, text=True).stdout
+        return Result
+
+    host._run = run
+    assert host.poll(proc) == 143

@@ -13,7 +13,7 @@ SOURCES := $(shell find system -name '*.java' -o -name '*.proto' -o -name 'pom.x
 RUN_STAMP = $(shell date -u +%Y%m%dT%H%M%SZ)
 
 .PHONY: help test test-java test-python deploy-test build venv local-run analyze bench-emulation bench-throughput \
-	ec2-up ec2-run ec2-down emulab-up emulab-run emulab-down clean
+	ec2-up ec2-run ec2-down emulab-up emulab-run emulab-down netem-reset clean
 
 help:
 	@echo "make local-run        run workloads/default.yaml on this machine (EXPERIMENT=<name> for another)"
@@ -25,6 +25,7 @@ help:
 	@echo "make deploy-test      the remote path on 3 local test hosts: Ansible site.yml + smoke via Fabric (root)"
 	@echo "make ec2-up / ec2-run / ec2-down        six AWS regions (terraform/ec2; EXPERIMENT=<name>)"
 	@echo "make emulab-up / emulab-run / emulab-down   an Emulab experiment with tc latency (terraform/emulab)"
+	@echo "make netem-reset      remove k2bench's tc qdiscs from a cluster (INVENTORY=<inventory.json>, default Emulab's)"
 
 test: test-java test-python
 
@@ -115,6 +116,13 @@ emulab-run:
 emulab-down:
 	@$(PYTHON) terraform/check_env.py emulab
 	$(TF_EMULAB) destroy -input=false
+
+# Removes the tc latency that `k2bench deploy` applied (latency netem) from every machine
+# of an inventory; machines without it are left as they are.
+INVENTORY ?= terraform/emulab/inventory.json
+
+netem-reset: $(VENV)/.installed
+	$(VENV)/bin/k2bench netem-reset --inventory $(INVENTORY)
 
 clean:
 	$(MVN) clean

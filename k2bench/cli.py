@@ -262,6 +262,8 @@ def cmd_deploy(args) -> int:
     if inv.latency == "netem":
         from .tc import write_scripts
         write_scripts(inv, _tc_rtt_ms(args), work / "tc")
+        # The netem role writes it anew; one left from an earlier deploy would be taken for this one's.
+        (work / "tc" / "verify.json").unlink(missing_ok=True)
     hosts_file = work / "hosts.yml"
     rundir.write_text(hosts_file, yaml.safe_dump(to_ansible(inv, extra), sort_keys=False))
     return _playbook(inv, hosts_file, "site.yml", keys)

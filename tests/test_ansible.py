@@ -387,8 +387,11 @@ def test_cli_deploy_of_a_netem_inventory_needs_a_matrix(tmp_path, monkeypatch, c
             "--workdir", str(tmp_path / "w")]
     assert cli.main(argv) == 2
     assert calls == [] and capsys.readouterr().err.startswith("k2bench: --experiment: the inventory's latency is netem")
+    (tmp_path / "w" / "tc").mkdir(parents=True)
+    (tmp_path / "w" / "tc" / "verify.json").write_text("{}")  # an earlier deploy's
     assert cli.main(argv + ["--topology", str(ROOT / "workloads" / "topologies" / "paper-local.yaml")]) == 0
     assert len(calls) == 1 and (tmp_path / "w" / "tc" / "va-server.sh").exists()
+    assert not (tmp_path / "w" / "tc" / "verify.json").exists()
 
 
 # ---------------------------------------------------------------- SSH and apt settings

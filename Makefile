@@ -13,7 +13,7 @@ SOURCES := $(shell find system -name '*.java' -o -name '*.proto' -o -name 'pom.x
 RUN_STAMP = $(shell date -u +%Y%m%dT%H%M%SZ)
 
 .PHONY: help test test-java test-python deploy-test build venv local-run analyze bench-emulation bench-throughput \
-	ec2-up ec2-run ec2-down ec2-status emulab-up emulab-run emulab-extend emulab-down clean
+	ec2-up ec2-run ec2-down ec2-status emulab-up emulab-run emulab-extend emulab-down netem-reset clean
 
 help:
 	@echo "make local-run        run workloads/default.yaml on this machine (EXPERIMENT=<name> for another)"
@@ -27,6 +27,7 @@ help:
 	@echo "make ec2-status       what k2bench runs on EC2 in each region, found by tags (no Terraform state needed)"
 	@echo "make emulab-up / emulab-run / emulab-down   an Emulab experiment with tc latency (terraform/emulab)"
 	@echo "make emulab-extend HOURS=<n>                 n more hours for the running Emulab experiment"
+	@echo "make netem-reset      remove k2bench's tc qdiscs from a cluster (INVENTORY=<inventory.json>, default Emulab's)"
 
 test: test-java test-python
 
@@ -112,7 +113,7 @@ ec2-up:
 ec2-run:
 	@$(PYTHON) terraform/check_env.py ec2 --inventory
 	@$(MAKE) --no-print-directory build venv
-	$(VENV)/bin/k2bench deploy --inventory terraform/ec2/inventory.json $(SERVERS_FLAG)
+	$(VENV)/bin/k2bench deploy --inventory terraform/ec2/inventory.json --experiment $(EXPERIMENT_REMOTE) $(SERVERS_FLAG)
 	$(VENV)/bin/k2bench run $(EXPERIMENT_REMOTE) --inventory terraform/ec2/inventory.json $(SERVERS_FLAG)
 
 ec2-down:
@@ -130,7 +131,7 @@ emulab-up:
 emulab-run:
 	@$(PYTHON) terraform/check_env.py emulab --inventory
 	@$(MAKE) --no-print-directory build venv
-	$(VENV)/bin/k2bench deploy --inventory terraform/emulab/inventory.json $(SERVERS_FLAG)
+	$(VENV)/bin/k2bench deploy --inventory terraform/emulab/inventory.json --experiment $(EXPERIMENT_REMOTE) $(SERVERS_FLAG)
 	$(VENV)/bin/k2bench run $(EXPERIMENT_REMOTE) --inventory terraform/emulab/inventory.json $(SERVERS_FLAG)
 
 # HOURS more for the running experiment (portal.extendExperiment), with the arguments
@@ -144,6 +145,13 @@ emulab-extend:
 emulab-down:
 	@$(PYTHON) terraform/check_env.py emulab
 	$(TF_EMULAB) destroy -input=false
+
+# Removes the tc latency that `k2bench deploy` applied (latency netem) from every machine
+# of an inventory; machines without it are left as they are.
+INVENTORY ?= terraform/emulab/inventory.json
+
+netem-reset: $(VENV)/.installed
+	$(VENV)/bin/k2bench netem-reset --inventory $(INVENTORY)
 
 clean:
 	$(MVN) clean

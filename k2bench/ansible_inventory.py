@@ -3,14 +3,27 @@
 One Ansible host per machine, named by the inventory's host name (the netem role finds its
 tc script by that name), in the groups `servers`, `clients` and `dc_<DC>` of every role and
 datacenter it has. The machine's variables are set once under `all.hosts`; the groups only
-list it.
+list it. `k2bench_jar_group` names the machines that share a private network (the region of
+the machine's first datacenter, else that datacenter): the jar crosses from the controller
+once per group and the others fetch it from that copy (roles/k2bench_install).
+
+`playbook_argv` is how `k2bench deploy` calls ansible-playbook: forks sized to the cluster
+and strict host keys from the inventory's known_hosts.
 """
 from __future__ import annotations
 
 import re
+import shlex
+from pathlib import Path
 
 from .errors import ConfigError
 from .inventory import Inventory
+
+# Ansible runs a task on at most this many machines at once; more would only contend for
+# the controller's CPU and its SSH connections.
+MAX_FORKS = 50
+# A value ssh reads as one word without quoting.
+_PLAIN = re.compile(r"[A-Za-z0-9_./:@+,=~-]+")
 
 # Ansible group names are Python identifiers; others are warned about and mangled.
 _GROUP = re.compile(r"[A-Za-z0-9_]+")
@@ -53,6 +66,7 @@ def to_ansible(inv: Inventory, extra_vars: dict | None = None) -> dict:
             "k2bench_private_ip": m.private_ip,
             "k2bench_public_ip": m.public_ip,
             "k2bench_remote_dir": m.remote_dir,
+            "k2bench_jar_group": inv.regions.get(m.dc) or m.dc,
         })
         hosts[m.name] = v
 
@@ -67,3 +81,52 @@ def to_ansible(inv: Inventory, extra_vars: dict | None = None) -> dict:
         "hosts": hosts,
         "children": {g: {"hosts": {n: None for n in members}} for g, members in groups.items()},
     }}
+
+
+def forks(inv: Inventory) -> int:
+    """Every machine at once, up to MAX_FORKS."""
+    return max(1, min(len(inv.machines()), MAX_FORKS))
+
+
+def known_hosts(inv: Inventory, inventory_path: str | Path, override: str | None = None) -> Path:
+    """The known_hosts file for the inventory's machines: --known-hosts, else the inventory's
+    ssh.known_hosts (relative to the inventory's directory). There is no fallback to the
+    user's own known_hosts: every key must be one collected for this cluster."""
+    if override:
+        path, field = Path(override).expanduser(), "--known-hosts"
+    else:
+        given = getattr(inv, "known_hosts", None)
+        if given is None:
+            ssh = inv.doc.get("ssh") if isinstance(inv.doc, dict) else None
+            given = ssh.get("known_hosts") if isinstance(ssh, dict) else None
+        if not given:
+            raise ConfigError("ssh.known_hosts", f"{inventory_path} names no known_hosts file for its machines: "
+                              "add ssh.known_hosts to the inventory (Terraform writes it) or pass --known-hosts FILE")
+        path, field = Path(given).expanduser(), "ssh.known_hosts"
+        if not path.is_absolute():
+            path = Path(inventory_path).parent / path
+    if not path.is_file():
+        raise ConfigError(field, f"{path} does not exist: it must hold the host keys of the inventory's machines")
+    return path.resolve()
+
+
+def _ssh_option(key: str, value: str) -> str:
+    """`-o key=value` for ssh_common_args, which Ansible splits like a shell and ssh splits
+    again at spaces unless the value is in double quotes."""
+    if _PLAIN.fullmatch(value):
+        return f"-o {key}={value}"
+    if '"' in value:
+        raise ConfigError(key, f"{value!r}: ssh cannot read a path with a double quote")
+    quoted = key + '="' + value + '"'
+    return f"-o {shlex.quote(quoted)}"
+
+
+def playbook_argv(inv: Inventory, hosts_file: str | Path, playbook: str | Path, known_hosts_file: str | Path,
+                  ansible_playbook: str | Path = "ansible-playbook") -> list[str]:
+    """The ansible-playbook command for an inventory's machines: one fork per machine (up to
+    MAX_FORKS) and strict host keys: only the cluster's known_hosts file counts (not the
+    user's, not the system's), and an unknown or changed key stops the connection."""
+    ssh_args = " ".join([_ssh_option("UserKnownHostsFile", str(known_hosts_file)),
+                         "-o GlobalKnownHostsFile=/dev/null", "-o StrictHostKeyChecking=yes"])
+    return [str(ansible_playbook), "-i", str(hosts_file), "--forks", str(forks(inv)),
+            "--ssh-common-args", ssh_args, str(playbook)]

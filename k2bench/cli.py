@@ -216,54 +216,118 @@ def legacy_trials(run: Path) -> list[dict]:
     return out
 
 
-def cmd_deploy(args) -> int:
-    """Prepares an inventory's machines with Ansible (ansible/site.yml): Java, the jar, the
-    client and server directories, and tc/netem latency where the inventory says so."""
-    import subprocess
-
+def _extra_vars(args, extra: dict) -> dict:
     import yaml
 
-    from .ansible_inventory import to_ansible
-    inv = inventory.load(args.inventory)
-    topology = None
-    if args.experiment:
-        # The shape check before Ansible runs, and the tc matrix from the experiment's topology.
-        path = experiment.find(REPO / "workloads", args.experiment)
-        doc = experiment.load_file(path)
-        exp = experiment.resolve(doc, path.stem, doc.get("systems") or experiment.DEFAULT_SYSTEMS)
-        exp = servers_per_dc_override(exp, args.servers_per_dc)
-        check_cluster_shape(exp, inv, args.inventory)
-        topology = topology_doc(Env(repo=REPO, jar=Path("-"), deployment=None), exp)
-    elif args.servers_per_dc is not None:
-        raise ConfigError("--servers-per-dc", "needs --experiment NAME (the experiment whose shape to check)")
-    jar = Path(args.jar)
-    if not jar.exists():
-        raise ConfigError("--jar", f"{jar} is missing; run `make build`")
-    work = Path(args.workdir) if args.workdir else REPO / "runs" / ".deploy" / inv.experiment_id
-    extra = {"k2bench_jar": str(jar.resolve()), "k2bench_tc_dir": str((work / "tc").resolve())}
     for item in args.extra_var or []:
         key, sep, value = item.partition("=")
         if not sep:
             raise ConfigError("--extra-var", f"{item!r} is not NAME=VALUE")
         extra[key] = yaml.safe_load(value)
-    if inv.latency == "netem":
-        from .tc import write_scripts
-        if topology is not None:
-            scale = float(topology.get("rtt_scale", 1.0))
-            rtt = {a: {b: v * scale for b, v in row.items()} for a, row in topology["rtt_ms"].items()}
-        else:
-            rtt = yaml.safe_load(Path(args.topology).read_text())["rtt_ms"]
-        write_scripts(inv, rtt, work / "tc")
-    hosts_file = work / "hosts.yml"
-    rundir.write_text(hosts_file, yaml.safe_dump(to_ansible(inv, extra), sort_keys=False))
-    cmd = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(hosts_file),
-           str(REPO / "ansible" / "site.yml")]
-    if args.known_hosts:
-        cmd += ["--ssh-common-args",
-                f"-o UserKnownHostsFile={Path(args.known_hosts).resolve()} -o StrictHostKeyChecking=yes"]
+    return extra
+
+
+def _deploy_experiment(args) -> dict | None:
+    """The experiment of `deploy --experiment` (with --servers-per-dc applied), resolved
+    without the jar: the deploy may run before the jar is built on this machine."""
+    if not getattr(args, "experiment", None):
+        if getattr(args, "servers_per_dc", None) is not None:
+            raise ConfigError("--servers-per-dc", "needs --experiment NAME (the experiment whose shape to check)")
+        return None
+    path = experiment.find(REPO / "workloads", args.experiment)
+    doc = experiment.load_file(path)
+    exp = experiment.resolve(doc, path.stem, doc.get("systems") or experiment.DEFAULT_SYSTEMS)
+    return servers_per_dc_override(exp, getattr(args, "servers_per_dc", None))
+
+
+def _tc_rtt_ms(args, exp: dict | None = None) -> dict:
+    """The RTT matrix tc emulates: the topology of the experiment (--experiment: its file
+    with the experiment's overrides, rtt_scale applied), else the --topology file."""
+    import yaml
+
+    from .tc import rtt_matrix
+    if getattr(args, "experiment", None) and args.topology:
+        raise ConfigError("--topology", "give --experiment NAME or --topology FILE, not both "
+                          "(the experiment's own topology is the one its runs expect)")
+    if exp is None:
+        exp = _deploy_experiment(args)
+    if exp is not None:
+        from .orchestrator import points
+        env = Env(repo=REPO, jar=Path(args.jar), deployment=None, java=args.java)
+        matrices: list[dict] = []
+        for _, cfg in points(exp):
+            m = rtt_matrix(topology_doc(env, cfg), "topology")
+            if m not in matrices:
+                matrices.append(m)
+        if len(matrices) > 1:
+            raise ConfigError("--experiment", f"{exp['name']} sweeps the RTT matrix (topology.file or rtt_scale), "
+                              "but tc holds one matrix per deploy: split the sweep into one experiment per value")
+        return matrices[0]
+    if args.topology:
+        path = Path(args.topology)
+        try:
+            doc = yaml.safe_load(path.read_text())
+        except FileNotFoundError:
+            raise ConfigError("--topology", f"{path} does not exist") from None
+        return rtt_matrix(doc, str(path))
+    raise ConfigError("--experiment", "the inventory's latency is netem, so tc needs an RTT matrix: "
+                      "pass --experiment NAME (its topology) or --topology FILE")
+
+
+def _playbook(inv, hosts_file: Path, playbook: str, known_hosts: Path) -> int:
+    """Runs a playbook of ansible/ on the inventory's machines (forks and host keys:
+    ansible_inventory.playbook_argv)."""
+    import subprocess
+
+    from .ansible_inventory import playbook_argv
+    cmd = playbook_argv(inv, hosts_file, REPO / "ansible" / playbook, known_hosts,
+                        Path(sys.executable).parent / "ansible-playbook")
     print(f"ansible inventory: {hosts_file}", flush=True)
     env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible" / "ansible.cfg"))
     return subprocess.run(cmd, env=env).returncode
+
+
+def cmd_deploy(args) -> int:
+    """Prepares an inventory's machines with Ansible (ansible/site.yml): Java, the jar, the
+    client and server directories, and tc/netem latency where the inventory says so."""
+    import yaml
+
+    from .ansible_inventory import known_hosts, to_ansible
+    inv = inventory.load(args.inventory)
+    # The shape check before Ansible runs; tc's matrix comes from the same experiment.
+    exp = _deploy_experiment(args)
+    if exp is not None:
+        check_cluster_shape(exp, inv, args.inventory)
+    keys = known_hosts(inv, args.inventory, args.known_hosts)
+    jar = Path(args.jar)
+    if not jar.exists():
+        raise ConfigError("--jar", f"{jar} is missing; run `make build`")
+    work = Path(args.workdir) if args.workdir else REPO / "runs" / ".deploy" / inv.experiment_id
+    extra = _extra_vars(args, {"k2bench_jar": str(jar.resolve()), "k2bench_tc_dir": str((work / "tc").resolve())})
+    if inv.latency == "netem":
+        from .tc import write_scripts
+        write_scripts(inv, _tc_rtt_ms(args, exp), work / "tc")
+        # The netem role writes it anew; one left from an earlier deploy would be taken for this one's.
+        (work / "tc" / "verify.json").unlink(missing_ok=True)
+    hosts_file = work / "hosts.yml"
+    rundir.write_text(hosts_file, yaml.safe_dump(to_ansible(inv, extra), sort_keys=False))
+    return _playbook(inv, hosts_file, "site.yml", keys)
+
+
+def cmd_netem_reset(args) -> int:
+    """Removes k2bench's tc qdiscs from every machine of an inventory (ansible/netem-reset.yml)."""
+    import yaml
+
+    from .ansible_inventory import known_hosts, to_ansible
+    from .tc import write_reset_scripts
+    inv = inventory.load(args.inventory)
+    keys = known_hosts(inv, args.inventory, args.known_hosts)
+    work = Path(args.workdir) if args.workdir else REPO / "runs" / ".deploy" / inv.experiment_id
+    extra = _extra_vars(args, {"k2bench_tc_dir": str((work / "tc").resolve())})
+    write_reset_scripts(inv, work / "tc")
+    hosts_file = work / "hosts-reset.yml"
+    rundir.write_text(hosts_file, yaml.safe_dump(to_ansible(inv, extra), sort_keys=False))
+    return _playbook(inv, hosts_file, "netem-reset.yml", keys)
 
 
 def main(argv=None) -> int:
@@ -302,16 +366,25 @@ def main(argv=None) -> int:
     v.set_defaults(func=cmd_validate)
     d = sub.add_parser("deploy", help="prepare an inventory's machines with Ansible (site.yml)")
     d.add_argument("--inventory", required=True, metavar="JSON")
-    d.add_argument("--known-hosts", metavar="FILE", help="SSH host keys of the machines")
+    d.add_argument("--known-hosts", metavar="FILE",
+                   help="SSH host keys of the machines (default: the inventory's ssh.known_hosts)")
     d.add_argument("--experiment", metavar="NAME",
                    help="check that the inventory has the experiment's servers per datacenter, and take the tc "
                         "RTT matrix from its topology")
     d.add_argument("--servers-per-dc", type=int, metavar="N", help="servers per datacenter, overriding the experiment's")
-    d.add_argument("--topology", default=str(REPO / "workloads" / "topologies" / "paper-local.yaml"),
-                   help="RTT matrix for tc/netem (latency netem)")
+    d.add_argument("--topology", metavar="FILE",
+                   help="RTT matrix for tc/netem (latency netem) when no experiment is given, "
+                        "e.g. workloads/topologies/paper-local.yaml")
     d.add_argument("--extra-var", action="append", metavar="NAME=VALUE", help="an Ansible variable (repeatable)")
     d.add_argument("--workdir", help="where the Ansible inventory and tc scripts go (default runs/.deploy/<id>)")
     d.set_defaults(func=cmd_deploy)
+    n = sub.add_parser("netem-reset", help="remove k2bench's tc qdiscs from an inventory's machines")
+    n.add_argument("--inventory", required=True, metavar="JSON")
+    n.add_argument("--known-hosts", metavar="FILE",
+                   help="SSH host keys of the machines (default: the inventory's ssh.known_hosts)")
+    n.add_argument("--extra-var", action="append", metavar="NAME=VALUE", help="an Ansible variable (repeatable)")
+    n.add_argument("--workdir", help="where the Ansible inventory and reset scripts go (default runs/.deploy/<id>)")
+    n.set_defaults(func=cmd_netem_reset)
     c = sub.add_parser("check", help="check a run's histories for consistency again (exit 1 on violations)")
     c.add_argument("run")
     c.set_defaults(func=cmd_check)

@@ -1,11 +1,18 @@
 """Ansible: the inventory conversion (k2bench/ansible_inventory.py) against a golden file and
-Ansible's own reading of it, lint and syntax of ansible/, and the netem role run for real on
-this machine: its kernel check fails here (no netem), its apply step is idempotent, its
-verification pings and judges RTTs."""
+Ansible's own reading of it, how `k2bench deploy` calls ansible-playbook (forks, strict host
+keys), lint and syntax of ansible/, SSH and apt settings, and roles run for real on this
+machine: the readiness wait against a stand-in cloud-init, the jar shipped between local
+"machines" of one group with its checksum checked, and the netem role: its kernel check
+fails here (no netem), its apply step is idempotent, its verification pings and judges RTTs
+and records them on the controller, its reset removes and forgets."""
+import configparser
 import json
 import os
 import re
+import socket
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -13,7 +20,8 @@ import yaml
 
 from conftest import ROOT
 from k2bench import inventory
-from k2bench.ansible_inventory import to_ansible
+from k2bench import cli
+from k2bench.ansible_inventory import MAX_FORKS, forks, known_hosts, playbook_argv, to_ansible
 from k2bench.errors import ConfigError
 
 ANSIBLE = ROOT / "ansible"
@@ -111,7 +119,9 @@ def test_site_syntax(tmp_path):
 
 
 def test_yamllint_clean():
-    p = run(YAMLLINT, "--strict", ".", *sorted((FIXTURES / "ansible").glob("netem-*.yml")))
+    playbooks = sorted({*(FIXTURES / "ansible").glob("netem-*.yml"), *(FIXTURES / "ansible").glob("*-role.yml")})
+    assert len(playbooks) == 4
+    p = run(YAMLLINT, "--strict", ".", *playbooks)
     assert p.returncode == 0, p.stdout + p.stderr
 
 
@@ -194,3 +204,408 @@ def test_netem_verify_fails_when_an_rtt_is_off(tmp_path):
                      r"\(within max\(2 ms, 5\.0%\)\)", p.stdout + p.stderr), p.stdout + p.stderr
     # The measurement is kept even though the check failed.
     assert json.loads((tmp_path / "remote" / "rtt-measured.json").read_text())["peers"][0]["expected_rtt_ms"] == 100
+
+
+def test_verify_stores_every_pair_on_the_controller(tmp_path):
+    expect(tmp_path, 0)
+    p = parts(tmp_path, "packages", "verify", k2bench_experiment_id="k2b-x")
+    assert p.returncode == 0, p.stdout + p.stderr
+    v = json.loads((tmp_path / "tc" / "verify.json").read_text())
+    assert v["schema"] == "k2bench-tc-verify/1" and v["experiment_id"] == "k2b-x" and v["ok"] is True
+    assert v["tolerance"] == {"ms": 2, "fraction": 0.05} and re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ",
+                                                                          v["measured_at"])
+    [pair] = v["pairs"]
+    assert {k: pair[k] for k in ("host", "dc", "peer_dc", "peer_ip", "configured_rtt_ms", "ok")} == {
+        "host": "localhost", "dc": "VA", "peer_dc": "CA", "peer_ip": "127.0.0.1", "configured_rtt_ms": 0, "ok": True}
+    assert 0 <= pair["measured_rtt_ms"] < 2
+
+
+def test_verify_stores_the_failing_pair_on_the_controller_too(tmp_path):
+    expect(tmp_path, 100)
+    p = parts(tmp_path, "packages", "verify")
+    assert p.returncode != 0
+    v = json.loads((tmp_path / "tc" / "verify.json").read_text())
+    assert v["ok"] is False and v["pairs"][0]["configured_rtt_ms"] == 100 and v["pairs"][0]["ok"] is False
+
+
+# ---------------------------------------------------------------- netem reset
+
+def test_netem_reset_removes_once_and_forgets_the_applied_script(tmp_path):
+    (tmp_path / "tc").mkdir()
+    (tmp_path / "host").mkdir()
+    marker = tmp_path / "qdiscs"
+    marker.write_text("k2bench's\n")
+    # A stand-in for the generated reset script: removes the "qdiscs" once.
+    (tmp_path / "tc" / "localhost.reset.sh").write_text(
+        f"#!/bin/sh\nif [ -e {marker} ]; then rm {marker}; echo 'k2bench tc: removed from lo'; "
+        "else echo 'k2bench tc: nothing to remove on lo'; fi\n")
+    applied = tmp_path / "host" / "applied"
+    applied.write_text("abc\n")
+    first = parts(tmp_path, "reset")
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert recap(first)["changed"] == 2 and not marker.exists() and not applied.exists()
+    again = parts(tmp_path, "reset")
+    assert again.returncode == 0 and recap(again)["changed"] == 0, again.stdout
+
+
+def test_netem_reset_without_a_script_names_the_dir(tmp_path):
+    (tmp_path / "tc").mkdir()
+    p = parts(tmp_path, "reset")
+    assert p.returncode != 0
+    assert f"k2bench_tc_dir: {tmp_path / 'tc'} has no localhost.reset.sh" in p.stdout + p.stderr
+
+
+def test_netem_reset_playbook_syntax(tmp_path):
+    path = tmp_path / "inventory.yml"
+    path.write_text(dump(to_ansible(inv("emulab-6dc"))))
+    p = run(ANSIBLE_PLAYBOOK, "--syntax-check", "-i", path, "netem-reset.yml")
+    assert p.returncode == 0, p.stdout + p.stderr
+
+
+# ---------------------------------------------------------------- how k2bench deploy calls Ansible
+
+def cluster(n_per_dc: int) -> inventory.Inventory:
+    doc = json.loads((FIXTURES / "inventory" / "ec2-6dc.json").read_text())
+    for d, (dc, spec) in enumerate(doc["datacenters"].items()):
+        proto = spec["hosts"][0]
+        spec["hosts"] = [{**proto, "name": f"{dc.lower()}-{i}", "role": "server" if i == 0 else "client",
+                          "public_ip": f"198.51.{d}.{i + 1}", "private_ip": f"10.{d}.2.{i + 1}"}
+                         for i in range(n_per_dc)]
+    return inventory.parse(doc)
+
+
+def test_forks_one_per_machine_up_to_the_bound():
+    assert forks(inv("ec2-6dc")) == 24
+    assert forks(inv("test-3machines")) == 3  # three machines, six datacenters
+    assert forks(cluster(12)) == MAX_FORKS == 50  # 72 machines
+    assert forks(cluster(2)) == 12
+
+
+def test_playbook_argv_golden(tmp_path):
+    argv = playbook_argv(inv("ec2-6dc"), "/w/hosts.yml", "/r/ansible/site.yml", "/w/known_hosts",
+                         "/v/bin/ansible-playbook")
+    assert argv == ["/v/bin/ansible-playbook", "-i", "/w/hosts.yml", "--forks", "24", "--ssh-common-args",
+                    "-o UserKnownHostsFile=/w/known_hosts -o GlobalKnownHostsFile=/dev/null "
+                    "-o StrictHostKeyChecking=yes", "/r/ansible/site.yml"]
+
+
+def test_playbook_argv_quotes_a_known_hosts_path_with_spaces():
+    argv = playbook_argv(inv("ec2-6dc"), "h.yml", "site.yml", "/My Cluster/known_hosts")
+    ssh_args = argv[argv.index("--ssh-common-args") + 1]
+    # Ansible splits the string like a shell; ssh then reads the quoted value as one path.
+    assert shlex_split(ssh_args)[:2] == ["-o", 'UserKnownHostsFile="/My Cluster/known_hosts"']
+
+
+def shlex_split(s):
+    import shlex
+    return shlex.split(s)
+
+
+def inventory_with_known_hosts(tmp_path, known_hosts_field="known_hosts", write=True):
+    d = tmp_path / "cluster"
+    d.mkdir(exist_ok=True)
+    doc = json.loads((FIXTURES / "inventory" / "test-3machines.json").read_text())
+    if known_hosts_field is not None:
+        doc["ssh"]["known_hosts"] = known_hosts_field
+    (d / "inventory.json").write_text(json.dumps(doc))
+    if write:
+        (d / "known_hosts").write_text("127.0.0.1 ssh-ed25519 AAAA\n")
+    return d / "inventory.json"
+
+
+def test_known_hosts_resolves_against_the_inventory_and_the_flag_overrides(tmp_path):
+    path = inventory_with_known_hosts(tmp_path)
+    i = inventory.load(path)
+    assert known_hosts(i, path) == (tmp_path / "cluster" / "known_hosts").resolve()
+    other = tmp_path / "mine"
+    other.write_text("")
+    assert known_hosts(i, path, str(other)) == other.resolve()
+    with pytest.raises(ConfigError) as e:
+        known_hosts(i, path, str(tmp_path / "absent"))
+    assert e.value.field == "--known-hosts" and "does not exist" in e.value.problem
+
+
+def test_known_hosts_is_required(tmp_path):
+    path = inventory_with_known_hosts(tmp_path, None)
+    with pytest.raises(ConfigError) as e:
+        known_hosts(inventory.load(path), path)
+    assert e.value.field == "ssh.known_hosts" and "pass --known-hosts FILE" in e.value.problem
+    path = inventory_with_known_hosts(tmp_path, "known_hosts", write=False)
+    (tmp_path / "cluster" / "known_hosts").unlink(missing_ok=True)
+    with pytest.raises(ConfigError) as e:
+        known_hosts(inventory.load(path), path)
+    assert e.value.field == "ssh.known_hosts" and "does not exist" in e.value.problem
+
+
+def captured_ansible(monkeypatch):
+    calls = []
+
+    def fake_run(cmd, env=None, **kw):
+        calls.append((cmd, env))
+        return subprocess.CompletedProcess(cmd, 0)
+    monkeypatch.setattr(subprocess, "run", fake_run)
+    return calls
+
+
+@pytest.mark.parametrize("command,playbook", [("deploy", "site.yml"), ("netem-reset", "netem-reset.yml")])
+def test_cli_runs_ansible_with_forks_and_strict_host_keys(tmp_path, monkeypatch, command, playbook):
+    path = inventory_with_known_hosts(tmp_path)
+    jar = tmp_path / "k2bench.jar"
+    jar.write_bytes(b"jar")
+    calls = captured_ansible(monkeypatch)
+    work = tmp_path / "work"
+    assert cli.main(["--jar", str(jar), command, "--inventory", str(path), "--workdir", str(work)]) == 0
+    [(cmd, env)] = calls
+    assert cmd == [str(Path(sys.executable).parent / "ansible-playbook"), "-i",
+                   str(work / ("hosts.yml" if command == "deploy" else "hosts-reset.yml")), "--forks", "3",
+                   "--ssh-common-args", f"-o UserKnownHostsFile={(tmp_path / 'cluster' / 'known_hosts').resolve()} "
+                   "-o GlobalKnownHostsFile=/dev/null -o StrictHostKeyChecking=yes", str(ROOT / "ansible" / playbook)]
+    assert env["ANSIBLE_CONFIG"] == str(ROOT / "ansible" / "ansible.cfg")
+    if command == "netem-reset":
+        assert sorted(p.name for p in (work / "tc").iterdir()) == [f"node-{i}.reset.sh" for i in range(3)]
+
+
+def test_cli_stops_without_known_hosts_before_ansible(tmp_path, monkeypatch, capsys):
+    path = inventory_with_known_hosts(tmp_path, None)
+    jar = tmp_path / "k2bench.jar"
+    jar.write_bytes(b"jar")
+    calls = captured_ansible(monkeypatch)
+    assert cli.main(["--jar", str(jar), "deploy", "--inventory", str(path), "--workdir", str(tmp_path / "w")]) == 2
+    err = capsys.readouterr().err
+    assert calls == [] and len(err.strip().splitlines()) == 1 and err.startswith("k2bench: ssh.known_hosts: ")
+
+
+def test_cli_deploy_of_a_netem_inventory_needs_a_matrix(tmp_path, monkeypatch, capsys):
+    doc = json.loads((FIXTURES / "inventory" / "emulab-6dc.json").read_text())
+    doc["ssh"]["known_hosts"] = "known_hosts"
+    (tmp_path / "inventory.json").write_text(json.dumps(doc))
+    (tmp_path / "known_hosts").write_text("")
+    jar = tmp_path / "k2bench.jar"
+    jar.write_bytes(b"jar")
+    calls = captured_ansible(monkeypatch)
+    argv = ["--jar", str(jar), "deploy", "--inventory", str(tmp_path / "inventory.json"),
+            "--workdir", str(tmp_path / "w")]
+    assert cli.main(argv) == 2
+    assert calls == [] and capsys.readouterr().err.startswith("k2bench: --experiment: the inventory's latency is netem")
+    (tmp_path / "w" / "tc").mkdir(parents=True)
+    (tmp_path / "w" / "tc" / "verify.json").write_text("{}")  # an earlier deploy's
+    assert cli.main(argv + ["--topology", str(ROOT / "workloads" / "topologies" / "paper-local.yaml")]) == 0
+    assert len(calls) == 1 and (tmp_path / "w" / "tc" / "va-server.sh").exists()
+    assert not (tmp_path / "w" / "tc" / "verify.json").exists()
+
+
+# ---------------------------------------------------------------- SSH and apt settings
+
+def test_ansible_reads_the_ssh_retries_and_timeouts():
+    p = run(ANSIBLE_PLAYBOOK.with_name("ansible-config"), "dump", "--only-changed", "-t", "all")
+    assert p.returncode == 0, p.stderr
+    ssh = p.stdout.split("\nssh:\n", 1)[1]
+    retries = int(re.search(r"^reconnection_retries\(.*\) = (\d+)$", ssh, re.M).group(1))
+    args = re.search(r"^ssh_args\(.*\) = (.*)$", ssh, re.M).group(1)
+    assert retries >= 3
+    opts = dict(o.split("=", 1) for o in re.findall(r"-o (\S+)", args))
+    assert int(opts["ConnectTimeout"]) <= 60
+    assert int(opts["ServerAliveInterval"]) * int(opts["ServerAliveCountMax"]) <= 120  # a dead link found in 2 min
+    assert opts["ControlMaster"] == "auto"  # Ansible's own defaults are kept
+    cfg = configparser.ConfigParser()
+    cfg.read(ANSIBLE / "ansible.cfg")
+    assert cfg["ssh_connection"].getboolean("pipelining")
+
+
+def tasks_of(node):
+    """Every task mapping in a parsed task file, blocks included."""
+    if isinstance(node, list):
+        for n in node:
+            yield from tasks_of(n)
+    elif isinstance(node, dict):
+        yield node
+        for key in ("block", "rescue", "always", "tasks", "pre_tasks", "post_tasks", "handlers"):
+            if key in node:
+                yield from tasks_of(node[key])
+
+
+def test_every_apt_task_waits_for_the_lock():
+    apt = []
+    for path in sorted(ANSIBLE.rglob("*.yml")):
+        for task in tasks_of(yaml.safe_load(path.read_text())):
+            for key in ("ansible.builtin.apt", "apt"):
+                if key in task:
+                    apt.append((path.relative_to(ANSIBLE), task[key]))
+    assert len(apt) >= 3
+    for path, args in apt:
+        assert args.get("lock_timeout") == "{{ k2bench_apt_lock_timeout_s }}", path
+    for role in ("common", "netem"):
+        assert yaml.safe_load((ANSIBLE / "roles" / role / "defaults" / "main.yml").read_text())[
+            "k2bench_apt_lock_timeout_s"] >= 300
+
+
+def test_site_waits_for_readiness_first():
+    plays = yaml.safe_load((ANSIBLE / "site.yml").read_text())
+    assert plays[0]["roles"] == ["ready"] and plays[0]["hosts"] == "all" and plays[0]["gather_facts"] is False
+    ready = yaml.safe_load((ANSIBLE / "roles" / "ready" / "tasks" / "main.yml").read_text())
+    assert "ansible.builtin.wait_for_connection" in ready[0]
+
+
+# ---------------------------------------------------------------- readiness (the ready role)
+
+def fake_cloud_init(tmp_path, body):
+    path = tmp_path / "cloud-init"
+    path.write_text(f"#!/bin/sh\necho \"$@\" >> {tmp_path / 'calls'}\n{body}\n")
+    path.chmod(0o755)
+    return path
+
+
+def ready(tmp_path, cloud_init, **extra):
+    ev = {"ready_cloud_init": str(cloud_init), **extra}
+    return run(ANSIBLE_PLAYBOOK, *LOCAL, "-e", json.dumps(ev), FIXTURES / "ansible" / "ready-role.yml")
+
+
+@pytest.mark.parametrize("rc", [0, 2])
+def test_ready_waits_for_cloud_init(tmp_path, rc):
+    p = ready(tmp_path, fake_cloud_init(tmp_path, f"echo 'status: done'; exit {rc}"))
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert (tmp_path / "calls").read_text() == "status --wait\n"
+    assert recap(p)["changed"] == 0
+
+
+def test_ready_skips_cloud_init_where_there_is_none(tmp_path):
+    p = ready(tmp_path, tmp_path / "no-cloud-init")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert recap(p)["skipped"] == 2 and not (tmp_path / "calls").exists()
+
+
+def test_ready_fails_when_cloud_init_failed(tmp_path):
+    p = ready(tmp_path, fake_cloud_init(tmp_path, "echo 'status: error'; exit 1"))
+    assert p.returncode != 0
+    assert ("localhost: cloud-init failed (exit 1): status: error; see `cloud-init status --long` on the machine"
+            in p.stdout), p.stdout
+
+
+def test_ready_gives_up_on_cloud_init_after_its_timeout(tmp_path):
+    start = time.monotonic()
+    p = ready(tmp_path, fake_cloud_init(tmp_path, "sleep 30"), ready_cloud_init_timeout_s=1)
+    assert p.returncode != 0 and time.monotonic() - start < 25
+    assert "localhost: cloud-init did not finish within 1 s" in p.stdout, p.stdout
+
+
+# ---------------------------------------------------------------- the jar, once per group
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def jar_inventory(tmp_path, homes: dict, port: int, **host_vars) -> Path:
+    """Local "machines" (connection local) in one jar group, each with its own home."""
+    hosts = {name: {"k2bench_home": str(home), "k2bench_remote_dir": str(tmp_path / "remote" / name),
+                    **host_vars.get(name, {})} for name, home in homes.items()}
+    doc = {"all": {"vars": {"ansible_connection": "local", "ansible_python_interpreter": "/usr/bin/python3",
+                            "k2bench_jar": str(tmp_path / "controller" / "k2bench.jar"), "k2bench_jar_port": port,
+                            "k2bench_private_ip": "127.0.0.1", "k2bench_jar_group": "region-1",
+                            "k2bench_jar_serve_s": 60},
+                   "hosts": hosts}}
+    path = tmp_path / "hosts.yml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))  # the first host is the seed
+    return path
+
+
+def controller_jar(tmp_path) -> bytes:
+    data = os.urandom(256 * 1024)
+    (tmp_path / "controller").mkdir(exist_ok=True)
+    (tmp_path / "controller" / "k2bench.jar").write_bytes(data)
+    return data
+
+
+def install(path: Path):
+    return run(ANSIBLE_PLAYBOOK, "-i", path, FIXTURES / "ansible" / "install-role.yml")
+
+
+def task_results(out: str, task: str) -> dict[str, str]:
+    """host -> ok/changed/skipping/fatal for one task of the output."""
+    section = out.split(f"TASK [k2bench_install : {task}]", 1)[1].split("\nTASK [", 1)[0].split("PLAY RECAP")[0]
+    return dict((h, s) for s, h in re.findall(r"^(ok|changed|skipping|fatal): \[(\w+)\]", section, re.M))
+
+
+def recaps(out: str) -> dict[str, dict[str, int]]:
+    return {m.group(1): {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", m.group(2))}
+            for m in re.finditer(r"^(\w+)\s+:\s+(ok=.*)$", out, re.M)}
+
+
+def serving(port: int) -> list[int]:
+    """Pids of processes serving on the port (what the seed must not leave behind)."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                cmd = (d / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if b"http.server" in cmd and str(port).encode() in cmd:
+                out.append(int(d.name))
+    return out
+
+
+def test_jar_crosses_once_per_group_and_the_others_fetch_it_checked(tmp_path):
+    data = controller_jar(tmp_path)
+    port = free_port()
+    path = jar_inventory(tmp_path, {"seed": tmp_path / "seed", "peer1": tmp_path / "peer1",
+                                    "peer2": tmp_path / "peer2"}, port)
+    first = install(path)
+    assert first.returncode == 0, first.stdout[-4000:] + first.stderr
+    assert task_results(first.stdout, "Copy the jar from the controller to the seed") == {
+        "seed": "changed", "peer1": "skipping", "peer2": "skipping"}
+    assert task_results(first.stdout, "Serve the jar to the group")["seed"] == "ok"
+    assert task_results(first.stdout, "Fetch the jar from the group's seed") == {
+        "seed": "skipping", "peer1": "changed", "peer2": "changed"}
+    for name in ("seed", "peer1", "peer2"):
+        assert (tmp_path / name / "k2bench.jar").read_bytes() == data
+    assert serving(port) == [], "the seed's server is stopped"
+    with pytest.raises(OSError):
+        socket.create_connection(("127.0.0.1", port), timeout=2).close()
+    again = install(path)
+    assert again.returncode == 0, again.stdout[-4000:]
+    assert all(r["changed"] == 0 for r in recaps(again.stdout).values()), recaps(again.stdout)
+    assert task_results(again.stdout, "Serve the jar to the group")["seed"] == "skipping"
+
+
+def test_jar_on_a_shared_home_is_not_served(tmp_path):
+    # The test hosts: one filesystem, so the seed's copy is every machine's.
+    data = controller_jar(tmp_path)
+    port = free_port()
+    path = jar_inventory(tmp_path, {"seed": tmp_path / "shared", "peer": tmp_path / "shared"}, port)
+    p = install(path)
+    assert p.returncode == 0, p.stdout[-4000:] + p.stderr
+    assert task_results(p.stdout, "Serve the jar to the group") == {"seed": "skipping", "peer": "skipping"}
+    assert (tmp_path / "shared" / "k2bench.jar").read_bytes() == data
+    again = install(path)
+    assert again.returncode == 0 and all(r["changed"] == 0 for r in recaps(again.stdout).values())
+
+
+def test_jar_from_a_wrong_source_is_refused(tmp_path):
+    controller_jar(tmp_path)
+    wrong = tmp_path / "wrong"
+    wrong.mkdir()
+    (wrong / "k2bench.jar").write_bytes(b"not the jar")
+    fake_port, port = free_port(), free_port()
+    fake = subprocess.Popen([sys.executable, "-m", "http.server", str(fake_port), "--bind", "127.0.0.1",
+                             "--directory", str(wrong)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", fake_port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        path = jar_inventory(tmp_path, {"seed": tmp_path / "seed", "peer": tmp_path / "peer"}, port,
+                             peer={"k2bench_jar_url": f"http://127.0.0.1:{fake_port}/k2bench.jar"})
+        p = install(path)
+    finally:
+        fake.terminate()
+        fake.wait(10)
+    assert p.returncode != 0
+    out = p.stdout
+    assert "peer: shipping the jar within its group (seed seed" in out and "checksum" in out.lower(), out[-4000:]
+    assert not (tmp_path / "peer" / "k2bench.jar").exists()
+    assert serving(port) == [], "the seed's server is stopped after a failed fetch too"

@@ -248,3 +248,180 @@ def test_unsafe_host_name_is_an_error():
     with pytest.raises(ConfigError) as e:
         tc.script(i, rtt(FRAC), i.hosts()[0])
     assert e.value.field == "inventory.datacenters.eu.hosts[1].name"
+
+
+# ---------------------------------------------------------------- reset (make netem-reset)
+
+@pytest.mark.parametrize("inv_name,name", [("frac-3dc", "east-server"), ("emulab-6dc", "va-server")])
+def test_reset_golden(tmp_path, inv_name, name):
+    i = inv(inv_name)
+    assert tc.reset_script(i, host(i, name)) == (GOLDEN / f"{inv_name}.{name}.reset.sh").read_text()
+    paths = tc.write_reset_scripts(i, tmp_path)
+    assert sorted(p.name for p in paths) == sorted(f"{h.name}.reset.sh" for h in i.machines())
+    assert (tmp_path / f"{name}.reset.sh").read_text() == (GOLDEN / f"{inv_name}.{name}.reset.sh").read_text()
+    assert (tmp_path / f"{name}.reset.sh").stat().st_mode & 0o111
+
+
+def test_reset_scripts_for_machines_in_several_dcs(tmp_path):
+    # Test hosts serve several datacenters each: they cannot carry k2bench's tc, but a
+    # reset of their inventory must still work (and find nothing to remove).
+    i = inv("test-3machines")
+    assert [p.name for p in tc.write_reset_scripts(i, tmp_path)] == ["node-0.reset.sh", "node-1.reset.sh",
+                                                                      "node-2.reset.sh"]
+
+
+# A tc that keeps the qdiscs of one interface in a file, as the kernel would: `qdisc add`
+# of the root HTB or of a netem leaf appends the line `tc qdisc show` prints for it, `qdisc
+# del ... root` empties it, `qdisc show` prints it (the default qdisc when empty).
+STATEFUL_TC = r"""#!/bin/bash
+echo "$*" >> "$TC_LOG"
+case "$1 $2" in
+  "qdisc show")
+    if [ -s "$TC_STATE" ]; then cat "$TC_STATE"; else echo "qdisc fq_codel 0: root refcnt 2 limit 10240p"; fi ;;
+  "qdisc del")
+    if [ -s "$TC_STATE" ]; then : > "$TC_STATE"
+    else echo "Error: Cannot delete qdisc with handle of zero." >&2; exit 2; fi ;;
+  "qdisc add")
+    if [ "$5" = root ]; then echo "qdisc $8 1: root refcnt 2 r2q 10 default 0" >> "$TC_STATE"
+    else echo "qdisc netem $8 parent $6 limit 100000 delay ${11}" >> "$TC_STATE"; fi ;;
+esac
+"""
+
+
+def run_stateful(tmp_path, script, state):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    for name, text in (("tc", STATEFUL_TC), ("ip", FAKE_IP)):
+        (bin_dir / name).write_text(text)
+        (bin_dir / name).chmod(0o755)
+    log = tmp_path / "tc.log"
+    log.write_text("")
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "TC_LOG": str(log), "TC_STATE": str(state), "FAKE_ADDR": "10.20.0.1"}
+    p = subprocess.run(["bash", "-c", script], capture_output=True, text=True, env=env, timeout=30)
+    return p, log.read_text().splitlines()
+
+
+def test_reset_removes_what_the_apply_script_made_and_nothing_else(tmp_path):
+    i = inv("frac-3dc")
+    h = host(i, "east-server")
+    state = tmp_path / "qdiscs"
+    p, _ = run_stateful(tmp_path, tc.script(i, rtt(FRAC), h), state)
+    assert p.returncode == 0, p.stderr
+    assert state.read_text().splitlines()[0].startswith("qdisc htb 1: root")
+    assert sum(line.startswith("qdisc netem") for line in state.read_text().splitlines()) == 2
+    reset = tc.reset_script(i, h)
+    p, calls = run_stateful(tmp_path, reset, state)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == "k2bench tc: removed from eth1"
+    assert calls == ["qdisc show dev eth1", "qdisc del dev eth1 root"] and state.read_text() == ""
+    # Again: nothing of k2bench's is left, so nothing is deleted.
+    p, calls = run_stateful(tmp_path, reset, state)
+    assert p.returncode == 0 and p.stdout.strip() == "k2bench tc: nothing to remove on eth1"
+    assert calls == ["qdisc show dev eth1"]
+    # Someone else's root qdisc (an HTB 1: without netem leaves, a tbf) is left alone.
+    for other in ("qdisc htb 1: root refcnt 2 r2q 10 default 0\n", "qdisc tbf 8001: root refcnt 2 rate 1Gbit\n"):
+        state.write_text(other)
+        p, calls = run_stateful(tmp_path, reset, state)
+        assert p.returncode == 0 and "nothing to remove" in p.stdout and calls == ["qdisc show dev eth1"]
+        assert state.read_text() == other
+
+
+def test_reset_fails_without_the_private_ip(tmp_path):
+    i = inv("emulab-6dc")
+    p, calls = run_script(tmp_path, tc.reset_script(i, host(i, "va-server")), "10.10.1.99")
+    assert p.returncode == 1 and calls == []
+    assert p.stderr.strip() == ("k2bench tc: no interface of va-server holds 10.10.1.1 "
+                                "(its private_ip in the inventory)")
+
+
+def test_reset_without_tc_has_nothing_to_remove(tmp_path):
+    i = inv("emulab-6dc")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "bash").symlink_to("/bin/bash")
+    (bin_dir / "grep").symlink_to("/bin/grep")
+    p = subprocess.run(["/bin/bash", "-c", tc.reset_script(i, host(i, "va-server"))], capture_output=True, text=True,
+                       env={"PATH": str(bin_dir)}, timeout=30)
+    assert p.returncode == 0 and p.stdout.strip() == "k2bench tc: nothing to remove (no tc on this machine)"
+
+
+# ---------------------------------------------------------------- the matrix is the experiment's
+
+def test_rtt_matrix_scales_exactly():
+    doc = yaml.safe_load(PAPER.read_text())
+    assert tc.rtt_matrix(doc) == doc["rtt_ms"]
+    scaled = tc.rtt_matrix({**doc, "rtt_scale": 0.1})
+    assert scaled["VA"] == {"CA": 6, "SP": 14.6, "LDN": 7.6, "TYO": 16.2, "SG": 24.3}
+    assert scaled["SP"]["SG"] == 33.3 and isinstance(scaled["VA"]["CA"], int)
+
+
+@pytest.mark.parametrize("change,field,problem", [
+    ({"rtt_scale": 0}, "t.rtt_scale", "must be a number > 0"),
+    ({"rtt_scale": "fast"}, "t.rtt_scale", "must be a number > 0"),
+    ({"jitter_ms": 5}, "t.jitter_ms", "tc (latency netem) emulates the RTT matrix only"),
+    ({"intra_dc_delay_ms": 0.5}, "t.intra_dc_delay_ms", "set it to 0, or use latency embedded"),
+    ({"rtt_ms": None}, "t.rtt_ms", "missing"),
+    ({"rtt_ms": {"VA": 60}}, "t.rtt_ms.VA", "must map datacenter"),
+    ({"rtt_ms": {"VA": {"CA": -1}}}, "t.rtt_ms.VA.CA", "non-negative"),
+])
+def test_rtt_matrix_refuses_what_tc_cannot_emulate(change, field, problem):
+    doc = {**yaml.safe_load(PAPER.read_text()), **change}
+    with pytest.raises(ConfigError) as e:
+        tc.rtt_matrix(doc, "t")
+    assert e.value.field == field and problem in e.value.problem
+
+
+def deploy_args(tmp_path, **kw):
+    import argparse
+    return argparse.Namespace(**{"jar": str(tmp_path / "k2bench.jar"), "java": "java", "topology": None, **kw})
+
+
+@pytest.fixture
+def known_systems(monkeypatch):
+    from k2bench import orchestrator
+    monkeypatch.setattr(orchestrator.Env, "systems", lambda self: ["k2", "rad", "paris-star"])
+
+
+def experiment_file(tmp_path, text):
+    path = tmp_path / "exp.yaml"
+    path.write_text(text)
+    return str(path)
+
+
+def test_tc_matrix_is_the_experiments_topology(tmp_path, known_systems):
+    from k2bench.cli import _tc_rtt_ms
+    exp = experiment_file(tmp_path, "topology: {file: topologies/paper-local.yaml, rtt_scale: 0.5}\n")
+    m = _tc_rtt_ms(deploy_args(tmp_path, experiment=exp))
+    assert m["VA"]["CA"] == 30 and m["SP"]["SG"] == 166.5
+    # A shipped experiment: the paper's matrix as it is.
+    assert _tc_rtt_ms(deploy_args(tmp_path, experiment="smoke")) == rtt(PAPER)
+
+
+def test_tc_matrix_from_a_topology_file_without_an_experiment(tmp_path):
+    from k2bench.cli import _tc_rtt_ms
+    assert _tc_rtt_ms(deploy_args(tmp_path, topology=str(FRAC))) == rtt(FRAC)
+    assert _tc_rtt_ms(deploy_args(tmp_path, experiment=None, topology=str(FRAC))) == rtt(FRAC)
+
+
+@pytest.mark.parametrize("kw,field,problem", [
+    ({}, "--experiment", "the inventory's latency is netem, so tc needs an RTT matrix: "
+                         "pass --experiment NAME (its topology) or --topology FILE"),
+    ({"experiment": "smoke", "topology": str(PAPER)}, "--topology", "not both"),
+    ({"topology": "/nonexistent.yaml"}, "--topology", "/nonexistent.yaml does not exist"),
+])
+def test_tc_matrix_needs_one_source(tmp_path, known_systems, kw, field, problem):
+    from k2bench.cli import _tc_rtt_ms
+    with pytest.raises(ConfigError) as e:
+        _tc_rtt_ms(deploy_args(tmp_path, **kw))
+    assert e.value.field == field and problem in e.value.problem
+
+
+def test_tc_matrix_cannot_follow_a_sweep_of_the_rtts(tmp_path, known_systems):
+    from k2bench.cli import _tc_rtt_ms
+    exp = experiment_file(tmp_path, "sweep: {topology.rtt_scale: [1.0, 0.5]}\n")
+    with pytest.raises(ConfigError) as e:
+        _tc_rtt_ms(deploy_args(tmp_path, experiment=exp))
+    assert e.value.field == "--experiment" and "tc holds one matrix per deploy" in e.value.problem
+    # A sweep of something else keeps one matrix.
+    exp = experiment_file(tmp_path, "sweep: {topology.replication_factor: [1, 2]}\n")
+    assert _tc_rtt_ms(deploy_args(tmp_path, experiment=exp)) == rtt(PAPER)

@@ -191,16 +191,20 @@ def test_make_ec2_up_passes_servers_per_dc_and_prints_the_summary(tree, servers,
     assert r.stdout.strip().endswith("SUMMARY")
 
 
-def test_make_ec2_run_passes_servers_per_dc_to_deploy_and_run(tree):
+@pytest.mark.parametrize("provider", ["ec2", "emulab"])
+def test_make_run_checks_the_shape_with_the_experiment_and_passes_servers_per_dc(tree, provider):
     r = make(tree, "-n", "-o", ".venv/.installed", "-o", "system/launcher/target/k2bench.jar",
-             "ec2-run", "SERVERS_PER_DC=4", "EXPERIMENT=smoke")
+             f"{provider}-run", "SERVERS_PER_DC=4", "EXPERIMENT=smoke")
     assert r.returncode == 0, r.stderr
     lines = [x.strip() for x in r.stdout.splitlines()]
-    assert ".venv/bin/k2bench deploy --inventory terraform/ec2/inventory.json --servers-per-dc 4" in lines
-    assert ".venv/bin/k2bench run smoke --inventory terraform/ec2/inventory.json --servers-per-dc 4" in lines
-    r = make(tree, "-n", "-o", ".venv/.installed", "-o", "system/launcher/target/k2bench.jar", "ec2-run")
-    assert ".venv/bin/k2bench run default --inventory terraform/ec2/inventory.json" in \
-        [x.strip() for x in r.stdout.splitlines()]
+    inv = f"terraform/{provider}/inventory.json"
+    # deploy checks the experiment's shape against the inventory before Ansible runs
+    assert f".venv/bin/k2bench deploy --inventory {inv} --experiment smoke --servers-per-dc 4" in lines
+    assert f".venv/bin/k2bench run smoke --inventory {inv} --servers-per-dc 4" in lines
+    r = make(tree, "-n", "-o", ".venv/.installed", "-o", "system/launcher/target/k2bench.jar", f"{provider}-run")
+    lines = [x.strip() for x in r.stdout.splitlines()]
+    assert f".venv/bin/k2bench deploy --inventory {inv} --experiment default" in lines
+    assert f".venv/bin/k2bench run default --inventory {inv}" in lines
 
 
 def test_make_ec2_status_runs_the_status_script(tree):

@@ -191,4 +191,4 @@ def test_deploy_checks_the_shape_before_ansible_with_one_line(tmp_path, capsys):
     assert "experiment smoke has 2 servers per datacenter" in capsys.readouterr().err
     assert cli.main(["--jar", str(tmp_path / "missing.jar"), "deploy", "--inventory", str(inv), "--experiment",
                      "smoke", "--servers-per-dc", "4", "--workdir", str(work)]) == 2
-    assert "--jar:" in capsys.readouterr().err, "the shape fits: deploy goes on to its next check"
+    assert "k2bench: ssh.known_hosts:" in capsys.readouterr().err, "the shape fits: deploy goes on to its next check"

@@ -34,8 +34,12 @@ test: test-java test-python
 test-java:
 	mvn -B -ntp -f system/pom.xml install | grep -E "Tests run:|FAIL|ERROR|BUILD"
 
+# Two phases: the tests that start no cluster, two at a time (file by file: a file's tests
+# share its fixtures); then the cluster runs one at a time, alone on the machine, as their
+# latencies and fault timings assume.
 test-python: $(VENV)/.installed $(LINT_VENV)/.installed
-	$(VENV)/bin/python -m pytest -q tests --ignore=tests/deploy
+	$(VENV)/bin/python -m pytest -q -n 2 --dist loadfile -m "not cluster" tests --ignore=tests/deploy
+	$(VENV)/bin/python -m pytest -q -m cluster tests --ignore=tests/deploy
 
 # The remote path for real on this machine: four test hosts (network namespaces with
 # their own sshd, a non-root SSH user with sudo, strict host keys, one slow to answer),

@@ -3,9 +3,10 @@
 One Ansible host per machine, named by the inventory's host name (the netem role finds its
 tc script by that name), in the groups `servers`, `clients` and `dc_<DC>` of every role and
 datacenter it has. The machine's variables are set once under `all.hosts`; the groups only
-list it. `k2bench_jar_group` names the machines that share a private network (the region of
-the machine's first datacenter, else that datacenter): the jar crosses from the controller
-once per group and the others fetch it from that copy (roles/k2bench_install).
+list it. `k2bench_jar_group` names the machines that share a private network: the machine's first
+datacenter (one VPC each on EC2, so one per region; two datacenters in one region are two
+unpeered VPCs with the same addresses): the jar crosses from the controller once per group
+and the others fetch it from that copy (roles/k2bench_install).
 
 `playbook_argv` is how `k2bench deploy` calls ansible-playbook: forks sized to the cluster
 and strict host keys from the inventory's known_hosts.
@@ -66,7 +67,7 @@ def to_ansible(inv: Inventory, extra_vars: dict | None = None) -> dict:
             "k2bench_private_ip": m.private_ip,
             "k2bench_public_ip": m.public_ip,
             "k2bench_remote_dir": m.remote_dir,
-            "k2bench_jar_group": inv.regions.get(m.dc) or m.dc,
+            "k2bench_jar_group": m.dc,
         })
         hosts[m.name] = v
 

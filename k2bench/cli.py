@@ -59,11 +59,27 @@ def check_cluster_shape(exp: dict, inv: inventory.Inventory, inventory_file: str
         check_shape(inv, doc["servers_per_dc"], dcs, experiment=exp["name"], inventory_file=inventory_file)
 
 
+def tc_verify(inv: inventory.Inventory, path: str | None) -> dict | None:
+    """The ping verification of the deploy's tc (netem inventories): the file the netem role
+    wrote, by default runs/.deploy/<experiment_id>/tc/verify.json, or None elsewhere."""
+    if inv.latency != "netem":
+        return None
+    p = Path(path) if path else REPO / "runs" / ".deploy" / inv.experiment_id / "tc" / "verify.json"
+    try:
+        return json.loads(p.read_text())
+    except FileNotFoundError:
+        raise ConfigError("--tc-verify", f"{p} does not exist: run `k2bench deploy` (make emulab-run does) "
+                          "first, or give the deploy's tc/verify.json") from None
+    except json.JSONDecodeError as e:
+        raise ConfigError("--tc-verify", f"{p} is not JSON ({e.msg} at line {e.lineno}): deploy again") from None
+
+
 def cmd_run(args) -> int:
     env = _env(args)
     exp = servers_per_dc_override(_load(env, args.experiment), args.servers_per_dc)
     if args.inventory:
         check_cluster_shape(exp, env.deployment.inventory, args.inventory)
+        env.deployment.tc_verify = tc_verify(env.deployment.inventory, args.tc_verify)
     if args.systems:
         chosen = args.systems.split(",")
         for s in chosen:
@@ -344,6 +360,9 @@ def main(argv=None) -> int:
                    help="skip the consistency checker after each trial (the histories are still kept)")
     r.add_argument("--inventory", metavar="JSON",
                    help="run on the machines of this inventory over SSH (terraform output; see k2bench/inventory.py)")
+    r.add_argument("--tc-verify", metavar="FILE",
+                   help="netem inventories: the deploy's ping verification (default runs/.deploy/<id>/tc/verify.json), "
+                        "kept in the run's manifest")
     r.add_argument("--known-hosts", metavar="FILE",
                    help="SSH host keys of the inventory's machines (default: the inventory's ssh.known_hosts)")
     r.add_argument("--servers-per-dc", type=int, metavar="N",

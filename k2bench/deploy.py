@@ -152,10 +152,17 @@ class RemoteDeployment:
     def hosts(self) -> list[Host]:
         return [self._host(h) for h in self.inventory.machines()]
 
+    # The netem role's ping verification of the deploy (tc/verify.json: configured vs
+    # measured RTT per pair), set by `k2bench run` for netem inventories; into the manifest.
+    tc_verify: dict | None = None
+
     def describe(self) -> dict:
-        return {"kind": self.kind, "provider": self.inventory.provider, "latency": self.inventory.latency,
-                "experiment_id": self.inventory.experiment_id, "hosts": [h.name for h in self.hosts()],
-                "known_hosts": self._known_hosts, "lease_s": self._ssh["lease_s"]}
+        out = {"kind": self.kind, "provider": self.inventory.provider, "latency": self.inventory.latency,
+               "experiment_id": self.inventory.experiment_id, "hosts": [h.name for h in self.hosts()],
+               "known_hosts": self._known_hosts, "lease_s": self._ssh["lease_s"]}
+        if self.inventory.latency == "netem":
+            out["tc_verify"] = self.tc_verify
+        return out
 
     def _check(self, dcs: list[str]) -> None:
         missing = [dc for dc in dcs if dc not in self.inventory.datacenters]

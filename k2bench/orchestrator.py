@@ -423,6 +423,9 @@ class Orchestrator:
             def skew_check():
                 info = start_skew(clients, t0, spreads, bound, start_info)
                 rundir.write_json(t.dir / "start.json", info)
+                for entry in run_manifest.get("trials", []):  # and in the run's manifest
+                    if entry.get("dir") == t.rel:
+                        entry["start"] = info
                 for p in clients:  # into each client's process record too
                     c = info["clients"][p.name]
                     p.notes |= {"first_op_ms": c["first_op_ms"], "start_skew_s": c["skew_s"]}
@@ -709,7 +712,7 @@ def skew_failure(info: dict) -> str | None:
         if abs(c["skew_s"]) > allowed:
             return (f"start skew: {name} on {c['host']} issued its first operation {c['skew_s']:+.2f} s from the "
                     f"common start, beyond clients.max_start_skew_s {bound:g} s{spread} (a late start file or "
-                    f"a host clock off)")
+                    f"a slow start; by the host's own clock, which chrony keeps in step)")
     return None
 
 

@@ -6,6 +6,15 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 JAR = ROOT / "system" / "launcher" / "target" / "k2bench.jar"
 SYSTEMS = ["k2", "paris-star", "rad"]
 
+# Files whose tests run whole clusters of server and client JVMs.
+CLUSTER_FILES = {"test_e2e.py", "test_consistency_runs.py"}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.path.name in CLUSTER_FILES:
+            item.add_marker(pytest.mark.cluster)
+
 
 @pytest.fixture(scope="session")
 def jar():

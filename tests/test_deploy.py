@@ -192,3 +192,25 @@ def test_deploy_checks_the_shape_before_ansible_with_one_line(tmp_path, capsys):
     assert cli.main(["--jar", str(tmp_path / "missing.jar"), "deploy", "--inventory", str(inv), "--experiment",
                      "smoke", "--servers-per-dc", "4", "--workdir", str(work)]) == 2
     assert "k2bench: ssh.known_hosts:" in capsys.readouterr().err, "the shape fits: deploy goes on to its next check"
+
+
+def test_a_netem_runs_manifest_keeps_the_deploys_ping_verification(tmp_path):
+    """configured vs measured RTT per pair, as the netem role verified them after tc."""
+    from k2bench import cli
+    from k2bench.errors import ConfigError
+    from k2bench.inventory import parse
+
+    doc = copy.deepcopy(EC2)
+    verify = {"schema": "k2bench-tc-verify/1", "ok": True,
+              "pairs": [{"dc": "VA", "peer_dc": "CA", "configured_rtt_ms": 60, "measured_rtt_ms": 60.4, "ok": True}]}
+    path = tmp_path / "verify.json"
+    path.write_text(json.dumps(verify))
+    assert cli.tc_verify(parse(doc), str(path)) is None, "real latency: nothing to verify"
+    netem = parse(dict(doc, provider="emulab", latency="netem"))
+    assert cli.tc_verify(netem, str(path)) == verify
+    with pytest.raises(ConfigError) as e:
+        cli.tc_verify(netem, str(tmp_path / "missing.json"))
+    assert e.value.field == "--tc-verify" and "run `k2bench deploy`" in e.value.problem
+    dep = RemoteDeployment(netem, known_hosts=str(KNOWN_HOSTS))
+    dep.tc_verify = cli.tc_verify(netem, str(path))
+    assert dep.describe()["tc_verify"] == verify, "into manifest.json's deployment"

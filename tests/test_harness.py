@@ -142,7 +142,7 @@ def test_the_skew_of_each_clients_first_operation_is_held_to_the_bound():
     why = skew_failure(late)
     assert why == ("start skew: client-VA on host-client-VA issued its first operation +2.50 s from the common "
                    "start, beyond clients.max_start_skew_s 1 s plus 0.5 s of pacing spread (a late start file or "
-                   "a host clock off)")
+                   "a slow start; by the host's own clock, which chrony keeps in step)")
     within_spread = start_skew(_procs({"client-VA": f"k2bench: first operation at {int(t0 * 1000) + 1400}\n"}),
                                t0, {"client-VA": 0.5}, 1.0, {})
     assert skew_failure(within_spread) is None, "YCSB's pacing spread is not skew"
@@ -241,7 +241,7 @@ def run_trial(tmp_path, monkeypatch, mode, doc, fetch_error=None):
                               "server": {"heap_mb": 64}, "clients": {"heap_mb": 64}, **doc}, "stub", SYSTEMS)
     orch = Orchestrator(Env(repo=ROOT, jar=tmp_path / "k2bench.jar", deployment=LocalDeployment(host)), _Quiet())
     t = Trial("k2", "", 1, exp, tmp_path / "k2", "k2")
-    manifest = {"config": exp, "measured_rtt_ms": {}}  # no RTT probe
+    manifest = {"config": exp, "measured_rtt_ms": {}, "trials": [{"dir": "k2"}]}  # no RTT probe
     error = None
     try:
         orch.run_trial(t, manifest)
@@ -264,6 +264,7 @@ def test_a_normal_start_records_every_clients_first_operation_within_the_bound(t
     assert set(start["clients"]) == {f"client-{dc}" for dc in ("VA", "CA", "SP", "LDN", "TYO", "SG")}
     assert all(c["first_op_ms"] is not None and abs(c["skew_s"]) < 0.5 for c in start["clients"].values()), start
     assert start["lead_s"] >= 1.0 and start["probe_fan_out_s"] < 1.0 and not start["written_late"]
+    assert manifest["trials"][0]["start"] == start, "the run's manifest has each client's first operation too"
     record = json.loads((t.dir / "processes" / "client-VA.json").read_text())
     assert record["first_op_ms"] == start["clients"]["client-VA"]["first_op_ms"]
     assert record["start_skew_s"] == start["clients"]["client-VA"]["skew_s"] and record["exit_code"] is not None

@@ -350,7 +350,8 @@ def test_ec2_price_list_filters_select_linux_on_demand_shared(ec2):
     filters = {f["field"]: f["value"] for f in pricing["filters"]}
     assert filters == {"instanceType": "${var.instance_type}", "regionCode": "${each.value}",
                        "operatingSystem": "Linux", "preInstalledSw": "NA", "licenseModel": "No License required",
-                       "tenancy": "Shared", "capacitystatus": "Used"}
+                       "tenancy": "Shared", "capacitystatus": "Used", "marketoption": "OnDemand",
+                       "operation": "RunInstances"}
     assert ec2["locals"]["price_results"] == \
         "${{for dc, product in data.aws_pricing_product.instance : dc => product.result}}"
 

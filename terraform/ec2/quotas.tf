@@ -73,6 +73,18 @@ data "aws_pricing_product" "instance" {
     field = "capacitystatus"
     value = "Used"
   }
+
+  # Without these two, other market options and operations of the same instance type
+  # may match too, and the data source fails on more than one product.
+  filters {
+    field = "marketoption"
+    value = "OnDemand"
+  }
+
+  filters {
+    field = "operation"
+    value = "RunInstances"
+  }
 }
 
 locals {

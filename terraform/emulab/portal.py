@@ -371,8 +371,9 @@ def known_hosts_text(nodes: list[dict], keys: dict[str, list[tuple[str, str]]]) 
 # ---- the portal ----------------------------------------------------------------------
 
 
-class _TimeoutTransport(xmlrpc.client.Transport):
-    """A per-call timeout, and one try per request: Portal.call does the retrying."""
+class _OneTryWithTimeout:
+    """A per-call timeout, and one try per request: Portal.call does the retrying. Mixed
+    into xmlrpc's Transport (plain HTTP, the tests' fake) and SafeTransport (the portal)."""
 
     def __init__(self, timeout: float, **kw):
         super().__init__(**kw)
@@ -387,20 +388,12 @@ class _TimeoutTransport(xmlrpc.client.Transport):
         return self.single_request(host, handler, request_body, verbose)
 
 
-class _TimeoutSafeTransport(xmlrpc.client.SafeTransport):
-    """A per-call timeout, and one try per request: Portal.call does the retrying."""
+class _TimeoutTransport(_OneTryWithTimeout, xmlrpc.client.Transport):
+    pass
 
-    def __init__(self, timeout: float, **kw):
-        super().__init__(**kw)
-        self._timeout = timeout
 
-    def make_connection(self, host):
-        conn = super().make_connection(host)
-        conn.timeout = self._timeout
-        return conn
-
-    def request(self, host, handler, request_body, verbose=False):
-        return self.single_request(host, handler, request_body, verbose)
+class _TimeoutSafeTransport(_OneTryWithTimeout, xmlrpc.client.SafeTransport):
+    pass
 
 
 class Portal:

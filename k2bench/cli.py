@@ -112,45 +112,97 @@ def cmd_run(args) -> int:
 
 
 def cmd_bench_throughput(args) -> int:
-    """Peak throughput per core of every system, next to the transport's echo ceiling."""
+    """Each system's real peak per Fig. 9 setting, its CPU there, the ratios beside the
+    paper's, and the transport's echo ceiling (k2bench/bench.py)."""
     import subprocess
     from rich.table import Table
+    from . import bench
     env = _env(args)
     exp = _load(env, "bench-throughput")
     validate(env, exp)
+    settings = bench.SETTINGS if args.settings == "all" else [s.strip() for s in args.settings.split(",")]
+    for s in settings:
+        if s not in bench.SETTINGS:
+            raise ConfigError("--settings", f"unknown setting {s!r}; choose from {', '.join(bench.SETTINGS)} or all")
+    if not exp["sweep"].get(bench.AXIS) or len(exp["sweep"]) != 1:
+        raise ConfigError("sweep", f"bench-throughput climbs one ladder: sweep must be {bench.AXIS} only")
     runs = Path(args.runs)
+    # runs/latest is left alone: each setting is a run directory of its own inside this one
     run_dir = rundir.create(runs, exp["name"])
-    rundir.link_latest(runs, run_dir)
     console = Console()
     console.print(f"run directory: {run_dir}")
-    code = Orchestrator(env, Progress(console)).run(exp, run_dir)
-    if code != 0:
-        return code
-    console.print("measuring the echo ceiling through the same transport (about 1.5 min) ...")
-    echo = subprocess.run(env.launcher("bench-echo", "--json", str(run_dir / "echo.json")),
-                          capture_output=True, text=True)
-    if echo.returncode != 0:
-        console.print(f"bench-echo failed (exit {echo.returncode}): {echo.stderr.strip()[-2000:]}")
-        return 1
-    console.print(echo.stdout.strip())
-    ceiling = json.loads((run_dir / "echo.json").read_text())
-    cores, echo_rate = ceiling["cores"], ceiling["echo_rpcs_per_s"]
-    report = {"cores": cores, "echo_rpcs_per_s": echo_rate, "systems": {}}
-    table = Table(title=f"peak throughput on {cores} cores (closed loop, emulation on)")
-    for col in ("system", "peak ops/s", "at threads/DC", "ops/s per core", "ratio to echo ceiling"):
-        table.add_column(col, justify="right")
-    table.add_row("echo RPC (ceiling)", f"{echo_rate:,.0f}", "-", f"{echo_rate / cores:,.0f}", "1.000")
-    for system in exp["systems"]:
-        best = max((json.loads(p.read_text()) for p in (run_dir / system).glob("*/summary.json")),
-                   key=lambda s: s["throughput_ops_per_s"] or 0)
-        peak = best["throughput_ops_per_s"]
-        threads = best["point_values"]["clients.threads_per_dc"]
-        report["systems"][system] = {"peak_ops_per_s": peak, "threads_per_dc": threads,
-                                     "ops_per_s_per_core": peak / cores, "ratio_to_echo": peak / echo_rate}
-        table.add_row(system, f"{peak:,.0f}", str(threads), f"{peak / cores:,.0f}", f"{peak / echo_rate:.3f}")
+    orch = Orchestrator(env, Progress(console))
+    climbs: list[bench.Climb] = []
+    try:
+        for setting in settings:
+            trials: list[dict] = []
+            try:
+                for system in exp["systems"]:
+                    climbs.append(bench.climb(orch, exp, run_dir, setting, system, console.print, trials))
+                    if climbs[-1].failed:
+                        console.print(f"{setting} / {system}: {climbs[-1].failed}")
+            finally:
+                bench.finish_manifest(run_dir / bench.slug(setting), bench.setting_experiment(exp, setting), trials)
+    except KeyboardInterrupt:
+        rundir.write_json(run_dir / "throughput.json", {"settings": settings, "interrupted": True,
+                                                        "climbs": [c.as_json() for c in climbs]})
+        console.print("interrupted: the climbs so far are in throughput.json")
+        return 130
+    echo = None
+    if not args.no_echo:
+        console.print("measuring the echo ceiling through the same transport (about 2 min) ...")
+        r = subprocess.run(env.launcher("bench-echo", "--json", str(run_dir / "echo.json")),
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            console.print(f"bench-echo failed (exit {r.returncode}): {r.stderr.strip()[-2000:]}")
+        else:
+            console.print(r.stdout.strip())
+            echo = json.loads((run_dir / "echo.json").read_text())
+    report = {"settings": settings, "climbs": [c.as_json() for c in climbs], "echo": echo,
+              "rules": {"fall": bench.FALL, "p99_factor": bench.P99_FACTOR}}
     rundir.write_json(run_dir / "throughput.json", report)
-    console.print(table)
-    return 0
+
+    cats, rows = bench.cpu_rows(climbs)
+    if rows:
+        t = Table(title="where the CPU goes at each system's peak (default setting; share of all CPU "
+                        "of the run's JVMs in the measurement window)")
+        t.add_column("")
+        for system, _ in rows:
+            t.add_column(system, justify="right")
+        for c in cats:
+            t.add_row(c, *[f"{100 * r[c]:.1f}%" for _, r in rows])
+        t.add_row("cores busy", *[f"{r['_cores']:.2f}" for _, r in rows])
+        t.add_row("CPU ms per operation", *[f"{r['_per_op_ms']:.3f}" for _, r in rows])
+        console.print(t)
+    t = Table(title="peaks (closed loop, emulation on)")
+    for col in ("setting", "system", "peak ops/s", "threads/DC", "ROT p99 ms", "lateness p99 ms", "a peak?"):
+        t.add_column(col, justify="left" if col in ("setting", "system") else "right")
+    for c in climbs:
+        p = c.peak
+        t.add_row(c.setting, c.system, f"{p['ops_per_s']:,.0f}" if p else "-", str(p["threads"]) if p else "-",
+                  f"{p['rot_p99_ms']:.0f}" if p and p["rot_p99_ms"] is not None else "-",
+                  f"{p['lateness_p99_ms']:.2f}" if p and p["lateness_p99_ms"] is not None else "-",
+                  "failed" if c.failed else "yes" if c.stop and p else "NOT A PEAK")
+    console.print(t)
+    for c in climbs:
+        steps = " ".join(f"{q['threads']}:{q['ops_per_s']:,.0f}" for q in c.points)
+        why = c.failed or c.stop or "the top of the ladder was reached: NOT A PEAK"
+        console.print(f"{c.setting} / {c.system}: threads/DC:ops/s {steps}; stopped: {why}",
+                      soft_wrap=True, markup=False, highlight=False)
+    by = {(c.setting, c.system): c.peak for c in climbs}
+    t = Table(title="Fig. 9 ratios at peak (this machine vs the paper's 24 servers; the paper has no PaRiS* column)")
+    for col in ("setting", "K2/RAD here", "K2/RAD paper", "K2/PaRiS* here"):
+        t.add_column(col, justify="right" if col != "setting" else "left")
+    for s in settings:
+        here, paper = bench.ratio(by.get((s, "k2")), by.get((s, "rad"))), bench.paper_ratio(s)
+        kp = bench.ratio(by.get((s, "k2")), by.get((s, "paris-star")))
+        t.add_row(s, "-" if here is None else f"{here:.2f}", "-" if paper is None else f"{paper:.2f}",
+                  "-" if kp is None else f"{kp:.2f}")
+    console.print(t)
+    if echo:
+        console.print(f"echo ceiling: {echo['echo_rpcs_per_s']:,.0f} RPC/s on {echo['cores']} cores")
+    failed = [c for c in climbs if c.failed]
+    return 1 if failed else 0
 
 
 def cmd_validate(args) -> int:
@@ -166,7 +218,7 @@ def cmd_validate(args) -> int:
 
 def cmd_summarize(args) -> int:
     """Re-derives summary.json of every trial in a run from its raw logs."""
-    from .summary import SCHEDULE_WARNING, replication_pending_at_end, summarize
+    from .summary import EMULATION_DEGRADED, SCHEDULE_WARNING, replication_pending_at_end, summarize
     run = Path(args.run)
     manifest = json.loads((run / "manifest.json").read_text())
     for entry in manifest.get("trials") or legacy_trials(run):
@@ -184,12 +236,12 @@ def cmd_summarize(args) -> int:
                         server_logs=sorted((run / entry["dir"] / "servers").glob("*.hlog")), after_ms=after_ms,
                         pacing_interval_ms=experiment.pacing_interval_ms(cfg, {dc: len(ps) for dc, ps in logs.items()}))
         new |= {k: old[k] for k in ("point", "point_values", "trial", "start_ms", "start", "server_stats",
-                                    "availability", "faults", "consistency") if k in old}
+                                    "availability", "faults", "consistency", "cpu", "server_processes") if k in old}
         if new["cache"] is None and old.get("cache"):
             new["cache"] = old["cache"]  # a run whose clients did not log cache_miss yet
         new["replication_pending_at_end"] = replication_pending_at_end(run / entry["dir"] / "servers",
                                                                        old.get("faults", []))
-        new["warnings"] += [w for w in old.get("warnings", []) if not w.startswith(SCHEDULE_WARNING)]
+        new["warnings"] += [w for w in old.get("warnings", []) if not w.startswith((SCHEDULE_WARNING, EMULATION_DEGRADED))]
         rundir.write_json(path, new)
         print(f"re-derived {path}")
     return 0
@@ -377,7 +429,11 @@ def main(argv=None) -> int:
     r.add_argument("--remote-jar", default="/opt/k2bench/k2bench.jar",
                    help="the jar on remote machines (where ansible's k2bench_server role puts it)")
     r.set_defaults(func=cmd_run)
-    b = sub.add_parser("bench-throughput", help="peak throughput per core vs the transport's echo ceiling")
+    b = sub.add_parser("bench-throughput", help="each system's peak per Fig. 9 setting, its CPU, the ratios, the echo ceiling")
+    b.add_argument("--settings", default="all", metavar="S[,S]",
+                   help="Fig. 9 settings to climb: all (default) or a comma list of "
+                        "'default', 'write 5%%', 'zipf 1.4', 'zipf 0.9', 'f=1', 'f=3'")
+    b.add_argument("--no-echo", action="store_true", help="skip the echo ceiling")
     b.add_argument("--runs", default=str(REPO / "runs"))
     b.set_defaults(func=cmd_bench_throughput)
     v = sub.add_parser("validate", help="check experiment files without running anything")

@@ -1,6 +1,7 @@
 """Where each process of a run goes. The orchestrator asks a Deployment for the hosts of the
 servers, clients and RTT probes and for the topology the servers run with; the local
-deployment puts everything on this machine (one server JVM per datacenter, emulated WAN),
+deployment puts everything on this machine (one server JVM for all servers, or one per
+datacenter or server as server.processes says; emulated WAN),
 the remote one follows an inventory (k2bench/inventory.py) over SSH.
 """
 from __future__ import annotations
@@ -26,9 +27,9 @@ class Deployment(Protocol):
     def topology(self, doc: dict, servers_per_dc: int) -> dict:
         """The topology the servers run with: the experiment's, with their addresses."""
 
-    def servers(self, dcs: list[str], servers_per_dc: int, per_server: bool = False) -> list["ServerSlot"]:
-        """Where each server process runs; per_server asks for one process per server where
-        the layout leaves a choice (locally)."""
+    def servers(self, dcs: list[str], servers_per_dc: int, processes: str = "per_dc") -> list["ServerSlot"]:
+        """Where each server process runs; ``processes`` (per_host, per_dc, per_server) is
+        the split where the layout leaves a choice (locally)."""
 
     def clients(self, dc: str) -> list["ClientSlot"]: ...
 
@@ -37,11 +38,14 @@ class Deployment(Protocol):
     def close(self) -> None: ...
 
 
+ALL_DCS = "*"  # the dc of a server slot that runs every datacenter's servers (per_host)
+
+
 @dataclass(frozen=True)
 class ServerSlot:
     host: Host
-    dc: str
-    name: str            # process name, e.g. server-VA or server-VA-1
+    dc: str              # or ALL_DCS
+    name: str            # process name, e.g. servers, server-VA or server-VA-1
     select: tuple        # which servers the JVM runs: ("--dc", "VA") or ("--server", "VA:1")
 
 
@@ -61,7 +65,8 @@ class Pinger:
 
 
 class LocalDeployment:
-    """Everything on this machine: one server JVM and one client JVM per datacenter."""
+    """Everything on this machine: the server JVM(s) as server.processes splits them, one
+    client JVM per datacenter."""
 
     kind = "local"
     listen_host = None
@@ -84,8 +89,10 @@ class LocalDeployment:
             doc.pop(k, None)
         return doc
 
-    def servers(self, dcs: list[str], servers_per_dc: int, per_server: bool = False) -> list[ServerSlot]:
-        if per_server:
+    def servers(self, dcs: list[str], servers_per_dc: int, processes: str = "per_dc") -> list[ServerSlot]:
+        if processes == "per_host":
+            return [ServerSlot(self.host, ALL_DCS, "servers", ("--all",))]
+        if processes == "per_server":
             return [ServerSlot(self.host, dc, f"server-{dc}-{i}", ("--server", f"{dc}:{i}"))
                     for dc in dcs for i in range(servers_per_dc)]
         return [ServerSlot(self.host, dc, f"server-{dc}", ("--dc", dc)) for dc in dcs]
@@ -197,8 +204,8 @@ class RemoteDeployment:
         doc["wan_emulation"] = "embedded" if self.inventory.latency == "embedded" else "none"
         return doc
 
-    def servers(self, dcs: list[str], servers_per_dc: int, per_server: bool = False) -> list[ServerSlot]:
-        # The inventory decides: one process per server host (per_server has no say here).
+    def servers(self, dcs: list[str], servers_per_dc: int, processes: str = "per_dc") -> list[ServerSlot]:
+        # The inventory decides: one process per server host (processes has no say here).
         self._check(dcs)
         out = []
         for dc in dcs:

@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .deploy import ALL_DCS
 from .errors import ConfigError
 
 FAULTS_FILE = "faults.json"  # per host, relative to the trial directory
@@ -53,6 +54,9 @@ class FaultInjector:
     @staticmethod
     def targets(fault: dict, servers: list) -> list:
         """The (slot, proc) pairs a kill or pause hits; a ConfigError if none."""
+        if any(s.dc == ALL_DCS for s, _ in servers):
+            raise ConfigError("server.processes", "per_host runs every datacenter's servers in one JVM, so a "
+                              f"{fault['kind']} cannot hit one datacenter; set per_dc, per_server or auto")
         if "dc" in fault:
             hit = [(s, p) for s, p in servers if s.dc == fault["dc"]]
         else:

@@ -28,9 +28,9 @@ import yaml
 
 from . import rundir
 from .errors import ConfigError, RunFailed
-from . import checker
-from .experiment import check_pacing, client_shares, dist_text, pacing_interval_ms, points
-from .deploy import Deployment
+from . import checker, cpu
+from .experiment import check_pacing, server_jvm_args, client_shares, dist_text, pacing_interval_ms, points
+from .deploy import ALL_DCS, Deployment, LocalDeployment
 from .faults import FAULTS_FILE, FaultInjector, fault_windows, unavailability
 from .hosts import Host, LeaseKeeper, LocalHost, Proc
 from .summary import replication_pending_at_end, server_totals_hit_rate, summarize
@@ -177,6 +177,15 @@ def client_processes(dep: Deployment, dcs: list[str]) -> dict[str, int]:
     return {dc: len(dep.clients(dc)) for dc in dcs}
 
 
+def server_processes(cfg: dict) -> str:
+    """server.processes with auto resolved: one JVM for every server of the host, unless a
+    fault kills or pauses servers, which needs their datacenter (or server) in a JVM of its own."""
+    mode = cfg["server"]["processes"]
+    if mode != "auto":
+        return mode
+    return "per_dc" if any(f["kind"] in ("kill", "pause") for f in cfg["faults"]) else "per_host"
+
+
 def check_fault_targets(faults: list[dict], dcs: list[str], servers_per_dc: int) -> None:
     """Every datacenter and server a fault names exists in the topology."""
     for i, f in enumerate(faults):
@@ -206,6 +215,9 @@ class Trial:
     rel: str  # the trial directory relative to the run directory (how hosts name its files)
     procs: list[Proc] = field(default_factory=list)
     faults: "FaultInjector | None" = None
+    cpu: dict | None = None  # CPU per thread category over the measurement window (local runs)
+    server_processes: str | None = None  # server.processes as run (auto resolved)
+    server_jvm_args: list | None = None
 
 
 class Orchestrator:
@@ -317,9 +329,12 @@ class Orchestrator:
             self.progress.update(system=t.system, point=t.point, trial=t.trial, phase="starting servers",
                                  elapsed=0, expected=None, ops_per_s=None)
             listen = ["--listen-host", dep.listen_host] if dep.listen_host else []
-            slots = dep.servers(dcs, doc["servers_per_dc"], per_server=srv["processes"] == "per_server")
+            # Clusters run one server JVM per machine whatever server.processes says.
+            t.server_processes = server_processes(cfg) if isinstance(dep, LocalDeployment) else "per_host"
+            t.server_jvm_args = server_jvm_args(cfg, t.server_processes)
+            slots = dep.servers(dcs, doc["servers_per_dc"], t.server_processes)
             servers = [self._start(t, stack, s.host, s.name, java(
-                s.host, srv["heap_mb"], "serve", "--topology", s.host.path(topo_rel), "--system", t.system,
+                s.host, srv["heap_mb"] * (len(dcs) if s.dc == ALL_DCS else 1), "serve", "--topology", s.host.path(topo_rel), "--system", t.system,
                 *s.select, *listen, "--keys", str(w["keys"]), "--cache-fraction", str(srv["cache_fraction"]),
                 "--gc-window-ms", str(srv["gc_window_ms"]),
                 "--replica-retention-ms", str(srv["replica_retention_ms"]),
@@ -329,7 +344,7 @@ class Orchestrator:
                 "--cache-versions-per-key", str(srv["cache_versions_per_key"]),
                 "--stats-out", s.host.path(f"{t.rel}/servers/stats-{s.name}.json"),
                 "--metrics-log", s.host.path(f"{t.rel}/servers/{s.name}.hlog"), props=jvm_props(s.host, t),
-                jvm_args=srv["jvm_args"]))
+                jvm_args=t.server_jvm_args))
                 for s in slots]
             for f in cfg["faults"]:
                 if f["kind"] in ("kill", "pause"):
@@ -346,7 +361,7 @@ class Orchestrator:
                     probes.append((pinger.host, out, self._start(t, stack, pinger.host, f"ping-{pinger.from_dc or 'all'}",
                                    java(pinger.host, 512, "ping", "--topology", pinger.host.path(topo_rel), *row,
                                         "--samples", "10", "--warmup-s", "2", "--json", pinger.host.path(out),
-                                        jvm_args=srv["jvm_args"]))))
+                                        jvm_args=server_jvm_args(cfg, "per_dc")))))
                 self._wait_exit(t, [p for _, _, p in probes], servers, 120, "measuring RTT matrix", None)
                 matrix: dict = {}
                 for host, out, _ in probes:
@@ -437,11 +452,18 @@ class Orchestrator:
             t.faults = FaultInjector(cfg["faults"], round(t0 * 1000), list(zip(slots, servers)), dep.hosts(),
                                      f"{t.rel}/{FAULTS_FILE}", t.dir / "timeline.jsonl")
             stack.callback(t.faults.close)
+            sampler = None
+            if all(isinstance(p.handle_host, LocalHost) for p in servers + clients):
+                sampler = cpu.WindowSampler({p.name: p.pid for p in servers + clients},
+                                            t0 + dur["warmup_s"], t0 + dur["warmup_s"] + dur["measure_s"])
+                stack.callback(sampler.close)
             # The skew check runs as soon as every client should have begun, and again at the end.
             early = t0 + bound + max(spreads.values(), default=0) + 2
             self._wait_exit(t, clients, servers, total + 180, "running", total, ends_at=t0 + total,
                             check_at=(early, skew_check) if early < t0 + total else None)
             t.faults.close()
+            if sampler is not None:
+                t.cpu = sampler.result({p.name: "servers" for p in servers} | {p.name: "clients" for p in clients})
             client_warnings = check_clients_after_run(clients)
             start_info = skew_check()
             self.progress.update(phase="stopping", elapsed=0, expected=None, ops_per_s=None)
@@ -527,6 +549,8 @@ class Orchestrator:
         ops_by_dc = {dc: checker.load_history(paths) for dc, paths in histories.items()}
         summary["availability"] = unavailability(ops_by_dc, t0 * 1000)
         summary["faults"] = cfg["faults"]
+        summary["cpu"] = t.cpu
+        summary["server_processes"] = {"split": t.server_processes, "jvm_args": t.server_jvm_args}
         if cfg["check"]:
             self.progress.update(phase="checking consistency", elapsed=0, expected=None, ops_per_s=None)
             summary["consistency"] = check_trial_dir(

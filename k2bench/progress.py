@@ -132,6 +132,15 @@ def summary_table(summaries: list[dict]) -> Table:
         return str(p["total"]) + (f" (without killed {', '.join(p['skipped_dcs'])})" if p.get("skipped_dcs") else "")
 
     row("  pending at the end", pending)
+
+    def lateness(s):
+        e = s.get("emulation_lateness_ms")
+        if not e or e.get("worst_p99") is None:
+            return "-"
+        worst = max((c for c in e["classes"].items() if c[1]["p99"] is not None), key=lambda c: c[1]["p99"])
+        return f"{e['worst_p99']:.2f} ({worst[0]})" + (" DEGRADED" if e["degraded"] else "")
+
+    row("emulation lateness worst p99", lateness)
     row("errors", lambda s: str(s["errors"]))
     row("unavailability windows", lambda s: "-" if "availability" not in s else
         ", ".join(f"{w['dc']} {w['from_s']:.0f}-{w['to_s']:.0f}s" for w in s["availability"]["windows"]) or "none")

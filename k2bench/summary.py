@@ -10,7 +10,8 @@ operations (``<op>_error``), how late each paced operation started against YCSB'
 datacenter, whether it was fetched from another datacenter (``cache_miss``: 1) or served
 by a cache (0). Every server process writes one too: the replication lag from a write's
 commit in its origin datacenter to its visibility in another
-(``replication_lag:<origin>><here>``, microseconds). Distributions are merged interval by
+(``replication_lag:<origin>><here>``, microseconds). Both record the emulation's lateness
+per delivered message (``lateness:wan``, ``lateness:local``, microseconds). Distributions are merged interval by
 interval and process by process, never by averaging percentiles; warm-up and cool-down are
 trimmed by keeping the intervals whose midpoint lies in the measurement window.
 """
@@ -180,6 +181,15 @@ def schedule_lag(intervals: list[Interval], window: tuple[float, float]) -> dict
 SCHEDULE_WARNING = "clients ran behind their schedule"
 
 
+def emulation_warning(lateness: dict) -> str | None:
+    if not lateness["degraded"]:
+        return None
+    worst = max((c for c in lateness["classes"].items() if c[1]["p99"] is not None), key=lambda c: c[1]["p99"])
+    return (f"{EMULATION_DEGRADED}: messages reached their nodes up to {worst[1]['p99']:.1f} ms after their due "
+            f"time (p99, {worst[0]} links; limit {DEGRADED_P99_MS:.0f} ms): the latencies are not the configured "
+            "WAN's (the machine is short of CPU: lower the load or the number of processes)")
+
+
 def schedule_warning(lag: dict | None, interval_ms: float | None, faults: bool = False) -> str | None:
     """A warning when the schedule lag p99 exceeds the time between two operations of one
     client thread: latency counts from the intended start, so it then includes queueing.
@@ -191,6 +201,40 @@ def schedule_warning(lag: dict | None, interval_ms: float | None, faults: bool =
         causes = "operations blocked by the faults held their threads back; or " + causes
     return (f"{SCHEDULE_WARNING}: schedule lag p99 {lag['p99']:.0f} ms > the {interval_ms:.0f} ms between a "
             f"thread's operations; latencies include queueing behind earlier operations ({causes})")
+
+
+LATENESS_CLASSES = ("wan", "local")
+DEGRADED_P99_MS = 5.0
+EMULATION_DEGRADED = "emulation degraded"
+
+
+def emulation(intervals: list[Interval], window: tuple[float, float], faults: bool = False) -> dict:
+    """The WAN emulation's lateness in the window: how long after its due time each message
+    reached its node (every process records ``lateness:wan`` between datacenters and
+    ``lateness:local`` inside one, in microseconds), merged over all processes; p50, p99,
+    p99.9 and max in ms per class and over both, and ``degraded`` when a class's p99 exceeds
+    DEGRADED_P99_MS: the run's latencies are then not those of the configured WAN. A run
+    with faults is not judged (partitions and paused JVMs make messages late on purpose)."""
+    def block(h):
+        empty = h.get_total_count() == 0
+        return {"p50": None if empty else _ms(h.get_value_at_percentile(50)),
+                "p99": None if empty else _ms(h.get_value_at_percentile(99)),
+                "p999": None if empty else _ms(h.get_value_at_percentile(99.9)),
+                "max": None if empty else _ms(h.get_max_value()), "count": h.get_total_count()}
+    every = new_histogram()
+    classes = {}
+    for c in LATENESS_CLASSES:
+        h = merge(intervals, f"lateness:{c}", window)
+        every.add(h)
+        classes[c] = block(h)
+    out = block(every) | {"classes": classes}
+    p99s = [b["p99"] for b in classes.values() if b["p99"] is not None]
+    out["worst_p99"] = max(p99s) if p99s else None
+    out["degraded"] = bool(p99s) and max(p99s) > DEGRADED_P99_MS and not faults
+    if faults:
+        # messages held by a partition or to a paused JVM are late by design
+        out["not_judged"] = "the run injects faults"
+    return out
 
 
 PENDING_GAUGES = ("pending_replicated_txns", "incoming_writes", "replicating", "waiting_remote_reads")
@@ -260,8 +304,10 @@ def summarize(logs: dict[str, list[pathlib.Path]], *, system: str, experiment: s
     }
     server_intervals = [iv for p in server_logs if pathlib.Path(p).exists() for iv in read_log(p, tolerant=True)]
     summary["replication_lag_ms"] = replication_lag(server_intervals, window_ms, after_ms)
+    summary["emulation_lateness_ms"] = emulation(everything + server_intervals, window_ms, faults=after_ms is not None)
     origin = origin_ms if origin_ms is not None else window_ms[0]
     summary["timeseries"] = timeseries(everything, origin) | {"origin_ms": origin}
     summary["warnings"] = [w for w in [schedule_warning(summary["schedule_lag_ms"], pacing_interval_ms,
-                                                         faults=after_ms is not None)] if w]
+                                                         faults=after_ms is not None),
+                                        emulation_warning(summary["emulation_lateness_ms"])] if w]
     return summary

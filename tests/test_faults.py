@@ -171,3 +171,21 @@ def test_unavailability_groups_failures_into_windows_per_datacenter():
     assert u["failed_ops"] == 4, "loads are not part of the run"
     assert u["windows"] == [{"dc": "VA", "failed_ops": 3, "from_s": 5.0, "to_s": 8.0},
                             {"dc": "VA", "failed_ops": 1, "from_s": 20.0, "to_s": 20.5}]
+
+
+def test_one_jvm_for_every_server_cannot_take_a_datacenter_fault(tmp_path):
+    from k2bench.deploy import LocalDeployment
+    from k2bench.hosts import LocalHost
+    from k2bench.orchestrator import server_processes
+    dep = LocalDeployment(LocalHost(tmp_path / "k2bench.jar"))
+    [slot] = dep.servers(["VA", "CA"], 2, "per_host")
+    assert slot.select == ("--all",)
+    with pytest.raises(ConfigError) as e:
+        FaultInjector.targets({"kind": "pause", "dc": "VA", "at_s": 1, "for_s": 1}, [(slot, FakeProc("servers", None))])
+    assert e.value.field == "server.processes" and "per_dc" in str(e.value)
+    # auto picks the split: one JVM without kill/pause faults, one per datacenter with them
+    assert server_processes(resolve([])) == "per_host"
+    assert server_processes(resolve([{"kind": "kill", "dc": "VA", "at_s": 1}])) == "per_dc"
+    assert server_processes(resolve([{"kind": "delay", "dcs": ["VA", "CA"], "extra_ms": 5,
+                                      "at_s": 1, "for_s": 1}])) == "per_host"
+    assert server_processes(resolve([], server={"processes": "per_server"})) == "per_server"

@@ -259,3 +259,48 @@ def test_with_faults_the_schedule_warning_names_them_first(paced_logs):
     assert "(operations blocked by the faults held their threads back; or the machine could not" in w
     plain = S.summarize(paced_logs, system="k2", experiment="t", window_ms=WIN, pacing_interval_ms=200.0)
     assert "faults" not in plain["warnings"][0]
+
+
+def _lateness_intervals(values_by_tag, start_ms=1000.0):
+    out = []
+    for tag, values in values_by_tag.items():
+        h = S.new_histogram()
+        for v in values:
+            h.record_value(v)
+        out.append(S.Interval(tag, start_ms, start_ms + 1000, h))
+    return out
+
+
+def test_emulation_lateness_is_merged_over_processes_per_link_class():
+    # two processes: the p99 of their merged values, not the mean of their p99s
+    a = _lateness_intervals({"lateness:wan": [100] * 99 + [9000], "lateness:local": [50] * 100})
+    b = _lateness_intervals({"lateness:wan": [200] * 100})
+    e = S.emulation(a + b, (0, 10_000))
+    assert e["classes"]["wan"]["count"] == 200 and e["classes"]["local"]["count"] == 100
+    assert e["classes"]["wan"]["p99"] == pytest.approx(0.2, abs=0.001)
+    assert e["classes"]["wan"]["max"] == pytest.approx(9.0, rel=0.01)
+    assert e["count"] == 300 and e["worst_p99"] == e["classes"]["wan"]["p99"]
+    assert not e["degraded"] and S.emulation_warning(e) is None
+    assert S.emulation(a + b, (5000, 10_000))["count"] == 0  # outside the window: not counted
+
+
+def test_a_p99_lateness_above_5_ms_in_any_class_marks_the_run_degraded():
+    e = S.emulation(_lateness_intervals({"lateness:wan": [100] * 100, "lateness:local": [6000] * 10 + [10] * 90}),
+                    (0, 10_000))
+    assert e["degraded"] and e["worst_p99"] == pytest.approx(6.0, rel=0.01)
+    assert S.emulation_warning(e).startswith(S.EMULATION_DEGRADED) and "local links" in S.emulation_warning(e)
+    import io
+
+    from rich.console import Console
+
+    from k2bench.progress import summary_table
+    k2 = json.loads((pathlib.Path(__file__).parent / "fixtures" / "run-analysis" / "k2" / "summary.json").read_text())
+    out = io.StringIO()
+    Console(file=out, width=120).print(summary_table([k2 | {"emulation_lateness_ms": e}, k2]))
+    line = next(ln for ln in out.getvalue().splitlines() if "emulation lateness" in ln)
+    assert "6.00 (local) DEGRADED" in line and line.rstrip().rstrip("│").rstrip().endswith("-")
+
+
+def test_a_run_without_lateness_values_is_not_degraded():
+    e = S.emulation([], (0, 1))
+    assert e["worst_p99"] is None and not e["degraded"]

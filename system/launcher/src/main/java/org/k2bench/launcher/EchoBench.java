@@ -63,7 +63,7 @@ final class EchoBench implements Callable<Integer> {
     }
     Topology t = FreePorts.assign(TopologyLoader.paperDefault(1, 2, 7000));
     BytesValue payload = BytesValue.of(ByteString.copyFrom(new byte[payloadBytes]));
-    try (Transport transport = new Transport(t)) {
+    try (Transport transport = new Transport(t).wireOnly()) {
       // The server answers on its transport thread: nothing but the transport is measured.
       transport.openServer(t.serverId(1, 0), Runnable::run, m -> m.reply(payload));
       Endpoint client = transport.openClient(60_000, 0, Runnable::run, m -> { });

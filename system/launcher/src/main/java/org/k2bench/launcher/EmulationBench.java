@@ -102,7 +102,7 @@ final class EmulationBench implements Callable<Integer> {
     long pingMsgs;
     Map<String, Long> gcIdle;
     Map<String, Long> gcLoad;
-    try (Transport transport = new Transport(t)) {
+    try (Transport transport = new Transport(t).wireOnly()) {
       LongAdder received = new LongAdder();
       Endpoint[] eps = new Endpoint[d];
       int[] ids = new int[d];

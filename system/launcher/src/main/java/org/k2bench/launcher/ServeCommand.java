@@ -39,7 +39,7 @@ final class ServeCommand implements Callable<Integer> {
     @Option(names = "--server", paramLabel = "DC:SHARD", description = "One server, e.g. VA:2.")
     String server;
 
-    @Option(names = "--all", description = "Every server of the topology (tests, demos).")
+    @Option(names = "--all", description = "Every server of the topology (a local run's default).")
     boolean all;
   }
 
@@ -68,7 +68,7 @@ final class ServeCommand implements Callable<Integer> {
     CountDownLatch stopped = new CountDownLatch(1);
     if (metricsLog != null) {
       try {
-        org.k2bench.core.metrics.ServerMetrics.open(metricsLog, 1000);
+        org.k2bench.core.metrics.ProcessMetrics.open(metricsLog, 1000);
       } catch (java.io.IOException e) {
         throw new ConfigException("--metrics-log", "cannot write " + metricsLog + ": " + e.getMessage());
       }
@@ -77,7 +77,7 @@ final class ServeCommand implements Callable<Integer> {
     Thread hook = new Thread(() -> {
       writeStats(t, cluster);
       cluster.close();
-      org.k2bench.core.metrics.ServerMetrics.close();
+      org.k2bench.core.metrics.ProcessMetrics.close();
       stopped.countDown();
     }, "k2bench-shutdown");
     Runtime.getRuntime().addShutdownHook(hook);

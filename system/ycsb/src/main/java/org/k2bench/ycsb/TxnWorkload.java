@@ -169,7 +169,14 @@ public final class TxnWorkload extends Workload {
     String hlog = p.getProperty("k2bench.hlog");
     if (hlog != null) {
       try {
-        recorder = new IntervalLog(Path.of(hlog), longProp(p, "k2bench.hlog_interval_ms", 1000, 10));
+        IntervalLog log = new IntervalLog(Path.of(hlog), longProp(p, "k2bench.hlog_interval_ms", 1000, 10));
+        try {
+          org.k2bench.core.metrics.ProcessMetrics.use(log); // the transport's lateness, too
+        } catch (IllegalStateException e) {
+          log.close();
+          throw new WorkloadException("k2bench.hlog: " + e.getMessage());
+        }
+        recorder = log;
       } catch (IOException e) {
         throw new WorkloadException("k2bench.hlog: cannot write " + hlog + ": " + e.getMessage());
       }
@@ -422,6 +429,7 @@ public final class TxnWorkload extends Workload {
   @Override
   public void cleanup() throws WorkloadException {
     if (recorder != null) {
+      org.k2bench.core.metrics.ProcessMetrics.release(recorder);
       recorder.close();
     }
     if (history != null) {

@@ -14,8 +14,9 @@ import org.k2bench.core.transport.Transport;
 
 /**
  * The servers of some datacenters of a topology, running in this process over the real
- * transport (gRPC on the topology's addresses, emulated WAN). The launcher uses it for
- * "all servers of one DC in one JVM"; tests use it for a whole six-DC cluster.
+ * transport (emulated WAN; gRPC on the topology's addresses to other processes, in-process
+ * delivery between its own servers). The launcher uses it for the servers of one JVM
+ * (every server of a local run, or one datacenter's); tests for a whole six-DC cluster.
  */
 public final class LocalCluster implements AutoCloseable {
   private final StoreSystem system;

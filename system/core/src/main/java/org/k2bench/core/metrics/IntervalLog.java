@@ -27,7 +27,9 @@ import org.HdrHistogram.Recorder;
  * value per key read that is not replicated in the reader's datacenter, 1 if it was fetched
  * from another datacenter and 0 if a cache served it (K2, PaRiS*). Servers record
  * {@code replication_lag:<origin>><here>}: microseconds from a write's commit in its origin
- * datacenter to its visibility here.
+ * datacenter to its visibility here. Every process's transport records
+ * {@code lateness:wan} and {@code lateness:local}: microseconds, per delivered message, from
+ * its emulated due time to its delivery (see InChannel).
  */
 public final class IntervalLog implements AutoCloseable {
   /**

@@ -1,5 +1,6 @@
 package org.k2bench.core.transport;
 
+import org.k2bench.core.metrics.ProcessMetrics;
 import org.k2bench.core.transport.proto.Envelope;
 
 /**
@@ -20,10 +21,25 @@ final class InChannel {
   private Dispatcher dispatcher;
   private long lastDueNanos = Long.MIN_VALUE;
   private int queued;
+  /**
+   * Sender in this process: never hand over on the sender's thread (a direct client inbox
+   * or a ping answered in place would run the receiver's code under the sender's channel
+   * lock, and two nodes answering each other would deadlock); the dispatcher releases it.
+   */
+  private final boolean inProcess;
 
   InChannel(Transport transport, Endpoint node) {
+    this(transport, node, false);
+  }
+
+  InChannel(Transport transport, Endpoint node, boolean inProcess) {
     this.transport = transport;
     this.node = node;
+    this.inProcess = inProcess;
+  }
+
+  boolean isClosed() {
+    return node.isClosed();
   }
 
   /** Called for every envelope of the channel, in arrival (= send) order. */
@@ -35,7 +51,8 @@ final class InChannel {
     long sent = env.getClockDomain() == ClockDomain.ID ? Math.min(env.getSentNanos(), now) : now;
     long due = Math.max(sent + transport.links().sampleDelayNanos(env.getFromDc(), node.dc()), lastDueNanos);
     lastDueNanos = due;
-    if (due <= now && queued == 0) {
+    if (due <= now && queued == 0 && !inProcess) {
+      recordLateness(env, now - due);
       node.receive(env);
       return;
     }
@@ -43,12 +60,29 @@ final class InChannel {
       dispatcher = transport.dispatcherFor(env.getFrom(), node.id());
     }
     queued++;
-    dispatcher.schedule(due, () -> release(env));
+    dispatcher.schedule(due, () -> release(env, due));
   }
 
   /** Under the channel's lock, so an arrival that is already due cannot overtake it. */
-  private synchronized void release(Envelope env) {
+  private synchronized void release(Envelope env, long due) {
     queued--;
+    recordLateness(env, System.nanoTime() - due);
     node.receive(env);
   }
+
+  /**
+   * The emulation's error for one message: how long after its due time it reached its
+   * node, in microseconds (0 when on time), tagged by the link's class:
+   * {@code lateness:wan} between datacenters, {@code lateness:local} inside one (due after
+   * the topology's intra-datacenter delay, usually 0: there any transit time is lateness).
+   */
+  private void recordLateness(Envelope env, long lateNanos) {
+    if (node.isClosed()) {
+      return; // not delivered
+    }
+    ProcessMetrics.record(env.getFromDc() == node.dc() ? LOCAL : WAN, Math.max(0, lateNanos) / 1000);
+  }
+
+  static final String WAN = "lateness:wan";
+  static final String LOCAL = "lateness:local";
 }

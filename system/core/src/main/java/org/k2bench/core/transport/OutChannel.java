@@ -8,6 +8,11 @@ import org.k2bench.core.transport.proto.Envelope;
  * envelope with its sequence number and send time and writes it at once to the channel's
  * single gRPC stream, so envelopes arrive in send order. The emulated delay is applied by
  * the receiver ({@link InChannel}), measured from the send time stamped here.
+ *
+ * <p>A receiver in the same process (all servers of a host share one transport) gets the
+ * envelope object itself through its {@link InChannel}: no framing, no socket, no parsing
+ * of the envelope (the payload is still packed), the same emulated delay and FIFO order
+ * (see {@link Transport#localEndpoint}).
  */
 final class OutChannel {
   private final Transport transport;
@@ -15,6 +20,8 @@ final class OutChannel {
   private final int to;
   private final boolean toServer;
   private StreamObserver<Envelope> sink;
+  /** The receiver's side when the receiver is a node of this process (no gRPC), else null. */
+  private InChannel local;
   private long seq;
   private boolean closed;
 
@@ -30,6 +37,16 @@ final class OutChannel {
       return;
     }
     Envelope env = b.setSeq(++seq).setSentNanos(System.nanoTime()).setClockDomain(ClockDomain.ID).build();
+    if ((local == null && sink == null) || (local != null && local.isClosed())) {
+      // Only while no gRPC stream carries the channel: messages already on a stream would
+      // arrive after later in-process ones (a server that started before its peer opened).
+      Endpoint dest = transport.localEndpoint(to);
+      local = dest == null ? null : new InChannel(transport, dest, true);
+    }
+    if (local != null) {
+      local.arrive(env); // same delay, order and lateness accounting as over gRPC
+      return;
+    }
     if (sink == null) {
       if (!toServer) {
         Transport.LOG.debug("node {}: no stream to client {}, dropping {}", owner.id(), to, env.getSeq());

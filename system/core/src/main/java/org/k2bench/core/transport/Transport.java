@@ -78,7 +78,8 @@ public final class Transport implements AutoCloseable {
     this.listenHost = listenHost;
     this.topology = topology;
     this.links = links;
-    int ioThreads = Math.max(2, Runtime.getRuntime().availableProcessors());
+    // -Dk2bench.io_threads: Netty event loops of this process (default: one per core, at least 2)
+    int ioThreads = Integer.getInteger("k2bench.io_threads", Math.max(2, Runtime.getRuntime().availableProcessors()));
     this.epoll = Epoll.isAvailable();
     this.boss = epoll ? new EpollEventLoopGroup(1, daemonThreads("k2b-accept"))
         : new NioEventLoopGroup(1, daemonThreads("k2b-accept"));
@@ -173,8 +174,33 @@ public final class Transport implements AutoCloseable {
     }
   }
 
+  /**
+   * The node {@code id} if it is open in this process and in-process delivery is on
+   * ({@code -Dk2bench.in_process=false} or {@link #wireOnly} send every message through
+   * gRPC); else null.
+   */
+  Endpoint localEndpoint(int id) {
+    return inProcess ? endpoints.get(id) : null;
+  }
+
+  private volatile boolean inProcess = !"false".equals(System.getProperty("k2bench.in_process"));
+
+  /**
+   * Every message over gRPC, also between nodes of this process (the benches measure the
+   * wire). Call it before opening endpoints: channels already in use keep their path.
+   */
+  public Transport wireOnly() {
+    inProcess = false;
+    return this;
+  }
+
+  /**
+   * Symmetric: A->B and B->A share a dispatcher. A release answers a ping in place and
+   * sends on the reverse channel under the released channel's lock; on one thread two such
+   * releases cannot wait for each other.
+   */
   Dispatcher dispatcherFor(int from, int to) {
-    return dispatchers[Math.floorMod(from * 31 + to, dispatchers.length)];
+    return dispatchers[Math.floorMod(Math.min(from, to) * 31 + Math.max(from, to), dispatchers.length)];
   }
 
   /** Opens a stream from {@code owner} to server {@code to}; what comes back goes to {@code owner}. */

@@ -99,7 +99,7 @@ public final class WriteTransactions {
       return;
     }
     long lagUs = Math.max(0, (System.currentTimeMillis() - originCommitMs) * 1000);
-    org.k2bench.core.metrics.ServerMetrics.record(
+    org.k2bench.core.metrics.ProcessMetrics.record(
         "replication_lag:" + topology.dcName(originDc) + ">" + topology.dcName(ep.dc()), lagUs);
   }
 

@@ -12,12 +12,22 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 import org.k2bench.core.cluster.FreePorts;
 import org.k2bench.core.topology.Topology;
 import org.k2bench.core.topology.TopologyLoader;
 
-/** The embedded WAN emulation is observable and keeps channels FIFO. */
+/**
+ * The embedded WAN emulation is observable and keeps channels FIFO, over gRPC
+ * ({@code wire}) and between nodes of one process (in-process delivery).
+ */
 class EmulationTest {
+  static Transport transport(Topology t, boolean wire) {
+    Transport tr = new Transport(t);
+    return wire ? tr.wireOnly() : tr;
+  }
+
   /** The paper's matrix divided by 10, one server per datacenter. */
   static Topology scaledPaperTopology(double jitterMs) {
     return FreePorts.assign(TopologyLoader.paperDefault(1, 2, 7000).withRttScale(0.1).withJitterMs(jitterMs));
@@ -50,10 +60,11 @@ class EmulationTest {
     return ms[n / 2];
   }
 
-  @Test
-  void pingBetweenEveryPairMeasuresTheConfiguredRtt() throws Exception {
+  @ParameterizedTest(name = "wire={0}")
+  @ValueSource(booleans = {false, true})
+  void pingBetweenEveryPairMeasuresTheConfiguredRtt(boolean wire) throws Exception {
     Topology t = scaledPaperTopology(0);
-    try (Transport transport = new Transport(t)) {
+    try (Transport transport = transport(t, wire)) {
       Endpoint[] eps = new Endpoint[t.numDcs()];
       for (int dc = 0; dc < t.numDcs(); dc++) {
         eps[dc] = transport.openServer(dc, Runnable::run, m -> { });
@@ -78,12 +89,13 @@ class EmulationTest {
     }
   }
 
-  @Test
-  void channelsStayFifoUnderConcurrentLoadWithJitter() throws Exception {
+  @ParameterizedTest(name = "wire={0}")
+  @ValueSource(booleans = {false, true})
+  void channelsStayFifoUnderConcurrentLoadWithJitter(boolean wire) throws Exception {
     // Jitter (4 ms) far above the send spacing: without the FIFO clamp messages would reorder.
     Topology t = scaledPaperTopology(4.0);
     int perSender = 3000;
-    try (Transport transport = new Transport(t)) {
+    try (Transport transport = transport(t, wire)) {
       Map<Integer, List<Long>> received = new ConcurrentHashMap<>();
       CountDownLatch done = new CountDownLatch(5 * perSender);
       transport.openServer(0, Runnable::run, m -> {
@@ -117,10 +129,11 @@ class EmulationTest {
     }
   }
 
-  @Test
-  void extraDelayOnOneLinkAffectsOnlyThatDirection() throws Exception {
+  @ParameterizedTest(name = "wire={0}")
+  @ValueSource(booleans = {false, true})
+  void extraDelayOnOneLinkAffectsOnlyThatDirection(boolean wire) throws Exception {
     Topology t = scaledPaperTopology(0);
-    try (Transport transport = new Transport(t)) {
+    try (Transport transport = transport(t, wire)) {
       Endpoint a = transport.openServer(0, Runnable::run, m -> { });
       Endpoint b = transport.openServer(1, Runnable::run, m -> { });
       warmUp(a, b);
@@ -130,5 +143,67 @@ class EmulationTest {
       transport.links().clearExtraDelays();
       assertEquals(t.rttMs(0, 1), medianPingMs(a, 1, 21), 2.0);
     }
+  }
+
+  @Test
+  void nodesOfOneProcessAnsweringEachOthersPingsAtOnceDoNotDeadlock() throws Exception {
+    // Direct inboxes and pings answered in place: delivered on the sender's thread, under
+    // its channel lock, two nodes pinging each other would each wait for the other's lock.
+    // Two servers of one datacenter: no emulated delay, so nothing waits for a dispatcher.
+    Topology t = FreePorts.assign(TopologyLoader.paperDefault(2, 2, 7000));
+    assertEquals(0.0, t.intraDcDelayMs());
+    try (Transport transport = new Transport(t)) {
+      Endpoint a = transport.openServer(t.serverId(0, 0), Runnable::run, m -> { });
+      Endpoint b = transport.openServer(t.serverId(0, 1), Runnable::run, m -> { });
+      List<java.util.concurrent.CompletableFuture<Long>> pings = new java.util.concurrent.CopyOnWriteArrayList<>();
+      List<Thread> threads = new ArrayList<>();
+      for (int i = 0; i < 8; i++) {
+        Endpoint from = i % 2 == 0 ? a : b;
+        Endpoint to = i % 2 == 0 ? b : a;
+        threads.add(new Thread(() -> {
+          for (int k = 0; k < 500; k++) {
+            pings.add(from.ping(to.id(), 0));
+          }
+        }));
+      }
+      threads.forEach(Thread::start);
+      for (Thread th : threads) {
+        th.join(20_000);
+        assertTrue(!th.isAlive(), "a sender is stuck");
+      }
+      for (var p : pings) {
+        p.get(20, TimeUnit.SECONDS);
+      }
+      assertEquals(4000, pings.size());
+    }
+  }
+
+  @Test
+  void everyDeliveredMessageRecordsItsLatenessByLinkClass(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir)
+      throws Exception {
+    Topology t = FreePorts.assign(TopologyLoader.paperDefault(2, 2, 7000).withRttScale(0.1));
+    java.nio.file.Path log = dir.resolve("m.hlog");
+    org.k2bench.core.metrics.ProcessMetrics.open(log, 100_000);
+    try (Transport transport = new Transport(t)) {
+      CountDownLatch got = new CountDownLatch(300);
+      Endpoint va0 = transport.openServer(t.serverId(0, 0), Runnable::run, m -> got.countDown());
+      Endpoint va1 = transport.openServer(t.serverId(0, 1), Runnable::run, m -> got.countDown());
+      Endpoint ca0 = transport.openServer(t.serverId(1, 0), Runnable::run, m -> got.countDown());
+      for (int i = 0; i < 100; i++) {
+        va0.send(va1.id(), UInt64Value.of(i)); // local
+        va0.send(ca0.id(), UInt64Value.of(i)); // wan
+        ca0.send(va1.id(), UInt64Value.of(i)); // wan
+      }
+      assertTrue(got.await(10, TimeUnit.SECONDS));
+    } finally {
+      org.k2bench.core.metrics.ProcessMetrics.close();
+    }
+    Map<String, Long> counts = new java.util.HashMap<>();
+    var reader = new org.HdrHistogram.HistogramLogReader(log.toFile());
+    for (var h = reader.nextIntervalHistogram(); h != null; h = reader.nextIntervalHistogram()) {
+      counts.merge(h.getTag(), ((org.HdrHistogram.AbstractHistogram) h).getTotalCount(), Long::sum);
+    }
+    assertEquals(100L, counts.get(InChannel.LOCAL), "one value per local message: " + counts);
+    assertEquals(200L, counts.get(InChannel.WAN), "one value per wan message: " + counts);
   }
 }

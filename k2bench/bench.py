@@ -1,0 +1,165 @@
+"""``make bench-throughput``: each system's real peak on this machine, where its CPU goes
+there, and the K2/RAD and K2/PaRiS* ratios at peak beside the paper's Fig. 9.
+
+A peak is searched, not assumed: for each setting and system the closed-loop client
+threads per datacenter climb the experiment's ladder (``sweep: clients.threads_per_dc``)
+one point at a time, and the climb stops at the first point where
+
+- throughput falls (below ``FALL`` times the best so far), or
+- ROT p99 exceeds ``P99_FACTOR`` times its value at the ladder's first (low-load) point, or
+- the emulation is degraded (its lateness p99 above 5 ms: latencies are no longer the
+  configured WAN's, so neither are the throughputs).
+
+The peak is the best point before the stop (the point that stopped it is past the peak by
+every rule) that is not degraded. A climb that reaches the
+top of the ladder without a stop did not show a peak: it is flagged "not a peak".
+"""
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from analysis.paper import FIG9_KTXN_PER_S, FIG9_SETTINGS
+
+from . import cpu, rundir
+from .orchestrator import Orchestrator, trial_dir
+
+FALL = 0.95
+P99_FACTOR = 5.0
+# The Fig. 9 columns that fit one machine (cache sizes are left out: at 10k keys a 1% cache
+# is 100 keys, too few to say anything about the paper's 10,000).
+SETTINGS = ["default", "write 5%", "zipf 1.4", "zipf 0.9", "f=1", "f=3"]
+AXIS = "clients.threads_per_dc"
+
+
+@dataclass
+class Climb:
+    setting: str
+    system: str
+    points: list[dict] = field(default_factory=list)  # {"threads", "ops_per_s", "rot_p99_ms", "degraded", "dir"}
+    stop: str | None = None  # why the climb stopped; None: the ladder ran out
+    peak: dict | None = None
+    failed: str | None = None
+
+    def as_json(self) -> dict:
+        return {"setting": self.setting, "system": self.system, "points": self.points, "stop": self.stop,
+                "peak": self.peak, "is_peak": self.stop is not None and self.peak is not None, "failed": self.failed}
+
+
+def stop_reason(points: list[dict]) -> str | None:
+    """Why the climb stops after its last point, or None to go on."""
+    last = points[-1]
+    if last["degraded"]:
+        return f"emulation degraded at {last['threads']} threads/DC (lateness p99 {last['lateness_p99_ms']} ms)"
+    if len(points) == 1:
+        return None
+    best = max(p["ops_per_s"] for p in points[:-1])
+    if last["ops_per_s"] < FALL * best:
+        return f"throughput fell to {last['ops_per_s']:,.0f} ops/s at {last['threads']} threads/DC (best {best:,.0f})"
+    low = points[0]["rot_p99_ms"]
+    if low and last["rot_p99_ms"] and last["rot_p99_ms"] > P99_FACTOR * low:
+        return (f"ROT p99 {last['rot_p99_ms']:.0f} ms at {last['threads']} threads/DC > {P99_FACTOR:.0f}x "
+                f"its low-load {low:.0f} ms")
+    return None
+
+
+def peak_of(points: list[dict]) -> dict | None:
+    good = [p for p in points if not p["degraded"]]
+    return max(good, key=lambda p: p["ops_per_s"]) if good else None
+
+
+def setting_experiment(exp: dict, setting: str) -> dict:
+    out = copy.deepcopy(exp)
+    for axis, value in FIG9_SETTINGS[setting].items():
+        section, name = axis.split(".")
+        out[section][name] = value
+    out["name"] = exp["name"]
+    out["trials"] = 1  # a climb reads one trial per point
+    return out
+
+
+def point_record(summary: dict, threads: int, tdir: str) -> dict:
+    lat = summary.get("emulation_lateness_ms") or {}
+    return {"threads": threads, "ops_per_s": summary["throughput_ops_per_s"] or 0.0,
+            "rot_p99_ms": summary["ops"]["rot"]["latency_ms"]["p99"],
+            "lateness_p99_ms": lat.get("worst_p99"), "degraded": bool(lat.get("degraded")),
+            "cpu": summary.get("cpu"), "dir": tdir}
+
+
+def climb(orch: Orchestrator, exp: dict, run_dir: Path, setting: str, system: str, say,
+          trials: list[dict]) -> Climb:
+    """Runs one system up the ladder of one setting, a point at a time, into
+    ``run_dir/<setting>/`` (a run directory of its own, resumed point by point)."""
+    ladder = list(exp["sweep"][AXIS])
+    sub = run_dir / slug(setting)
+    c = Climb(setting, system)
+    for i, threads in enumerate(ladder):
+        step = setting_experiment(exp, setting) | {"systems": [system], "sweep": {AXIS: ladder[:i + 1]}}
+        code = orch.run(step, sub, resume=True)
+        if code == 130:
+            raise KeyboardInterrupt
+        manifest = json.loads((sub / "manifest.json").read_text())
+        trials += [e for e in manifest.get("trials", []) if e not in trials]
+        pid = f"threads_per_dc={threads}"
+        tdir = trial_dir(sub, system, pid, 1, 1)
+        if code != 0 or not (tdir / "summary.json").exists():
+            c.failed = f"the point at {threads} threads/DC failed (see {tdir})"
+            break
+        c.points.append(point_record(json.loads((tdir / "summary.json").read_text()), threads,
+                                     str(tdir.relative_to(run_dir))))
+        p = c.points[-1]
+        say(f"{setting} / {system}: {threads} threads/DC -> {p['ops_per_s']:,.0f} ops/s, ROT p99 "
+            f"{p['rot_p99_ms']} ms, lateness p99 {p['lateness_p99_ms']} ms")
+        c.stop = stop_reason(c.points)
+        if c.stop:
+            break
+    # the point that stopped the climb is past the peak by every rule
+    c.peak = peak_of(c.points[:-1] if c.stop else c.points)
+    return c
+
+
+def finish_manifest(sub: Path, exp: dict, trials: list[dict]) -> None:
+    """The setting's run directory as one run of every system (each climb's steps rewrote
+    its manifest with their own trials only): every trial, the ladder actually run."""
+    path = sub / "manifest.json"
+    if not path.exists():
+        return
+    manifest = json.loads(path.read_text())
+    manifest["trials"] = trials
+    manifest["systems"] = exp["systems"]
+    manifest["status"] = "completed" if all((sub.parent / e["dir"]).exists() for e in trials) else "failed"
+    manifest.pop("reason", None)
+    manifest["config"] = exp | {"sweep": {AXIS: sorted({e["point_values"][AXIS] for e in trials})}}
+    rundir.write_json(path, manifest)
+
+
+def slug(setting: str) -> str:
+    return setting.replace(" ", "").replace("%", "pct").replace("=", "")
+
+
+def ratio(a: dict | None, b: dict | None) -> float | None:
+    if not a or not b or not b["ops_per_s"]:
+        return None
+    return a["ops_per_s"] / b["ops_per_s"]
+
+
+def paper_ratio(setting: str) -> float | None:
+    k2, rad = FIG9_KTXN_PER_S["k2"].get(setting), FIG9_KTXN_PER_S["rad"].get(setting)
+    return None if k2 is None or rad is None else k2 / rad
+
+
+def cpu_rows(climbs: list[Climb]) -> tuple[list[str], list[tuple[str, dict]]]:
+    """(categories, [(system, {category: share of the window's CPU})]) at each system's
+    default-setting peak."""
+    rows = []
+    for c in climbs:
+        if c.setting != "default" or not c.peak or not c.peak.get("cpu"):
+            continue
+        acc = c.peak["cpu"]
+        cats = cpu.by_category(acc)
+        total = sum(cats.values()) or 1.0
+        rows.append((c.system, {k: v / total for k, v in cats.items()} | {"_cores": acc["machine_share"] * acc["cores"],
+                                                                        "_per_op_ms": 1000 * acc["cpu_s"] / max(1.0, c.peak["ops_per_s"] * acc["window_s"])}))
+    return cpu.CATEGORIES, rows

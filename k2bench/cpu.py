@@ -1,0 +1,138 @@
+"""Where CPU time goes: per-thread CPU of the run's local JVMs, from /proc.
+
+Two snapshots of every process (``/proc/<pid>/stat``) and of each of its threads
+(``/proc/<pid>/task/<tid>/stat``, whose name is the Java thread's name cut to 15
+characters by Linux) bracket the measurement window; the difference, grouped by what each
+thread does, is the table ``make bench-throughput`` prints. CPU of threads that ended
+inside the window is in the process's total but no thread's: it is reported as
+``exited threads``. Nothing runs inside the JVMs, so the accounting costs them nothing.
+"""
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+PROC = Path("/proc")
+
+# (category, pattern on the thread name), first match wins. Thread names are set in
+# system/ (k2b-*, *-server-N) or by the JVM / gRPC / YCSB.
+_RULES = [
+    # <system>-server-<id> (ServerActor), cut to 15 characters for long system names
+    ("server protocol", re.compile(r"^(?!k2bench-)[a-z0-9-]+-server-\d+$|^(?!k2bench-)[a-z0-9-]{10,}-serv")),
+    ("transport (gRPC/Netty)", re.compile(r"^(k2b-io|k2b-accept|grpc-|epollEventLoop|nioEventLoop)")),
+    ("WAN dispatchers", re.compile(r"^k2b-wan")),
+    ("client threads (YCSB, workload, history, histograms)", re.compile(r"^(Thread-\d+|ClientThread|k2b-client)")),
+    ("GC", re.compile(r"^(GC Thread|G1 |ZWorker|ZDriver|ZDirector|ZStat|ZUnmapper|ZUncommit|VM Thread|"
+                      r"Parallel GC|PS |Conc#|ConcGC|GC-)")),
+    ("JIT", re.compile(r"^(C1 |C2 |Sweeper|CompilerThre)")),
+]
+OTHER = "other (timers, logs, JVM)"
+EXITED = "exited threads"
+CATEGORIES = [c for c, _ in _RULES] + [OTHER, EXITED]
+
+
+def category(thread_name: str) -> str:
+    for cat, rx in _RULES:
+        if rx.search(thread_name):
+            return cat
+    return OTHER
+
+
+def _ticks(stat_text: str) -> tuple[str, int]:
+    """(name, utime + stime in clock ticks) from a stat line; the name may hold spaces."""
+    open_, close = stat_text.index("("), stat_text.rindex(")")
+    fields = stat_text[close + 2:].split()
+    return stat_text[open_ + 1:close], int(fields[11]) + int(fields[12])
+
+
+def snapshot(pids: dict[str, int]) -> dict[str, dict]:
+    """{process name: {"total": ticks, "threads": {tid: (thread name, ticks)}}} of the
+    processes still alive (a process gone since is left out)."""
+    out = {}
+    for name, pid in pids.items():
+        try:
+            _, total = _ticks((PROC / str(pid) / "stat").read_text())
+            threads = {}
+            for task in (PROC / str(pid) / "task").iterdir():
+                try:
+                    threads[task.name] = _ticks((task / "stat").read_text())
+                except (FileNotFoundError, ProcessLookupError, ValueError):
+                    continue  # the thread ended between listing and reading
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        out[name] = {"total": total, "threads": threads}
+    return out
+
+
+def account(before: dict, after: dict, seconds: float, roles: dict[str, str]) -> dict:
+    """CPU seconds per role ("servers" / "clients") and category between two snapshots,
+    with the share of the machine's cores each used over ``seconds``.
+
+    A thread present in both snapshots counts its difference; one born inside the window
+    counts all its time; one that ended is in its process's total only (EXITED)."""
+    hz = os.sysconf("SC_CLK_TCK")
+    cores = os.cpu_count() or 1
+    by_role: dict[str, dict[str, float]] = {}
+    for name, b in before.items():
+        a = after.get(name)
+        if a is None:
+            continue
+        role = by_role.setdefault(roles.get(name, "other"), dict.fromkeys(CATEGORIES, 0.0))
+        counted = 0
+        for tid, (tname, ticks) in a["threads"].items():
+            d = ticks - b["threads"].get(tid, (tname, 0))[1]
+            if d < 0:
+                d = ticks  # the thread id was reused by a thread born in the window
+            role[category(tname)] += d / hz
+            counted += d
+        role[EXITED] += max(0, a["total"] - b["total"] - counted) / hz
+    total = sum(sum(r.values()) for r in by_role.values())
+    return {
+        "window_s": round(seconds, 3),
+        "cores": cores,
+        "cpu_s": round(total, 2),
+        "machine_share": round(total / (seconds * cores), 3) if seconds > 0 else None,
+        "roles": {role: {c: round(v, 2) for c, v in cats.items()} for role, cats in sorted(by_role.items())},
+    }
+
+
+def by_category(acc: dict) -> dict[str, float]:
+    """CPU seconds per category over all roles."""
+    out = dict.fromkeys(CATEGORIES, 0.0)
+    for cats in acc["roles"].values():
+        for c, v in cats.items():
+            out[c] += v
+    return out
+
+
+class WindowSampler:
+    """Snapshots the given local processes at ``start`` and ``end`` (epoch s) on a
+    background thread; ``result(roles)`` is the accounting, or None if a snapshot is
+    missing (the trial ended early)."""
+
+    def __init__(self, pids: dict[str, int], start: float, end: float):
+        import threading
+        self.pids, self.start, self.end = pids, start, end
+        self.snaps: list[tuple[float, dict]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="cpu-sampler", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        import time
+        for at in (self.start, self.end):
+            if self._stop.wait(max(0.0, at - time.time())):
+                return
+            self.snaps.append((time.monotonic(), snapshot(self.pids)))
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def result(self, roles: dict[str, str]) -> dict | None:
+        self.close()
+        if len(self.snaps) < 2:
+            return None
+        (t_a, a), (t_b, b) = self.snaps
+        return account(a, b, t_b - t_a, roles)

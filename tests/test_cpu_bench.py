@@ -1,0 +1,126 @@
+"""CPU accounting from /proc (k2bench/cpu.py) and the peak search of bench-throughput (k2bench/bench.py)."""
+import os
+import threading
+import time
+
+import pytest
+
+from k2bench import bench, cpu
+
+
+@pytest.mark.parametrize("name,category", [
+    ("k2-server-3", "server protocol"), ("paris-star-serv", "server protocol"), ("rad-server-11", "server protocol"),
+    ("k2b-io-1", "transport (gRPC/Netty)"), ("k2b-accept-1", "transport (gRPC/Netty)"),
+    ("grpc-default-ex", "transport (gRPC/Netty)"), ("k2b-wan-0", "WAN dispatchers"),
+    ("Thread-12", "client threads (YCSB, workload, history, histograms)"),
+    ("GC Thread#0", "GC"), ("G1 Conc#0", "GC"), ("ZWorker#1", "GC"), ("VM Thread", "GC"),
+    ("C2 CompilerThre", "JIT"), ("C1 CompilerThre", "JIT"),
+    ("k2bench-hlog", cpu.OTHER), ("main", cpu.OTHER), ("k2bench-server-t", cpu.OTHER),
+])
+def test_thread_names_fall_in_their_category(name, category):
+    assert cpu.category(name) == category
+
+
+def _stat(name: str, utime: int, stime: int) -> str:
+    # pid (comm) state ppid ... : utime and stime are fields 14 and 15
+    rest = ["S", "1"] + ["0"] * 9 + [str(utime), str(stime)] + ["0"] * 10
+    return f"42 ({name}) " + " ".join(rest) + "\n"
+
+
+def _fake_proc(root, pid, total, threads):
+    d = root / str(pid)
+    (d / "task").mkdir(parents=True, exist_ok=True)
+    (d / "stat").write_text(_stat("java", total, 0))
+    for old in (d / "task").iterdir():
+        for f in old.iterdir():
+            f.unlink()
+        old.rmdir()
+    for tid, (name, ticks) in threads.items():
+        (d / "task" / str(tid)).mkdir()
+        (d / "task" / str(tid) / "stat").write_text(_stat(name, ticks, 0))
+
+
+def test_accounting_counts_differences_new_threads_and_exited_ones(tmp_path, monkeypatch):
+    monkeypatch.setattr(cpu, "PROC", tmp_path)
+    hz = os.sysconf("SC_CLK_TCK")
+    _fake_proc(tmp_path, 10, 1000, {1: ("k2-server-1", 300), 2: ("k2b-io-1", 200), 3: ("C2 CompilerThre", 100)})
+    _fake_proc(tmp_path, 20, 500, {4: ("Thread-1", 400)})
+    before = cpu.snapshot({"servers": 10, "client-VA": 20, "gone": 99})
+    assert set(before) == {"servers", "client-VA"}  # a process that is not there is left out
+    # servers: +50 protocol, +30 io; the C2 thread ended (its 100 stay in the total); a new wan thread used 20
+    _fake_proc(tmp_path, 10, 1000 + 50 + 30 + 20 + 7, {1: ("k2-server-1", 350), 2: ("k2b-io-1", 230),
+                                                      5: ("k2b-wan-0", 20)})
+    _fake_proc(tmp_path, 20, 500 + 60, {4: ("Thread-1", 460)})
+    after = cpu.snapshot({"servers": 10, "client-VA": 20})
+    acc = cpu.account(before, after, 10.0, {"servers": "servers", "client-VA": "clients"})
+    s, c = acc["roles"]["servers"], acc["roles"]["clients"]
+    assert s["server protocol"] == round(50 / hz, 2)
+    assert s["transport (gRPC/Netty)"] == round(30 / hz, 2)
+    assert s["WAN dispatchers"] == round(20 / hz, 2)
+    assert s[cpu.EXITED] == round(7 / hz, 2)  # in the process total, in no live thread
+    assert c["client threads (YCSB, workload, history, histograms)"] == round(60 / hz, 2)
+    assert acc["cpu_s"] == round((107 + 60) / hz, 2)
+    assert cpu.by_category(acc)["server protocol"] == pytest.approx(50 / hz, abs=0.01)
+
+
+def test_a_real_process_is_accounted_by_its_threads():
+    stop = threading.Event()
+
+    def spin():
+        import ctypes
+        ctypes.CDLL(None).prctl(15, b"k2b-wan-9", 0, 0, 0)  # PR_SET_NAME: the kernel's name of this thread
+        while not stop.is_set():
+            sum(range(1000))
+
+    t = threading.Thread(target=spin)
+    t.start()
+    try:
+        before = cpu.snapshot({"me": os.getpid()})
+        time.sleep(0.5)
+        after = cpu.snapshot({"me": os.getpid()})
+    finally:
+        stop.set()
+        t.join()
+    acc = cpu.account(before, after, 0.5, {"me": "servers"})
+    assert acc["cpu_s"] > 0.1
+    assert acc["roles"]["servers"]["WAN dispatchers"] > 0.1  # found by the name the thread runs under
+
+
+def test_the_sampler_gives_nothing_when_the_window_did_not_close():
+    s = cpu.WindowSampler({"me": os.getpid()}, time.time() - 1, time.time() + 60)
+    time.sleep(0.2)
+    assert s.result({"me": "servers"}) is None
+
+
+def p(threads, ops, p99=300.0, degraded=False):
+    return {"threads": threads, "ops_per_s": ops, "rot_p99_ms": p99, "degraded": degraded,
+            "lateness_p99_ms": 9.0 if degraded else 1.0}
+
+
+def test_the_climb_goes_on_while_throughput_grows_and_latency_holds():
+    assert bench.stop_reason([p(4, 100)]) is None
+    assert bench.stop_reason([p(4, 100), p(16, 400), p(48, 390)]) is None  # within 5% of the best
+
+
+def test_the_climb_stops_when_throughput_falls():
+    why = bench.stop_reason([p(4, 100), p(16, 400), p(48, 300)])
+    assert why and "fell" in why
+
+
+def test_the_climb_stops_when_p99_passes_five_times_its_low_load_value():
+    why = bench.stop_reason([p(4, 100, 200), p(16, 400, 1001)])
+    assert why and "5x" in why
+    assert bench.stop_reason([p(4, 100, 200), p(16, 400, 999)]) is None
+
+
+def test_a_degraded_point_stops_the_climb_and_is_never_the_peak():
+    pts = [p(4, 100), p(16, 400), p(48, 900, degraded=True)]
+    assert "degraded" in bench.stop_reason(pts)
+    assert bench.peak_of(pts)["threads"] == 16
+
+
+def test_ratios_and_the_papers():
+    assert bench.paper_ratio("default") == pytest.approx(41.6 / 24.8)
+    assert bench.ratio({"ops_per_s": 300}, {"ops_per_s": 200}) == 1.5
+    assert bench.ratio({"ops_per_s": 300}, None) is None
+    assert all(s in bench.FIG9_SETTINGS for s in bench.SETTINGS)

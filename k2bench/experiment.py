@@ -30,6 +30,8 @@ _ATLEAST1 = lambda v: None if v >= 1 else "must be at least 1"  # noqa: E731
 # all of a server's protocol and I/O threads together; C1 code starts fast enough (see
 # the README's Experiments section for the figures). Profilers and GC choices go here too, e.g. -XX:+UseZGC.
 DEFAULT_JVM_ARGS = ("-XX:TieredStopAtLevel=1",)
+# the one server JVM of a machine (server.processes: per_host): C2 and ZGC (server_jvm_args)
+PER_HOST_SERVER_JVM_ARGS = ("-XX:+UseZGC",)
 
 SCHEMA: dict[str, dict[str, tuple]] = {
     "topology": {
@@ -138,11 +140,16 @@ def server_jvm_args(cfg: dict, processes: str) -> list[str]:
     """server.jvm_args, or its default for the process split: one JVM for every server
     compiles its hot code once, and C2's code cut the protocol threads' CPU by a third at
     bench-throughput's peak (K2 3,812 -> 4,299 ops/s); six or more server JVMs on two
-    cores spend more in C2's compiler threads than it saves, so they run C1 only."""
+    cores spend more in C2's compiler threads than it saves, so they run C1 only.
+
+    The one JVM also runs ZGC: its heap holds every datacenter's store, and G1's young
+    pauses there took 45-63 ms every ~2.3 s at 4,400 ops/s, so 1-2% of the messages on
+    WAN links, due while the JVM stood still, were released 30-35 ms late (p99); with ZGC
+    0.8-1.8 ms (bench-throughput's workload, K2)."""
     given = cfg["server"]["jvm_args"]
     if given is not None:
         return given
-    return [] if processes == "per_host" else list(DEFAULT_JVM_ARGS)
+    return list(PER_HOST_SERVER_JVM_ARGS) if processes == "per_host" else list(DEFAULT_JVM_ARGS)
 
 
 def _jvm_args(field: str, value: Any) -> list[str]:

@@ -163,3 +163,16 @@ def cpu_rows(climbs: list[Climb]) -> tuple[list[str], list[tuple[str, dict]]]:
         rows.append((c.system, {k: v / total for k, v in cats.items()} | {"_cores": acc["machine_share"] * acc["cores"],
                                                                         "_per_op_ms": 1000 * acc["cpu_s"] / max(1.0, c.peak["ops_per_s"] * acc["window_s"])}))
     return cpu.CATEGORIES, rows
+
+
+def echo_line(echo: dict, climbs: list) -> str:
+    """The echo ceiling (bench-echo's JSON) and each system's default-setting peak against it."""
+    e = echo["echo_rpcs_per_s"]
+    flags = ([] if echo.get("saturated", True) else ["NOT SATURATED"]) + \
+        ([] if echo.get("stable", True) else ["UNSTABLE"])
+    line = (f"echo ceiling: {e:,.0f} RPC/s on {echo['cores']} cores at {echo.get('in_flight', '?'):,} in flight "
+            f"(emulated RTT {echo['configured_rtt_ms']:.0f} ms, measured p50 {echo['rtt_ms']['p50']:.0f} ms; "
+            f"windows {', '.join(f'{r:,}' for r in echo.get('repeats', []))})" + "".join(f" {f}" for f in flags))
+    peaks = [f"{c.system} {c.peak['ops_per_s']:,.0f} ops/s = {100 * c.peak['ops_per_s'] / e:.2f}%"
+             for c in climbs if c.setting == "default" and c.peak]
+    return line + ("; peaks against it: " + ", ".join(peaks) if peaks else "")

@@ -200,7 +200,7 @@ def cmd_bench_throughput(args) -> int:
                   "-" if kp is None else f"{kp:.2f}")
     console.print(t)
     if echo:
-        console.print(f"echo ceiling: {echo['echo_rpcs_per_s']:,.0f} RPC/s on {echo['cores']} cores")
+        console.print(bench.echo_line(echo, climbs), soft_wrap=True, markup=False, highlight=False)
     failed = [c for c in climbs if c.failed]
     return 1 if failed else 0
 

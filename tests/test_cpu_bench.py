@@ -124,3 +124,48 @@ def test_ratios_and_the_papers():
     assert bench.ratio({"ops_per_s": 300}, {"ops_per_s": 200}) == 1.5
     assert bench.ratio({"ops_per_s": 300}, None) is None
     assert all(s in bench.FIG9_SETTINGS for s in bench.SETTINGS)
+
+
+def test_the_echo_ceiling_climbs_to_saturation_and_measures_its_best_steps_again(jar, tmp_path):
+    import json
+    import subprocess
+    out = tmp_path / "echo.json"
+    r = subprocess.run(["java", "-jar", str(jar), "bench-echo", "--in-flight", "5,10,20", "--step-s", "2",
+                        "--repeat-s", "2", "--repeats", "2", "--warmup-s", "2", "--json", str(out)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(out.read_text())
+    # So few requests in flight over a 60 ms RTT: the RTT, not the CPU, sets the rate, which
+    # doubles with each step (~83, 167, 333/s): never saturated.
+    assert [w["in_flight"] for w in doc["ladder"]] == [5, 10, 20]
+    rates = [w["rpcs_per_s"] for w in doc["ladder"]]
+    assert rates[0] < rates[1] < rates[2] and 250 < rates[2] < 400, rates
+    assert doc["saturated"] is False and "NOT SATURATED" in r.stdout
+    # the two best steps again; the larger concurrency is clearly faster, so it counts
+    assert doc["in_flight"] == 20 and len(doc["repeats"]) == 2 and doc["configured_rtt_ms"] == 60
+    assert doc["echo_rpcs_per_s"] == sorted(doc["repeats"])[1]
+    assert 60 <= doc["rtt_ms"]["p50"] < 70 and "emulated RTT 60 ms" in r.stdout
+
+
+def test_the_echo_ceiling_names_a_bad_ladder(jar):
+    import subprocess
+    r = subprocess.run(["java", "-jar", str(jar), "bench-echo", "--in-flight", "10,5"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0 and "--in-flight" in r.stderr and "increasing" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_the_echo_line_states_the_delay_the_windows_and_each_peak_against_it():
+    echo = {"echo_rpcs_per_s": 140_000, "cores": 2, "in_flight": 11_000, "configured_rtt_ms": 60.0,
+            "rtt_ms": {"p50": 74.6}, "repeats": [134_775, 140_000, 146_896], "saturated": True, "stable": True}
+    k2 = bench.Climb("default", "k2")
+    k2.peak = {"ops_per_s": 2800.0}
+    other = bench.Climb("zipf 0.9", "k2")
+    other.peak = {"ops_per_s": 9999.0}
+    line = bench.echo_line(echo, [k2, other])
+    assert line.startswith("echo ceiling: 140,000 RPC/s on 2 cores at 11,000 in flight (emulated RTT 60 ms, "
+                           "measured p50 75 ms; windows 134,775, 140,000, 146,896)")
+    assert line.endswith("peaks against it: k2 2,800 ops/s = 2.00%") and "9,999" not in line
+    assert "UNSTABLE" not in line and "NOT SATURATED" not in line
+    line = bench.echo_line(echo | {"saturated": False, "stable": False}, [])
+    assert "NOT SATURATED UNSTABLE" in line and "peaks" not in line

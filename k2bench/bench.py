@@ -151,8 +151,10 @@ def paper_ratio(setting: str) -> float | None:
 
 
 def cpu_rows(climbs: list[Climb]) -> tuple[list[str], list[tuple[str, dict]]]:
-    """(categories, [(system, {category: share of the window's CPU})]) at each system's
-    default-setting peak."""
+    """(categories, [(system, row)]) at each system's default-setting peak; a row has
+    ``shares`` (category -> share of the window's CPU), ``cores`` (cores busy),
+    ``per_op_ms`` (CPU per operation) and ``memory_mb`` (resident memory per role, see
+    cpu.account; None if not measured)."""
     rows = []
     for c in climbs:
         if c.setting != "default" or not c.peak or not c.peak.get("cpu"):
@@ -160,8 +162,12 @@ def cpu_rows(climbs: list[Climb]) -> tuple[list[str], list[tuple[str, dict]]]:
         acc = c.peak["cpu"]
         cats = cpu.by_category(acc)
         total = sum(cats.values()) or 1.0
-        rows.append((c.system, {k: v / total for k, v in cats.items()} | {"_cores": acc["machine_share"] * acc["cores"],
-                                                                        "_per_op_ms": 1000 * acc["cpu_s"] / max(1.0, c.peak["ops_per_s"] * acc["window_s"])}))
+        rows.append((c.system, {
+            "shares": {k: v / total for k, v in cats.items()},
+            "cores": acc["machine_share"] * acc["cores"],
+            "per_op_ms": 1000 * acc["cpu_s"] / max(1.0, c.peak["ops_per_s"] * acc["window_s"]),
+            "memory_mb": acc.get("memory_mb"),
+        }))
     return cpu.CATEGORIES, rows
 
 

@@ -170,9 +170,13 @@ def cmd_bench_throughput(args) -> int:
         for system, _ in rows:
             t.add_column(system, justify="right")
         for c in cats:
-            t.add_row(c, *[f"{100 * r[c]:.1f}%" for _, r in rows])
-        t.add_row("cores busy", *[f"{r['_cores']:.2f}" for _, r in rows])
-        t.add_row("CPU ms per operation", *[f"{r['_per_op_ms']:.3f}" for _, r in rows])
+            t.add_row(c, *[f"{100 * r['shares'][c]:.1f}%" for _, r in rows])
+        t.add_row("cores busy", *[f"{r['cores']:.2f}" for _, r in rows])
+        t.add_row("CPU ms per operation", *[f"{r['per_op_ms']:.3f}" for _, r in rows])
+        for role in ("servers", "clients"):
+            t.add_row(f"resident MB, {role} (largest JVM / all)",
+                      *[f"{m['peak_rss_mb_max']:,} / {m['peak_rss_mb_sum']:,}" if (m := (r["memory_mb"] or {}).get(role))
+                        else "-" for _, r in rows])
         console.print(t)
     t = Table(title="peaks (closed loop, emulation on)")
     for col in ("setting", "system", "peak ops/s", "threads/DC", "ROT p99 ms", "lateness p99 ms", "a peak?"):

@@ -61,8 +61,18 @@ def snapshot(pids: dict[str, int]) -> dict[str, dict]:
                     continue  # the thread ended between listing and reading
         except (FileNotFoundError, ProcessLookupError):
             continue
-        out[name] = {"total": total, "threads": threads}
+        out[name] = {"total": total, "threads": threads, "memory_kb": _memory_kb(pid)}
     return out
+
+
+def _memory_kb(pid: int) -> dict[str, int]:
+    """Resident memory now (VmRSS) and at its peak so far (VmHWM), in kB; {} if unreadable."""
+    try:
+        text = (PROC / str(pid) / "status").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return {}
+    return {k: int(v.split()[0]) for k, v in (ln.split(":", 1) for ln in text.splitlines() if ":" in ln)
+            if k in ("VmRSS", "VmHWM") and v.split() and v.split()[0].isdigit()}
 
 
 def account(before: dict, after: dict, seconds: float, roles: dict[str, str]) -> dict:
@@ -88,7 +98,19 @@ def account(before: dict, after: dict, seconds: float, roles: dict[str, str]) ->
             counted += d
         role[EXITED] += max(0, a["total"] - b["total"] - counted) / hz
     total = sum(sum(r.values()) for r in by_role.values())
+    # Resident memory at the window's end, per role: the largest process and all of them,
+    # each at its peak so far (VmHWM: the heap a JVM touched stays resident).
+    memory: dict[str, dict] = {}
+    for name, a in after.items():
+        peak = a.get("memory_kb", {}).get("VmHWM")
+        if peak is None or name not in before:
+            continue
+        m = memory.setdefault(roles.get(name, "other"), {"processes": 0, "peak_rss_mb_max": 0, "peak_rss_mb_sum": 0})
+        m["processes"] += 1
+        m["peak_rss_mb_max"] = max(m["peak_rss_mb_max"], round(peak / 1024))
+        m["peak_rss_mb_sum"] += round(peak / 1024)
     return {
+        "memory_mb": dict(sorted(memory.items())),
         "window_s": round(seconds, 3),
         "cores": cores,
         "cpu_s": round(total, 2),

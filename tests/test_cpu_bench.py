@@ -31,6 +31,7 @@ def _fake_proc(root, pid, total, threads):
     d = root / str(pid)
     (d / "task").mkdir(parents=True, exist_ok=True)
     (d / "stat").write_text(_stat("java", total, 0))
+    (d / "status").write_text(f"Name:\tjava\nVmHWM:\t  {pid * 1024 * 10} kB\nVmRSS:\t  {pid * 1024 * 5} kB\n")
     for old in (d / "task").iterdir():
         for f in old.iterdir():
             f.unlink()
@@ -61,6 +62,9 @@ def test_accounting_counts_differences_new_threads_and_exited_ones(tmp_path, mon
     assert c["client threads (YCSB, workload, history, histograms)"] == round(60 / hz, 2)
     assert acc["cpu_s"] == round((107 + 60) / hz, 2)
     assert cpu.by_category(acc)["server protocol"] == pytest.approx(50 / hz, abs=0.01)
+    # resident memory at its peak (VmHWM), per role: pid 10 -> 100 MB, pid 20 -> 200 MB
+    assert acc["memory_mb"] == {"clients": {"processes": 1, "peak_rss_mb_max": 200, "peak_rss_mb_sum": 200},
+                                "servers": {"processes": 1, "peak_rss_mb_max": 100, "peak_rss_mb_sum": 100}}
 
 
 def test_a_real_process_is_accounted_by_its_threads():
@@ -84,6 +88,7 @@ def test_a_real_process_is_accounted_by_its_threads():
     acc = cpu.account(before, after, 0.5, {"me": "servers"})
     assert acc["cpu_s"] > 0.1
     assert acc["roles"]["servers"]["WAN dispatchers"] > 0.1  # found by the name the thread runs under
+    assert acc["memory_mb"]["servers"]["peak_rss_mb_max"] > 10  # this Python process, resident
 
 
 def test_the_sampler_gives_nothing_when_the_window_did_not_close():
@@ -169,3 +174,20 @@ def test_the_echo_line_states_the_delay_the_windows_and_each_peak_against_it():
     assert "UNSTABLE" not in line and "NOT SATURATED" not in line
     line = bench.echo_line(echo | {"saturated": False, "stable": False}, [])
     assert "NOT SATURATED UNSTABLE" in line and "peaks" not in line
+
+
+def test_the_cpu_rows_give_shares_cores_cost_per_operation_and_memory():
+    acc = {"window_s": 10.0, "cores": 2, "cpu_s": 15.0, "machine_share": 0.75,
+           "roles": {"servers": dict.fromkeys(cpu.CATEGORIES, 0.0) | {"server protocol": 5.0, "GC": 5.0},
+                     "clients": dict.fromkeys(cpu.CATEGORIES, 0.0) | {"transport (gRPC/Netty)": 5.0}},
+           "memory_mb": {"servers": {"processes": 1, "peak_rss_mb_max": 900, "peak_rss_mb_sum": 900}}}
+    peak = bench.Climb("default", "k2")
+    peak.peak = {"ops_per_s": 1500.0, "cpu": acc}
+    other = bench.Climb("zipf 0.9", "k2")
+    other.peak = {"ops_per_s": 1.0, "cpu": acc}
+    cats, rows = bench.cpu_rows([peak, other, bench.Climb("default", "rad")])
+    assert cats == cpu.CATEGORIES and [s for s, _ in rows] == ["k2"]
+    r = rows[0][1]
+    assert r["shares"]["server protocol"] == pytest.approx(1 / 3) and r["shares"]["GC"] == pytest.approx(1 / 3)
+    assert r["cores"] == pytest.approx(1.5) and r["per_op_ms"] == pytest.approx(1.0)  # 15 s / 15,000 ops
+    assert r["memory_mb"]["servers"]["peak_rss_mb_max"] == 900

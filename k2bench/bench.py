@@ -11,7 +11,9 @@ one point at a time, and the climb stops at the first point where
   configured WAN's, so neither are the throughputs).
 
 The peak is the best point before the stop (the point that stopped it is past the peak by
-every rule) that is not degraded. A climb that reaches the
+every rule) that is not degraded; the step that stopped the climb is then halved up to
+twice (``refinement``), and a point in it that passes the same rules can be the peak. A
+climb that reaches the
 top of the ladder without a stop did not show a peak: it is flagged "not a peak".
 """
 from __future__ import annotations
@@ -32,6 +34,8 @@ P99_FACTOR = 5.0
 # is 100 keys, too few to say anything about the paper's 10,000).
 SETTINGS = ["default", "write 5%", "zipf 1.4", "zipf 0.9", "f=1", "f=3"]
 AXIS = "clients.threads_per_dc"
+REFINE = 2  # points tried between the last passing point and the one that stopped the climb
+MIN_GAP = 4  # threads per datacenter: a narrower step is not split
 
 
 @dataclass
@@ -88,35 +92,70 @@ def point_record(summary: dict, threads: int, tdir: str) -> dict:
             "cpu": summary.get("cpu"), "dir": tdir}
 
 
+def refinement(lo: int, hi: int, done: int) -> int | None:
+    """The thread count to try between the last point that passed (``lo``) and the first that
+    stopped the climb (``hi``), or None: halving the gap at most ``REFINE`` times, down to
+    gaps of ``MIN_GAP`` threads. A system that needs few threads for its rate (K2) jumps far
+    past the limit with one ladder step; without this its peak would be found coarser than
+    the others'."""
+    if done >= REFINE or hi - lo < MIN_GAP:
+        return None
+    return (lo + hi) // 2
+
+
 def climb(orch: Orchestrator, exp: dict, run_dir: Path, setting: str, system: str, say,
           trials: list[dict]) -> Climb:
     """Runs one system up the ladder of one setting, a point at a time, into
-    ``run_dir/<setting>/`` (a run directory of its own, resumed point by point)."""
+    ``run_dir/<setting>/`` (a run directory of its own, resumed point by point); then
+    narrows the step that stopped it (``refinement``)."""
     ladder = list(exp["sweep"][AXIS])
     sub = run_dir / slug(setting)
     c = Climb(setting, system)
-    for i, threads in enumerate(ladder):
-        step = setting_experiment(exp, setting) | {"systems": [system], "sweep": {AXIS: ladder[:i + 1]}}
+    ran: list[int] = []
+
+    def run_point(threads: int) -> dict | None:
+        ran.append(threads)
+        step = setting_experiment(exp, setting) | {"systems": [system], "sweep": {AXIS: sorted(ran)}}
         code = orch.run(step, sub, resume=True)
         if code == 130:
             raise KeyboardInterrupt
         manifest = json.loads((sub / "manifest.json").read_text())
-        trials += [e for e in manifest.get("trials", []) if e not in trials]
-        pid = f"threads_per_dc={threads}"
-        tdir = trial_dir(sub, system, pid, 1, 1)
+        trials.extend(e for e in manifest.get("trials", []) if e not in trials)
+        tdir = trial_dir(sub, system, f"threads_per_dc={threads}", 1, 1)
         if code != 0 or not (tdir / "summary.json").exists():
             c.failed = f"the point at {threads} threads/DC failed (see {tdir})"
+            return None
+        q = point_record(json.loads((tdir / "summary.json").read_text()), threads, str(tdir.relative_to(run_dir)))
+        say(f"{setting} / {system}: {threads} threads/DC -> {q['ops_per_s']:,.0f} ops/s, ROT p99 "
+            f"{q['rot_p99_ms']} ms, lateness p99 {q['lateness_p99_ms']} ms")
+        return q
+
+    for threads in ladder:
+        q = run_point(threads)
+        if q is None:
             break
-        c.points.append(point_record(json.loads((tdir / "summary.json").read_text()), threads,
-                                     str(tdir.relative_to(run_dir))))
-        p = c.points[-1]
-        say(f"{setting} / {system}: {threads} threads/DC -> {p['ops_per_s']:,.0f} ops/s, ROT p99 "
-            f"{p['rot_p99_ms']} ms, lateness p99 {p['lateness_p99_ms']} ms")
+        c.points.append(q)
         c.stop = stop_reason(c.points)
         if c.stop:
             break
     # the point that stopped the climb is past the peak by every rule
-    c.peak = peak_of(c.points[:-1] if c.stop else c.points)
+    passed = c.points[:-1] if c.stop else list(c.points)
+    if c.stop and passed and not c.failed:
+        lo, hi, done = passed[-1]["threads"], c.points[-1]["threads"], 0
+        while (mid := refinement(lo, hi, done)) is not None:
+            done += 1
+            q = run_point(mid)
+            if q is None:
+                break
+            q["refinement"] = True
+            c.points.append(q)
+            if stop_reason(passed + [q]) is None:
+                passed.append(q)
+                lo = mid
+            else:
+                hi = mid
+        c.points.sort(key=lambda q: q["threads"])
+    c.peak = peak_of(passed)
     return c
 
 

@@ -189,9 +189,10 @@ def cmd_bench_throughput(args) -> int:
                   "failed" if c.failed else "yes" if c.stop and p else "NOT A PEAK")
     console.print(t)
     for c in climbs:
-        steps = " ".join(f"{q['threads']}:{q['ops_per_s']:,.0f}" for q in c.points)
+        steps = " ".join(f"{q['threads']}{'*' if q.get('refinement') else ''}:{q['ops_per_s']:,.0f}" for q in c.points)
         why = c.failed or c.stop or "the top of the ladder was reached: NOT A PEAK"
-        console.print(f"{c.setting} / {c.system}: threads/DC:ops/s {steps}; stopped: {why}",
+        console.print(f"{c.setting} / {c.system}: threads/DC:ops/s {steps} (*: within the stopping step); "
+                      f"stopped: {why}",
                       soft_wrap=True, markup=False, highlight=False)
     by = {(c.setting, c.system): c.peak for c in climbs}
     t = Table(title="Fig. 9 ratios at peak (this machine vs the paper's 24 servers; the paper has no PaRiS* column)")

@@ -191,3 +191,52 @@ def test_the_cpu_rows_give_shares_cores_cost_per_operation_and_memory():
     assert r["shares"]["server protocol"] == pytest.approx(1 / 3) and r["shares"]["GC"] == pytest.approx(1 / 3)
     assert r["cores"] == pytest.approx(1.5) and r["per_op_ms"] == pytest.approx(1.0)  # 15 s / 15,000 ops
     assert r["memory_mb"]["servers"]["peak_rss_mb_max"] == 900
+
+
+class FakeOrchestrator:
+    """Runs a point by writing the summary a system would give: 70 ops/s per thread per
+    datacenter, degraded above ``limit`` threads per datacenter."""
+
+    def __init__(self, limit):
+        self.limit, self.runs = limit, []
+
+    def run(self, step, sub, resume):
+        import json
+        from k2bench.orchestrator import trial_dir
+        sub.mkdir(parents=True, exist_ok=True)
+        for t in step["sweep"][bench.AXIS]:
+            d = trial_dir(sub, step["systems"][0], f"threads_per_dc={t}", 1, 1)
+            if (d / "summary.json").exists():
+                continue  # resumed
+            self.runs.append(t)
+            d.mkdir(parents=True)
+            late = 6.0 if t > self.limit else 1.0
+            (d / "summary.json").write_text(json.dumps({
+                "throughput_ops_per_s": 70.0 * t, "ops": {"rot": {"latency_ms": {"p99": 280.0}}},
+                "emulation_lateness_ms": {"worst_p99": late, "degraded": late > 5}, "cpu": None}))
+        (sub / "manifest.json").write_text(json.dumps({"trials": []}))
+        return 0
+
+
+def test_the_step_that_stopped_the_climb_is_halved_and_a_passing_point_in_it_is_the_peak(tmp_path):
+    exp = {"name": "bench-throughput", "sweep": {bench.AXIS: [4, 8, 16, 24, 32]},
+           "workload": {}, "topology": {}, "clients": {}}
+    orch = FakeOrchestrator(limit=21)
+    said = []
+    c = bench.climb(orch, exp, tmp_path, "default", "k2", said.append, [])
+    # ladder 4, 8, 16, 24 (degraded: stop); then 20 (passes), then 22 (degraded); 32 never runs
+    assert orch.runs == [4, 8, 16, 24, 20, 22]
+    assert "degraded at 24" in c.stop
+    assert c.peak["threads"] == 20 and c.peak["ops_per_s"] == 1400
+    assert [q["threads"] for q in c.points] == [4, 8, 16, 20, 22, 24]
+    assert [q.get("refinement", False) for q in c.points] == [False, False, False, True, True, False]
+    # a narrow step is not split; nor more than twice
+    assert bench.refinement(16, 19, 0) is None and bench.refinement(16, 24, 2) is None
+    assert bench.refinement(16, 24, 0) == 20
+
+
+def test_a_climb_without_a_stop_is_not_refined(tmp_path):
+    exp = {"name": "bench-throughput", "sweep": {bench.AXIS: [4, 8]}, "workload": {}, "topology": {}, "clients": {}}
+    orch = FakeOrchestrator(limit=100)
+    c = bench.climb(orch, exp, tmp_path, "default", "k2", lambda _: None, [])
+    assert orch.runs == [4, 8] and c.stop is None and c.peak["threads"] == 8

@@ -13,8 +13,8 @@ one point at a time, and the climb stops at the first point where
 The peak is the best point before the stop (the point that stopped it is past the peak by
 every rule) that is not degraded; the step that stopped the climb is then halved up to
 twice (``refinement``), and a point in it that passes the same rules can be the peak. A
-climb that reaches the
-top of the ladder without a stop did not show a peak: it is flagged "not a peak".
+climb that reaches the top of the ladder without a stop did not show a peak: it is
+flagged "not a peak".
 """
 from __future__ import annotations
 

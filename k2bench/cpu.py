@@ -61,18 +61,21 @@ def snapshot(pids: dict[str, int]) -> dict[str, dict]:
                     continue  # the thread ended between listing and reading
         except (FileNotFoundError, ProcessLookupError):
             continue
-        out[name] = {"total": total, "threads": threads, "memory_kb": _memory_kb(pid)}
+        out[name] = {"total": total, "threads": threads, "peak_rss_kb": _peak_rss_kb(pid)}
     return out
 
 
-def _memory_kb(pid: int) -> dict[str, int]:
-    """Resident memory now (VmRSS) and at its peak so far (VmHWM), in kB; {} if unreadable."""
+def _peak_rss_kb(pid: int) -> int | None:
+    """The process's resident memory at its peak so far (VmHWM), in kB; None if unreadable."""
     try:
         text = (PROC / str(pid) / "status").read_text()
     except (FileNotFoundError, ProcessLookupError):
-        return {}
-    return {k: int(v.split()[0]) for k, v in (ln.split(":", 1) for ln in text.splitlines() if ":" in ln)
-            if k in ("VmRSS", "VmHWM") and v.split() and v.split()[0].isdigit()}
+        return None
+    for ln in text.splitlines():
+        key, _, value = ln.partition(":")
+        if key == "VmHWM" and value.split() and value.split()[0].isdigit():
+            return int(value.split()[0])
+    return None
 
 
 def account(before: dict, after: dict, seconds: float, roles: dict[str, str]) -> dict:
@@ -102,7 +105,7 @@ def account(before: dict, after: dict, seconds: float, roles: dict[str, str]) ->
     # each at its peak so far (VmHWM: the heap a JVM touched stays resident).
     memory: dict[str, dict] = {}
     for name, a in after.items():
-        peak = a.get("memory_kb", {}).get("VmHWM")
+        peak = a.get("peak_rss_kb")
         if peak is None or name not in before:
             continue
         m = memory.setdefault(roles.get(name, "other"), {"processes": 0, "peak_rss_mb_max": 0, "peak_rss_mb_sum": 0})

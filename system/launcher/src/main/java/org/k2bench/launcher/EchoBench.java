@@ -44,6 +44,8 @@ final class EchoBench implements Callable<Integer> {
   static final double GROWTH = 1.05;
   /** A larger concurrency counts only if its rate is this much higher: else it only queues. */
   static final double KNEE_OVER = 1.05;
+  /** Windows at the ceiling's concurrency further apart than this (of the median): UNSTABLE. */
+  static final double STABLE_SPREAD = 0.10;
 
   @Spec
   CommandSpec spec;
@@ -126,7 +128,7 @@ final class EchoBench implements Callable<Integer> {
         for (int i = 0; i < repeats; i++) {
           r.add(window(client, server, payload, candidate.inFlight, repeatS));
         }
-        double median = median(r);
+        double median = sortedRates(r)[repeats / 2];
         out.printf("  %,6d in flight again: %s RPCs/s%n", candidate.inFlight,
             r.stream().map(w -> String.format("%,.0f", w.perSecond)).collect(java.util.stream.Collectors.joining(", ")));
         out.flush();
@@ -136,14 +138,14 @@ final class EchoBench implements Callable<Integer> {
         }
       }
       Window knee = repeated.get(0);
-      double[] rates = repeated.stream().mapToDouble(Window::perSecond).sorted().toArray();
+      double[] rates = sortedRates(repeated);
       double spread = (rates[rates.length - 1] - rates[0]) / ceiling;
       LatencyHistogram rtt = new LatencyHistogram();
       repeated.forEach(w -> rtt.add(w.rtt));
       out.printf("echo ceiling through the transport (VA -> CA, emulated RTT %.0f ms, %d-byte messages): "
           + "%,.0f RPCs/s (%,.0f per core) at %,d in flight, the median of %d windows of %d s "
           + "(spread %.1f%%%s); RTT there p50 %.1f ms p99 %.1f ms%s%n", rttMs, payloadBytes, ceiling,
-          ceiling / cores, knee.inFlight, repeats, repeatS, 100 * spread, spread > 0.10 ? ": UNSTABLE, more than 10%" : "",
+          ceiling / cores, knee.inFlight, repeats, repeatS, 100 * spread, spread > STABLE_SPREAD ? ": UNSTABLE, more than 10%" : "",
           rtt.percentileMs(50), rtt.percentileMs(99),
           saturated ? "" : "; NOT SATURATED: the rate still grew at the ladder's top");
       out.flush();
@@ -155,7 +157,7 @@ final class EchoBench implements Callable<Integer> {
       doc.put("saturated", saturated);
       doc.put("repeats", repeated.stream().map(w -> Math.round(w.perSecond)).toList());
       doc.put("spread", Math.round(spread * 1000) / 1000.0);
-      doc.put("stable", spread <= 0.10);
+      doc.put("stable", spread <= STABLE_SPREAD);
       doc.put("rtt_ms", rtt.summary());
       doc.put("payload_bytes", payloadBytes);
       doc.put("configured_rtt_ms", rttMs);
@@ -196,8 +198,7 @@ final class EchoBench implements Callable<Integer> {
     return new Window(inFlight, done.sum() / (seconds - 1.0), rtt);
   }
 
-  private static double median(java.util.List<Window> windows) {
-    double[] rates = windows.stream().mapToDouble(Window::perSecond).sorted().toArray();
-    return rates[rates.length / 2];
+  private static double[] sortedRates(java.util.List<Window> windows) {
+    return windows.stream().mapToDouble(Window::perSecond).sorted().toArray();
   }
 }

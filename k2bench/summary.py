@@ -134,6 +134,11 @@ def percentiles_ms(h: HdrHistogram, percentiles=(50, 75, 99)) -> dict:
     return {k: v for k, v in latency(h, percentiles).items() if k != "mean"} | {"count": h.get_total_count()}
 
 
+def spread_ms(h: HdrHistogram, percentiles=(50, 99)) -> dict:
+    """percentiles_ms with the largest value (ms; null if empty)."""
+    return percentiles_ms(h, percentiles) | {"max": None if h.get_total_count() == 0 else _ms(h.get_max_value())}
+
+
 def replication_lag(intervals: list[Interval], window: tuple[float, float], after_ms: float | None = None) -> dict:
     """Replication lag (server logs) in the window: overall, per receiving datacenter and per
     pair; ``after`` covers only the intervals after ``after_ms`` (the last fault's start)."""
@@ -145,9 +150,7 @@ def replication_lag(intervals: list[Interval], window: tuple[float, float], afte
         h = new_histogram()
         for t in selected:
             h.add(merge(intervals, t, w))
-        b = percentiles_ms(h, (50, 99))
-        b["max"] = None if h.get_total_count() == 0 else _ms(h.get_max_value())
-        return b
+        return spread_ms(h)
 
     out = block(tags, window)
     pairs = {t.split(":", 1)[1]: t for t in tags}
@@ -215,19 +218,13 @@ def emulation(intervals: list[Interval], window: tuple[float, float], faults: bo
     p99.9 and max in ms per class and over both, and ``degraded`` when a class's p99 exceeds
     DEGRADED_P99_MS: the run's latencies are then not those of the configured WAN. A run
     with faults is not judged (partitions and paused JVMs make messages late on purpose)."""
-    def block(h):
-        empty = h.get_total_count() == 0
-        return {"p50": None if empty else _ms(h.get_value_at_percentile(50)),
-                "p99": None if empty else _ms(h.get_value_at_percentile(99)),
-                "p999": None if empty else _ms(h.get_value_at_percentile(99.9)),
-                "max": None if empty else _ms(h.get_max_value()), "count": h.get_total_count()}
     every = new_histogram()
     classes = {}
     for c in LATENESS_CLASSES:
         h = merge(intervals, f"lateness:{c}", window)
         every.add(h)
-        classes[c] = block(h)
-    out = block(every) | {"classes": classes}
+        classes[c] = spread_ms(h, (50, 99, 99.9))
+    out = spread_ms(every, (50, 99, 99.9)) | {"classes": classes}
     p99s = [b["p99"] for b in classes.values() if b["p99"] is not None]
     out["worst_p99"] = max(p99s) if p99s else None
     out["degraded"] = bool(p99s) and max(p99s) > DEGRADED_P99_MS and not faults

@@ -34,6 +34,8 @@ public final class Endpoint implements AutoCloseable {
   private final int dc;
   private final LamportClock clock;
   private final Executor inbox;
+  /** The inbox runs tasks on threads of its own (a server's), never on the caller's. */
+  private final boolean ownThread;
   private volatile MessageHandler handler;
   /** Messages that arrived before a handler was installed; touched only on the inbox. */
   private List<Incoming> early = new ArrayList<>();
@@ -48,7 +50,19 @@ public final class Endpoint implements AutoCloseable {
     this.dc = dc;
     this.clock = new LamportClock(id);
     this.inbox = inbox;
+    this.ownThread = inbox instanceof java.util.concurrent.ExecutorService;
     this.handler = handler;
+  }
+
+  /**
+   * Whether {@link #receive} of {@code env} only queues work for this node's own thread, so
+   * a sender in this process may hand it over on its own thread (see InChannel): true for
+   * a server's requests and replies, not for pings and pongs, which are answered or
+   * completed in place, nor for nodes whose inbox runs on the caller's thread (clients).
+   */
+  boolean queuesOnly(Envelope env) {
+    return ownThread && !Payloads.is(env.getPayload(), Ping.class)
+        && !Payloads.is(env.getPayload(), Pong.class);
   }
 
   public int id() {

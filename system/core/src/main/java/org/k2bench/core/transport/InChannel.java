@@ -22,9 +22,12 @@ final class InChannel {
   private long lastDueNanos = Long.MIN_VALUE;
   private int queued;
   /**
-   * Sender in this process: never hand over on the sender's thread (a direct client inbox
-   * or a ping answered in place would run the receiver's code under the sender's channel
-   * lock, and two nodes answering each other would deadlock); the dispatcher releases it.
+   * Sender in this process: hand over on the sender's thread only what merely queues work
+   * for the receiver's own thread ({@link Endpoint#queuesOnly}). A direct client inbox or
+   * a ping answered in place would run the receiver's code under the sender's channel
+   * lock, and two nodes answering each other would deadlock; the dispatcher releases those.
+   * Handing over a due message directly saves a dispatcher wake-up per local message, the
+   * largest kernel cost when every datacenter's clients share the servers' process.
    */
   private final boolean inProcess;
 
@@ -51,7 +54,7 @@ final class InChannel {
     long sent = env.getClockDomain() == ClockDomain.ID ? Math.min(env.getSentNanos(), now) : now;
     long due = Math.max(sent + transport.links().sampleDelayNanos(env.getFromDc(), node.dc()), lastDueNanos);
     lastDueNanos = due;
-    if (due <= now && queued == 0 && !inProcess) {
+    if (due <= now && queued == 0 && (!inProcess || node.queuesOnly(env))) {
       recordLateness(env, now - due);
       node.receive(env);
       return;

@@ -85,4 +85,58 @@ class InChannelTest {
       assertTrue(got.get(2).atNanos >= got.get(1).atNanos);
     }
   }
+
+  /** An executor of its own thread that notes which thread handed it each task. */
+  private static final class NotingExecutor extends java.util.concurrent.ThreadPoolExecutor {
+    final List<String> callers = new CopyOnWriteArrayList<>();
+
+    NotingExecutor() {
+      super(1, 1, 0, TimeUnit.MILLISECONDS, new java.util.concurrent.LinkedBlockingQueue<>());
+    }
+
+    @Override
+    public void execute(Runnable task) {
+      callers.add(Thread.currentThread().getName());
+      super.execute(task);
+    }
+  }
+
+  @Test
+  void inProcessADueMessageForAServerThreadIsQueuedThereBySenderButNeverOvertakes() throws Exception {
+    Topology t = EmulationTest.scaledPaperTopology(0);
+    try (Transport transport = new Transport(t)) {
+      NotingExecutor inbox = new NotingExecutor();
+      List<Long> got = new CopyOnWriteArrayList<>();
+      Endpoint server = new Endpoint(transport, 0, 0, inbox, m -> got.add(m.as(UInt64Value.class).getValue()));
+      InChannel ch = new InChannel(transport, server, true);
+      String me = Thread.currentThread().getName();
+
+      ch.arrive(env(1, System.nanoTime(), ClockDomain.ID)); // due in one CA->VA delay
+      ch.arrive(env(2, 0, ClockDomain.ID)); // long overdue, but behind message 1
+      assertTrue(inbox.callers.isEmpty(), "message 2 waits for message 1 on the dispatcher");
+      awaitCount(got, 2);
+      ch.arrive(env(3, 0, ClockDomain.ID)); // overdue, nothing queued: handed over here
+      awaitCount(got, 3);
+      assertEquals(List.of(1L, 2L, 3L), got, "FIFO");
+      assertTrue(!inbox.callers.get(0).equals(me) && !inbox.callers.get(1).equals(me),
+          "the dispatcher released 1 and 2: " + inbox.callers);
+      assertEquals(me, inbox.callers.get(2), "3 was queued by its sender, with no dispatcher wake-up");
+      inbox.shutdownNow();
+    }
+  }
+
+  @Test
+  void inProcessANodeWhoseInboxRunsOnTheCallerIsAlwaysReleasedByTheDispatcher() throws Exception {
+    Topology t = EmulationTest.scaledPaperTopology(0);
+    try (Transport transport = new Transport(t)) {
+      List<String> threads = new CopyOnWriteArrayList<>();
+      Endpoint client = new Endpoint(transport, 60_000, 0, Runnable::run,
+          m -> threads.add(Thread.currentThread().getName()));
+      InChannel ch = new InChannel(transport, client, true);
+      ch.arrive(env(1, 0, ClockDomain.ID)); // overdue
+      assertTrue(threads.isEmpty(), "not run on the sender's thread, under its channel's lock");
+      awaitCount(threads, 1);
+      assertTrue(!threads.get(0).equals(Thread.currentThread().getName()));
+    }
+  }
 }

@@ -75,6 +75,11 @@ SCHEMA: dict[str, dict[str, tuple]] = {
         "target_ops_per_s_per_dc": (float, None, _POS),
         "heap_mb": (int, 512, _ATLEAST1),
         "jvm_args": ("args", list(DEFAULT_JVM_ARGS), None),
+        # in_server: each client runs inside the one server JVM of its machine (local runs with
+        # per_host servers; messages to the servers stay in process); own: a JVM per client
+        # slot; auto: in_server where it can
+        "processes": (str, "auto", lambda v: None if v in ("auto", "own", "in_server")
+                      else "must be auto, own or in_server"),
         "rpc_timeout_ms": (int, 10000, _ATLEAST1),
         # the most a client process's first operation may be off the common start (seconds;
         # YCSB's random pacing spread of one interval comes on top): beyond it the trial fails

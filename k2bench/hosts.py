@@ -587,3 +587,45 @@ class LeaseKeeper:
             h.refresh_lease()
         except RunFailed:
             pass  # the next command of the run on this host says what is wrong
+
+
+class InServerHost:
+    """Clients that run inside a server JVM (clients.processes: in_server; the launcher's
+    ``serve --clients-dir``): starting one writes its YCSB arguments to ``<dir>/<name>.args``,
+    the JVM writes its output beside it and its exit code to ``<name>.exit``. Everything
+    else is the machine's host."""
+
+    def __init__(self, host: "LocalHost", server: Proc, dir_rel: str):
+        self.host, self.server, self.dir_rel = host, server, dir_rel
+        self.name = host.name
+
+    def __getattr__(self, attr):
+        return getattr(self.host, attr)
+
+    def start(self, name: str, argv: list[str], stdout: str, stderr: str) -> Proc:
+        base = f"{self.dir_rel}/{name}"
+        self.host.put_text(f"{base}.args", "".join(f"{a}\n" for a in argv))
+        return Proc(name, self.host.name, list(argv), self.server.pid, f"{base}.stdout", f"{base}.stderr",
+                    time.time())
+
+    def poll(self, proc: Proc) -> int | None:
+        text = self.host.read_text(f"{self.dir_rel}/{proc.name}.exit").strip()
+        if text:
+            proc.returncode = int(text)
+            proc.stopped = proc.stopped or time.time()
+            return proc.returncode
+        rc = self.host.poll(self.server)
+        if rc is not None:
+            proc.returncode = rc
+            proc.stopped = proc.stopped or time.time()
+            return rc
+        return None
+
+    def stop(self, proc: Proc, grace_s: float = 10.0) -> int | None:
+        """A client still running ends with its server JVM, which the trial stops next."""
+        rc = self.poll(proc)
+        proc.stopped = proc.stopped or time.time()
+        return rc
+
+    def signal(self, proc: Proc, sig: int) -> None:
+        raise RunFailed(f"{proc.name} runs inside the server JVM and cannot be signalled alone")

@@ -32,7 +32,7 @@ from . import checker, cpu
 from .experiment import check_pacing, server_jvm_args, client_shares, dist_text, pacing_interval_ms, points
 from .deploy import ALL_DCS, Deployment, LocalDeployment
 from .faults import FAULTS_FILE, FaultInjector, fault_windows, unavailability
-from .hosts import Host, LeaseKeeper, LocalHost, Proc
+from .hosts import Host, InServerHost, LeaseKeeper, LocalHost, Proc
 from .summary import replication_pending_at_end, server_totals_hit_rate, summarize
 
 CLIENT_ID_BASE = 4096
@@ -186,6 +186,18 @@ def server_processes(cfg: dict) -> str:
     return "per_dc" if any(f["kind"] in ("kill", "pause") for f in cfg["faults"]) else "per_host"
 
 
+def client_processes_split(cfg: dict, local: bool, server_split: str) -> str:
+    """clients.processes with auto resolved: "in_server" (every client inside the one server
+    JVM of its machine) for a local run whose servers are per_host, else "own"."""
+    mode = cfg["clients"]["processes"]
+    if mode == "in_server" and not (local and server_split == "per_host"):
+        raise ConfigError("clients.processes", "in_server needs a local run with one server JVM (server.processes: "
+                          f"per_host or auto without kill/pause faults), not {server_split}; use own or auto")
+    if mode != "auto":
+        return mode
+    return "in_server" if local and server_split == "per_host" else "own"
+
+
 def check_fault_targets(faults: list[dict], dcs: list[str], servers_per_dc: int) -> None:
     """Every datacenter and server a fault names exists in the topology."""
     for i, f in enumerate(faults):
@@ -218,6 +230,7 @@ class Trial:
     cpu: dict | None = None  # CPU per thread category over the measurement window (local runs)
     server_processes: str | None = None  # server.processes as run (auto resolved)
     server_jvm_args: list | None = None
+    client_split: str | None = None  # clients.processes as run (auto resolved)
 
 
 class Orchestrator:
@@ -332,9 +345,15 @@ class Orchestrator:
             # Clusters run one server JVM per machine whatever server.processes says.
             t.server_processes = server_processes(cfg) if isinstance(dep, LocalDeployment) else "per_host"
             t.server_jvm_args = server_jvm_args(cfg, t.server_processes)
+            t.client_split = client_processes_split(cfg, isinstance(dep, LocalDeployment), t.server_processes)
+            in_server = t.client_split == "in_server"
+            in_server_rel = f"{t.rel}/clients/in-server"
             slots = dep.servers(dcs, doc["servers_per_dc"], t.server_processes)
+            client_slots = sum(len(dep.clients(dc)) for dc in dcs)
             servers = [self._start(t, stack, s.host, s.name, java(
-                s.host, srv["heap_mb"] * (len(dcs) if s.dc == ALL_DCS else 1), "serve", "--topology", s.host.path(topo_rel), "--system", t.system,
+                s.host, srv["heap_mb"] * (len(dcs) if s.dc == ALL_DCS else 1) + (cl["heap_mb"] * client_slots if in_server else 0),
+                "serve", "--topology", s.host.path(topo_rel), "--system", t.system,
+                *(["--clients-dir", s.host.path(in_server_rel)] if in_server else []),
                 *s.select, *listen, "--keys", str(w["keys"]), "--cache-fraction", str(srv["cache_fraction"]),
                 "--gc-window-ms", str(srv["gc_window_ms"]),
                 "--replica-retention-ms", str(srv["replica_retention_ms"]),
@@ -420,13 +439,19 @@ class Orchestrator:
                               "k2bench.history": slot.host.path(f"{t.rel}/clients/history-{slot.name}.jsonl"),
                               # a safety net only: the workload stops itself at start + run_s
                               "maxexecutiontime": int(total + CLIENT_START_TIMEOUT_S + 60)}
+                    if in_server:
+                        props["k2bench.colocated"] = "true"
                     args = ["-t", "-s", "-P", self._props_file(t, slot.host, slot.name, props),
                             "-threads", str(load.threads)]
                     if load.target is not None:
                         args += ["-target", str(load.target)]
-                    clients.append(self._start(t, stack, slot.host, slot.name,
-                                               ycsb(slot.host, cl["heap_mb"], *args, props=jvm_props(slot.host, t),
-                                                    jvm_args=cl["jvm_args"])))
+                    if in_server:  # inside the machine's one server JVM (clients.processes)
+                        host = InServerHost(slot.host, servers[0], in_server_rel)
+                        clients.append(self._start(t, stack, host, slot.name, args))
+                    else:
+                        clients.append(self._start(t, stack, slot.host, slot.name,
+                                                   ycsb(slot.host, cl["heap_mb"], *args, props=jvm_props(slot.host, t),
+                                                        jvm_args=cl["jvm_args"])))
                     spreads[slot.name] = pacing_spread_s(load)
                     if slot.host not in client_hosts:
                         client_hosts.append(slot.host)
@@ -453,8 +478,8 @@ class Orchestrator:
                                      f"{t.rel}/{FAULTS_FILE}", t.dir / "timeline.jsonl")
             stack.callback(t.faults.close)
             sampler = None
-            if all(isinstance(p.handle_host, LocalHost) for p in servers + clients):
-                sampler = cpu.WindowSampler({p.name: p.pid for p in servers + clients},
+            if all(isinstance(p.handle_host, (LocalHost, InServerHost)) for p in servers + clients):
+                sampler = cpu.WindowSampler({p.name: p.pid for p in servers + ([] if in_server else clients)},
                                             t0 + dur["warmup_s"], t0 + dur["warmup_s"] + dur["measure_s"])
                 stack.callback(sampler.close)
             # The skew check runs as soon as every client should have begun, and again at the end.
@@ -550,7 +575,8 @@ class Orchestrator:
         summary["availability"] = unavailability(ops_by_dc, t0 * 1000)
         summary["faults"] = cfg["faults"]
         summary["cpu"] = t.cpu
-        summary["server_processes"] = {"split": t.server_processes, "jvm_args": t.server_jvm_args}
+        summary["server_processes"] = {"split": t.server_processes, "jvm_args": t.server_jvm_args,
+                                       "clients": t.client_split}
         if cfg["check"]:
             self.progress.update(phase="checking consistency", elapsed=0, expected=None, ops_per_s=None)
             summary["consistency"] = check_trial_dir(

@@ -207,3 +207,34 @@ def test_a_run_behind_its_schedule_says_so(jar, tmp_path):
     assert f"schedule lag p99 {lag['p99']:.0f} ms > the 25 ms between a thread's operations" in w
     assert f"warning: rad: {w}" in r.stdout, r.stdout[-3000:]
     assert "schedule lag p50/p99" in r.stdout
+
+
+@pytest.mark.parametrize("mode", ["in_server", "own"])
+def test_clients_inside_the_server_jvm_or_in_their_own_run_a_checked_experiment(jar, tmp_path, mode):
+    exp = yaml.safe_load(TINY.read_text())
+    exp["systems"] = ["k2"]
+    exp["server"]["processes"] = "per_host"
+    exp["clients"]["processes"] = mode
+    f = tmp_path / "clients.yaml"
+    f.write_text(yaml.safe_dump(exp))
+    r = k2bench("run", str(f), "--runs", str(tmp_path / "runs"))
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    run = (tmp_path / "runs" / "latest").resolve()
+    d = run / "k2"
+    s = json.loads((d / "summary.json").read_text())
+    assert s["server_processes"]["clients"] == mode and s["server_processes"]["split"] == "per_host"
+    assert s["ops"]["rot"]["count"] > 0 and s["errors"] == 0 and s["throughput_ops_per_s"] > 0
+    assert s["consistency"]["violations"] == 0 and s["consistency"]["checked_ops"] > 0
+    assert len(list((d / "clients").glob("client-*.hlog"))) == 6
+    records = {json.loads(p.read_text())["name"]: json.loads(p.read_text()) for p in (d / "processes").glob("*.json")}
+    server = records["servers"]
+    for dc in ("VA", "CA", "SP", "LDN", "TYO", "SG"):
+        c = records[f"client-{dc}"]
+        assert (c["pid"] == server["pid"]) == (mode == "in_server"), "where the client ran"
+        assert c["exit_code"] == 0 and c["first_op_ms"] is not None
+        out = (run / c["stdout"]).read_text()
+        assert "k2bench: clients ready" in out and "k2bench: first operation at" in out
+        # each client's YCSB status lines went to its own file, not to the server's output
+        assert "current ops/sec" in (run / c["stderr"]).read_text()
+    assert "k2bench: clients ready" not in (run / server["stdout"]).read_text()
+    assert not [p for p in processes_mentioning(str(run)) if p], "no process of the run is left"

@@ -237,8 +237,10 @@ def run_trial(tmp_path, monkeypatch, mode, doc, fetch_error=None):
     stub.write_text(STUB)
     host = StubHost(tmp_path / "k2bench.jar", stub, fetch_error)
     host.bind_run(tmp_path)
+    # The stand-ins are processes of their own (a stub server hosts no clients).
+    clients = {"heap_mb": 64, **doc.get("clients", {}), "processes": "own"}
     exp = experiment.resolve({"systems": ["k2"], "topology": {"servers_per_dc": 1}, "workload": {"keys": 10},
-                              "server": {"heap_mb": 64}, "clients": {"heap_mb": 64}, **doc}, "stub", SYSTEMS)
+                              "server": {"heap_mb": 64}, **doc, "clients": clients}, "stub", SYSTEMS)
     orch = Orchestrator(Env(repo=ROOT, jar=tmp_path / "k2bench.jar", deployment=LocalDeployment(host)), _Quiet())
     t = Trial("k2", "", 1, exp, tmp_path / "k2", "k2")
     manifest = {"config": exp, "measured_rtt_ms": {}, "trials": [{"dir": "k2"}]}  # no RTT probe

@@ -91,8 +91,10 @@ def run_trial(tmp_path, monkeypatch, mode, doc, client_processes=1):
     host = StubHost(tmp_path / "k2bench.jar", stub)
     host.bind_run(tmp_path)
     dep = LocalDeployment(host) if client_processes == 1 else SlotsDeployment(host, client_processes)
+    # The stand-ins are processes of their own (a stub server hosts no clients).
+    clients = {"heap_mb": 64, **doc.get("clients", {}), "processes": "own"}
     exp = experiment.resolve({"systems": ["k2"], "topology": {"servers_per_dc": 1}, "workload": {"keys": 10},
-                              "server": {"heap_mb": 64}, "clients": {"heap_mb": 64}, **doc}, "stub", SYSTEMS)
+                              "server": {"heap_mb": 64}, **doc, "clients": clients}, "stub", SYSTEMS)
     orch = Orchestrator(Env(repo=ROOT, jar=tmp_path / "k2bench.jar", deployment=dep), _Quiet())
     t = Trial("k2", "", 1, exp, tmp_path / "k2", "k2")
     manifest = {"config": exp, "measured_rtt_ms": {}}  # no RTT probe

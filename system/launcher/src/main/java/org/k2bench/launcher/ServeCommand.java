@@ -60,6 +60,11 @@ final class ServeCommand implements Callable<Integer> {
           + "HdrHistogram interval log, one interval per second.")
   java.nio.file.Path metricsLog;
 
+  @Option(names = "--clients-dir", paramLabel = "DIR",
+      description = "Also run YCSB clients in this process, one per DIR/<name>.args file (local runs: "
+          + "their messages to the servers stay in process).")
+  java.nio.file.Path clientsDir;
+
   @Override
   public Integer call() throws InterruptedException {
     Topology t = flags.loadTopology();
@@ -74,6 +79,15 @@ final class ServeCommand implements Callable<Integer> {
       }
     }
     LocalCluster cluster = LocalCluster.start(sys, t, flags.options(), servers, listenHost);
+    if (clientsDir != null) {
+      org.k2bench.core.transport.Transport.hostClients(cluster.transport());
+      try {
+        new ColocatedClients(clientsDir);
+      } catch (java.io.IOException e) {
+        cluster.close();
+        throw new ConfigException("--clients-dir", "cannot use " + clientsDir + ": " + e.getMessage());
+      }
+    }
     Thread hook = new Thread(() -> {
       writeStats(t, cluster);
       cluster.close();

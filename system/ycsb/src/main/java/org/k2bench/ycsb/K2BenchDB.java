@@ -89,7 +89,16 @@ public final class K2BenchDB extends DB {
       Transport t;
       int dc;
       synchronized (SHARED_LOCK) {
-        if (shared == null) {
+        if (shared == null && colocated(p)) {
+          // Inside the server process: the servers' transport, messages in process.
+          Transport hosting = Transport.hostingClients();
+          if (hosting == null) {
+            throw new DBException("k2bench.colocated: this process runs no servers; run the client "
+                + "in its own process (k2bench.colocated=false)");
+          }
+          topology = hosting.topology();
+          shared = hosting;
+        } else if (shared == null) {
           topology = TopologyLoader.load(Path.of(required(p, "k2bench.topology")));
           dc = topology.dcIndex("k2bench.dc", required(p, "k2bench.dc"));
           shared = new Transport(topology);
@@ -150,10 +159,17 @@ public final class K2BenchDB extends DB {
     }
     synchronized (SHARED_LOCK) {
       if (--users == 0 && shared != null) {
-        shared.close();
+        if (shared != Transport.hostingClients()) {
+          shared.close(); // the servers' own transport stays open
+        }
         shared = null;
       }
     }
+  }
+
+  /** {@code k2bench.colocated}: this client runs inside the servers' process (default false). */
+  static boolean colocated(Properties p) {
+    return Boolean.parseBoolean(p.getProperty("k2bench.colocated", "false"));
   }
 
   static Row toRow(Map<String, ByteIterator> values) {

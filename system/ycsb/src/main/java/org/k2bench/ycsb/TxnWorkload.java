@@ -171,7 +171,9 @@ public final class TxnWorkload extends Workload {
       try {
         IntervalLog log = new IntervalLog(Path.of(hlog), longProp(p, "k2bench.hlog_interval_ms", 1000, 10));
         try {
-          org.k2bench.core.metrics.ProcessMetrics.use(log); // the transport's lateness, too
+          if (!K2BenchDB.colocated(p)) { // inside the servers' process their log has the lateness
+            org.k2bench.core.metrics.ProcessMetrics.use(log); // the transport's lateness, too
+          }
         } catch (IllegalStateException e) {
           log.close();
           throw new WorkloadException("k2bench.hlog: " + e.getMessage());

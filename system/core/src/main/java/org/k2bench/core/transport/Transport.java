@@ -105,6 +105,21 @@ public final class Transport implements AutoCloseable {
     return topology;
   }
 
+  private static volatile Transport hosting;
+
+  /**
+   * The transport of this process's servers, for clients that run inside it (the launcher's
+   * co-located YCSB clients): their sessions open on it and reach the servers in process.
+   */
+  public static void hostClients(Transport transport) {
+    hosting = transport;
+  }
+
+  /** The transport given to {@link #hostClients}, or null. */
+  public static Transport hostingClients() {
+    return hosting;
+  }
+
   public LinkConditions links() {
     return links;
   }

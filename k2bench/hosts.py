@@ -610,16 +610,11 @@ class InServerHost:
 
     def poll(self, proc: Proc) -> int | None:
         text = self.host.read_text(f"{self.dir_rel}/{proc.name}.exit").strip()
-        if text:
-            proc.returncode = int(text)
-            proc.stopped = proc.stopped or time.time()
-            return proc.returncode
-        rc = self.host.poll(self.server)
+        rc = int(text) if text else self.host.poll(self.server)
         if rc is not None:
             proc.returncode = rc
             proc.stopped = proc.stopped or time.time()
-            return rc
-        return None
+        return rc
 
     def stop(self, proc: Proc, grace_s: float = 10.0) -> int | None:
         """A client still running ends with its server JVM, which the trial stops next."""

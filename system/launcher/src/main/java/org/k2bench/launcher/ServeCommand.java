@@ -79,16 +79,21 @@ final class ServeCommand implements Callable<Integer> {
       }
     }
     LocalCluster cluster = LocalCluster.start(sys, t, flags.options(), servers, listenHost);
+    ColocatedClients colocated = null;
     if (clientsDir != null) {
       org.k2bench.core.transport.Transport.hostClients(cluster.transport());
       try {
-        new ColocatedClients(clientsDir);
+        colocated = new ColocatedClients(clientsDir);
       } catch (java.io.IOException e) {
         cluster.close();
         throw new ConfigException("--clients-dir", "cannot use " + clientsDir + ": " + e.getMessage());
       }
     }
+    ColocatedClients clients = colocated;
     Thread hook = new Thread(() -> {
+      if (clients != null) {
+        clients.close(); // no client starts while the servers close
+      }
       writeStats(t, cluster);
       cluster.close();
       org.k2bench.core.metrics.ProcessMetrics.close();

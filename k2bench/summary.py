@@ -234,6 +234,25 @@ def emulation(intervals: list[Interval], window: tuple[float, float], faults: bo
     return out
 
 
+HEAP_LIVE, HEAP_COMMITTED, HEAP_MAX = "jvm:heap_live_mb", "jvm:heap_committed_mb", "jvm:heap_max_mb"
+
+
+def jvm_memory(logs: dict[str, list[Interval]]) -> dict:
+    """Each JVM's heap over the whole run, from the gauges its process log records once per
+    interval (system/core IntervalLog): the largest heap in use after a collection
+    (``live_mb``: what the JVM keeps, plus what that collection left), the largest
+    committed heap (``committed_mb``) and the limit (``max_mb``, -Xmx), in MB. ``logs``: process log (``servers/<name>``,
+    ``clients/<name>``) -> its intervals; a log
+    without the gauges (a client inside the servers' JVM) is left out."""
+    out = {}
+    for name, ivs in sorted(logs.items()):
+        live, committed = merge(ivs, HEAP_LIVE, None), merge(ivs, HEAP_COMMITTED, None)
+        if live.get_total_count():
+            out[name] = {"live_mb": live.get_max_value(), "committed_mb": committed.get_max_value(),
+                         "max_mb": merge(ivs, HEAP_MAX, None).get_max_value() or None}
+    return out
+
+
 PENDING_GAUGES = ("pending_replicated_txns", "incoming_writes", "replicating", "waiting_remote_reads")
 
 
@@ -269,7 +288,9 @@ def summarize(logs: dict[str, list[pathlib.Path]], *, system: str, experiment: s
     logs) and its servers' logs; ``after_ms``: when the last fault began, if any;
     ``pacing_interval_ms``: the time between two operations of one client thread on
     schedule (experiment.pacing_interval_ms), None for closed-loop clients."""
-    per_client = {dc: [iv for p in paths for iv in read_log(p)] for dc, paths in sorted(logs.items())}
+    per_process = {f"clients/{pathlib.Path(p).stem}": read_log(p) for paths in logs.values() for p in paths}
+    per_client = {dc: [iv for p in paths for iv in per_process[f"clients/{pathlib.Path(p).stem}"]]
+                  for dc, paths in sorted(logs.items())}
     everything = [iv for ivs in per_client.values() for iv in ivs]
     measured_s = (window_ms[1] - window_ms[0]) / 1000.0
     committed = sum(merge(everything, op, window_ms).get_total_count() for op in OPS)
@@ -299,7 +320,9 @@ def summarize(logs: dict[str, list[pathlib.Path]], *, system: str, experiment: s
                    for name, ivs in per_client.items()},
         "window_ms": [window_ms[0], window_ms[1]],
     }
-    server_intervals = [iv for p in server_logs if pathlib.Path(p).exists() for iv in read_log(p, tolerant=True)]
+    per_server = {f"servers/{pathlib.Path(p).stem}": read_log(p, tolerant=True) for p in server_logs if pathlib.Path(p).exists()}
+    server_intervals = [iv for ivs in per_server.values() for iv in ivs]
+    summary["jvm_memory_mb"] = jvm_memory(per_process | per_server)
     summary["replication_lag_ms"] = replication_lag(server_intervals, window_ms, after_ms)
     summary["emulation_lateness_ms"] = emulation(everything + server_intervals, window_ms, faults=after_ms is not None)
     origin = origin_ms if origin_ms is not None else window_ms[0]

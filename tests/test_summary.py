@@ -301,6 +301,16 @@ def test_a_p99_lateness_above_5_ms_in_any_class_marks_the_run_degraded():
     assert "6.00 (local) DEGRADED" in line and line.rstrip().rstrip("│").rstrip().endswith("-")
 
 
+def test_jvm_memory_is_the_largest_gauge_of_each_process_log():
+    server = _lateness_intervals({"jvm:heap_live_mb": [300], "jvm:heap_committed_mb": [900],
+                                  "jvm:heap_max_mb": [4608]})
+    server += _lateness_intervals({"jvm:heap_live_mb": [700], "jvm:heap_committed_mb": [1200],
+                                   "jvm:heap_max_mb": [4608]}, start_ms=2000.0)
+    in_server_client = _lateness_intervals({"rot": [1000]})
+    m = S.jvm_memory({"servers/all": server, "clients/VA-0": in_server_client})
+    assert m == {"servers/all": {"live_mb": 700, "committed_mb": 1200, "max_mb": pytest.approx(4608, rel=0.001)}}
+
+
 def test_a_run_without_lateness_values_is_not_degraded():
     e = S.emulation([], (0, 1))
     assert e["worst_p99"] is None and not e["degraded"]

@@ -24,6 +24,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAdder;
 import org.k2bench.core.cluster.FreePorts;
 import org.k2bench.core.metrics.LatencyHistogram;
+import org.k2bench.core.metrics.ProcessMetrics;
 import org.k2bench.core.topology.ConfigException;
 import org.k2bench.core.topology.Topology;
 import org.k2bench.core.topology.TopologyLoader;
@@ -39,7 +40,10 @@ import picocli.CommandLine.Spec;
  * How faithful is the embedded WAN emulation? Six datacenters with the paper's
  * matrix, one server each, in this JVM over the real gRPC transport on loopback. Every
  * pair is pinged at idle and again under a background load of one-way messages; the
- * measured RTT is compared with the configured one. Prints a table and writes
+ * measured RTT is compared with the configured one. Beside it the bench measures how late
+ * this machine wakes a sleeping thread with nothing else running (every delivery ends a
+ * sleep, so that tail is a floor under the emulation's), the CPU the hypervisor stole in
+ * each phase, and each message's delivery lateness. Prints a table and writes
  * {@code bench-emulation.json}, the HdrHistogram logs and a manifest into {@code --out}.
  */
 @Command(name = "bench-emulation", mixinStandardHelpOptions = true, description = "Configured vs measured RTT per datacenter pair, idle and under load.")
@@ -102,6 +106,14 @@ final class EmulationBench implements Callable<Integer> {
     long pingMsgs;
     Map<String, Long> gcIdle;
     Map<String, Long> gcLoad;
+    // Each delivered message's lateness (release - due, the dispatcher's part of a ping's
+    // error; the rest is the hand-over to the prober and the reply's send).
+    LatencyHistogram wakeups;
+    Double wakeSteal;
+    Double idleSteal;
+    Double loadSteal;
+    DeliverySink idleDelivery = new DeliverySink();
+    DeliverySink loadDelivery = new DeliverySink();
     try (Transport transport = new Transport(t).wireOnly()) {
       LongAdder received = new LongAdder();
       Endpoint[] eps = new Endpoint[d];
@@ -114,18 +126,40 @@ final class EmulationBench implements Callable<Integer> {
           d, samples, probesPerPair, loadRate, payloadBytes);
       log.printf("warming up for %d s ...%n", warmupS);
       log.flush();
+      // Through the very code the phases run (probers, gaps, error and lateness recording):
+      // warmed on another path, the JIT compiled and swapped in this one during the idle
+      // phase, and each swap delayed the deliveries around it by 1-5 ms.
       long warmEnd = System.nanoTime() + TimeUnit.SECONDS.toNanos(warmupS);
-      while (System.nanoTime() < warmEnd) {
-        RttProbe.measure(eps, ids, 5, 0);
+      DeliverySink warmDelivery = new DeliverySink();
+      ProcessMetrics.use(warmDelivery);
+      try {
+        while (System.nanoTime() < warmEnd) {
+          RttProbe.measure(eps, ids, probesPerPair * 4, probesPerPair, gapMs, errorSink(t, errorHistograms(d)));
+        }
+      } finally {
+        ProcessMetrics.release(warmDelivery);
       }
+
+      log.printf("this machine's own wake-ups (%d threads sleeping 1-20 ms, no messages) ...%n", WAKE_THREADS);
+      log.flush();
+      long steal0 = stealTicks();
+      wakeups = wakeUpLateness(WAKE_THREADS, WAKE_SLEEPS);
+      wakeSteal = stealMs(steal0);
 
       log.printf("idle phase ...%n");
       log.flush();
+      long steal1 = stealTicks();
       long t0 = System.nanoTime();
       Map<String, Long> gc0 = gcTotals();
       idleErr = errorHistograms(d);
-      idle = RttProbe.measure(eps, ids, samples, probesPerPair, gapMs, errorSink(t, idleErr));
+      ProcessMetrics.use(idleDelivery);
+      try {
+        idle = RttProbe.measure(eps, ids, samples, probesPerPair, gapMs, errorSink(t, idleErr));
+      } finally {
+        ProcessMetrics.release(idleDelivery);
+      }
       gcIdle = gcDelta(gc0);
+      idleSteal = stealMs(steal1);
       double idleSeconds = (System.nanoTime() - t0) / 1e9;
 
       log.printf("load phase (%d msgs/s in the background) ...%n", loadRate);
@@ -147,11 +181,18 @@ final class EmulationBench implements Callable<Integer> {
         }
       }, 0, 1, TimeUnit.MILLISECONDS);
       long sentBefore = sent.sum();
+      long steal2 = stealTicks();
       long l0 = System.nanoTime();
       Map<String, Long> gc1 = gcTotals();
       loadErr = errorHistograms(d);
-      load = RttProbe.measure(eps, ids, samples, probesPerPair, gapMs, errorSink(t, loadErr));
+      ProcessMetrics.use(loadDelivery);
+      try {
+        load = RttProbe.measure(eps, ids, samples, probesPerPair, gapMs, errorSink(t, loadErr));
+      } finally {
+        ProcessMetrics.release(loadDelivery);
+      }
       gcLoad = gcDelta(gc1);
+      loadSteal = stealMs(steal2);
       double loadSeconds = (System.nanoTime() - l0) / 1e9;
       achievedRate = (sent.sum() - sentBefore) / loadSeconds;
       gen.shutdownNow();
@@ -201,21 +242,35 @@ final class EmulationBench implements Callable<Integer> {
     LatencyHistogram idlePooled = pooled(idleErr);
     LatencyHistogram loadPooled = pooled(loadErr);
     boolean meets = worst[1] <= TARGET_IDLE_P99_MS && worst[3] <= TARGET_LOAD_P99_MS;
-    log.printf("%nlargest error: idle p50 %.2f ms, idle p99 %.2f ms (target <= %.1f); "
+    log.printf("%nlargest error (worst pair): idle p50 %.2f ms, idle p99 %.2f ms (target <= %.1f); "
             + "load p50 %.2f ms, load p99 %.2f ms (target <= %.1f); background load %.0f msgs/s%n",
         worst[0], worst[1], TARGET_IDLE_P99_MS, worst[2], worst[3], TARGET_LOAD_P99_MS, achievedRate);
-    log.printf("pooled over all %d pings per phase, error p50/p99/p99.9: idle %.2f/%.2f/%.2f ms, load %.2f/%.2f/%.2f ms%n",
+    log.printf("all %,d pings per phase, error p50/p99/p99.9: idle %.2f/%.2f/%.2f ms, load %.2f/%.2f/%.2f ms%n",
         idlePooled.count(), idlePooled.percentileMs(50), idlePooled.percentileMs(99), idlePooled.percentileMs(99.9),
         loadPooled.percentileMs(50), loadPooled.percentileMs(99), loadPooled.percentileMs(99.9));
+    log.printf("this machine's wake-ups: a sleeping thread woke %s after its time, %.2f%% over 1 ms "
+            + "(a floor under every delivery here)%n", fourMs(wakeups, "sleeps"), 100.0 * overMs(wakeups, 1.0));
+    log.printf("CPU stolen by the hypervisor: %s ms during the wake-up check, %s ms idle, %s ms under load%n",
+        fmt(wakeSteal), fmt(idleSteal), fmt(loadSteal));
+    log.printf("delivery lateness (release - due), p50/p99/p99.9/max: idle %s, load %s%n",
+        fourMs(idleDelivery.h, "msgs"), fourMs(loadDelivery.h, "msgs"));
     log.printf("GC during idle phase: %s; during load phase: %s%n", gcIdle, gcLoad);
     log.printf("%s%n", meets ? "targets met (worst pair p99)"
-        : "TARGETS MISSED by the worst pair's p99 (see bench-emulation.json)");
+        : "TARGETS MISSED by the worst pair's p99 (see bench-emulation.json; compare the machine's own wake-ups above)");
     log.flush();
 
     result.put("pairs", pairs);
     result.put("largest_error_ms", Map.of("idle_p50", round(worst[0]), "idle_p99", round(worst[1]),
         "load_p50", round(worst[2]), "load_p99", round(worst[3])));
     result.put("pooled_error_ms", Map.of("idle", idlePooled.summary(), "load", loadPooled.summary()));
+    result.put("machine_wakeup_lateness_ms", wakeups.summary());
+    result.put("machine_wakeups_over_1ms_fraction", round(overMs(wakeups, 1.0)));
+    Map<String, Object> steal = new LinkedHashMap<>();
+    steal.put("wakeup_check", wakeSteal);
+    steal.put("idle", idleSteal);
+    steal.put("load", loadSteal);
+    result.put("steal_ms", steal);
+    result.put("delivery_lateness_ms", Map.of("idle", idleDelivery.h.summary(), "load", loadDelivery.h.summary()));
     result.put("gc", Map.of("idle", gcIdle, "load", gcLoad));
     result.put("targets_ms", Map.of("idle_p99", TARGET_IDLE_P99_MS, "load_p99", TARGET_LOAD_P99_MS));
     result.put("targets_met", meets);
@@ -286,6 +341,83 @@ final class EmulationBench implements Callable<Integer> {
       }
     }
     return out;
+  }
+
+  static final int WAKE_THREADS = 6;
+  static final int WAKE_SLEEPS = 500;
+
+  /**
+   * How late this machine wakes a sleeping thread, with nothing else of the bench running:
+   * {@code threads} threads each sleep {@code sleeps} times for 1-20 ms. Every delivery
+   * ends such a sleep (a dispatcher's, then the receiver's), so this tail is a floor under
+   * the emulation's own; on a virtual machine it includes the hypervisor's scheduling.
+   */
+  static LatencyHistogram wakeUpLateness(int threads, int sleeps) throws InterruptedException {
+    LatencyHistogram h = new LatencyHistogram();
+    Thread[] ts = new Thread[threads];
+    for (int i = 0; i < threads; i++) {
+      ts[i] = new Thread(() -> {
+        ThreadLocalRandom r = ThreadLocalRandom.current();
+        for (int n = 0; n < sleeps; n++) {
+          long d = TimeUnit.MILLISECONDS.toNanos(1) + r.nextLong(TimeUnit.MILLISECONDS.toNanos(19));
+          long due = System.nanoTime() + d;
+          java.util.concurrent.locks.LockSupport.parkNanos(d);
+          long late = System.nanoTime() - due;
+          if (late >= 0) { // parkNanos may return early (spurious wake-up): not a sample
+            h.recordNanos(late);
+          }
+        }
+      }, "k2b-wakeup-" + i);
+      ts[i].start();
+    }
+    for (Thread t : ts) {
+      t.join();
+    }
+    return h;
+  }
+
+  /** The fraction of a histogram's values above {@code ms}. */
+  static double overMs(LatencyHistogram h, double ms) {
+    org.HdrHistogram.Histogram c = h.copy();
+    return c.getTotalCount() == 0 ? 0 : 1.0 - c.getPercentileAtOrBelowValue(Math.round(ms * 1e6)) / 100.0;
+  }
+
+  /** The machine's stolen CPU time so far (Linux /proc/stat, in clock ticks), or -1. */
+  static long stealTicks() {
+    try {
+      String[] f = Files.readAllLines(Path.of("/proc/stat")).get(0).trim().split("\\s+");
+      return f.length > 8 && f[0].equals("cpu") ? Long.parseLong(f[8]) : -1;
+    } catch (IOException | RuntimeException e) {
+      return -1;
+    }
+  }
+
+  /** Stolen ms since {@code before} (ticks of 10 ms, USER_HZ 100), null where unknown. */
+  static Double stealMs(long before) {
+    long now = stealTicks();
+    return before < 0 || now < 0 ? null : (now - before) * 10.0;
+  }
+
+  static String fmt(Double v) {
+    return v == null ? "n/a" : String.format("%.0f", v);
+  }
+
+  /** The transport's lateness of every delivered message (it records microseconds). */
+  static final class DeliverySink implements ProcessMetrics.Sink {
+    final LatencyHistogram h = new LatencyHistogram();
+
+    @Override
+    public void record(String tag, long micros) {
+      if (tag.startsWith("lateness:")) {
+        h.recordNanos(micros * 1000);
+      }
+    }
+  }
+
+  /** p50/p99/p99.9/max of {@code h} and its count of {@code what}. */
+  static String fourMs(LatencyHistogram h, String what) {
+    return String.format("%.2f/%.2f/%.2f/%.2f ms (%,d %s)", h.percentileMs(50), h.percentileMs(99),
+        h.percentileMs(99.9), h.maxMs(), h.count(), what);
   }
 
   /** Collections and total collection time (ms) of all collectors so far. */

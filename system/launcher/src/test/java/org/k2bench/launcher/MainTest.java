@@ -110,4 +110,27 @@ class MainTest {
       assertTrue(text.contains("\"configured\" : 30.0"), text);
     }
   }
+
+  /**
+   * The bench counts each phase's deliveries and nothing else: two per ping (ping and
+   * pong), none from the warm-up before it, none of the idle phase in the load phase's
+   * background (which has messages of its own); and it measures the machine's wake-ups.
+   */
+  @Test
+  void benchEmulationRecordsEachPhasesDeliveriesAndTheMachinesWakeUps() throws Exception {
+    Path out = dir.resolve("bench");
+    Result r = run("bench-emulation", "--out", out.toString(), "--topology", topologyFile(THREE_DCS).toString(),
+        "--samples", "20", "--probes-per-pair", "2", "--gap-ms", "1", "--load-rate", "200", "--warmup-s", "1");
+    assertEquals(0, r.code(), r.err());
+    assertTrue(r.out().contains("this machine's wake-ups"), r.out());
+    var json = new com.fasterxml.jackson.databind.ObjectMapper().readTree(out.resolve("bench-emulation.json").toFile());
+    int pings = 20 * 3;
+    assertEquals(2 * pings, json.at("/delivery_lateness_ms/idle/count").asLong(), json.toString());
+    long load = json.at("/delivery_lateness_ms/load/count").asLong();
+    assertTrue(load > 2 * pings, "the load phase's background messages are delivered, too: " + load);
+    long wakeups = json.at("/machine_wakeup_lateness_ms/count").asLong();
+    assertTrue(wakeups > 0.9 * EmulationBench.WAKE_THREADS * EmulationBench.WAKE_SLEEPS
+        && wakeups <= EmulationBench.WAKE_THREADS * EmulationBench.WAKE_SLEEPS, "wake-up samples: " + wakeups);
+    assertTrue(json.at("/steal_ms").has("idle"), json.toString());
+  }
 }

@@ -3,6 +3,10 @@ package org.k2bench.core.metrics;
 import java.io.FileOutputStream;
 import java.io.IOException;
 import java.io.PrintStream;
+import java.lang.management.ManagementFactory;
+import java.lang.management.MemoryPoolMXBean;
+import java.lang.management.MemoryType;
+import java.lang.management.MemoryUsage;
 import java.nio.file.Path;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -29,9 +33,11 @@ import org.HdrHistogram.Recorder;
  * {@code replication_lag:<origin>><here>}: microseconds from a write's commit in its origin
  * datacenter to its visibility here. Every process's transport records
  * {@code lateness:wan} and {@code lateness:local}: microseconds, per delivered message, from
- * its emulated due time to its delivery (see InChannel).
+ * its emulated due time to its delivery (see InChannel), and its JVM's heap once per
+ * interval, in MB ({@code jvm:heap_*_mb}, see
+ * {@link #recordJvmMemory}).
  */
-public final class IntervalLog implements AutoCloseable {
+public final class IntervalLog implements AutoCloseable, ProcessMetrics.Sink {
   /**
    * A fixed range, one hour in microseconds (larger values are clamped to it): an
    * auto-resizing histogram grows past the range its log header declares, which the
@@ -46,6 +52,7 @@ public final class IntervalLog implements AutoCloseable {
   private final Thread flusher;
   private final long intervalMs;
   private volatile boolean closed;
+  private volatile boolean jvmGauges;
   private long intervalStartMs;
   /** Interval boundaries fall on {@code originMs + k * intervalMs}. */
   private volatile long originMs;
@@ -68,6 +75,7 @@ public final class IntervalLog implements AutoCloseable {
     flusher.start();
   }
 
+  @Override
   public void record(String tag, long value) {
     recorders.computeIfAbsent(tag, t -> new Recorder(1, HIGHEST_VALUE, 3))
         .recordValue(Math.min(HIGHEST_VALUE, Math.max(0, value)));
@@ -101,8 +109,50 @@ public final class IntervalLog implements AutoCloseable {
     }
   }
 
+  /**
+   * Also records this JVM's heap once per interval (the log of the process's
+   * {@link ProcessMetrics}, one per JVM): {@code jvm:heap_live_mb}, the heap in use after
+   * the last collection (the live set plus what that collection left; before the first
+   * collection, all of the heap in use), {@code jvm:heap_committed_mb} and
+   * {@code jvm:heap_max_mb} (-Xmx).
+   */
+  void recordJvmMemory(boolean on) {
+    jvmGauges = on;
+  }
+
+  static final String HEAP_LIVE = "jvm:heap_live_mb";
+  static final String HEAP_COMMITTED = "jvm:heap_committed_mb";
+  static final String HEAP_MAX = "jvm:heap_max_mb";
+
+  private void recordHeap() {
+    long collections = 0;
+    for (var gc : ManagementFactory.getGarbageCollectorMXBeans()) {
+      collections += Math.max(0, gc.getCollectionCount());
+    }
+    long live = 0;
+    long committed = 0;
+    for (MemoryPoolMXBean pool : ManagementFactory.getMemoryPoolMXBeans()) {
+      if (pool.getType() != MemoryType.HEAP || !pool.isValid()) {
+        continue;
+      }
+      MemoryUsage after = collections > 0 ? pool.getCollectionUsage() : null;
+      MemoryUsage now = pool.getUsage();
+      live += (after != null ? after : now).getUsed();
+      committed += now.getCommitted();
+    }
+    record(HEAP_LIVE, (live + (1 << 20) - 1) >> 20);
+    record(HEAP_COMMITTED, (committed + (1 << 20) - 1) >> 20);
+    long max = ManagementFactory.getMemoryMXBean().getHeapMemoryUsage().getMax();
+    if (max > 0) {
+      record(HEAP_MAX, max >> 20);
+    }
+  }
+
   /** Writes one interval histogram per tag that saw values since the last flush. */
   private synchronized void flush() {
+    if (jvmGauges) {
+      recordHeap();
+    }
     long end = System.currentTimeMillis();
     for (Map.Entry<String, Recorder> e : recorders.entrySet()) {
       String tag = e.getKey();

@@ -10,7 +10,12 @@ import java.nio.file.Path;
  * emulation's lateness; recording is a no-op without a log, as in tests.
  */
 public final class ProcessMetrics {
-  private static volatile IntervalLog log;
+  /** Where a process's metrics go: its interval log, or a bench's own histograms. */
+  public interface Sink {
+    void record(String tag, long value);
+  }
+
+  private static volatile Sink log;
 
   private ProcessMetrics() {}
 
@@ -23,26 +28,37 @@ public final class ProcessMetrics {
     if (parent != null) {
       java.nio.file.Files.createDirectories(parent);
     }
-    log = new IntervalLog(path, intervalMs);
+    IntervalLog l = new IntervalLog(path, intervalMs);
+    l.recordJvmMemory(true);
+    log = l;
   }
 
-  /** Records into a log the process already writes (a client's workload log) until {@link #release}. */
-  public static synchronized void use(IntervalLog existing) {
+  /**
+   * Records into a sink the caller owns until {@link #release}: a log the process already
+   * writes (a client's workload log), or a bench's histograms.
+   */
+  public static synchronized void use(Sink existing) {
     if (log != null) {
       throw new IllegalStateException("the process metrics log is already open");
+    }
+    if (existing instanceof IntervalLog l) {
+      l.recordJvmMemory(true); // the process's own log: its JVM's heap, too
     }
     log = existing;
   }
 
   /** Stops recording into a log given to {@link #use} (its owner closes it). */
-  public static synchronized void release(IntervalLog existing) {
+  public static synchronized void release(Sink existing) {
     if (log == existing) {
+      if (existing instanceof IntervalLog l) {
+        l.recordJvmMemory(false);
+      }
       log = null;
     }
   }
 
   public static void record(String tag, long value) {
-    IntervalLog l = log;
+    Sink l = log;
     if (l != null) {
       l.record(tag, value);
     }
@@ -50,9 +66,9 @@ public final class ProcessMetrics {
 
   /** Flushes and closes the log (at shutdown). */
   public static synchronized void close() {
-    if (log != null) {
-      log.close();
-      log = null;
+    if (log instanceof IntervalLog l) {
+      l.close();
     }
+    log = null;
   }
 }

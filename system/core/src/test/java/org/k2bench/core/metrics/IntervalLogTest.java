@@ -2,6 +2,7 @@ package org.k2bench.core.metrics;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Path;
 import org.HdrHistogram.Histogram;
@@ -31,5 +32,39 @@ class IntervalLogTest {
     assertEquals(IntervalLog.HIGHEST_VALUE, h.getHighestTrackableValue(), "no auto-resize past the header");
     assertEquals(IntervalLog.HIGHEST_VALUE, h.getMaxValue(), IntervalLog.HIGHEST_VALUE / 1000.0);
     assertEquals(600_000_000L, h.getValueAtPercentile(50), 600_000);
+  }
+
+  /**
+   * A process's own log (ProcessMetrics) carries its JVM's heap once per interval; another
+   * log in the same JVM (a client inside the servers' process) does not, or the JVM would
+   * be counted twice.
+   */
+  @Test
+  void onlyTheProcessLogRecordsTheHeap() throws Exception {
+    Path own = dir.resolve("server.hlog");
+    Path other = dir.resolve("client.hlog");
+    ProcessMetrics.open(own, 10_000);
+    try (IntervalLog client = new IntervalLog(other, 10_000)) {
+      client.record("rot", 250);
+    } finally {
+      ProcessMetrics.close();
+    }
+    java.util.Map<String, Long> ownTags = maxByTag(own);
+    assertEquals(java.util.Set.of("jvm:heap_live_mb", "jvm:heap_committed_mb", "jvm:heap_max_mb"), ownTags.keySet());
+    long maxMb = Runtime.getRuntime().maxMemory() >> 20;
+    assertTrue(ownTags.get("jvm:heap_live_mb") > 0 && ownTags.get("jvm:heap_live_mb") <= maxMb * 1.01,
+        "live heap within the limit: " + ownTags);
+    assertTrue(ownTags.get("jvm:heap_committed_mb") >= ownTags.get("jvm:heap_live_mb") * 0.99, ownTags.toString());
+    assertEquals(maxMb, ownTags.get("jvm:heap_max_mb"), maxMb / 100.0);
+    assertEquals(java.util.Set.of("rot"), maxByTag(other).keySet());
+  }
+
+  private static java.util.Map<String, Long> maxByTag(Path log) throws Exception {
+    java.util.Map<String, Long> out = new java.util.HashMap<>();
+    HistogramLogReader r = new HistogramLogReader(log.toFile());
+    for (Histogram h; (h = (Histogram) r.nextIntervalHistogram()) != null; ) {
+      out.merge(h.getTag(), h.getMaxValue(), Math::max);
+    }
+    return out;
   }
 }

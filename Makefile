@@ -20,7 +20,7 @@ help:
 	@echo "make test             build everything and run all tests (Java + Python)"
 	@echo "make analyze          report with the paper's figures for runs/latest (RUN=<dir> or RUN=\"<dir> <dir>\")"
 	@echo "make bench-emulation  measure the embedded WAN emulation: configured vs measured RTT"
-	@echo "make bench-throughput each system's real peak, its CPU table and the Fig. 9 ratios (SETTINGS=default: one setting)"
+	@echo "make bench-throughput each system's real peak, its CPU table and the Fig. 9 ratios (SETTINGS=default: one setting; RESUME=runs/<dir> continues one)"
 	@echo "make build            build system/launcher/target/k2bench.jar"
 	@echo "make deploy-test      the remote path on 4 local test hosts: Ansible site.yml, smoke via Fabric, faults (root)"
 	@echo "make ec2-up / ec2-run / ec2-down        six AWS regions (terraform/ec2; EXPERIMENT=<name>, SERVERS_PER_DC=4 for paper scale)"
@@ -88,7 +88,7 @@ bench-emulation: $(JAR)
 
 # SETTINGS="default" (or a comma list) climbs fewer Fig. 9 settings than all six (~15 min each).
 bench-throughput: $(JAR) $(VENV)/.installed
-	$(VENV)/bin/k2bench bench-throughput $(if $(SETTINGS),--settings "$(SETTINGS)")
+	$(VENV)/bin/k2bench bench-throughput $(if $(SETTINGS),--settings "$(SETTINGS)") $(if $(RESUME),--resume "$(RESUME)")
 
 # ---------------------------------------------------------------- real clusters
 # Each target first checks credentials and variables and stops with one line naming what

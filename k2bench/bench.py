@@ -36,6 +36,7 @@ SETTINGS = ["default", "write 5%", "zipf 1.4", "zipf 0.9", "f=1", "f=3"]
 AXIS = "clients.threads_per_dc"
 REFINE = 2  # points tried between the last passing point and the one that stopped the climb
 MIN_GAP = 4  # threads per datacenter: a narrower step is not split
+BENCH_JSON = "bench.json"  # the experiment a bench run climbs with, for --resume
 
 
 @dataclass

@@ -128,7 +128,16 @@ def cmd_bench_throughput(args) -> int:
         raise ConfigError("sweep", f"bench-throughput climbs one ladder: sweep must be {bench.AXIS} only")
     runs = Path(args.runs)
     # runs/latest is left alone: each setting is a run directory of its own inside this one
-    run_dir = rundir.create(runs, exp["name"])
+    if args.resume:
+        run_dir = Path(args.resume)
+        if not (run_dir / bench.BENCH_JSON).exists():
+            raise ConfigError("--resume", f"{run_dir} is not a bench-throughput run directory (no {bench.BENCH_JSON})")
+        if json.loads((run_dir / bench.BENCH_JSON).read_text())["experiment"] != exp:
+            raise ConfigError("--resume", f"{run_dir} was run with a different workloads/bench-throughput.yaml; "
+                                          "start a new run")
+    else:
+        run_dir = rundir.create(runs, exp["name"])
+        rundir.write_json(run_dir / bench.BENCH_JSON, {"experiment": exp})
     console = Console()
     console.print(f"run directory: {run_dir}")
     orch = Orchestrator(env, Progress(console))
@@ -439,6 +448,8 @@ def main(argv=None) -> int:
                    help="Fig. 9 settings to climb: all (default) or a comma list of "
                         "'default', 'write 5%%', 'zipf 1.4', 'zipf 0.9', 'f=1', 'f=3'")
     b.add_argument("--no-echo", action="store_true", help="skip the echo ceiling")
+    b.add_argument("--resume", metavar="RUN_DIR",
+                   help="continue an interrupted bench: points already measured are read, not run again")
     b.add_argument("--runs", default=str(REPO / "runs"))
     b.set_defaults(func=cmd_bench_throughput)
     v = sub.add_parser("validate", help="check experiment files without running anything")

@@ -240,3 +240,28 @@ def test_a_climb_without_a_stop_is_not_refined(tmp_path):
     orch = FakeOrchestrator(limit=100)
     c = bench.climb(orch, exp, tmp_path, "default", "k2", lambda _: None, [])
     assert orch.runs == [4, 8] and c.stop is None and c.peak["threads"] == 8
+
+
+def test_a_resumed_climb_reads_its_measured_points_and_runs_only_the_rest(tmp_path):
+    exp = {"name": "bench-throughput", "sweep": {bench.AXIS: [4, 8, 16, 24, 32]},
+           "workload": {}, "topology": {}, "clients": {}}
+    first = FakeOrchestrator(limit=21)
+    done = bench.climb(first, exp, tmp_path, "default", "k2", lambda _: None, [])
+    # interrupted after 16: its summary gone, as if the point never finished
+    import shutil
+    from k2bench.orchestrator import trial_dir
+    shutil.rmtree(trial_dir(tmp_path / "default", "k2", "threads_per_dc=16", 1, 1))
+    again = FakeOrchestrator(limit=21)
+    c = bench.climb(again, exp, tmp_path, "default", "k2", lambda _: None, [])
+    assert again.runs == [16]  # nothing else is measured twice
+    assert c.stop == done.stop and c.peak == done.peak and c.points == done.points
+
+
+def test_resume_refuses_a_directory_of_another_bench_or_another_experiment(tmp_path, capsys):
+    from k2bench import cli
+    assert cli.main(["bench-throughput", "--resume", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "--resume" in err and "not a bench-throughput run directory" in err and len(err.strip().splitlines()) == 1
+    (tmp_path / bench.BENCH_JSON).write_text('{"experiment": {"name": "bench-throughput", "workload": {"keys": 1}}}')
+    assert cli.main(["bench-throughput", "--resume", str(tmp_path)]) == 2
+    assert "different workloads/bench-throughput.yaml" in capsys.readouterr().err

@@ -26,6 +26,7 @@ from pathlib import Path
 from analysis.paper import FIG9_KTXN_PER_S, FIG9_SETTINGS
 
 from . import cpu, rundir
+from .errors import ConfigError
 from .orchestrator import Orchestrator, trial_dir
 
 FALL = 0.95
@@ -73,6 +74,22 @@ def stop_reason(points: list[dict]) -> str | None:
 def peak_of(points: list[dict]) -> dict | None:
     good = [p for p in points if not p["degraded"]]
     return max(good, key=lambda p: p["ops_per_s"]) if good else None
+
+
+def check_resume(run_dir: Path, exp: dict) -> None:
+    """Refuses (ConfigError on --resume) to continue ``run_dir`` unless it is a bench run of
+    this very experiment (compared as JSON, the form it was saved in)."""
+    path = run_dir / BENCH_JSON
+    if not path.exists():
+        raise ConfigError("--resume", f"{run_dir} is not a bench-throughput run directory of this version "
+                                      f"(no {BENCH_JSON}); start a new run")
+    try:
+        saved = json.loads(path.read_text())["experiment"]
+    except (ValueError, KeyError, TypeError) as e:
+        raise ConfigError("--resume", f"{path} is unreadable ({type(e).__name__}: {e}); start a new run") from None
+    if saved != json.loads(json.dumps(exp)):
+        raise ConfigError("--resume", f"{run_dir} was run with another bench-throughput experiment (its file or "
+                                      "one it extends changed since); start a new run")
 
 
 def setting_experiment(exp: dict, setting: str) -> dict:

@@ -95,7 +95,7 @@ def cmd_run(args) -> int:
         if not (run_dir / "manifest.json").exists():
             raise ConfigError("--resume", f"{run_dir} is not a run directory (no manifest.json)")
         old = json.loads((run_dir / "manifest.json").read_text())["config"]
-        if old != exp:
+        if old != json.loads(json.dumps(exp)):  # as saved: JSON has no int keys
             raise ConfigError("--resume", f"{run_dir} was run with a different configuration of {exp['name']}")
     else:
         run_dir = rundir.create(runs, exp["name"])
@@ -130,11 +130,7 @@ def cmd_bench_throughput(args) -> int:
     # runs/latest is left alone: each setting is a run directory of its own inside this one
     if args.resume:
         run_dir = Path(args.resume)
-        if not (run_dir / bench.BENCH_JSON).exists():
-            raise ConfigError("--resume", f"{run_dir} is not a bench-throughput run directory (no {bench.BENCH_JSON})")
-        if json.loads((run_dir / bench.BENCH_JSON).read_text())["experiment"] != exp:
-            raise ConfigError("--resume", f"{run_dir} was run with a different workloads/bench-throughput.yaml; "
-                                          "start a new run")
+        bench.check_resume(run_dir, exp)
     else:
         run_dir = rundir.create(runs, exp["name"])
         rundir.write_json(run_dir / bench.BENCH_JSON, {"experiment": exp})

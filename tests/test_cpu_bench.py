@@ -257,11 +257,28 @@ def test_a_resumed_climb_reads_its_measured_points_and_runs_only_the_rest(tmp_pa
     assert c.stop == done.stop and c.peak == done.peak and c.points == done.points
 
 
-def test_resume_refuses_a_directory_of_another_bench_or_another_experiment(tmp_path, capsys):
-    from k2bench import cli
-    assert cli.main(["bench-throughput", "--resume", str(tmp_path)]) == 2
-    err = capsys.readouterr().err
-    assert "--resume" in err and "not a bench-throughput run directory" in err and len(err.strip().splitlines()) == 1
-    (tmp_path / bench.BENCH_JSON).write_text('{"experiment": {"name": "bench-throughput", "workload": {"keys": 1}}}')
-    assert cli.main(["bench-throughput", "--resume", str(tmp_path)]) == 2
-    assert "different workloads/bench-throughput.yaml" in capsys.readouterr().err
+def test_resume_accepts_its_own_run_and_refuses_others_with_one_line(tmp_path):
+    import pathlib
+
+    from k2bench import experiment, rundir
+    from k2bench.errors import ConfigError
+    workloads = pathlib.Path(__file__).resolve().parents[1] / "workloads"
+    path = experiment.find(workloads, "bench-throughput")
+    exp = experiment.resolve(experiment.load_file(path), path.stem, ["k2", "rad", "paris-star"])
+    # as the bench saves it when it starts: a genuine resume must match after the JSON round trip
+    rundir.write_json(tmp_path / bench.BENCH_JSON, {"experiment": exp})
+    bench.check_resume(tmp_path, exp)
+    tao = experiment.find(workloads, "tao")  # int-keyed distributions become string keys in JSON
+    tao_exp = experiment.resolve(experiment.load_file(tao), tao.stem, ["k2", "rad", "paris-star"])
+    rundir.write_json(tmp_path / bench.BENCH_JSON, {"experiment": tao_exp})
+    bench.check_resume(tmp_path, tao_exp)
+
+    changed = exp | {"workload": exp["workload"] | {"keys": exp["workload"]["keys"] + 1}}
+    rundir.write_json(tmp_path / bench.BENCH_JSON, {"experiment": exp})
+    with pytest.raises(ConfigError, match="another bench-throughput experiment"):
+        bench.check_resume(tmp_path, changed)
+    (tmp_path / bench.BENCH_JSON).write_text("{not json")
+    with pytest.raises(ConfigError, match="unreadable"):
+        bench.check_resume(tmp_path, exp)
+    with pytest.raises(ConfigError, match="not a bench-throughput run directory"):
+        bench.check_resume(tmp_path / "elsewhere", exp)

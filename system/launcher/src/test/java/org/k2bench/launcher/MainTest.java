@@ -127,10 +127,12 @@ class MainTest {
     int pings = 20 * 3;
     assertEquals(2 * pings, json.at("/delivery_lateness_ms/idle/count").asLong(), json.toString());
     long load = json.at("/delivery_lateness_ms/load/count").asLong();
-    assertTrue(load > 2 * pings, "the load phase's background messages are delivered, too: " + load);
+    long background = Math.round(json.at("/background_msgs_per_s_load").asDouble() * json.at("/load_seconds").asDouble());
+    assertTrue(load > 2 * pings && load <= 2 * pings + background + 2,
+        "the load phase's pings and at most its background messages: " + load + ", background sent " + background);
     long wakeups = json.at("/machine_wakeup_lateness_ms/count").asLong();
     assertTrue(wakeups > 0.9 * EmulationBench.WAKE_THREADS * EmulationBench.WAKE_SLEEPS
         && wakeups <= EmulationBench.WAKE_THREADS * EmulationBench.WAKE_SLEEPS, "wake-up samples: " + wakeups);
-    assertTrue(json.at("/steal_ms").has("idle"), json.toString());
+    assertTrue(json.at("/steal_ms/idle").isNumber(), "Linux has /proc/stat: " + json.at("/steal_ms"));
   }
 }

@@ -125,27 +125,48 @@ public final class IntervalLog implements AutoCloseable, ProcessMetrics.Sink {
   static final String HEAP_MAX = "jvm:heap_max_mb";
 
   private void recordHeap() {
-    long collections = 0;
-    for (var gc : ManagementFactory.getGarbageCollectorMXBeans()) {
-      collections += Math.max(0, gc.getCollectionCount());
-    }
-    long live = 0;
+    java.util.Set<String> heapPools = new java.util.HashSet<>();
+    long used = 0;
     long committed = 0;
     for (MemoryPoolMXBean pool : ManagementFactory.getMemoryPoolMXBeans()) {
-      if (pool.getType() != MemoryType.HEAP || !pool.isValid()) {
-        continue;
+      if (pool.getType() == MemoryType.HEAP && pool.isValid()) {
+        heapPools.add(pool.getName());
+        MemoryUsage now = pool.getUsage();
+        used += now.getUsed();
+        committed += now.getCommitted();
       }
-      MemoryUsage after = collections > 0 ? pool.getCollectionUsage() : null;
-      MemoryUsage now = pool.getUsage();
-      live += (after != null ? after : now).getUsed();
-      committed += now.getCommitted();
     }
-    record(HEAP_LIVE, (live + (1 << 20) - 1) >> 20);
-    record(HEAP_COMMITTED, (committed + (1 << 20) - 1) >> 20);
+    // The heap as the most recent collection of any collector left it: every pool, not only
+    // the collected ones (a pool's own after-collection usage is only updated when that pool
+    // is collected: G1's old generation not by young collections).
+    com.sun.management.GcInfo last = null;
+    for (var gc : ManagementFactory.getGarbageCollectorMXBeans()) {
+      if (gc instanceof com.sun.management.GarbageCollectorMXBean g) {
+        com.sun.management.GcInfo info = g.getLastGcInfo();
+        if (info != null && (last == null || info.getEndTime() > last.getEndTime())) {
+          last = info;
+        }
+      }
+    }
+    long live = used; // before the first collection: all of the heap in use
+    if (last != null) {
+      live = 0;
+      for (Map.Entry<String, MemoryUsage> e : last.getMemoryUsageAfterGc().entrySet()) {
+        if (heapPools.contains(e.getKey())) {
+          live += e.getValue().getUsed();
+        }
+      }
+    }
+    record(HEAP_LIVE, mb(live));
+    record(HEAP_COMMITTED, mb(committed));
     long max = ManagementFactory.getMemoryMXBean().getHeapMemoryUsage().getMax();
     if (max > 0) {
-      record(HEAP_MAX, max >> 20);
+      record(HEAP_MAX, mb(max));
     }
+  }
+
+  private static long mb(long bytes) {
+    return (bytes + (1 << 19)) >> 20; // to the nearest MB
   }
 
   /** Writes one interval histogram per tag that saw values since the last flush. */

@@ -87,7 +87,7 @@ def check_resume(run_dir: Path, exp: dict) -> None:
         saved = json.loads(path.read_text())["experiment"]
     except (ValueError, KeyError, TypeError) as e:
         raise ConfigError("--resume", f"{path} is unreadable ({type(e).__name__}: {e}); start a new run") from None
-    if saved != json.loads(json.dumps(exp)):
+    if saved != rundir.as_saved(exp):
         raise ConfigError("--resume", f"{run_dir} was run with another bench-throughput experiment (its file or "
                                       "one it extends changed since); start a new run")
 

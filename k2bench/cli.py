@@ -95,7 +95,7 @@ def cmd_run(args) -> int:
         if not (run_dir / "manifest.json").exists():
             raise ConfigError("--resume", f"{run_dir} is not a run directory (no manifest.json)")
         old = json.loads((run_dir / "manifest.json").read_text())["config"]
-        if old != json.loads(json.dumps(exp)):  # as saved: JSON has no int keys
+        if old != rundir.as_saved(exp):
             raise ConfigError("--resume", f"{run_dir} was run with a different configuration of {exp['name']}")
     else:
         run_dir = rundir.create(runs, exp["name"])

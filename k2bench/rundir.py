@@ -31,6 +31,12 @@ def write_json(path: Path, obj) -> None:
     os.replace(tmp, path)
 
 
+def as_saved(obj):
+    """``obj`` as write_json saves it and json reads it back (int keys become strings, tuples
+    lists): what a saved configuration is compared with."""
+    return json.loads(json.dumps(obj))
+
+
 def write_text(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")

@@ -247,9 +247,9 @@ def jvm_memory(logs: dict[str, list[Interval]]) -> dict:
     """Each JVM's heap over the whole run, from the gauges its process log records once per
     interval (system/core IntervalLog): the largest heap in use after a collection
     (``live_mb``: what the JVM keeps, plus what that collection left), the largest
-    committed heap (``committed_mb``) and the limit (``max_mb``, -Xmx), in MB. ``logs``: process log (``servers/<name>``,
-    ``clients/<name>``) -> its intervals; a log
-    without the gauges (a client inside the servers' JVM) is left out."""
+    committed heap (``committed_mb``) and the limit (``max_mb``, -Xmx), in MB. ``logs``:
+    process log (``servers/<name>``, ``clients/<name>``) -> its intervals; a log without
+    the gauges (a client inside the servers' JVM) is left out."""
     out = {}
     for name, ivs in sorted(logs.items()):
         live, committed = merge(ivs, HEAP_LIVE, None), merge(ivs, HEAP_COMMITTED, None)
@@ -294,9 +294,9 @@ def summarize(logs: dict[str, list[pathlib.Path]], *, system: str, experiment: s
     logs) and its servers' logs; ``after_ms``: when the last fault began, if any;
     ``pacing_interval_ms``: the time between two operations of one client thread on
     schedule (experiment.pacing_interval_ms), None for closed-loop clients."""
-    per_process = {f"clients/{pathlib.Path(p).stem}": read_log(p) for paths in logs.values() for p in paths}
-    per_client = {dc: [iv for p in paths for iv in per_process[f"clients/{pathlib.Path(p).stem}"]]
-                  for dc, paths in sorted(logs.items())}
+    by_dc = {dc: {f"clients/{pathlib.Path(p).stem}": read_log(p) for p in paths} for dc, paths in sorted(logs.items())}
+    per_process = {name: ivs for procs in by_dc.values() for name, ivs in procs.items()}
+    per_client = {dc: [iv for ivs in procs.values() for iv in ivs] for dc, procs in by_dc.items()}
     everything = [iv for ivs in per_client.values() for iv in ivs]
     measured_s = (window_ms[1] - window_ms[0]) / 1000.0
     committed = sum(merge(everything, op, window_ms).get_total_count() for op in OPS)

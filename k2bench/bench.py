@@ -23,6 +23,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import yaml
+
 from analysis.paper import FIG9_KTXN_PER_S, FIG9_SETTINGS
 
 from . import cpu, rundir
@@ -51,7 +53,8 @@ class Climb:
 
     def as_json(self) -> dict:
         return {"setting": self.setting, "system": self.system, "points": self.points, "stop": self.stop,
-                "peak": self.peak, "is_peak": self.stop is not None and self.peak is not None, "failed": self.failed}
+                "peak": self.peak, "is_peak": self.stop is not None and self.peak is not None, "failed": self.failed,
+                "peak_costs": op_costs(self.peak)}
 
 
 def stop_reason(points: list[dict]) -> str | None:
@@ -102,12 +105,62 @@ def setting_experiment(exp: dict, setting: str) -> dict:
     return out
 
 
-def point_record(summary: dict, threads: int, tdir: str) -> dict:
+def point_record(summary: dict, threads: int, tdir: str, topology: dict | None = None) -> dict:
+    """One point of a climb. ``messages_per_op``: messages delivered in the window (the
+    emulation's lateness histograms count every one) per operation, inside a datacenter and
+    between datacenters. The CPU of each server's thread is named ``<DC>:<shard>`` from the
+    trial's ``topology`` (datacenters, servers_per_dc) when given."""
     lat = summary.get("emulation_lateness_ms") or {}
+    ops = (summary["throughput_ops_per_s"] or 0.0) * (summary.get("measured_seconds") or 0.0)
+    counts = {c: (lat.get("classes") or {}).get(c, {}).get("count") for c in ("local", "wan")}
+    per_op = ({c: round(n / ops, 2) for c, n in counts.items()}
+              if ops > 0 and all(n is not None for n in counts.values()) else None)
+    acc = summary.get("cpu")
+    if acc and topology and acc.get("server_threads_s"):
+        dcs, per_dc = topology["datacenters"], topology["servers_per_dc"]
+
+        def name(key: str) -> str:
+            sid = int(key.split("#")[0])
+            return f"{dcs[sid // per_dc]}:{sid % per_dc}" if sid // per_dc < len(dcs) else key
+        acc = acc | {"server_threads_s": {name(k): v for k, v in acc["server_threads_s"].items()}}
     return {"threads": threads, "ops_per_s": summary["throughput_ops_per_s"] or 0.0,
             "rot_p99_ms": summary["ops"]["rot"]["latency_ms"]["p99"],
             "lateness_p99_ms": lat.get("worst_p99"), "degraded": bool(lat.get("degraded")),
-            "cpu": summary.get("cpu"), "dir": tdir}
+            "messages_per_op": per_op, "cpu": acc, "dir": tdir}
+
+
+def op_costs(peak: dict | None) -> dict | None:
+    """What an operation cost at a peak, from its CPU accounting: CPU ms per operation (all
+    of the run's JVMs, and the server protocol threads alone), messages per operation, and
+    the servers' load: the busiest server thread's share of a core, the mean's, and the
+    operations per second one core would carry if that server had it to itself (its CPU ms
+    per operation, inverted). On the paper's testbed each server has its own machine and the
+    busiest one sets the peak; here all servers share the cores, so the total sets it. None
+    without an accounting."""
+    acc = (peak or {}).get("cpu")
+    if not acc or not peak["ops_per_s"]:
+        return None
+    ops = peak["ops_per_s"] * acc["window_s"]
+    out = {"cpu_ms_per_op": 1000 * acc["cpu_s"] / ops,
+           "protocol_ms_per_op": 1000 * cpu.by_category(acc)[cpu.PROTOCOL] / ops,
+           "messages_per_op": peak.get("messages_per_op")}
+    threads = acc.get("server_threads_s") or {}
+    if threads:
+        busiest = max(threads, key=threads.get)
+        out |= {"busiest_server": busiest,
+                "busiest_core_share": threads[busiest] / acc["window_s"],
+                "mean_core_share": sum(threads.values()) / len(threads) / acc["window_s"],
+                "busiest_ops_per_core": ops / threads[busiest] if threads[busiest] > 0 else None}
+    return out
+
+
+def busiest_server_ratio(a: dict | None, b: dict | None) -> float | None:
+    """a's peak over b's if each server had a core of its own and the busiest server of each
+    set its peak (op_costs' busiest_ops_per_core); None when either is unknown."""
+    ca, cb = op_costs(a), op_costs(b)
+    if not ca or not cb or not ca.get("busiest_ops_per_core") or not cb.get("busiest_ops_per_core"):
+        return None
+    return ca["busiest_ops_per_core"] / cb["busiest_ops_per_core"]
 
 
 def refinement(lo: int, hi: int, done: int) -> int | None:
@@ -143,7 +196,8 @@ def climb(orch: Orchestrator, exp: dict, run_dir: Path, setting: str, system: st
         if code != 0 or not (tdir / "summary.json").exists():
             c.failed = f"the point at {threads} threads/DC failed (see {tdir})"
             return None
-        q = point_record(json.loads((tdir / "summary.json").read_text()), threads, str(tdir.relative_to(run_dir)))
+        topo = yaml.safe_load((tdir / "topology.yaml").read_text()) if (tdir / "topology.yaml").exists() else None
+        q = point_record(json.loads((tdir / "summary.json").read_text()), threads, str(tdir.relative_to(run_dir)), topo)
         say(f"{setting} / {system}: {threads} threads/DC -> {q['ops_per_s']:,.0f} ops/s, ROT p99 "
             f"{q['rot_p99_ms']} ms, lateness p99 {q['lateness_p99_ms']} ms")
         return q
@@ -222,7 +276,7 @@ def cpu_rows(climbs: list[Climb]) -> tuple[list[str], list[tuple[str, dict]]]:
         rows.append((c.system, {
             "shares": {k: v / total for k, v in cats.items()},
             "cores": acc["machine_share"] * acc["cores"],
-            "per_op_ms": 1000 * acc["cpu_s"] / max(1.0, c.peak["ops_per_s"] * acc["window_s"]),
+            "per_op_ms": (op_costs(c.peak) or {}).get("cpu_ms_per_op"),
             "memory_mb": acc.get("memory_mb"),
         }))
     return cpu.CATEGORIES, rows

@@ -138,6 +138,11 @@ def cmd_bench_throughput(args) -> int:
     console.print(f"run directory: {run_dir}")
     orch = Orchestrator(env, Progress(console))
     climbs: list[bench.Climb] = []
+    # SIGTERM between two points stops the bench as Ctrl-C does (inside a point the
+    # orchestrator's own handler does), so throughput.json is written and --resume works
+    import signal
+    from .orchestrator import _raise_interrupt
+    signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
         for setting in settings:
             trials: list[dict] = []
@@ -177,7 +182,8 @@ def cmd_bench_throughput(args) -> int:
         for c in cats:
             t.add_row(c, *[f"{100 * r['shares'][c]:.1f}%" for _, r in rows])
         t.add_row("cores busy", *[f"{r['cores']:.2f}" for _, r in rows])
-        t.add_row("CPU ms per operation", *[f"{r['per_op_ms']:.3f}" for _, r in rows])
+        t.add_row("CPU ms per operation", *[f"{r['per_op_ms']:.3f}" if r["per_op_ms"] is not None else "-"
+                                            for _, r in rows])
         for role in ("servers", "clients"):
             t.add_row(f"resident MB, {role} (largest JVM / all)",
                       *[f"{m['peak_rss_mb_max']:,} / {m['peak_rss_mb_sum']:,}" if (m := (r["memory_mb"] or {}).get(role))
@@ -199,15 +205,32 @@ def cmd_bench_throughput(args) -> int:
         console.print(f"{c.setting} / {c.system}: threads/DC:ops/s {steps} (*: within the stopping step); "
                       f"stopped: {why}",
                       soft_wrap=True, markup=False, highlight=False)
+    t = Table(title="what an operation costs at each peak (servers' CPU: each server's protocol thread, "
+                    "as a share of one core; ops/s per busiest core: the peak if each server had a core of its own)")
+    for col in ("setting", "system", "CPU ms/op", "protocol ms/op", "messages/op local / WAN",
+                "busiest server, % of a core", "mean server", "ops/s per busiest core"):
+        t.add_column(col, justify="left" if col in ("setting", "system") else "right")
+    for c in climbs:
+        k = bench.op_costs(c.peak)
+        if k is None:
+            continue
+        m = k["messages_per_op"]
+        t.add_row(c.setting, c.system, f"{k['cpu_ms_per_op']:.3f}", f"{k['protocol_ms_per_op']:.3f}",
+                  f"{m['local']:.1f} / {m['wan']:.1f}" if m else "-",
+                  f"{k['busiest_server']}: {100 * k['busiest_core_share']:.1f}%" if "busiest_server" in k else "-",
+                  f"{100 * k['mean_core_share']:.1f}%" if "mean_core_share" in k else "-",
+                  f"{k['busiest_ops_per_core']:,.0f}" if k.get("busiest_ops_per_core") else "-")
+    console.print(t)
     by = {(c.setting, c.system): c.peak for c in climbs}
-    t = Table(title="Fig. 9 ratios at peak (this machine vs the paper's 24 servers; the paper has no PaRiS* column)")
-    for col in ("setting", "K2/RAD here", "K2/RAD paper", "K2/PaRiS* here"):
+    t = Table(title="Fig. 9 ratios at peak (this machine vs the paper's 24 servers; the paper has no PaRiS* column; "
+                    "busiest-server bound: the ratio if each server had a core of its own)")
+    for col in ("setting", "K2/RAD here", "K2/RAD busiest-server bound", "K2/RAD paper", "K2/PaRiS* here"):
         t.add_column(col, justify="right" if col != "setting" else "left")
     for s in settings:
         here, paper = bench.ratio(by.get((s, "k2")), by.get((s, "rad"))), bench.paper_ratio(s)
+        bound = bench.busiest_server_ratio(by.get((s, "k2")), by.get((s, "rad")))
         kp = bench.ratio(by.get((s, "k2")), by.get((s, "paris-star")))
-        t.add_row(s, "-" if here is None else f"{here:.2f}", "-" if paper is None else f"{paper:.2f}",
-                  "-" if kp is None else f"{kp:.2f}")
+        t.add_row(s, *["-" if v is None else f"{v:.2f}" for v in (here, bound, paper, kp)])
     console.print(t)
     if echo:
         console.print(bench.echo_line(echo, climbs), soft_wrap=True, markup=False, highlight=False)

@@ -5,7 +5,8 @@ Two snapshots of every process (``/proc/<pid>/stat``) and of each of its threads
 characters by Linux) bracket the measurement window; the difference, grouped by what each
 thread does, is the table ``make bench-throughput`` prints. CPU of threads that ended
 inside the window is in the process's total but no thread's: it is reported as
-``exited threads``. Nothing runs inside the JVMs, so the accounting costs them nothing.
+``exited threads``. Each server's protocol thread is also counted on its own
+(``server_threads_s``). Nothing runs inside the JVMs, so the accounting costs them nothing.
 """
 from __future__ import annotations
 
@@ -15,11 +16,12 @@ from pathlib import Path
 
 PROC = Path("/proc")
 
+PROTOCOL = "server protocol"
 # (category, pattern on the thread name), first match wins. Thread names are set in
 # system/ (k2b-*, *-server-N) or by the JVM / gRPC / YCSB.
 _RULES = [
-    # <system>-server-<id> (ServerActor), cut to 15 characters for long system names
-    ("server protocol", re.compile(r"^(?!k2bench-)[a-z0-9-]+-server-\d+$|^(?!k2bench-)[a-z0-9-]{10,}-serv")),
+    # srv-<id>-<system> (ServerActor's thread), cut to 15 characters
+    (PROTOCOL, re.compile(r"^srv-\d+-")),
     ("transport (gRPC/Netty)", re.compile(r"^(k2b-io|k2b-accept|grpc-|epollEventLoop|nioEventLoop)")),
     ("WAN dispatchers", re.compile(r"^k2b-wan")),
     ("client threads (YCSB, workload, history, histograms)", re.compile(r"^(Thread-\d+|ClientThread|k2b-client)")),
@@ -87,6 +89,7 @@ def account(before: dict, after: dict, seconds: float, roles: dict[str, str]) ->
     hz = os.sysconf("SC_CLK_TCK")
     cores = os.cpu_count() or 1
     by_role: dict[str, dict[str, float]] = {}
+    per_server: dict[str, float] = {}  # each server's protocol thread (srv-<id>-...)
     for name, b in before.items():
         a = after.get(name)
         if a is None:
@@ -97,8 +100,12 @@ def account(before: dict, after: dict, seconds: float, roles: dict[str, str]) ->
             d = ticks - b["threads"].get(tid, (tname, 0))[1]
             if d < 0:
                 d = ticks  # the thread id was reused by a thread born in the window
-            role[category(tname)] += d / hz
+            cat = category(tname)
+            role[cat] += d / hz
             counted += d
+            if cat == PROTOCOL:
+                key = tname.split("-")[1]
+                per_server[key if key not in per_server else f"{key}#{tid}"] = d / hz
         role[EXITED] += max(0, a["total"] - b["total"] - counted) / hz
     total = sum(sum(r.values()) for r in by_role.values())
     # Resident memory at the window's end, per role: the largest process and all of them,
@@ -119,6 +126,9 @@ def account(before: dict, after: dict, seconds: float, roles: dict[str, str]) ->
         "cpu_s": round(total, 2),
         "machine_share": round(total / (seconds * cores), 3) if seconds > 0 else None,
         "roles": {role: {c: round(v, 2) for c, v in cats.items()} for role, cats in sorted(by_role.items())},
+        # CPU seconds of each server's protocol thread, by server id: how evenly the load
+        # falls on the servers (with one machine per server, the busiest one sets the peak)
+        "server_threads_s": {k: round(v, 3) for k, v in sorted(per_server.items(), key=lambda kv: int(kv[0].split("#")[0]))},
     }
 
 

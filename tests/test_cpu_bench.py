@@ -9,7 +9,8 @@ from k2bench import bench, cpu
 
 
 @pytest.mark.parametrize("name,category", [
-    ("k2-server-3", "server protocol"), ("paris-star-serv", "server protocol"), ("rad-server-11", "server protocol"),
+    ("srv-3-k2", "server protocol"), ("srv-11-paris-st", "server protocol"), ("srv-11-rad", "server protocol"),
+    ("k2-server-3", cpu.OTHER),  # the old name, which Linux cut to "paris-star-serv" for every PaRiS* server
     ("k2b-io-1", "transport (gRPC/Netty)"), ("k2b-accept-1", "transport (gRPC/Netty)"),
     ("grpc-default-ex", "transport (gRPC/Netty)"), ("k2b-wan-0", "WAN dispatchers"),
     ("Thread-12", "client threads (YCSB, workload, history, histograms)"),
@@ -44,24 +45,27 @@ def _fake_proc(root, pid, total, threads):
 def test_accounting_counts_differences_new_threads_and_exited_ones(tmp_path, monkeypatch):
     monkeypatch.setattr(cpu, "PROC", tmp_path)
     hz = os.sysconf("SC_CLK_TCK")
-    _fake_proc(tmp_path, 10, 1000, {1: ("k2-server-1", 300), 2: ("k2b-io-1", 200), 3: ("C2 CompilerThre", 100)})
+    _fake_proc(tmp_path, 10, 1000, {1: ("srv-1-k2", 300), 2: ("k2b-io-1", 200), 3: ("C2 CompilerThre", 100),
+                                    6: ("srv-0-k2", 10)})
     _fake_proc(tmp_path, 20, 500, {4: ("Thread-1", 400)})
     before = cpu.snapshot({"servers": 10, "client-VA": 20, "gone": 99})
     assert set(before) == {"servers", "client-VA"}  # a process that is not there is left out
     # servers: +50 protocol, +30 io; the C2 thread ended (its 100 stay in the total); a new wan thread used 20
-    _fake_proc(tmp_path, 10, 1000 + 50 + 30 + 20 + 7, {1: ("k2-server-1", 350), 2: ("k2b-io-1", 230),
-                                                      5: ("k2b-wan-0", 20)})
+    _fake_proc(tmp_path, 10, 1000 + 50 + 30 + 20 + 7 + 4, {1: ("srv-1-k2", 350), 2: ("k2b-io-1", 230),
+                                                          5: ("k2b-wan-0", 20), 6: ("srv-0-k2", 14)})
     _fake_proc(tmp_path, 20, 500 + 60, {4: ("Thread-1", 460)})
     after = cpu.snapshot({"servers": 10, "client-VA": 20})
     acc = cpu.account(before, after, 10.0, {"servers": "servers", "client-VA": "clients"})
     s, c = acc["roles"]["servers"], acc["roles"]["clients"]
-    assert s["server protocol"] == round(50 / hz, 2)
+    assert s["server protocol"] == round(54 / hz, 2)
+    # and each server's thread on its own, by server id in id order
+    assert list(acc["server_threads_s"].items()) == [("0", round(4 / hz, 3)), ("1", round(50 / hz, 3))]
     assert s["transport (gRPC/Netty)"] == round(30 / hz, 2)
     assert s["WAN dispatchers"] == round(20 / hz, 2)
     assert s[cpu.EXITED] == round(7 / hz, 2)  # in the process total, in no live thread
     assert c["client threads (YCSB, workload, history, histograms)"] == round(60 / hz, 2)
-    assert acc["cpu_s"] == round((107 + 60) / hz, 2)
-    assert cpu.by_category(acc)["server protocol"] == pytest.approx(50 / hz, abs=0.01)
+    assert acc["cpu_s"] == round((111 + 60) / hz, 2)
+    assert cpu.by_category(acc)["server protocol"] == pytest.approx(54 / hz, abs=0.01)
     # resident memory at its peak (VmHWM), per role: pid 10 -> 100 MB, pid 20 -> 200 MB
     assert acc["memory_mb"] == {"clients": {"processes": 1, "peak_rss_mb_max": 200, "peak_rss_mb_sum": 200},
                                 "servers": {"processes": 1, "peak_rss_mb_max": 100, "peak_rss_mb_sum": 100}}
@@ -282,3 +286,88 @@ def test_resume_accepts_its_own_run_and_refuses_others_with_one_line(tmp_path):
         bench.check_resume(tmp_path, exp)
     with pytest.raises(ConfigError, match="not a bench-throughput run directory"):
         bench.check_resume(tmp_path / "elsewhere", exp)
+
+
+def _summary(ops_per_s, server_threads_s, protocol_s, local, wan, cpu_s=15.0):
+    roles = {"servers": dict.fromkeys(cpu.CATEGORIES, 0.0) | {"server protocol": protocol_s}}
+    return {"throughput_ops_per_s": ops_per_s, "measured_seconds": 10.0,
+            "ops": {"rot": {"latency_ms": {"p99": 280.0}}},
+            "emulation_lateness_ms": {"worst_p99": 1.0, "degraded": False,
+                                      "classes": {"local": {"count": local}, "wan": {"count": wan}}},
+            "cpu": {"window_s": 10.0, "cores": 2, "cpu_s": cpu_s, "machine_share": cpu_s / 20, "roles": roles,
+                    "server_threads_s": server_threads_s}}
+
+
+TOPO = {"datacenters": ["VA", "CA"], "servers_per_dc": 2}
+
+
+def test_an_operations_cost_names_the_busiest_server_and_bounds_the_peak_by_it():
+    k2 = bench.point_record(_summary(1000.0, {"0": 1.0, "1": 4.0, "2": 2.0, "3": 1.0}, 8.0, 200_000, 50_000),
+                            44, "d", TOPO)
+    assert k2["messages_per_op"] == {"local": 20.0, "wan": 5.0}  # of 10,000 operations in the window
+    assert list(k2["cpu"]["server_threads_s"]) == ["VA:0", "VA:1", "CA:0", "CA:1"]
+    c = bench.op_costs(k2)
+    assert c["cpu_ms_per_op"] == pytest.approx(1.5) and c["protocol_ms_per_op"] == pytest.approx(0.8)
+    assert c["busiest_server"] == "VA:1" and c["busiest_core_share"] == pytest.approx(0.4)
+    assert c["mean_core_share"] == pytest.approx(0.2)
+    assert c["busiest_ops_per_core"] == pytest.approx(2500)  # 10,000 operations on 4 CPU s of one core
+    # RAD: faster here, but one server does half of all protocol work
+    rad = bench.point_record(_summary(2000.0, {"0": 1.0, "1": 1.0, "2": 8.0, "3": 1.0}, 11.0, 10, 10), 144, "d", TOPO)
+    assert bench.ratio(k2, rad) == pytest.approx(0.5)
+    assert bench.busiest_server_ratio(k2, rad) == pytest.approx(2500 / 2500)
+    assert bench.op_costs(rad)["busiest_server"] == "CA:0"
+    # a point measured before per-server accounting (or without topology) still has its totals
+    old = bench.point_record(_summary(1000.0, {}, 8.0, 1, 1) | {"emulation_lateness_ms": {}}, 4, "d")
+    assert old["messages_per_op"] is None and "busiest_server" not in bench.op_costs(old)
+    assert bench.busiest_server_ratio(k2, old) is None and bench.op_costs(None) is None
+
+
+class RatedOrchestrator:
+    """Writes each point as a system of a given rate per thread would, with its CPU per
+    server: k2 degrades above 20 threads/DC, rad above 40."""
+    RATE = {"k2": (50.0, 20), "rad": (20.0, 40), "paris-star": (30.0, 40)}
+
+    def __init__(self, env, progress):
+        pass
+
+    def run(self, step, sub, resume):
+        import json
+        from k2bench.orchestrator import trial_dir
+        system = step["systems"][0]
+        rate, limit = self.RATE[system]
+        for t in step["sweep"][bench.AXIS]:
+            d = trial_dir(sub, system, f"threads_per_dc={t}", 1, 1)
+            if (d / "summary.json").exists():
+                continue
+            d.mkdir(parents=True)
+            (d / "topology.yaml").write_text("datacenters: [VA, CA, SP, LDN, TYO, SG]\nservers_per_dc: 2\n")
+            busiest = 3.0 if system == "rad" else 1.0
+            s = _summary(rate * t, {str(i): busiest if i == 5 else 0.5 for i in range(12)}, 8.0, 1000 * t, 100 * t)
+            s["emulation_lateness_ms"] |= {"worst_p99": 6.0 if t > limit else 1.0, "degraded": t > limit}
+            (d / "summary.json").write_text(json.dumps(s))
+        (sub / "manifest.json").write_text(json.dumps({"trials": []}))
+        return 0
+
+
+def test_the_bench_prints_each_peaks_costs_and_the_busiest_server_bound_beside_the_papers_ratio(
+        jar, tmp_path, monkeypatch, capsys):
+    import json
+
+    from k2bench import cli
+    monkeypatch.setattr(cli, "Orchestrator", RatedOrchestrator)
+    monkeypatch.setenv("COLUMNS", "300")
+    code = cli.main(["--jar", str(jar), "bench-throughput", "--settings", "default", "--no-echo",
+                     "--runs", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    report = json.loads(next(tmp_path.glob("*_bench-throughput/throughput.json")).read_text())
+    peaks = {c["system"]: c for c in report["climbs"]}
+    # k2 peaks at 20 threads/DC (1,000 ops/s), rad at 40 (800): 1.25 here
+    assert peaks["k2"]["peak"]["threads"] == 20 and peaks["rad"]["peak"]["threads"] == 40
+    k2c, radc = peaks["k2"]["peak_costs"], peaks["rad"]["peak_costs"]
+    assert k2c["busiest_server"] == "SP:1" and k2c["messages_per_op"] == {"local": 2.0, "wan": 0.2}
+    # each server its own core: k2 10,000 ops / 1 s = 10,000 per core; rad 8,000 / 3 s
+    assert k2c["busiest_ops_per_core"] == pytest.approx(10_000) and radc["busiest_ops_per_core"] == pytest.approx(8000 / 3)
+    assert "what an operation costs at each peak" in out and "SP:1: 30.0%" in out
+    rows = [ln for ln in out.splitlines() if "default" in ln and "1.68" in ln]
+    assert len(rows) == 1 and "1.25" in rows[0] and "3.75" in rows[0], out  # here, busiest-server bound (10,000 / 2,667), paper

@@ -120,13 +120,13 @@ def point_record(summary: dict, threads: int, tdir: str, topology: dict | None =
         dcs, per_dc = topology["datacenters"], topology["servers_per_dc"]
 
         def name(key: str) -> str:
-            sid = int(key.split("#")[0])
+            sid = int(key)
             return f"{dcs[sid // per_dc]}:{sid % per_dc}" if sid // per_dc < len(dcs) else key
         acc = acc | {"server_threads_s": {name(k): v for k, v in acc["server_threads_s"].items()}}
     return {"threads": threads, "ops_per_s": summary["throughput_ops_per_s"] or 0.0,
             "rot_p99_ms": summary["ops"]["rot"]["latency_ms"]["p99"],
             "lateness_p99_ms": lat.get("worst_p99"), "degraded": bool(lat.get("degraded")),
-            "messages_per_op": per_op, "cpu": acc, "dir": tdir}
+            "messages_per_op": per_op, "messages": summary.get("messages") or None, "cpu": acc, "dir": tdir}
 
 
 def op_costs(peak: dict | None) -> dict | None:
@@ -143,7 +143,10 @@ def op_costs(peak: dict | None) -> dict | None:
     ops = peak["ops_per_s"] * acc["window_s"]
     out = {"cpu_ms_per_op": 1000 * acc["cpu_s"] / ops,
            "protocol_ms_per_op": 1000 * cpu.by_category(acc)[cpu.PROTOCOL] / ops,
-           "messages_per_op": peak.get("messages_per_op")}
+           "messages_per_op": peak.get("messages_per_op"),
+           # per link class, each payload type's messages per operation (summary.messages)
+           "messages_by_type": {cls: {t: v["per_op"] for t, v in types.items()}
+                                for cls, types in (peak.get("messages") or {}).items()} or None}
     threads = acc.get("server_threads_s") or {}
     if threads:
         busiest = max(threads, key=threads.get)
@@ -155,8 +158,10 @@ def op_costs(peak: dict | None) -> dict | None:
 
 
 def busiest_server_ratio(a: dict | None, b: dict | None) -> float | None:
-    """a's peak over b's if each server had a core of its own and the busiest server of each
-    set its peak (op_costs' busiest_ops_per_core); None when either is unknown."""
+    """a's busiest_ops_per_core over b's (op_costs): the ratio of the peaks if each system's
+    busiest server thread, on a core of its own, were what stops it; None when either is
+    unknown. Each figure is an upper bound on its system's peak with one core per server;
+    their ratio is an estimate, not a bound."""
     ca, cb = op_costs(a), op_costs(b)
     if not ca or not cb or not ca.get("busiest_ops_per_core") or not cb.get("busiest_ops_per_core"):
         return None

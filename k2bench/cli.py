@@ -138,39 +138,48 @@ def cmd_bench_throughput(args) -> int:
     console.print(f"run directory: {run_dir}")
     orch = Orchestrator(env, Progress(console))
     climbs: list[bench.Climb] = []
-    # SIGTERM between two points stops the bench as Ctrl-C does (inside a point the
-    # orchestrator's own handler does), so throughput.json is written and --resume works
+    # SIGTERM stops the bench as Ctrl-C does (inside a point the orchestrator's own handler
+    # does), so throughput.json is written and --resume works
     import signal
     from .orchestrator import _raise_interrupt
-    signal.signal(signal.SIGTERM, _raise_interrupt)
+    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
-        for setting in settings:
-            trials: list[dict] = []
+        try:
+            for setting in settings:
+                trials: list[dict] = []
+                try:
+                    for system in exp["systems"]:
+                        climbs.append(bench.climb(orch, exp, run_dir, setting, system, console.print, trials))
+                        if climbs[-1].failed:
+                            console.print(f"{setting} / {system}: {climbs[-1].failed}")
+                finally:
+                    bench.finish_manifest(run_dir / bench.slug(setting), bench.setting_experiment(exp, setting),
+                                          trials)
+        except KeyboardInterrupt:
+            rundir.write_json(run_dir / "throughput.json", {"settings": settings, "interrupted": True,
+                                                            "climbs": [c.as_json() for c in climbs]})
+            console.print("interrupted: the climbs so far are in throughput.json")
+            return 130
+        report = {"settings": settings, "climbs": [c.as_json() for c in climbs], "echo": None,
+                  "rules": {"fall": bench.FALL, "p99_factor": bench.P99_FACTOR}}
+        rundir.write_json(run_dir / "throughput.json", report)  # the climbs, whatever the echo does
+        echo = None
+        if not args.no_echo:
+            console.print("measuring the echo ceiling through the same transport (about 2 min) ...")
             try:
-                for system in exp["systems"]:
-                    climbs.append(bench.climb(orch, exp, run_dir, setting, system, console.print, trials))
-                    if climbs[-1].failed:
-                        console.print(f"{setting} / {system}: {climbs[-1].failed}")
-            finally:
-                bench.finish_manifest(run_dir / bench.slug(setting), bench.setting_experiment(exp, setting), trials)
-    except KeyboardInterrupt:
-        rundir.write_json(run_dir / "throughput.json", {"settings": settings, "interrupted": True,
-                                                        "climbs": [c.as_json() for c in climbs]})
-        console.print("interrupted: the climbs so far are in throughput.json")
-        return 130
-    echo = None
-    if not args.no_echo:
-        console.print("measuring the echo ceiling through the same transport (about 2 min) ...")
-        r = subprocess.run(env.launcher("bench-echo", "--json", str(run_dir / "echo.json")),
-                           capture_output=True, text=True)
-        if r.returncode != 0:
-            console.print(f"bench-echo failed (exit {r.returncode}): {r.stderr.strip()[-2000:]}")
-        else:
-            console.print(r.stdout.strip())
-            echo = json.loads((run_dir / "echo.json").read_text())
-    report = {"settings": settings, "climbs": [c.as_json() for c in climbs], "echo": echo,
-              "rules": {"fall": bench.FALL, "p99_factor": bench.P99_FACTOR}}
-    rundir.write_json(run_dir / "throughput.json", report)
+                r = subprocess.run(env.launcher("bench-echo", "--json", str(run_dir / "echo.json")),
+                                   capture_output=True, text=True)
+            except KeyboardInterrupt:  # subprocess.run has stopped the echo's JVM
+                console.print("interrupted during the echo ceiling: the climbs are in throughput.json")
+                return 130
+            if r.returncode != 0:
+                console.print(f"bench-echo failed (exit {r.returncode}): {r.stderr.strip()[-2000:]}")
+            else:
+                console.print(r.stdout.strip())
+                echo = json.loads((run_dir / "echo.json").read_text())
+                rundir.write_json(run_dir / "throughput.json", report | {"echo": echo})
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
     cats, rows = bench.cpu_rows(climbs)
     if rows:
@@ -205,8 +214,9 @@ def cmd_bench_throughput(args) -> int:
         console.print(f"{c.setting} / {c.system}: threads/DC:ops/s {steps} (*: within the stopping step); "
                       f"stopped: {why}",
                       soft_wrap=True, markup=False, highlight=False)
-    t = Table(title="what an operation costs at each peak (servers' CPU: each server's protocol thread, "
-                    "as a share of one core; ops/s per busiest core: the peak if each server had a core of its own)")
+    t = Table(title="what an operation costs at each peak (messages: every delivery, clients' included; servers: "
+                    "each server's protocol thread as a share of one core; ops/s per busiest core: at most the peak "
+                    "if each server had a core of its own, transport not counted)")
     for col in ("setting", "system", "CPU ms/op", "protocol ms/op", "messages/op local / WAN",
                 "busiest server, % of a core", "mean server", "ops/s per busiest core"):
         t.add_column(col, justify="left" if col in ("setting", "system") else "right")
@@ -221,10 +231,18 @@ def cmd_bench_throughput(args) -> int:
                   f"{100 * k['mean_core_share']:.1f}%" if "mean_core_share" in k else "-",
                   f"{k['busiest_ops_per_core']:,.0f}" if k.get("busiest_ops_per_core") else "-")
     console.print(t)
+    for c in climbs:
+        k = bench.op_costs(c.peak)
+        if k and k["messages_by_type"]:
+            parts = [f"{cls} " + ", ".join(f"{name} {n:.2f}" for name, n in list(types.items())[:6])
+                     for cls, types in k["messages_by_type"].items()]
+            console.print(f"{c.setting} / {c.system}: messages per operation by type: {'; '.join(parts)}",
+                          soft_wrap=True, markup=False, highlight=False)
     by = {(c.setting, c.system): c.peak for c in climbs}
     t = Table(title="Fig. 9 ratios at peak (this machine vs the paper's 24 servers; the paper has no PaRiS* column; "
-                    "busiest-server bound: the ratio if each server had a core of its own)")
-    for col in ("setting", "K2/RAD here", "K2/RAD busiest-server bound", "K2/RAD paper", "K2/PaRiS* here"):
+                    "by busiest server: the ratio if each system's busiest server thread, on a core of its own, "
+                    "set its peak)")
+    for col in ("setting", "K2/RAD here", "K2/RAD by busiest server", "K2/RAD paper", "K2/PaRiS* here"):
         t.add_column(col, justify="right" if col != "setting" else "left")
     for s in settings:
         here, paper = bench.ratio(by.get((s, "k2")), by.get((s, "rad"))), bench.paper_ratio(s)

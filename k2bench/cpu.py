@@ -18,10 +18,11 @@ PROC = Path("/proc")
 
 PROTOCOL = "server protocol"
 # (category, pattern on the thread name), first match wins. Thread names are set in
-# system/ (k2b-*, *-server-N) or by the JVM / gRPC / YCSB.
+# system/ (k2b-*, srv-<id>-<system>) or by the JVM / gRPC / YCSB.
 _RULES = [
-    # srv-<id>-<system> (ServerActor's thread), cut to 15 characters
-    (PROTOCOL, re.compile(r"^srv-\d+-")),
+    # srv-<id>-<system> (ServerActor's thread), cut to 15 characters; the name before it,
+    # <system>-server-<id>, still counts (a host running an older jar), though not per server
+    (PROTOCOL, re.compile(r"^srv-\d+-|^(?!k2bench-)[a-z0-9-]+-server-\d+$|^(?!k2bench-)[a-z0-9-]{10,}-serv")),
     ("transport (gRPC/Netty)", re.compile(r"^(k2b-io|k2b-accept|grpc-|epollEventLoop|nioEventLoop)")),
     ("WAN dispatchers", re.compile(r"^k2b-wan")),
     ("client threads (YCSB, workload, history, histograms)", re.compile(r"^(Thread-\d+|ClientThread|k2b-client)")),
@@ -29,6 +30,7 @@ _RULES = [
                       r"Parallel GC|PS |Conc#|ConcGC|GC-)")),
     ("JIT", re.compile(r"^(C1 |C2 |Sweeper|CompilerThre)")),
 ]
+_SERVER_THREAD = re.compile(r"^srv-(\d+)-")
 OTHER = "other (timers, logs, JVM)"
 EXITED = "exited threads"
 CATEGORIES = [c for c, _ in _RULES] + [OTHER, EXITED]
@@ -103,9 +105,9 @@ def account(before: dict, after: dict, seconds: float, roles: dict[str, str]) ->
             cat = category(tname)
             role[cat] += d / hz
             counted += d
-            if cat == PROTOCOL:
-                key = tname.split("-")[1]
-                per_server[key if key not in per_server else f"{key}#{tid}"] = d / hz
+            if cat == PROTOCOL and (m := _SERVER_THREAD.match(tname)):
+                # summed: a server restarted inside the window has two threads
+                per_server[m.group(1)] = per_server.get(m.group(1), 0.0) + d / hz
         role[EXITED] += max(0, a["total"] - b["total"] - counted) / hz
     total = sum(sum(r.values()) for r in by_role.values())
     # Resident memory at the window's end, per role: the largest process and all of them,
@@ -128,7 +130,7 @@ def account(before: dict, after: dict, seconds: float, roles: dict[str, str]) ->
         "roles": {role: {c: round(v, 2) for c, v in cats.items()} for role, cats in sorted(by_role.items())},
         # CPU seconds of each server's protocol thread, by server id: how evenly the load
         # falls on the servers (with one machine per server, the busiest one sets the peak)
-        "server_threads_s": {k: round(v, 3) for k, v in sorted(per_server.items(), key=lambda kv: int(kv[0].split("#")[0]))},
+        "server_threads_s": {k: round(v, 3) for k, v in sorted(per_server.items(), key=lambda kv: int(kv[0]))},
     }
 
 

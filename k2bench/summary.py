@@ -211,6 +211,22 @@ DEGRADED_P99_MS = 5.0
 EMULATION_DEGRADED = "emulation degraded"
 
 
+def messages(intervals: list[Interval], window: tuple[float, float], ops: int) -> dict:
+    """What was delivered in the window, per link class and payload type (every process
+    records ``msg:<local|wan>:<type>`` with the payload's size in bytes once per delivered
+    message): count, per operation, and mean payload bytes; most frequent first. Empty for
+    logs written before the tags existed."""
+    out: dict[str, dict] = {}
+    for tag in sorted({iv.tag for iv in intervals if iv.tag.startswith("msg:")}):
+        h = merge(intervals, tag, window)
+        n = h.get_total_count()
+        if n:
+            _, cls, type_ = tag.split(":", 2)
+            out.setdefault(cls, {})[type_] = {"count": n, "per_op": round(n / ops, 3) if ops else None,
+                                              "mean_bytes": round(h.get_mean_value(), 1)}
+    return {cls: dict(sorted(types.items(), key=lambda kv: -kv[1]["count"])) for cls, types in sorted(out.items())}
+
+
 def emulation(intervals: list[Interval], window: tuple[float, float], faults: bool = False) -> dict:
     """The WAN emulation's lateness in the window: how long after its due time each message
     reached its node (every process records ``lateness:wan`` between datacenters and
@@ -331,6 +347,7 @@ def summarize(logs: dict[str, list[pathlib.Path]], *, system: str, experiment: s
     summary["jvm_memory_mb"] = jvm_memory(per_process | per_server)
     summary["replication_lag_ms"] = replication_lag(server_intervals, window_ms, after_ms)
     summary["emulation_lateness_ms"] = emulation(everything + server_intervals, window_ms, faults=after_ms is not None)
+    summary["messages"] = messages(everything + server_intervals, window_ms, committed)
     origin = origin_ms if origin_ms is not None else window_ms[0]
     summary["timeseries"] = timeseries(everything, origin) | {"origin_ms": origin}
     summary["warnings"] = [w for w in [schedule_warning(summary["schedule_lag_ms"], pacing_interval_ms,

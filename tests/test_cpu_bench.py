@@ -10,7 +10,8 @@ from k2bench import bench, cpu
 
 @pytest.mark.parametrize("name,category", [
     ("srv-3-k2", "server protocol"), ("srv-11-paris-st", "server protocol"), ("srv-11-rad", "server protocol"),
-    ("k2-server-3", cpu.OTHER),  # the old name, which Linux cut to "paris-star-serv" for every PaRiS* server
+    # the old names (an older jar), which Linux cut to "paris-star-serv" for every PaRiS* server
+    ("k2-server-3", "server protocol"), ("paris-star-serv", "server protocol"),
     ("k2b-io-1", "transport (gRPC/Netty)"), ("k2b-accept-1", "transport (gRPC/Netty)"),
     ("grpc-default-ex", "transport (gRPC/Netty)"), ("k2b-wan-0", "WAN dispatchers"),
     ("Thread-12", "client threads (YCSB, workload, history, histograms)"),
@@ -46,26 +47,29 @@ def test_accounting_counts_differences_new_threads_and_exited_ones(tmp_path, mon
     monkeypatch.setattr(cpu, "PROC", tmp_path)
     hz = os.sysconf("SC_CLK_TCK")
     _fake_proc(tmp_path, 10, 1000, {1: ("srv-1-k2", 300), 2: ("k2b-io-1", 200), 3: ("C2 CompilerThre", 100),
-                                    6: ("srv-0-k2", 10)})
+                                    6: ("srv-0-k2", 10), 7: ("rad-server-4", 5)})
     _fake_proc(tmp_path, 20, 500, {4: ("Thread-1", 400)})
     before = cpu.snapshot({"servers": 10, "client-VA": 20, "gone": 99})
     assert set(before) == {"servers", "client-VA"}  # a process that is not there is left out
     # servers: +50 protocol, +30 io; the C2 thread ended (its 100 stay in the total); a new wan thread used 20
-    _fake_proc(tmp_path, 10, 1000 + 50 + 30 + 20 + 7 + 4, {1: ("srv-1-k2", 350), 2: ("k2b-io-1", 230),
-                                                          5: ("k2b-wan-0", 20), 6: ("srv-0-k2", 14)})
+    # srv-0's thread was replaced inside the window (a restart): both count for server 0;
+    # an old-style name counts as protocol but not per server
+    _fake_proc(tmp_path, 10, 1000 + 50 + 30 + 20 + 7 + 4 + 3 + 2, {
+        1: ("srv-1-k2", 350), 2: ("k2b-io-1", 230), 5: ("k2b-wan-0", 20), 6: ("srv-0-k2", 14),
+        8: ("srv-0-k2", 3), 7: ("rad-server-4", 7)})
     _fake_proc(tmp_path, 20, 500 + 60, {4: ("Thread-1", 460)})
     after = cpu.snapshot({"servers": 10, "client-VA": 20})
     acc = cpu.account(before, after, 10.0, {"servers": "servers", "client-VA": "clients"})
     s, c = acc["roles"]["servers"], acc["roles"]["clients"]
-    assert s["server protocol"] == round(54 / hz, 2)
+    assert s["server protocol"] == round(59 / hz, 2)
     # and each server's thread on its own, by server id in id order
-    assert list(acc["server_threads_s"].items()) == [("0", round(4 / hz, 3)), ("1", round(50 / hz, 3))]
+    assert list(acc["server_threads_s"].items()) == [("0", round(7 / hz, 3)), ("1", round(50 / hz, 3))]
     assert s["transport (gRPC/Netty)"] == round(30 / hz, 2)
     assert s["WAN dispatchers"] == round(20 / hz, 2)
     assert s[cpu.EXITED] == round(7 / hz, 2)  # in the process total, in no live thread
     assert c["client threads (YCSB, workload, history, histograms)"] == round(60 / hz, 2)
-    assert acc["cpu_s"] == round((111 + 60) / hz, 2)
-    assert cpu.by_category(acc)["server protocol"] == pytest.approx(54 / hz, abs=0.01)
+    assert acc["cpu_s"] == round((116 + 60) / hz, 2)
+    assert cpu.by_category(acc)["server protocol"] == pytest.approx(59 / hz, abs=0.01)
     # resident memory at its peak (VmHWM), per role: pid 10 -> 100 MB, pid 20 -> 200 MB
     assert acc["memory_mb"] == {"clients": {"processes": 1, "peak_rss_mb_max": 200, "peak_rss_mb_sum": 200},
                                 "servers": {"processes": 1, "peak_rss_mb_max": 100, "peak_rss_mb_sum": 100}}
@@ -312,6 +316,11 @@ def test_an_operations_cost_names_the_busiest_server_and_bounds_the_peak_by_it()
     assert c["mean_core_share"] == pytest.approx(0.2)
     assert c["busiest_ops_per_core"] == pytest.approx(2500)  # 10,000 operations on 4 CPU s of one core
     # RAD: faster here, but one server does half of all protocol work
+    assert c["messages_by_type"] is None  # a summary without per-type counts
+    typed = bench.point_record(_summary(1000.0, {}, 8.0, 1, 1) | {"messages": {
+        "local": {"ReadRequest": {"count": 20_000, "per_op": 2.0, "mean_bytes": 60.0}},
+        "wan": {"RemoteRead": {"count": 3_000, "per_op": 0.3, "mean_bytes": 90.0}}}}, 4, "d")
+    assert bench.op_costs(typed)["messages_by_type"] == {"local": {"ReadRequest": 2.0}, "wan": {"RemoteRead": 0.3}}
     rad = bench.point_record(_summary(2000.0, {"0": 1.0, "1": 1.0, "2": 8.0, "3": 1.0}, 11.0, 10, 10), 144, "d", TOPO)
     assert bench.ratio(k2, rad) == pytest.approx(0.5)
     assert bench.busiest_server_ratio(k2, rad) == pytest.approx(2500 / 2500)
@@ -344,16 +353,20 @@ class RatedOrchestrator:
             busiest = 3.0 if system == "rad" else 1.0
             s = _summary(rate * t, {str(i): busiest if i == 5 else 0.5 for i in range(12)}, 8.0, 1000 * t, 100 * t)
             s["emulation_lateness_ms"] |= {"worst_p99": 6.0 if t > limit else 1.0, "degraded": t > limit}
+            s["messages"] = {"local": {"ReadRequest": {"count": 10, "per_op": 1.5, "mean_bytes": 60.0},
+                                       "ReadReply": {"count": 10, "per_op": 1.25, "mean_bytes": 600.0}}}
             (d / "summary.json").write_text(json.dumps(s))
         (sub / "manifest.json").write_text(json.dumps({"trials": []}))
         return 0
 
 
-def test_the_bench_prints_each_peaks_costs_and_the_busiest_server_bound_beside_the_papers_ratio(
+def test_the_bench_prints_each_peaks_costs_and_the_ratio_by_busiest_server_beside_the_papers(
         jar, tmp_path, monkeypatch, capsys):
     import json
+    import signal
 
     from k2bench import cli
+    handler = signal.getsignal(signal.SIGTERM)
     monkeypatch.setattr(cli, "Orchestrator", RatedOrchestrator)
     monkeypatch.setenv("COLUMNS", "300")
     code = cli.main(["--jar", str(jar), "bench-throughput", "--settings", "default", "--no-echo",
@@ -369,5 +382,32 @@ def test_the_bench_prints_each_peaks_costs_and_the_busiest_server_bound_beside_t
     # each server its own core: k2 10,000 ops / 1 s = 10,000 per core; rad 8,000 / 3 s
     assert k2c["busiest_ops_per_core"] == pytest.approx(10_000) and radc["busiest_ops_per_core"] == pytest.approx(8000 / 3)
     assert "what an operation costs at each peak" in out and "SP:1: 30.0%" in out
+    assert "default / rad: messages per operation by type: local ReadRequest 1.50, ReadReply 1.25" in out
     rows = [ln for ln in out.splitlines() if "default" in ln and "1.68" in ln]
-    assert len(rows) == 1 and "1.25" in rows[0] and "3.75" in rows[0], out  # here, busiest-server bound (10,000 / 2,667), paper
+    assert len(rows) == 1 and "1.25" in rows[0] and "3.75" in rows[0], out  # here; by busiest server (10,000 / 2,667); paper
+    assert signal.getsignal(signal.SIGTERM) is handler  # the bench's own handler is gone
+
+
+class TermOrchestrator(RatedOrchestrator):
+    """SIGTERM arrives while rad's climb runs, outside any orchestrator handler."""
+
+    def run(self, step, sub, resume):
+        if step["systems"][0] == "rad":
+            import os
+            import signal
+            os.kill(os.getpid(), signal.SIGTERM)
+        return super().run(step, sub, resume)
+
+
+def test_sigterm_stops_the_bench_like_ctrl_c_with_the_climbs_so_far_written(jar, tmp_path, monkeypatch):
+    import json
+    import signal
+
+    from k2bench import cli
+    monkeypatch.setattr(cli, "Orchestrator", TermOrchestrator)
+    handler = signal.getsignal(signal.SIGTERM)
+    code = cli.main(["--jar", str(jar), "bench-throughput", "--settings", "default", "--no-echo",
+                     "--runs", str(tmp_path)])
+    assert code == 130 and signal.getsignal(signal.SIGTERM) is handler
+    report = json.loads(next(tmp_path.glob("*_bench-throughput/throughput.json")).read_text())
+    assert report["interrupted"] and [c["system"] for c in report["climbs"]] == ["k2"]

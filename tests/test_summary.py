@@ -284,6 +284,20 @@ def test_emulation_lateness_is_merged_over_processes_per_link_class():
     assert S.emulation(a + b, (5000, 10_000))["count"] == 0  # outside the window: not counted
 
 
+def test_messages_are_counted_per_link_class_and_type_over_processes_in_the_window():
+    a = _lateness_intervals({"msg:local:ReadRequest": [40] * 30, "msg:wan:RemoteRead": [100] * 5,
+                             "lateness:local": [1] * 30})
+    b = _lateness_intervals({"msg:local:ReadRequest": [60] * 10, "msg:local:ReadReply": [500] * 50})
+    late = _lateness_intervals({"msg:local:ReadRequest": [40] * 7}, start_ms=20_000.0)
+    m = S.messages(a + b + late, (0, 10_000), ops=10)
+    assert m == {"local": {"ReadReply": {"count": 50, "per_op": 5.0, "mean_bytes": pytest.approx(500, rel=0.01)},
+                           "ReadRequest": {"count": 40, "per_op": 4.0, "mean_bytes": pytest.approx(45, rel=0.01)}},
+                 "wan": {"RemoteRead": {"count": 5, "per_op": 0.5, "mean_bytes": pytest.approx(100, rel=0.01)}}}
+    assert list(m["local"]) == ["ReadReply", "ReadRequest"]  # most frequent first
+    assert S.messages(a, (0, 10_000), ops=0)["wan"]["RemoteRead"]["per_op"] is None
+    assert S.messages(_lateness_intervals({"lateness:wan": [1]}), (0, 10_000), ops=5) == {}  # older logs
+
+
 def test_a_p99_lateness_above_5_ms_in_any_class_marks_the_run_degraded():
     e = S.emulation(_lateness_intervals({"lateness:wan": [100] * 100, "lateness:local": [6000] * 10 + [10] * 90}),
                     (0, 10_000))

@@ -83,9 +83,21 @@ final class InChannel {
     if (node.isClosed()) {
       return; // not delivered
     }
-    ProcessMetrics.record(env.getFromDc() == node.dc() ? LOCAL : WAN, Math.max(0, lateNanos) / 1000);
+    boolean local = env.getFromDc() == node.dc();
+    ProcessMetrics.record(local ? LOCAL : WAN, Math.max(0, lateNanos) / 1000);
+    // and what was delivered: msg:<local|wan>:<payload type>, its payload's size in bytes
+    // (summary.json's messages: count and bytes per type, the traffic an operation costs)
+    String url = env.getPayload().getTypeUrl();
+    String[] tags = MESSAGE_TAGS.computeIfAbsent(url, u -> {
+      String type = u.substring(u.lastIndexOf('.') + 1);
+      return new String[] {"msg:local:" + type, "msg:wan:" + type};
+    });
+    ProcessMetrics.record(tags[local ? 0 : 1], env.getPayload().getValue().size());
   }
 
   static final String WAN = "lateness:wan";
   static final String LOCAL = "lateness:local";
+  /** Type URL -> its two message tags (local, wan), made once per type. */
+  private static final java.util.concurrent.ConcurrentHashMap<String, String[]> MESSAGE_TAGS =
+      new java.util.concurrent.ConcurrentHashMap<>();
 }

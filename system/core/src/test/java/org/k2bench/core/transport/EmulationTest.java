@@ -205,5 +205,8 @@ class EmulationTest {
     }
     assertEquals(100L, counts.get(InChannel.LOCAL), "one value per local message: " + counts);
     assertEquals(200L, counts.get(InChannel.WAN), "one value per wan message: " + counts);
+    // and each message once by its class and payload type
+    assertEquals(100L, counts.get("msg:local:UInt64Value"), counts.toString());
+    assertEquals(200L, counts.get("msg:wan:UInt64Value"), counts.toString());
   }
 }

@@ -50,6 +50,12 @@ def _ticks(stat_text: str) -> tuple[str, int]:
     return stat_text[open_ + 1:close], int(fields[11]) + int(fields[12])
 
 
+def _nice(stat_text: str) -> int | None:
+    """The nice value (field 19) of a stat line, None if it has none."""
+    fields = stat_text[stat_text.rindex(")") + 2:].split()
+    return int(fields[16]) if len(fields) > 16 else None
+
+
 def snapshot(pids: dict[str, int]) -> dict[str, dict]:
     """{process name: {"total": ticks, "threads": {tid: (thread name, ticks)}}} of the
     processes still alive (a process gone since is left out)."""
@@ -57,15 +63,17 @@ def snapshot(pids: dict[str, int]) -> dict[str, dict]:
     for name, pid in pids.items():
         try:
             _, total = _ticks((PROC / str(pid) / "stat").read_text())
-            threads = {}
+            threads, nice = {}, {}
             for task in (PROC / str(pid) / "task").iterdir():
                 try:
-                    threads[task.name] = _ticks((task / "stat").read_text())
+                    text = (task / "stat").read_text()
+                    threads[task.name] = _ticks(text)
+                    nice[task.name] = _nice(text)
                 except (FileNotFoundError, ProcessLookupError, ValueError):
                     continue  # the thread ended between listing and reading
         except (FileNotFoundError, ProcessLookupError):
             continue
-        out[name] = {"total": total, "threads": threads, "peak_rss_kb": _peak_rss_kb(pid)}
+        out[name] = {"total": total, "threads": threads, "nice": nice, "peak_rss_kb": _peak_rss_kb(pid)}
     return out
 
 
@@ -92,6 +100,7 @@ def account(before: dict, after: dict, seconds: float, roles: dict[str, str]) ->
     cores = os.cpu_count() or 1
     by_role: dict[str, dict[str, float]] = {}
     per_server: dict[str, float] = {}  # each server's protocol thread (srv-<id>-...)
+    nices: dict[str, dict[str, set[int]]] = {}  # role -> category -> the nice values its threads ran at
     for name, b in before.items():
         a = after.get(name)
         if a is None:
@@ -104,6 +113,8 @@ def account(before: dict, after: dict, seconds: float, roles: dict[str, str]) ->
                 d = ticks  # the thread id was reused by a thread born in the window
             cat = category(tname)
             role[cat] += d / hz
+            if (n := a.get("nice", {}).get(tid)) is not None:
+                nices.setdefault(roles.get(name, "other"), {}).setdefault(cat, set()).add(n)
             counted += d
             if cat == PROTOCOL and (m := _SERVER_THREAD.match(tname)):
                 # summed: a server restarted inside the window has two threads
@@ -131,6 +142,8 @@ def account(before: dict, after: dict, seconds: float, roles: dict[str, str]) ->
         # CPU seconds of each server's protocol thread, by server id: how evenly the load
         # falls on the servers (with one machine per server, the busiest one sets the peak)
         "server_threads_s": {k: round(v, 3) for k, v in sorted(per_server.items(), key=lambda kv: int(kv[0]))},
+        # the scheduler priority of each category (client threads run below the servers)
+        "nice": {role: {c: sorted(v) for c, v in cats.items()} for role, cats in sorted(nices.items())},
     }
 
 

@@ -86,8 +86,22 @@ class Env:
         return {s["name"]: s for s in json.loads(self.check_output("systems", "--json"))}
 
 
-def _jvm(heap_mb: int, props: dict | None, jvm_args: list[str]) -> list[str]:
-    return ["java", *jvm_args, f"-Xmx{heap_mb}m", *(f"-D{k}={v}" for k, v in (props or {}).items())]
+# Client threads run below the servers' and the WAN emulation's threads when they share
+# cores, as the paper's clients, on machines of their own, never took CPU from a server.
+# ThreadPriorityPolicy=1 turns Java priorities into nice values (Linux): the lowest, which
+# the client threads of a server JVM run at (InProcessClient), is nice 4, and every other
+# is nice 0, so the JVM's own threads (GC, JIT, VM thread) stay level with the servers. A
+# client JVM of its own maps the normal priority to nice 4 as well: all of it is client.
+# Lowering a priority needs no privilege (a JVM not run as root warns once on stderr that
+# raising one would).
+PRIORITY_JVM_ARGS = ("-XX:ThreadPriorityPolicy=1", "-XX:JavaPriority1_To_OSPriority=4",
+                     *(f"-XX:JavaPriority{p}_To_OSPriority=0" for p in range(2, 11)))
+CLIENT_NICE = 4
+CLIENT_JVM_ARGS = (*PRIORITY_JVM_ARGS, f"-XX:JavaPriority5_To_OSPriority={CLIENT_NICE}")
+
+
+def _jvm(heap_mb: int, props: dict | None, jvm_args: list[str], priorities=PRIORITY_JVM_ARGS) -> list[str]:
+    return ["java", *priorities, *jvm_args, f"-Xmx{heap_mb}m", *(f"-D{k}={v}" for k, v in (props or {}).items())]
 
 
 def java(host: Host, heap_mb: int, *args: str, props: dict | None = None,
@@ -98,8 +112,9 @@ def java(host: Host, heap_mb: int, *args: str, props: dict | None = None,
 
 def ycsb(host: Host, heap_mb: int, *args: str, props: dict | None = None,
          jvm_args: list[str]) -> list[str]:
-    """YCSB's client, with the bundled binding and workload, on a host."""
-    return [*_jvm(heap_mb, props, jvm_args), "-cp", host.jar(), "site.ycsb.Client", *args]
+    """YCSB's client, with the bundled binding and workload, on a host: every thread at
+    the client nice (CLIENT_JVM_ARGS)."""
+    return [*_jvm(heap_mb, props, jvm_args, CLIENT_JVM_ARGS), "-cp", host.jar(), "site.ycsb.Client", *args]
 
 
 def jvm_props(host: Host, t: "Trial") -> dict:

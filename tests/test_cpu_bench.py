@@ -23,9 +23,9 @@ def test_thread_names_fall_in_their_category(name, category):
     assert cpu.category(name) == category
 
 
-def _stat(name: str, utime: int, stime: int) -> str:
-    # pid (comm) state ppid ... : utime and stime are fields 14 and 15
-    rest = ["S", "1"] + ["0"] * 9 + [str(utime), str(stime)] + ["0"] * 10
+def _stat(name: str, utime: int, stime: int, nice: int = 0) -> str:
+    # pid (comm) state ppid ... : utime and stime are fields 14 and 15, nice 19
+    rest = ["S", "1"] + ["0"] * 9 + [str(utime), str(stime)] + ["0"] * 3 + [str(nice)] + ["0"] * 6
     return f"42 ({name}) " + " ".join(rest) + "\n"
 
 
@@ -38,9 +38,9 @@ def _fake_proc(root, pid, total, threads):
         for f in old.iterdir():
             f.unlink()
         old.rmdir()
-    for tid, (name, ticks) in threads.items():
+    for tid, (name, ticks, *nice) in threads.items():
         (d / "task" / str(tid)).mkdir()
-        (d / "task" / str(tid) / "stat").write_text(_stat(name, ticks, 0))
+        (d / "task" / str(tid) / "stat").write_text(_stat(name, ticks, 0, *nice))
 
 
 def test_accounting_counts_differences_new_threads_and_exited_ones(tmp_path, monkeypatch):
@@ -57,13 +57,16 @@ def test_accounting_counts_differences_new_threads_and_exited_ones(tmp_path, mon
     _fake_proc(tmp_path, 10, 1000 + 50 + 30 + 20 + 7 + 4 + 3 + 2, {
         1: ("srv-1-k2", 350), 2: ("k2b-io-1", 230), 5: ("k2b-wan-0", 20), 6: ("srv-0-k2", 14),
         8: ("srv-0-k2", 3), 7: ("rad-server-4", 7)})
-    _fake_proc(tmp_path, 20, 500 + 60, {4: ("Thread-1", 460)})
+    _fake_proc(tmp_path, 20, 500 + 60, {4: ("Thread-1", 460, 4)})
     after = cpu.snapshot({"servers": 10, "client-VA": 20})
     acc = cpu.account(before, after, 10.0, {"servers": "servers", "client-VA": "clients"})
     s, c = acc["roles"]["servers"], acc["roles"]["clients"]
     assert s["server protocol"] == round(59 / hz, 2)
     # and each server's thread on its own, by server id in id order
     assert list(acc["server_threads_s"].items()) == [("0", round(7 / hz, 3)), ("1", round(50 / hz, 3))]
+    # and the nice value each category ran at: the client thread below the servers
+    assert acc["nice"]["clients"]["client threads (YCSB, workload, history, histograms)"] == [4]
+    assert acc["nice"]["servers"]["server protocol"] == [0]
     assert s["transport (gRPC/Netty)"] == round(30 / hz, 2)
     assert s["WAN dispatchers"] == round(20 / hz, 2)
     assert s[cpu.EXITED] == round(7 / hz, 2)  # in the process total, in no live thread

@@ -97,6 +97,9 @@ final class ColocatedClients implements AutoCloseable {
         exit(name, code);
       }
     }, "client-" + name);
+    // below the servers, as its ClientThreads (InProcessClient.CLIENT_PRIORITY): every thread
+    // the client starts inherits it; the transport's and servers' threads set their own
+    main.setPriority(Thread.MIN_PRIORITY);
     main.start();
   }
 

@@ -49,6 +49,7 @@ public abstract class ServerActor implements ServerNode {
   private static final ScheduledExecutorService TIMERS = Executors.newSingleThreadScheduledExecutor(r -> {
     Thread t = new Thread(r, "k2bench-server-timers");
     t.setDaemon(true);
+    t.setPriority(Thread.NORM_PRIORITY); // not a colocated client's (Dispatcher)
     return t;
   });
   /** How often waits with a deadline are checked (they expire within this much of it). */
@@ -73,6 +74,7 @@ public abstract class ServerActor implements ServerNode {
       // keeps each server's thread apart in /proc (k2bench/cpu.py: CPU per server).
       Thread t = new Thread(r, "srv-" + serverId + "-" + system);
       t.setDaemon(true);
+      t.setPriority(Thread.NORM_PRIORITY);
       return t;
     });
     this.store = new MultiVersionStore<>(EMPTY_ROW, retainsForRemoteReads, System::currentTimeMillis,

@@ -86,17 +86,20 @@ class Env:
         return {s["name"]: s for s in json.loads(self.check_output("systems", "--json"))}
 
 
-# Client threads run below the servers' and the WAN emulation's threads when they share
-# cores, as the paper's clients, on machines of their own, never took CPU from a server.
-# ThreadPriorityPolicy=1 turns Java priorities into nice values (Linux): the lowest, which
-# the client threads of a server JVM run at (InProcessClient), is nice 4, and every other
-# is nice 0, so the JVM's own threads (GC, JIT, VM thread) stay level with the servers. A
-# client JVM of its own maps the normal priority to nice 4 as well: all of it is client.
-# Lowering a priority needs no privilege (a JVM not run as root warns once on stderr that
-# raising one would).
-PRIORITY_JVM_ARGS = ("-XX:ThreadPriorityPolicy=1", "-XX:JavaPriority1_To_OSPriority=4",
-                     *(f"-XX:JavaPriority{p}_To_OSPriority=0" for p in range(2, 11)))
-CLIENT_NICE = 4
+# Who waits when processes share the cores. The WAN emulation stands for the network, which
+# takes no CPU from anyone: its dispatchers (and the transport's I/O, the JVM's own GC,
+# JIT and VM threads) run at nice 0. The servers' protocol threads run at nice 2, below it,
+# so a busy machine queues work at the servers, as a saturated server would, instead of
+# delivering messages late. The clients run at nice 4, below the servers, as the paper's
+# clients, on machines of their own, never took CPU from a server. ThreadPriorityPolicy=1
+# turns Java priorities into nice values (Linux): priority 1 (a colocated client's threads,
+# ColocatedClients and InProcessClient) is nice 4, priority 4 (ServerActor) nice 2, every
+# other nice 0. A client JVM of its own maps the normal priority to nice 4 as well: all of
+# it is client. Only lowering is used, which needs no privilege (a JVM not run as root warns
+# once on stderr that raising would).
+CLIENT_NICE, SERVER_NICE = 4, 2
+PRIORITY_JVM_ARGS = ("-XX:ThreadPriorityPolicy=1", f"-XX:JavaPriority1_To_OSPriority={CLIENT_NICE}",
+                     *(f"-XX:JavaPriority{p}_To_OSPriority={SERVER_NICE if p == 4 else 0}" for p in range(2, 11)))
 CLIENT_JVM_ARGS = (*PRIORITY_JVM_ARGS, f"-XX:JavaPriority5_To_OSPriority={CLIENT_NICE}")
 
 
@@ -876,9 +879,14 @@ def client_logs(trial_dir: Path, names: dict[str, list[str]]) -> dict[str, list[
     return logs
 
 
+# What a JVM not run as root prints once at start (PRIORITY_JVM_ARGS): not an error.
+PRIORITY_WARNING = "VM warning: -XX:ThreadPriorityPolicy=1 may require system level permission"
+
+
 def tail(p: Proc, lines: int = 3) -> str:
-    """The last lines of a process's stderr, wherever it runs."""
-    text = [ln for ln in p.handle_host.read_text(p.stderr).splitlines() if ln.strip()]
+    """The last lines of a process's stderr, wherever it runs (the priority warning left out)."""
+    text = [ln for ln in p.handle_host.read_text(p.stderr).splitlines()
+            if ln.strip() and PRIORITY_WARNING not in ln]
     return " | ".join(text[-lines:]) or "(no output)"
 
 

@@ -73,10 +73,11 @@ def test_jvm_args_are_options_before_the_jar():
                 jvm_args=exp["clients"]["jvm_args"])
     assert argv[:argv.index("-jar")] == ["java", *PRIORITY_JVM_ARGS, "-XX:+UseZGC", "-Dx=1", "-Xmx256m", "-Da=b"]
     assert argv[argv.index("-jar") + 2:] == ["serve"]
-    # the lowest Java priority (colocated client threads) is nice 4, every other nice 0;
-    # a client JVM of its own runs its normal priority at nice 4 too
+    # the lowest Java priority (colocated client threads) is nice 4, the servers' (4) nice 2,
+    # every other nice 0; a client JVM of its own runs its normal priority at nice 4 too
     assert "-XX:ThreadPriorityPolicy=1" in PRIORITY_JVM_ARGS and "-XX:JavaPriority1_To_OSPriority=4" in PRIORITY_JVM_ARGS
-    assert all(f"-XX:JavaPriority{p}_To_OSPriority=0" in PRIORITY_JVM_ARGS for p in range(2, 11))
+    assert "-XX:JavaPriority4_To_OSPriority=2" in PRIORITY_JVM_ARGS
+    assert all(f"-XX:JavaPriority{p}_To_OSPriority=0" in PRIORITY_JVM_ARGS for p in (2, 3, *range(5, 11)))
     client = ycsb(LocalHost(ROOT / "k2bench.jar"), 256, "-t", jvm_args=[])
     assert client[:client.index("-cp")] == ["java", *CLIENT_JVM_ARGS, "-Xmx256m"]
     assert CLIENT_JVM_ARGS[-1] == "-XX:JavaPriority5_To_OSPriority=4"  # the last of a flag wins

@@ -98,7 +98,9 @@ final class ColocatedClients implements AutoCloseable {
       }
     }, "client-" + name);
     // below the servers, as its ClientThreads (InProcessClient.CLIENT_PRIORITY): every thread
-    // the client starts inherits it; the transport's and servers' threads set their own
+    // the client starts inherits it. Nothing may raise one back (that needs root, so the
+    // outcome would depend on the user): threads doing server or emulation work are made by
+    // the launcher's main thread, before any client starts (the e2e test checks their nice).
     main.setPriority(Thread.MIN_PRIORITY);
     main.start();
   }

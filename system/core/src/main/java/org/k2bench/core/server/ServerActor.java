@@ -49,9 +49,15 @@ public abstract class ServerActor implements ServerNode {
   private static final ScheduledExecutorService TIMERS = Executors.newSingleThreadScheduledExecutor(r -> {
     Thread t = new Thread(r, "k2bench-server-timers");
     t.setDaemon(true);
-    t.setPriority(Thread.NORM_PRIORITY); // not a colocated client's (Dispatcher)
     return t;
   });
+  /**
+   * The protocol threads' priority: below the WAN emulation's dispatchers (normal), so a
+   * busy machine queues work at the servers instead of delivering messages late, and above
+   * the clients' (minimum). Nice 2 when the JVM runs with the orchestrator's priority flags
+   * (k2bench/orchestrator.py, PRIORITY_JVM_ARGS); without them it changes nothing.
+   */
+  public static final int PROTOCOL_PRIORITY = Thread.NORM_PRIORITY - 1;
   /** How often waits with a deadline are checked (they expire within this much of it). */
   protected static final long TICK_MS = 100;
   private ScheduledFuture<?> ticker;
@@ -74,7 +80,7 @@ public abstract class ServerActor implements ServerNode {
       // keeps each server's thread apart in /proc (k2bench/cpu.py: CPU per server).
       Thread t = new Thread(r, "srv-" + serverId + "-" + system);
       t.setDaemon(true);
-      t.setPriority(Thread.NORM_PRIORITY);
+      t.setPriority(PROTOCOL_PRIORITY);
       return t;
     });
     this.store = new MultiVersionStore<>(EMPTY_ROW, retainsForRemoteReads, System::currentTimeMillis,

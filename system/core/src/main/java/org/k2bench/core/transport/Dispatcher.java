@@ -41,9 +41,6 @@ final class Dispatcher implements AutoCloseable {
   Dispatcher(String name) {
     thread = new Thread(this::loop, name);
     thread.setDaemon(true);
-    // not the priority of whichever thread opened the channel first: a colocated client's
-    // threads run below normal (InProcessClient), the emulation must not
-    thread.setPriority(Thread.NORM_PRIORITY);
     thread.start();
   }
 

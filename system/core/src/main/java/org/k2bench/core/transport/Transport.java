@@ -97,7 +97,6 @@ public final class Transport implements AutoCloseable {
     return r -> {
       Thread t = new Thread(r, prefix + "-" + n.incrementAndGet());
       t.setDaemon(true);
-      t.setPriority(Thread.NORM_PRIORITY); // not a colocated client's (Dispatcher)
       return t;
     };
   }

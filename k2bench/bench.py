@@ -147,6 +147,10 @@ def op_costs(peak: dict | None) -> dict | None:
            # per link class, each payload type's messages per operation (summary.messages)
            "messages_by_type": {cls: {t: v["per_op"] for t, v in types.items()}
                                 for cls, types in (peak.get("messages") or {}).items()} or None}
+    if acc.get("switches"):
+        # every time a thread blocked (and so had to be woken again), per operation
+        out["wakeups_per_op"] = sum(v["voluntary"] for cats in acc["switches"].values()
+                                    for v in cats.values()) / ops
     threads = acc.get("server_threads_s") or {}
     if threads:
         busiest = max(threads, key=threads.get)

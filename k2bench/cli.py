@@ -217,7 +217,7 @@ def cmd_bench_throughput(args) -> int:
     t = Table(title="what an operation costs at each peak (messages: every delivery, clients' included; servers: "
                     "each server's protocol thread as a share of one core; ops/s per busiest core: at most the peak "
                     "if each server had a core of its own, transport not counted)")
-    for col in ("setting", "system", "CPU ms/op", "protocol ms/op", "messages/op local / WAN",
+    for col in ("setting", "system", "CPU ms/op", "protocol ms/op", "messages/op local / WAN", "wake-ups/op",
                 "busiest server, % of a core", "mean server", "ops/s per busiest core"):
         t.add_column(col, justify="left" if col in ("setting", "system") else "right")
     for c in climbs:
@@ -227,6 +227,7 @@ def cmd_bench_throughput(args) -> int:
         m = k["messages_per_op"]
         t.add_row(c.setting, c.system, f"{k['cpu_ms_per_op']:.3f}", f"{k['protocol_ms_per_op']:.3f}",
                   f"{m['local']:.1f} / {m['wan']:.1f}" if m else "-",
+                  f"{k['wakeups_per_op']:.1f}" if k.get("wakeups_per_op") is not None else "-",
                   f"{k['busiest_server']}: {100 * k['busiest_core_share']:.1f}%" if "busiest_server" in k else "-",
                   f"{100 * k['mean_core_share']:.1f}%" if "mean_core_share" in k else "-",
                   f"{k['busiest_ops_per_core']:,.0f}" if k.get("busiest_ops_per_core") else "-")

@@ -56,24 +56,38 @@ def _nice(stat_text: str) -> int | None:
     return int(fields[16]) if len(fields) > 16 else None
 
 
+def _switches(status_text: str) -> tuple[int, int]:
+    """(voluntary, involuntary) context switches of a thread from its status file: the
+    times it blocked (waited for work: each one a wake-up later) and was preempted."""
+    v = dict.fromkeys(("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches"), 0)
+    for ln in status_text.splitlines():
+        key, _, value = ln.partition(":")
+        if key in v and value.strip().isdigit():
+            v[key] = int(value)
+    return v["voluntary_ctxt_switches"], v["nonvoluntary_ctxt_switches"]
+
+
 def snapshot(pids: dict[str, int]) -> dict[str, dict]:
-    """{process name: {"total": ticks, "threads": {tid: (thread name, ticks)}}} of the
-    processes still alive (a process gone since is left out)."""
+    """{process name: {"total": ticks, "threads": {tid: (thread name, ticks)}, "nice":
+    {tid: nice}, "switches": {tid: (voluntary, involuntary)}}} of the processes still alive
+    (a process gone since is left out)."""
     out = {}
     for name, pid in pids.items():
         try:
             _, total = _ticks((PROC / str(pid) / "stat").read_text())
-            threads, nice = {}, {}
+            threads, nice, switches = {}, {}, {}
             for task in (PROC / str(pid) / "task").iterdir():
                 try:
                     text = (task / "stat").read_text()
                     threads[task.name] = _ticks(text)
                     nice[task.name] = _nice(text)
+                    switches[task.name] = _switches((task / "status").read_text())
                 except (FileNotFoundError, ProcessLookupError, ValueError):
                     continue  # the thread ended between listing and reading
         except (FileNotFoundError, ProcessLookupError):
             continue
-        out[name] = {"total": total, "threads": threads, "nice": nice, "peak_rss_kb": _peak_rss_kb(pid)}
+        out[name] = {"total": total, "threads": threads, "nice": nice, "switches": switches,
+                     "peak_rss_kb": _peak_rss_kb(pid)}
     return out
 
 
@@ -101,6 +115,7 @@ def account(before: dict, after: dict, seconds: float, roles: dict[str, str]) ->
     by_role: dict[str, dict[str, float]] = {}
     per_server: dict[str, float] = {}  # each server's protocol thread (srv-<id>-...)
     nices: dict[str, dict[str, set[int]]] = {}  # role -> category -> the nice values its threads ran at
+    switched: dict[str, dict[str, list[int]]] = {}  # role -> category -> [voluntary, involuntary]
     for name, b in before.items():
         a = after.get(name)
         if a is None:
@@ -108,13 +123,19 @@ def account(before: dict, after: dict, seconds: float, roles: dict[str, str]) ->
         role = by_role.setdefault(roles.get(name, "other"), dict.fromkeys(CATEGORIES, 0.0))
         counted = 0
         for tid, (tname, ticks) in a["threads"].items():
-            d = ticks - b["threads"].get(tid, (tname, 0))[1]
-            if d < 0:
-                d = ticks  # the thread id was reused by a thread born in the window
+            prev = b["threads"].get(tid)
+            # born in the window: not there before, or its id reused (less time than before)
+            born = prev is None or ticks < prev[1]
+            d = ticks if born else ticks - prev[1]
             cat = category(tname)
             role[cat] += d / hz
             if (n := a.get("nice", {}).get(tid)) is not None:
                 nices.setdefault(roles.get(name, "other"), {}).setdefault(cat, set()).add(n)
+            if (sw := a.get("switches", {}).get(tid)) is not None:
+                was = (0, 0) if born else b.get("switches", {}).get(tid, (0, 0))
+                acc_sw = switched.setdefault(roles.get(name, "other"), {}).setdefault(cat, [0, 0])
+                acc_sw[0] += max(0, sw[0] - was[0])
+                acc_sw[1] += max(0, sw[1] - was[1])
             counted += d
             if cat == PROTOCOL and (m := _SERVER_THREAD.match(tname)):
                 # summed: a server restarted inside the window has two threads
@@ -144,6 +165,10 @@ def account(before: dict, after: dict, seconds: float, roles: dict[str, str]) ->
         "server_threads_s": {k: round(v, 3) for k, v in sorted(per_server.items(), key=lambda kv: int(kv[0]))},
         # the scheduler priority of each category (client threads run below the servers)
         "nice": {role: {c: sorted(v) for c, v in cats.items()} for role, cats in sorted(nices.items())},
+        # context switches in the window, voluntary (a thread blocked: one wake-up each) and
+        # involuntary (preempted), per role and category
+        "switches": {role: {c: {"voluntary": v[0], "involuntary": v[1]} for c, v in cats.items()}
+                     for role, cats in sorted(switched.items())},
     }
 
 

@@ -38,9 +38,12 @@ def _fake_proc(root, pid, total, threads):
         for f in old.iterdir():
             f.unlink()
         old.rmdir()
-    for tid, (name, ticks, *nice) in threads.items():
+    for tid, (name, ticks, *rest) in threads.items():
         (d / "task" / str(tid)).mkdir()
-        (d / "task" / str(tid) / "stat").write_text(_stat(name, ticks, 0, *nice))
+        (d / "task" / str(tid) / "stat").write_text(_stat(name, ticks, 0, *rest[:1]))
+        vol, invol = rest[1] if len(rest) > 1 else (0, 0)
+        (d / "task" / str(tid) / "status").write_text(
+            f"Name:\t{name}\nvoluntary_ctxt_switches:\t{vol}\nnonvoluntary_ctxt_switches:\t{invol}\n")
 
 
 def test_accounting_counts_differences_new_threads_and_exited_ones(tmp_path, monkeypatch):
@@ -48,7 +51,7 @@ def test_accounting_counts_differences_new_threads_and_exited_ones(tmp_path, mon
     hz = os.sysconf("SC_CLK_TCK")
     _fake_proc(tmp_path, 10, 1000, {1: ("srv-1-k2", 300), 2: ("k2b-io-1", 200), 3: ("C2 CompilerThre", 100),
                                     6: ("srv-0-k2", 10), 7: ("rad-server-4", 5)})
-    _fake_proc(tmp_path, 20, 500, {4: ("Thread-1", 400)})
+    _fake_proc(tmp_path, 20, 500, {4: ("Thread-1", 400, 4, (100, 10))})
     before = cpu.snapshot({"servers": 10, "client-VA": 20, "gone": 99})
     assert set(before) == {"servers", "client-VA"}  # a process that is not there is left out
     # servers: +50 protocol, +30 io; the C2 thread ended (its 100 stay in the total); a new wan thread used 20
@@ -57,7 +60,7 @@ def test_accounting_counts_differences_new_threads_and_exited_ones(tmp_path, mon
     _fake_proc(tmp_path, 10, 1000 + 50 + 30 + 20 + 7 + 4 + 3 + 2, {
         1: ("srv-1-k2", 350), 2: ("k2b-io-1", 230), 5: ("k2b-wan-0", 20), 6: ("srv-0-k2", 14),
         8: ("srv-0-k2", 3), 7: ("rad-server-4", 7)})
-    _fake_proc(tmp_path, 20, 500 + 60, {4: ("Thread-1", 460, 4)})
+    _fake_proc(tmp_path, 20, 500 + 65, {4: ("Thread-1", 460, 4, (130, 15)), 9: ("Thread-2", 5, 4, (7, 1))})
     after = cpu.snapshot({"servers": 10, "client-VA": 20})
     acc = cpu.account(before, after, 10.0, {"servers": "servers", "client-VA": "clients"})
     s, c = acc["roles"]["servers"], acc["roles"]["clients"]
@@ -67,11 +70,14 @@ def test_accounting_counts_differences_new_threads_and_exited_ones(tmp_path, mon
     # and the nice value each category ran at: the client thread below the servers
     assert acc["nice"]["clients"]["client threads (YCSB, workload, history, histograms)"] == [4]
     assert acc["nice"]["servers"]["server protocol"] == [0]
+    # context switches in the window: Thread-1's differences, all of Thread-2's (born in it)
+    assert acc["switches"]["clients"]["client threads (YCSB, workload, history, histograms)"] == \
+        {"voluntary": 30 + 7, "involuntary": 5 + 1}
     assert s["transport (gRPC/Netty)"] == round(30 / hz, 2)
     assert s["WAN dispatchers"] == round(20 / hz, 2)
     assert s[cpu.EXITED] == round(7 / hz, 2)  # in the process total, in no live thread
-    assert c["client threads (YCSB, workload, history, histograms)"] == round(60 / hz, 2)
-    assert acc["cpu_s"] == round((116 + 60) / hz, 2)
+    assert c["client threads (YCSB, workload, history, histograms)"] == round(65 / hz, 2)
+    assert acc["cpu_s"] == round((116 + 65) / hz, 2)
     assert cpu.by_category(acc)["server protocol"] == pytest.approx(59 / hz, abs=0.01)
     # resident memory at its peak (VmHWM), per role: pid 10 -> 100 MB, pid 20 -> 200 MB
     assert acc["memory_mb"] == {"clients": {"processes": 1, "peak_rss_mb_max": 200, "peak_rss_mb_sum": 200},
@@ -318,6 +324,10 @@ def test_an_operations_cost_names_the_busiest_server_and_bounds_the_peak_by_it()
     assert c["busiest_server"] == "VA:1" and c["busiest_core_share"] == pytest.approx(0.4)
     assert c["mean_core_share"] == pytest.approx(0.2)
     assert c["busiest_ops_per_core"] == pytest.approx(2500)  # 10,000 operations on 4 CPU s of one core
+    assert "wakeups_per_op" not in c  # an accounting without context switches
+    switched = k2 | {"cpu": k2["cpu"] | {"switches": {"servers": {"server protocol": {"voluntary": 30_000, "involuntary": 9},
+                                                                  "GC": {"voluntary": 5_000, "involuntary": 0}}}}}
+    assert bench.op_costs(switched)["wakeups_per_op"] == pytest.approx(3.5)
     # RAD: faster here, but one server does half of all protocol work
     assert c["messages_by_type"] is None  # a summary without per-type counts
     typed = bench.point_record(_summary(1000.0, {}, 8.0, 1, 1) | {"messages": {

@@ -55,7 +55,7 @@ final class InChannel {
     long due = Math.max(sent + transport.links().sampleDelayNanos(env.getFromDc(), node.dc()), lastDueNanos);
     lastDueNanos = due;
     if (due <= now && queued == 0 && (!inProcess || node.queuesOnly(env))) {
-      recordLateness(env, now - due);
+      recordDelivery(env, now - due);
       node.receive(env);
       return;
     }
@@ -69,17 +69,18 @@ final class InChannel {
   /** Under the channel's lock, so an arrival that is already due cannot overtake it. */
   private synchronized void release(Envelope env, long due) {
     queued--;
-    recordLateness(env, System.nanoTime() - due);
+    recordDelivery(env, System.nanoTime() - due);
     node.receive(env);
   }
 
   /**
-   * The emulation's error for one message: how long after its due time it reached its
-   * node, in microseconds (0 when on time), tagged by the link's class:
+   * One delivered message: what it was (below) and the emulation's error for it, how long
+   * after its due time it reached its node, in microseconds (0 when on time), tagged by the
+   * link's class:
    * {@code lateness:wan} between datacenters, {@code lateness:local} inside one (due after
    * the topology's intra-datacenter delay, usually 0: there any transit time is lateness).
    */
-  private void recordLateness(Envelope env, long lateNanos) {
+  private void recordDelivery(Envelope env, long lateNanos) {
     if (node.isClosed()) {
       return; // not delivered
     }

@@ -220,10 +220,15 @@ def cmd_bench_throughput(args) -> int:
     for col in ("setting", "system", "CPU ms/op", "protocol ms/op", "messages/op local / WAN", "wake-ups/op",
                 "busiest server, % of a core", "mean server", "ops/s per busiest core"):
         t.add_column(col, justify="left" if col in ("setting", "system") else "right")
+    by_type = []  # each peak's messages per operation by type, printed after the table
     for c in climbs:
         k = bench.op_costs(c.peak)
         if k is None:
             continue
+        if k["messages_by_type"]:
+            parts = [f"{cls} " + ", ".join(f"{name} {n:.2f}" for name, n in list(types.items())[:6])
+                     for cls, types in k["messages_by_type"].items()]
+            by_type.append(f"{c.setting} / {c.system}: messages per operation by type: {'; '.join(parts)}")
         m = k["messages_per_op"]
         t.add_row(c.setting, c.system, f"{k['cpu_ms_per_op']:.3f}", f"{k['protocol_ms_per_op']:.3f}",
                   f"{m['local']:.1f} / {m['wan']:.1f}" if m else "-",
@@ -232,13 +237,8 @@ def cmd_bench_throughput(args) -> int:
                   f"{100 * k['mean_core_share']:.1f}%" if "mean_core_share" in k else "-",
                   f"{k['busiest_ops_per_core']:,.0f}" if k.get("busiest_ops_per_core") else "-")
     console.print(t)
-    for c in climbs:
-        k = bench.op_costs(c.peak)
-        if k and k["messages_by_type"]:
-            parts = [f"{cls} " + ", ".join(f"{name} {n:.2f}" for name, n in list(types.items())[:6])
-                     for cls, types in k["messages_by_type"].items()]
-            console.print(f"{c.setting} / {c.system}: messages per operation by type: {'; '.join(parts)}",
-                          soft_wrap=True, markup=False, highlight=False)
+    for line in by_type:
+        console.print(line, soft_wrap=True, markup=False, highlight=False)
     by = {(c.setting, c.system): c.peak for c in climbs}
     t = Table(title="Fig. 9 ratios at peak (this machine vs the paper's 24 servers; the paper has no PaRiS* column; "
                     "by busiest server: the ratio if each system's busiest server thread, on a core of its own, "

@@ -79,9 +79,11 @@ def peak_of(points: list[dict]) -> dict | None:
     return max(good, key=lambda p: p["ops_per_s"]) if good else None
 
 
-def check_resume(run_dir: Path, exp: dict) -> None:
+def check_resume(run_dir: Path, exp: dict) -> str | None:
     """Refuses (ConfigError on --resume) to continue ``run_dir`` unless it is a bench run of
-    this very experiment (compared as JSON, the form it was saved in)."""
+    this very experiment (compared as JSON, the form it was saved in), or of one whose
+    ladder is the start of this one's: a ladder extended at the top (after a climb was
+    flagged NOT A PEAK) continues the climbs that ran out of it. Returns what grew, if any."""
     path = run_dir / BENCH_JSON
     if not path.exists():
         raise ConfigError("--resume", f"{run_dir} is not a bench-throughput run directory of this version "
@@ -90,9 +92,21 @@ def check_resume(run_dir: Path, exp: dict) -> None:
         saved = json.loads(path.read_text())["experiment"]
     except (ValueError, KeyError, TypeError) as e:
         raise ConfigError("--resume", f"{path} is unreadable ({type(e).__name__}: {e}); start a new run") from None
-    if saved != rundir.as_saved(exp):
-        raise ConfigError("--resume", f"{run_dir} was run with another bench-throughput experiment (its file or "
-                                      "one it extends changed since); start a new run")
+    now = rundir.as_saved(exp)
+    if saved == now:
+        return None
+    try:
+        old_ladder, new_ladder = saved["sweep"][AXIS], now["sweep"][AXIS]
+        same_but_ladder = ({**saved, "sweep": {}} == {**now, "sweep": {}} and set(saved["sweep"]) == {AXIS}
+                           and set(now["sweep"]) == {AXIS})
+    except (KeyError, TypeError):
+        same_but_ladder = False
+    if same_but_ladder and len(new_ladder) > len(old_ladder) and new_ladder[:len(old_ladder)] == old_ladder:
+        return (f"the ladder grew ({old_ladder[-1]} -> {', '.join(map(str, new_ladder[len(old_ladder):]))} "
+                f"threads/DC): climbs that ran out of it continue")
+    raise ConfigError("--resume", f"{run_dir} was run with another bench-throughput experiment (its file or "
+                                  "one it extends changed since; only a ladder extended at the top may "
+                                  "differ); start a new run")
 
 
 def setting_experiment(exp: dict, setting: str) -> dict:
@@ -151,6 +165,13 @@ def op_costs(peak: dict | None) -> dict | None:
         # every time a thread blocked (and so had to be woken again), per operation
         out["wakeups_per_op"] = sum(v["voluntary"] for cats in acc["switches"].values()
                                     for v in cats.values()) / ops
+    if acc.get("kernel_s") and acc["cpu_s"]:
+        # the part of the JVMs' CPU spent in the kernel (system calls: waits, wake-ups, I/O)
+        out["kernel_share"] = sum(v for cats in acc["kernel_s"].values() for v in cats.values()) / acc["cpu_s"]
+    if (m := acc.get("machine_s")) and sum(m.values()) > 0:
+        # the machine's time left idle and taken by the hypervisor (steal) in the window
+        out["machine_idle_share"] = m["idle"] / sum(m.values())
+        out["machine_steal_share"] = m["steal"] / sum(m.values())
     threads = acc.get("server_threads_s") or {}
     if threads:
         busiest = max(threads, key=threads.get)

@@ -128,14 +128,18 @@ def cmd_bench_throughput(args) -> int:
         raise ConfigError("sweep", f"bench-throughput climbs one ladder: sweep must be {bench.AXIS} only")
     runs = Path(args.runs)
     # runs/latest is left alone: each setting is a run directory of its own inside this one
+    grew = None
     if args.resume:
         run_dir = Path(args.resume)
-        bench.check_resume(run_dir, exp)
+        if grew := bench.check_resume(run_dir, exp):
+            rundir.write_json(run_dir / bench.BENCH_JSON, {"experiment": exp})  # the next resume compares with it
     else:
         run_dir = rundir.create(runs, exp["name"])
         rundir.write_json(run_dir / bench.BENCH_JSON, {"experiment": exp})
     console = Console()
     console.print(f"run directory: {run_dir}")
+    if grew:
+        console.print(grew, markup=False, highlight=False)
     orch = Orchestrator(env, Progress(console))
     climbs: list[bench.Climb] = []
     # SIGTERM stops the bench as Ctrl-C does (inside a point the orchestrator's own handler
@@ -217,8 +221,9 @@ def cmd_bench_throughput(args) -> int:
     t = Table(title="what an operation costs at each peak (messages: every delivery, clients' included; servers: "
                     "each server's protocol thread as a share of one core; ops/s per busiest core: at most the peak "
                     "if each server had a core of its own, transport not counted)")
-    for col in ("setting", "system", "CPU ms/op", "protocol ms/op", "messages/op local / WAN", "wake-ups/op",
-                "busiest server, % of a core", "mean server", "ops/s per busiest core"):
+    for col in ("setting", "system", "CPU ms/op", "in kernel", "machine idle / steal", "protocol ms/op",
+                "messages/op local / WAN", "wake-ups/op", "busiest server, % of a core", "mean server",
+                "ops/s per busiest core"):
         t.add_column(col, justify="left" if col in ("setting", "system") else "right")
     by_type = []  # each peak's messages per operation by type, printed after the table
     for c in climbs:
@@ -230,7 +235,9 @@ def cmd_bench_throughput(args) -> int:
                      for cls, types in k["messages_by_type"].items()]
             by_type.append(f"{c.setting} / {c.system}: messages per operation by type: {'; '.join(parts)}")
         m = k["messages_per_op"]
-        t.add_row(c.setting, c.system, f"{k['cpu_ms_per_op']:.3f}", f"{k['protocol_ms_per_op']:.3f}",
+        pct = lambda key: f"{100 * k[key]:.0f}%" if k.get(key) is not None else "-"  # noqa: E731
+        t.add_row(c.setting, c.system, f"{k['cpu_ms_per_op']:.3f}", pct("kernel_share"),
+                  f"{pct('machine_idle_share')} / {pct('machine_steal_share')}", f"{k['protocol_ms_per_op']:.3f}",
                   f"{m['local']:.1f} / {m['wan']:.1f}" if m else "-",
                   f"{k['wakeups_per_op']:.1f}" if k.get("wakeups_per_op") is not None else "-",
                   f"{k['busiest_server']}: {100 * k['busiest_core_share']:.1f}%" if "busiest_server" in k else "-",

@@ -50,6 +50,22 @@ def _ticks(stat_text: str) -> tuple[str, int]:
     return stat_text[open_ + 1:close], int(fields[11]) + int(fields[12])
 
 
+def _stime(stat_text: str) -> int:
+    """The kernel-mode part (stime, field 15) of a stat line's CPU ticks."""
+    return int(stat_text[stat_text.rindex(")") + 2:].split()[12])
+
+
+def machine_ticks() -> dict[str, int]:
+    """The whole machine's CPU ticks by state since boot (/proc/stat's first line): user
+    and nice (user mode), system, idle (with iowait), irq (with softirq) and steal (time
+    the hypervisor ran something else while this machine had work)."""
+    fields = [int(x) for x in (PROC / "stat").read_text().splitlines()[0].split()[1:]]
+    fields += [0] * (8 - len(fields))
+    user, nice, system, idle, iowait, irq, softirq, steal = fields[:8]
+    return {"user": user, "nice": nice, "system": system, "idle": idle + iowait,
+            "irq": irq + softirq, "steal": steal}
+
+
 def _nice(stat_text: str) -> int | None:
     """The nice value (field 19) of a stat line, None if it has none."""
     fields = stat_text[stat_text.rindex(")") + 2:].split()
@@ -68,25 +84,26 @@ def _switches(status_text: str) -> tuple[int, int]:
 
 
 def snapshot(pids: dict[str, int]) -> dict[str, dict]:
-    """{process name: {"total": ticks, "threads": {tid: (thread name, ticks)}, "nice":
-    {tid: nice}, "switches": {tid: (voluntary, involuntary)}}} of the processes still alive
-    (a process gone since is left out)."""
+    """{process name: {"total": ticks, "threads": {tid: (thread name, ticks)}, "kernel":
+    {tid: ticks in kernel mode}, "nice": {tid: nice}, "switches": {tid: (voluntary,
+    involuntary)}}} of the processes still alive (a process gone since is left out)."""
     out = {}
     for name, pid in pids.items():
         try:
             _, total = _ticks((PROC / str(pid) / "stat").read_text())
-            threads, nice, switches = {}, {}, {}
+            threads, kernel, nice, switches = {}, {}, {}, {}
             for task in (PROC / str(pid) / "task").iterdir():
                 try:
                     text = (task / "stat").read_text()
                     threads[task.name] = _ticks(text)
+                    kernel[task.name] = _stime(text)
                     nice[task.name] = _nice(text)
                     switches[task.name] = _switches((task / "status").read_text())
                 except (FileNotFoundError, ProcessLookupError, ValueError):
                     continue  # the thread ended between listing and reading
         except (FileNotFoundError, ProcessLookupError):
             continue
-        out[name] = {"total": total, "threads": threads, "nice": nice, "switches": switches,
+        out[name] = {"total": total, "threads": threads, "kernel": kernel, "nice": nice, "switches": switches,
                      "peak_rss_kb": _peak_rss_kb(pid)}
     return out
 
@@ -104,9 +121,11 @@ def _peak_rss_kb(pid: int) -> int | None:
     return None
 
 
-def account(before: dict, after: dict, seconds: float, roles: dict[str, str]) -> dict:
+def account(before: dict, after: dict, seconds: float, roles: dict[str, str],
+            machine: tuple[dict, dict] | None = None) -> dict:
     """CPU seconds per role ("servers" / "clients") and category between two snapshots,
-    with the share of the machine's cores each used over ``seconds``.
+    with the share of the machine's cores each used over ``seconds``; ``machine`` is the
+    pair of machine_ticks() taken with them.
 
     A thread present in both snapshots counts its difference; one born inside the window
     counts all its time; one that ended is in its process's total only (EXITED)."""
@@ -116,6 +135,7 @@ def account(before: dict, after: dict, seconds: float, roles: dict[str, str]) ->
     per_server: dict[str, float] = {}  # each server's protocol thread (srv-<id>-...)
     nices: dict[str, dict[str, set[int]]] = {}  # role -> category -> the nice values its threads ran at
     switched: dict[str, dict[str, list[int]]] = {}  # role -> category -> [voluntary, involuntary]
+    in_kernel: dict[str, dict[str, float]] = {}  # role -> category -> seconds in kernel mode
     for name, b in before.items():
         a = after.get(name)
         if a is None:
@@ -129,6 +149,10 @@ def account(before: dict, after: dict, seconds: float, roles: dict[str, str]) ->
             d = ticks if born else ticks - prev[1]
             cat = category(tname)
             role[cat] += d / hz
+            if (k := a.get("kernel", {}).get(tid)) is not None:
+                k_was = 0 if born else b.get("kernel", {}).get(tid, 0)
+                by_cat = in_kernel.setdefault(roles.get(name, "other"), {})
+                by_cat[cat] = by_cat.get(cat, 0.0) + max(0, k - k_was) / hz
             if (n := a.get("nice", {}).get(tid)) is not None:
                 nices.setdefault(roles.get(name, "other"), {}).setdefault(cat, set()).add(n)
             if (sw := a.get("switches", {}).get(tid)) is not None:
@@ -169,6 +193,13 @@ def account(before: dict, after: dict, seconds: float, roles: dict[str, str]) ->
         # involuntary (preempted), per role and category
         "switches": {role: {c: {"voluntary": v[0], "involuntary": v[1]} for c, v in cats.items()}
                      for role, cats in sorted(switched.items())},
+        # of each role's and category's CPU seconds, those in kernel mode (system calls:
+        # futex waits and wake-ups, sockets, page faults)
+        "kernel_s": {role: {c: round(v, 2) for c, v in cats.items()} for role, cats in sorted(in_kernel.items())},
+        # the whole machine over the window, in seconds by state: what the JVMs above did not
+        # use (idle), what other processes and the kernel did, and steal (the hypervisor)
+        **({"machine_s": {k: round((machine[1][k] - machine[0][k]) / hz, 2) for k in machine[0]}}
+           if machine else {}),
     }
 
 
@@ -199,7 +230,7 @@ class WindowSampler:
         for at in (self.start, self.end):
             if self._stop.wait(max(0.0, at - time.time())):
                 return
-            self.snaps.append((time.monotonic(), snapshot(self.pids)))
+            self.snaps.append((time.monotonic(), snapshot(self.pids), machine_ticks()))
 
     def close(self) -> None:
         self._stop.set()
@@ -209,5 +240,5 @@ class WindowSampler:
         self.close()
         if len(self.snaps) < 2:
             return None
-        (t_a, a), (t_b, b) = self.snaps
-        return account(a, b, t_b - t_a, roles)
+        (t_a, a, m_a), (t_b, b, m_b) = self.snaps
+        return account(a, b, t_b - t_a, roles, machine=(m_a, m_b))

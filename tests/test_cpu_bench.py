@@ -40,7 +40,8 @@ def _fake_proc(root, pid, total, threads):
         old.rmdir()
     for tid, (name, ticks, *rest) in threads.items():
         (d / "task" / str(tid)).mkdir()
-        (d / "task" / str(tid) / "stat").write_text(_stat(name, ticks, 0, *rest[:1]))
+        stime = rest[2] if len(rest) > 2 else 0  # of ticks, those in kernel mode
+        (d / "task" / str(tid) / "stat").write_text(_stat(name, ticks - stime, stime, *rest[:1]))
         vol, invol = rest[1] if len(rest) > 1 else (0, 0)
         (d / "task" / str(tid) / "status").write_text(
             f"Name:\t{name}\nvoluntary_ctxt_switches:\t{vol}\nnonvoluntary_ctxt_switches:\t{invol}\n")
@@ -51,7 +52,7 @@ def test_accounting_counts_differences_new_threads_and_exited_ones(tmp_path, mon
     hz = os.sysconf("SC_CLK_TCK")
     _fake_proc(tmp_path, 10, 1000, {1: ("srv-1-k2", 300), 2: ("k2b-io-1", 200), 3: ("C2 CompilerThre", 100),
                                     6: ("srv-0-k2", 10), 7: ("rad-server-4", 5)})
-    _fake_proc(tmp_path, 20, 500, {4: ("Thread-1", 400, 4, (100, 10))})
+    _fake_proc(tmp_path, 20, 500, {4: ("Thread-1", 400, 4, (100, 10), 100)})
     before = cpu.snapshot({"servers": 10, "client-VA": 20, "gone": 99})
     assert set(before) == {"servers", "client-VA"}  # a process that is not there is left out
     # servers: +50 protocol, +30 io; the C2 thread ended (its 100 stay in the total); a new wan thread used 20
@@ -60,9 +61,11 @@ def test_accounting_counts_differences_new_threads_and_exited_ones(tmp_path, mon
     _fake_proc(tmp_path, 10, 1000 + 50 + 30 + 20 + 7 + 4 + 3 + 2, {
         1: ("srv-1-k2", 350), 2: ("k2b-io-1", 230), 5: ("k2b-wan-0", 20), 6: ("srv-0-k2", 14),
         8: ("srv-0-k2", 3), 7: ("rad-server-4", 7)})
-    _fake_proc(tmp_path, 20, 500 + 65, {4: ("Thread-1", 460, 4, (130, 15)), 9: ("Thread-2", 5, 4, (7, 1))})
+    _fake_proc(tmp_path, 20, 500 + 65, {4: ("Thread-1", 460, 4, (130, 15), 120), 9: ("Thread-2", 5, 4, (7, 1), 2)})
     after = cpu.snapshot({"servers": 10, "client-VA": 20})
-    acc = cpu.account(before, after, 10.0, {"servers": "servers", "client-VA": "clients"})
+    machine = ({"user": 100, "nice": 50, "system": 30, "idle": 20, "irq": 0, "steal": 0},
+               {"user": 100 + hz, "nice": 50 + 2 * hz, "system": 30 + hz, "idle": 20 + 16 * hz, "irq": 0, "steal": 0})
+    acc = cpu.account(before, after, 10.0, {"servers": "servers", "client-VA": "clients"}, machine=machine)
     s, c = acc["roles"]["servers"], acc["roles"]["clients"]
     assert s["server protocol"] == round(59 / hz, 2)
     # and each server's thread on its own, by server id in id order
@@ -73,6 +76,11 @@ def test_accounting_counts_differences_new_threads_and_exited_ones(tmp_path, mon
     # context switches in the window: Thread-1's differences, all of Thread-2's (born in it)
     assert acc["switches"]["clients"]["client threads (YCSB, workload, history, histograms)"] == \
         {"voluntary": 30 + 7, "involuntary": 5 + 1}
+    # kernel-mode time: Thread-1's difference, all of Thread-2's; none in the servers' threads
+    assert acc["kernel_s"]["clients"]["client threads (YCSB, workload, history, histograms)"] == round(22 / hz, 2)
+    assert acc["kernel_s"]["servers"]["server protocol"] == 0
+    assert acc["machine_s"] == {"user": 1.0, "nice": 2.0, "system": 1.0, "idle": 16.0, "irq": 0.0, "steal": 0.0}
+    assert "machine_s" not in cpu.account(before, after, 10.0, {})  # without the machine's ticks
     assert s["transport (gRPC/Netty)"] == round(30 / hz, 2)
     assert s["WAN dispatchers"] == round(20 / hz, 2)
     assert s[cpu.EXITED] == round(7 / hz, 2)  # in the process total, in no live thread
@@ -106,6 +114,9 @@ def test_a_real_process_is_accounted_by_its_threads():
     assert acc["cpu_s"] > 0.1
     assert acc["roles"]["servers"]["WAN dispatchers"] > 0.1  # found by the name the thread runs under
     assert acc["memory_mb"]["servers"]["peak_rss_mb_max"] > 10  # this Python process, resident
+    m = cpu.machine_ticks()  # the real /proc/stat: every state, none negative
+    assert set(m) == {"user", "nice", "system", "idle", "irq", "steal"} and min(m.values()) >= 0
+    assert sum(m.values()) > 0
 
 
 def test_the_sampler_gives_nothing_when_the_window_did_not_close():
@@ -274,6 +285,19 @@ def test_a_resumed_climb_reads_its_measured_points_and_runs_only_the_rest(tmp_pa
     assert c.stop == done.stop and c.peak == done.peak and c.points == done.points
 
 
+def test_a_climb_that_ran_out_of_ladder_continues_up_a_taller_one(tmp_path):
+    exp = {"name": "bench-throughput", "sweep": {bench.AXIS: [4, 8, 16]},
+           "workload": {}, "topology": {}, "clients": {}}
+    short = bench.climb(FakeOrchestrator(limit=40), exp, tmp_path, "default", "k2", lambda _: None, [])
+    assert short.stop is None and short.peak["threads"] == 16  # NOT A PEAK: the ladder ran out
+    taller = exp | {"sweep": {bench.AXIS: [4, 8, 16, 32, 64]}}
+    again = FakeOrchestrator(limit=40)
+    c = bench.climb(again, taller, tmp_path, "default", "k2", lambda _: None, [])
+    # the points measured before are read, not run again; 64 is degraded, its step halved twice
+    assert again.runs == [32, 64, 48, 40]
+    assert "degraded" in c.stop and c.peak["threads"] == 40
+
+
 def test_resume_accepts_its_own_run_and_refuses_others_with_one_line(tmp_path):
     import pathlib
 
@@ -294,6 +318,16 @@ def test_resume_accepts_its_own_run_and_refuses_others_with_one_line(tmp_path):
     rundir.write_json(tmp_path / bench.BENCH_JSON, {"experiment": exp})
     with pytest.raises(ConfigError, match="another bench-throughput experiment"):
         bench.check_resume(tmp_path, changed)
+    # a ladder extended at the top continues the climbs; any other ladder change is refused
+    ladder = exp["sweep"][bench.AXIS]
+    taller = exp | {"sweep": {bench.AXIS: ladder + [ladder[-1] * 2]}}
+    grew = bench.check_resume(tmp_path, taller)
+    assert grew and str(ladder[-1] * 2) in grew
+    for other in ([ladder[0] + 1] + ladder[1:], ladder[:-1]):
+        with pytest.raises(ConfigError, match="another bench-throughput experiment"):
+            bench.check_resume(tmp_path, exp | {"sweep": {bench.AXIS: other}})
+    with pytest.raises(ConfigError, match="another bench-throughput experiment"):  # and nothing else with it
+        bench.check_resume(tmp_path, changed | {"sweep": taller["sweep"]})
     (tmp_path / bench.BENCH_JSON).write_text("{not json")
     with pytest.raises(ConfigError, match="unreadable"):
         bench.check_resume(tmp_path, exp)
@@ -328,6 +362,13 @@ def test_an_operations_cost_names_the_busiest_server_and_bounds_the_peak_by_it()
     switched = k2 | {"cpu": k2["cpu"] | {"switches": {"servers": {"server protocol": {"voluntary": 30_000, "involuntary": 9},
                                                                   "GC": {"voluntary": 5_000, "involuntary": 0}}}}}
     assert bench.op_costs(switched)["wakeups_per_op"] == pytest.approx(3.5)
+    assert "kernel_share" not in c and "machine_idle_share" not in c  # an accounting without them
+    split = k2 | {"cpu": k2["cpu"] | {"kernel_s": {"servers": {"server protocol": 3.0, "GC": 0.0}},
+                                      "machine_s": {"user": 10.0, "nice": 4.0, "system": 3.0, "idle": 2.0,
+                                                    "irq": 0.0, "steal": 1.0}}}
+    sc = bench.op_costs(split)
+    assert sc["kernel_share"] == pytest.approx(3.0 / 15.0)  # of the JVMs' 15 CPU s
+    assert sc["machine_idle_share"] == pytest.approx(0.1) and sc["machine_steal_share"] == pytest.approx(0.05)
     # RAD: faster here, but one server does half of all protocol work
     assert c["messages_by_type"] is None  # a summary without per-type counts
     typed = bench.point_record(_summary(1000.0, {}, 8.0, 1, 1) | {"messages": {

@@ -136,7 +136,8 @@ def cmd_bench_throughput(args) -> int:
     else:
         run_dir = rundir.create(runs, exp["name"])
         rundir.write_json(run_dir / bench.BENCH_JSON, {"experiment": exp})
-    console = Console()
+    # a log file (not a terminal) gets wide lines: rich would cut the tables to 80 columns
+    console = Console() if sys.stdout.isatty() else Console(width=200)
     console.print(f"run directory: {run_dir}")
     if grew:
         console.print(grew, markup=False, highlight=False)
@@ -221,10 +222,13 @@ def cmd_bench_throughput(args) -> int:
     t = Table(title="what an operation costs at each peak (messages: every delivery, clients' included; servers: "
                     "each server's protocol thread as a share of one core; ops/s per busiest core: at most the peak "
                     "if each server had a core of its own, transport not counted)")
-    for col in ("setting", "system", "CPU ms/op", "in kernel", "machine idle / steal", "protocol ms/op",
-                "messages/op local / WAN", "wake-ups/op", "busiest server, % of a core", "mean server",
-                "ops/s per busiest core"):
+    for col in ("setting", "system", "CPU ms/op", "protocol ms/op", "messages/op local / WAN",
+                "busiest server, % of a core", "mean server", "ops/s per busiest core"):
         t.add_column(col, justify="left" if col in ("setting", "system") else "right")
+    machine = Table(title="the machine at each peak (in kernel: of the JVMs' CPU, the part in system calls; "
+                          "idle and steal: of the machine's time; wake-ups: threads blocking, to be woken again)")
+    for col in ("setting", "system", "cores busy", "in kernel", "machine idle", "steal", "wake-ups/op"):
+        machine.add_column(col, justify="left" if col in ("setting", "system") else "right")
     by_type = []  # each peak's messages per operation by type, printed after the table
     for c in climbs:
         k = bench.op_costs(c.peak)
@@ -236,14 +240,17 @@ def cmd_bench_throughput(args) -> int:
             by_type.append(f"{c.setting} / {c.system}: messages per operation by type: {'; '.join(parts)}")
         m = k["messages_per_op"]
         pct = lambda key: f"{100 * k[key]:.0f}%" if k.get(key) is not None else "-"  # noqa: E731
-        t.add_row(c.setting, c.system, f"{k['cpu_ms_per_op']:.3f}", pct("kernel_share"),
-                  f"{pct('machine_idle_share')} / {pct('machine_steal_share')}", f"{k['protocol_ms_per_op']:.3f}",
+        acc = c.peak["cpu"]
+        machine.add_row(c.setting, c.system, f"{acc['cpu_s'] / acc['window_s']:.2f}", pct("kernel_share"),
+                        pct("machine_idle_share"), pct("machine_steal_share"),
+                        f"{k['wakeups_per_op']:.1f}" if k.get("wakeups_per_op") is not None else "-")
+        t.add_row(c.setting, c.system, f"{k['cpu_ms_per_op']:.3f}", f"{k['protocol_ms_per_op']:.3f}",
                   f"{m['local']:.1f} / {m['wan']:.1f}" if m else "-",
-                  f"{k['wakeups_per_op']:.1f}" if k.get("wakeups_per_op") is not None else "-",
                   f"{k['busiest_server']}: {100 * k['busiest_core_share']:.1f}%" if "busiest_server" in k else "-",
                   f"{100 * k['mean_core_share']:.1f}%" if "mean_core_share" in k else "-",
                   f"{k['busiest_ops_per_core']:,.0f}" if k.get("busiest_ops_per_core") else "-")
     console.print(t)
+    console.print(machine)
     for line in by_type:
         console.print(line, soft_wrap=True, markup=False, highlight=False)
     by = {(c.setting, c.system): c.peak for c in climbs}

@@ -436,6 +436,10 @@ def test_the_bench_prints_each_peaks_costs_and_the_ratio_by_busiest_server_besid
     # each server its own core: k2 10,000 ops / 1 s = 10,000 per core; rad 8,000 / 3 s
     assert k2c["busiest_ops_per_core"] == pytest.approx(10_000) and radc["busiest_ops_per_core"] == pytest.approx(8000 / 3)
     assert "what an operation costs at each peak" in out and "SP:1: 30.0%" in out
+    # the machine's table: 15 CPU s in a 10 s window; no kernel split or machine time recorded
+    assert "the machine at each peak" in out
+    machine_rows = [ln for ln in out.splitlines() if "default" in ln and "1.50" in ln and ln.count("-") >= 3]
+    assert len(machine_rows) == 3, out  # k2, rad, paris-star
     assert "default / rad: messages per operation by type: local ReadRequest 1.50, ReadReply 1.25" in out
     rows = [ln for ln in out.splitlines() if "default" in ln and "1.68" in ln]
     assert len(rows) == 1 and "1.25" in rows[0] and "3.75" in rows[0], out  # here; by busiest server (10,000 / 2,667); paper

@@ -43,16 +43,15 @@ def category(thread_name: str) -> str:
     return OTHER
 
 
-def _ticks(stat_text: str) -> tuple[str, int]:
-    """(name, utime + stime in clock ticks) from a stat line; the name may hold spaces."""
+def _stat(stat_text: str) -> tuple[str, int, int, int | None]:
+    """(name, utime + stime, stime, nice) from a stat line, CPU in clock ticks (fields 14
+    and 15; stime: kernel mode), nice (field 19) None if the line has none; the name may
+    hold spaces."""
     open_, close = stat_text.index("("), stat_text.rindex(")")
     fields = stat_text[close + 2:].split()
-    return stat_text[open_ + 1:close], int(fields[11]) + int(fields[12])
-
-
-def _stime(stat_text: str) -> int:
-    """The kernel-mode part (stime, field 15) of a stat line's CPU ticks."""
-    return int(stat_text[stat_text.rindex(")") + 2:].split()[12])
+    utime, stime = int(fields[11]), int(fields[12])
+    return (stat_text[open_ + 1:close], utime + stime, stime,
+            int(fields[16]) if len(fields) > 16 else None)
 
 
 def machine_ticks() -> dict[str, int]:
@@ -64,12 +63,6 @@ def machine_ticks() -> dict[str, int]:
     user, nice, system, idle, iowait, irq, softirq, steal = fields[:8]
     return {"user": user, "nice": nice, "system": system, "idle": idle + iowait,
             "irq": irq + softirq, "steal": steal}
-
-
-def _nice(stat_text: str) -> int | None:
-    """The nice value (field 19) of a stat line, None if it has none."""
-    fields = stat_text[stat_text.rindex(")") + 2:].split()
-    return int(fields[16]) if len(fields) > 16 else None
 
 
 def _switches(status_text: str) -> tuple[int, int]:
@@ -90,14 +83,12 @@ def snapshot(pids: dict[str, int]) -> dict[str, dict]:
     out = {}
     for name, pid in pids.items():
         try:
-            _, total = _ticks((PROC / str(pid) / "stat").read_text())
+            _, total, _, _ = _stat((PROC / str(pid) / "stat").read_text())
             threads, kernel, nice, switches = {}, {}, {}, {}
             for task in (PROC / str(pid) / "task").iterdir():
                 try:
-                    text = (task / "stat").read_text()
-                    threads[task.name] = _ticks(text)
-                    kernel[task.name] = _stime(text)
-                    nice[task.name] = _nice(text)
+                    tname, ticks, kernel[task.name], nice[task.name] = _stat((task / "stat").read_text())
+                    threads[task.name] = (tname, ticks)
                     switches[task.name] = _switches((task / "status").read_text())
                 except (FileNotFoundError, ProcessLookupError, ValueError):
                     continue  # the thread ended between listing and reading

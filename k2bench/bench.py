@@ -15,6 +15,14 @@ every rule) that is not degraded; the step that stopped the climb is then halved
 twice (``refinement``), and a point in it that passes the same rules can be the peak. A
 climb that reaches the top of the ladder without a stop did not show a peak: it is
 flagged "not a peak".
+
+A virtual machine's hypervisor can take CPU from it (steal time: seen here at 9-13% of
+the machine's time during single points, otherwise below 0.5%), and a point that fails a
+rule while that happened says nothing of the system. Such a point (steal above
+``STEAL_LIMIT`` of the machine's time in its window) is measured again, up to ``RETRIES``
+times, each attempt a run directory of its own beside the setting's
+(``<setting>.retry<k>``); the last attempt stands, and the climb records the ones before it
+(``disturbed``). A climb that still stops on a disturbed point says so.
 """
 from __future__ import annotations
 
@@ -39,6 +47,8 @@ SETTINGS = ["default", "write 5%", "zipf 1.4", "zipf 0.9", "f=1", "f=3"]
 AXIS = "clients.threads_per_dc"
 REFINE = 2  # points tried between the last passing point and the one that stopped the climb
 MIN_GAP = 4  # threads per datacenter: a narrower step is not split
+STEAL_LIMIT = 0.02  # share of the machine's time stolen in a point's window that makes it disturbed
+RETRIES = 2  # new attempts at a disturbed point that stopped the climb
 BENCH_JSON = "bench.json"  # the experiment a bench run climbs with, for --resume
 
 
@@ -50,11 +60,24 @@ class Climb:
     stop: str | None = None  # why the climb stopped; None: the ladder ran out
     peak: dict | None = None
     failed: str | None = None
+    disturbed: bool = False  # it stopped on a point the hypervisor disturbed in every attempt
 
     def as_json(self) -> dict:
         return {"setting": self.setting, "system": self.system, "points": self.points, "stop": self.stop,
-                "peak": self.peak, "is_peak": self.stop is not None and self.peak is not None, "failed": self.failed,
-                "peak_costs": op_costs(self.peak)}
+                "peak": self.peak, "is_peak": self.stop is not None and self.peak is not None and not self.disturbed,
+                "disturbed": self.disturbed, "failed": self.failed, "peak_costs": op_costs(self.peak)}
+
+
+def steal_share(point: dict) -> float | None:
+    """The share of the machine's time (all its CPUs) the hypervisor gave to something else
+    in the point's measurement window (summary.json's cpu.machine_s), or None if unknown."""
+    m = (point.get("cpu") or {}).get("machine_s") or {}
+    total = sum(v for v in m.values() if isinstance(v, (int, float)))
+    return m["steal"] / total if total > 0 and isinstance(m.get("steal"), (int, float)) else None
+
+
+def disturbed(point: dict) -> bool:
+    return (steal_share(point) or 0.0) > STEAL_LIMIT
 
 
 def stop_reason(points: list[dict]) -> str | None:
@@ -152,7 +175,7 @@ def op_costs(peak: dict | None) -> dict | None:
     busiest one sets the peak; here all servers share the cores, so the total sets it. None
     without an accounting."""
     acc = (peak or {}).get("cpu")
-    if not acc or not peak["ops_per_s"]:
+    if not acc or not peak["ops_per_s"] or "cpu_s" not in acc:  # cpu_s: not only the machine's split
         return None
     ops = peak["ops_per_s"] * acc["window_s"]
     out = {"cpu_ms_per_op": 1000 * acc["cpu_s"] / ops,
@@ -204,40 +227,75 @@ def refinement(lo: int, hi: int, done: int) -> int | None:
     return (lo + hi) // 2
 
 
+def attempt_dir(setting: str, attempt: int) -> str:
+    """The run directory (under the bench's) of a setting's points' ``attempt``-th retries."""
+    return slug(setting) if attempt == 0 else f"{slug(setting)}.retry{attempt}"
+
+
 def climb(orch: Orchestrator, exp: dict, run_dir: Path, setting: str, system: str, say,
-          trials: list[dict]) -> Climb:
+          trials: dict[str, list[dict]]) -> Climb:
     """Runs one system up the ladder of one setting, a point at a time, into
     ``run_dir/<setting>/`` (a run directory of its own, resumed point by point); then
-    narrows the step that stopped it (``refinement``)."""
+    narrows the step that stopped it (``refinement``). A disturbed point that fails a rule
+    is measured again (``RETRIES``) into ``run_dir/<setting>.retry<k>/``. ``trials``
+    collects each of those directories' trials (by name) for ``finish_manifest``."""
     ladder = list(exp["sweep"][AXIS])
-    sub = run_dir / slug(setting)
     c = Climb(setting, system)
-    ran: list[int] = []
+    ran: dict[int, list[int]] = {}
 
-    def run_point(threads: int) -> dict | None:
-        ran.append(threads)
-        step = setting_experiment(exp, setting) | {"systems": [system], "sweep": {AXIS: sorted(ran)}}
+    def run_point(threads: int, attempt: int) -> dict | None:
+        name = attempt_dir(setting, attempt)
+        sub = run_dir / name
+        ran.setdefault(attempt, []).append(threads)
+        step = setting_experiment(exp, setting) | {"systems": [system], "sweep": {AXIS: sorted(ran[attempt])}}
         code = orch.run(step, sub, resume=True)
         if code == 130:
             raise KeyboardInterrupt
         manifest = json.loads((sub / "manifest.json").read_text())
-        trials.extend(e for e in manifest.get("trials", []) if e not in trials)
+        mine = trials.setdefault(name, [])
+        mine.extend(e for e in manifest.get("trials", []) if e not in mine)
         tdir = trial_dir(sub, system, f"threads_per_dc={threads}", 1, 1)
         if code != 0 or not (tdir / "summary.json").exists():
             c.failed = f"the point at {threads} threads/DC failed (see {tdir})"
             return None
         topo = yaml.safe_load((tdir / "topology.yaml").read_text()) if (tdir / "topology.yaml").exists() else None
         q = point_record(json.loads((tdir / "summary.json").read_text()), threads, str(tdir.relative_to(run_dir)), topo)
+        st = steal_share(q)
         say(f"{setting} / {system}: {threads} threads/DC -> {q['ops_per_s']:,.0f} ops/s, ROT p99 "
-            f"{q['rot_p99_ms']} ms, lateness p99 {q['lateness_p99_ms']} ms")
+            f"{q['rot_p99_ms']} ms, lateness p99 {q['lateness_p99_ms']} ms"
+            + (f", steal {100 * st:.1f}%" if st is not None and st > STEAL_LIMIT else ""))
         return q
 
+    def measure(threads: int, before: list[dict]) -> dict | None:
+        """The point, measured again while it is disturbed and fails a rule after ``before``."""
+        q = run_point(threads, 0)
+        earlier = []
+        for attempt in range(1, RETRIES + 1):
+            if q is None or not disturbed(q) or stop_reason(before + [q]) is None:
+                break
+            say(f"{setting} / {system}: the hypervisor took {100 * steal_share(q):.1f}% of the machine's time at "
+                f"{threads} threads/DC (limit {100 * STEAL_LIMIT:.0f}%): measuring it again ({attempt} of {RETRIES})")
+            earlier.append({k: q[k] for k in ("ops_per_s", "rot_p99_ms", "lateness_p99_ms", "degraded", "dir")}
+                           | {"steal_share": round(steal_share(q), 4)})
+            q = run_point(threads, attempt)
+        if q is not None and earlier:
+            q["disturbed_attempts"] = earlier
+        return q
+
+    def stops(points: list[dict]) -> str | None:
+        why = stop_reason(points)
+        if why and disturbed(points[-1]):
+            c.disturbed = True
+            why += (f" while the hypervisor took {100 * steal_share(points[-1]):.1f}% of the machine's time "
+                    f"(in each of {RETRIES + 1} attempts: DISTURBED, not a peak)")
+        return why
+
     for threads in ladder:
-        q = run_point(threads)
+        q = measure(threads, c.points)
         if q is None:
             break
         c.points.append(q)
-        c.stop = stop_reason(c.points)
+        c.stop = stops(c.points)
         if c.stop:
             break
     # the point that stopped the climb is past the peak by every rule
@@ -246,7 +304,7 @@ def climb(orch: Orchestrator, exp: dict, run_dir: Path, setting: str, system: st
         lo, hi, done = passed[-1]["threads"], c.points[-1]["threads"], 0
         while (mid := refinement(lo, hi, done)) is not None:
             done += 1
-            q = run_point(mid)
+            q = measure(mid, passed)
             if q is None:
                 break
             q["refinement"] = True
@@ -255,6 +313,7 @@ def climb(orch: Orchestrator, exp: dict, run_dir: Path, setting: str, system: st
                 passed.append(q)
                 lo = mid
             else:
+                c.disturbed = c.disturbed or disturbed(q)  # the peak may lie in a step not measured
                 hi = mid
         c.points.sort(key=lambda q: q["threads"])
     c.peak = peak_of(passed)

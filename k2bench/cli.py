@@ -151,15 +151,15 @@ def cmd_bench_throughput(args) -> int:
     try:
         try:
             for setting in settings:
-                trials: list[dict] = []
+                trials: dict[str, list[dict]] = {}  # by run directory: the setting's and its retries'
                 try:
                     for system in exp["systems"]:
                         climbs.append(bench.climb(orch, exp, run_dir, setting, system, console.print, trials))
                         if climbs[-1].failed:
                             console.print(f"{setting} / {system}: {climbs[-1].failed}")
                 finally:
-                    bench.finish_manifest(run_dir / bench.slug(setting), bench.setting_experiment(exp, setting),
-                                          trials)
+                    for name, done in trials.items():
+                        bench.finish_manifest(run_dir / name, bench.setting_experiment(exp, setting), done)
         except KeyboardInterrupt:
             rundir.write_json(run_dir / "throughput.json", {"settings": settings, "interrupted": True,
                                                             "climbs": [c.as_json() for c in climbs]})
@@ -211,13 +211,16 @@ def cmd_bench_throughput(args) -> int:
         t.add_row(c.setting, c.system, f"{p['ops_per_s']:,.0f}" if p else "-", str(p["threads"]) if p else "-",
                   f"{p['rot_p99_ms']:.0f}" if p and p["rot_p99_ms"] is not None else "-",
                   f"{p['lateness_p99_ms']:.2f}" if p and p["lateness_p99_ms"] is not None else "-",
-                  "failed" if c.failed else "yes" if c.stop and p else "NOT A PEAK")
+                  "failed" if c.failed else "DISTURBED" if c.disturbed else "yes" if c.stop and p else "NOT A PEAK")
     console.print(t)
     for c in climbs:
         steps = " ".join(f"{q['threads']}{'*' if q.get('refinement') else ''}:{q['ops_per_s']:,.0f}" for q in c.points)
         why = c.failed or c.stop or "the top of the ladder was reached: NOT A PEAK"
+        again = [f"{q['threads']} (steal " + ", ".join(f"{100 * a['steal_share']:.1f}%" for a in q["disturbed_attempts"])
+                 + f" -> {100 * (bench.steal_share(q) or 0):.1f}%)" for q in c.points if q.get("disturbed_attempts")]
         console.print(f"{c.setting} / {c.system}: threads/DC:ops/s {steps} (*: within the stopping step); "
-                      f"stopped: {why}",
+                      f"stopped: {why}"
+                      + (f"; measured again, the hypervisor having taken CPU: {', '.join(again)}" if again else ""),
                       soft_wrap=True, markup=False, highlight=False)
     t = Table(title="what an operation costs at each peak (messages: every delivery, clients' included; servers: "
                     "each server's protocol thread as a share of one core; ops/s per busiest core: at most the peak "

@@ -223,10 +223,12 @@ def test_the_cpu_rows_give_shares_cores_cost_per_operation_and_memory():
 
 class FakeOrchestrator:
     """Runs a point by writing the summary a system would give: 70 ops/s per thread per
-    datacenter, degraded above ``limit`` threads per datacenter."""
+    datacenter, degraded above ``limit`` threads per datacenter, and where ``steal(run
+    directory name, threads)`` (the hypervisor's share of the machine's time there) is
+    above 2%."""
 
-    def __init__(self, limit):
-        self.limit, self.runs = limit, []
+    def __init__(self, limit, steal=lambda name, threads: 0.0):
+        self.limit, self.steal, self.runs = limit, steal, []
 
     def run(self, step, sub, resume):
         import json
@@ -238,10 +240,12 @@ class FakeOrchestrator:
                 continue  # resumed
             self.runs.append(t)
             d.mkdir(parents=True)
-            late = 6.0 if t > self.limit else 1.0
+            stolen = self.steal(sub.name, t)
+            late = 6.0 if t > self.limit or stolen > 0.02 else 1.0
             (d / "summary.json").write_text(json.dumps({
                 "throughput_ops_per_s": 70.0 * t, "ops": {"rot": {"latency_ms": {"p99": 280.0}}},
-                "emulation_lateness_ms": {"worst_p99": late, "degraded": late > 5}, "cpu": None}))
+                "emulation_lateness_ms": {"worst_p99": late, "degraded": late > 5},
+                "cpu": {"machine_s": {"user": 20 * (1 - stolen), "idle": 0.0, "steal": 20 * stolen}}}))
         (sub / "manifest.json").write_text(json.dumps({"trials": []}))
         return 0
 
@@ -251,7 +255,7 @@ def test_the_step_that_stopped_the_climb_is_halved_and_a_passing_point_in_it_is_
            "workload": {}, "topology": {}, "clients": {}}
     orch = FakeOrchestrator(limit=21)
     said = []
-    c = bench.climb(orch, exp, tmp_path, "default", "k2", said.append, [])
+    c = bench.climb(orch, exp, tmp_path, "default", "k2", said.append, {})
     # ladder 4, 8, 16, 24 (degraded: stop); then 20 (passes), then 22 (degraded); 32 never runs
     assert orch.runs == [4, 8, 16, 24, 20, 22]
     assert "degraded at 24" in c.stop
@@ -266,7 +270,7 @@ def test_the_step_that_stopped_the_climb_is_halved_and_a_passing_point_in_it_is_
 def test_a_climb_without_a_stop_is_not_refined(tmp_path):
     exp = {"name": "bench-throughput", "sweep": {bench.AXIS: [4, 8]}, "workload": {}, "topology": {}, "clients": {}}
     orch = FakeOrchestrator(limit=100)
-    c = bench.climb(orch, exp, tmp_path, "default", "k2", lambda _: None, [])
+    c = bench.climb(orch, exp, tmp_path, "default", "k2", lambda _: None, {})
     assert orch.runs == [4, 8] and c.stop is None and c.peak["threads"] == 8
 
 
@@ -274,13 +278,13 @@ def test_a_resumed_climb_reads_its_measured_points_and_runs_only_the_rest(tmp_pa
     exp = {"name": "bench-throughput", "sweep": {bench.AXIS: [4, 8, 16, 24, 32]},
            "workload": {}, "topology": {}, "clients": {}}
     first = FakeOrchestrator(limit=21)
-    done = bench.climb(first, exp, tmp_path, "default", "k2", lambda _: None, [])
+    done = bench.climb(first, exp, tmp_path, "default", "k2", lambda _: None, {})
     # interrupted after 16: its summary gone, as if the point never finished
     import shutil
     from k2bench.orchestrator import trial_dir
     shutil.rmtree(trial_dir(tmp_path / "default", "k2", "threads_per_dc=16", 1, 1))
     again = FakeOrchestrator(limit=21)
-    c = bench.climb(again, exp, tmp_path, "default", "k2", lambda _: None, [])
+    c = bench.climb(again, exp, tmp_path, "default", "k2", lambda _: None, {})
     assert again.runs == [16]  # nothing else is measured twice
     assert c.stop == done.stop and c.peak == done.peak and c.points == done.points
 
@@ -288,11 +292,11 @@ def test_a_resumed_climb_reads_its_measured_points_and_runs_only_the_rest(tmp_pa
 def test_a_climb_that_ran_out_of_ladder_continues_up_a_taller_one(tmp_path):
     exp = {"name": "bench-throughput", "sweep": {bench.AXIS: [4, 8, 16]},
            "workload": {}, "topology": {}, "clients": {}}
-    short = bench.climb(FakeOrchestrator(limit=40), exp, tmp_path, "default", "k2", lambda _: None, [])
+    short = bench.climb(FakeOrchestrator(limit=40), exp, tmp_path, "default", "k2", lambda _: None, {})
     assert short.stop is None and short.peak["threads"] == 16  # NOT A PEAK: the ladder ran out
     taller = exp | {"sweep": {bench.AXIS: [4, 8, 16, 32, 64]}}
     again = FakeOrchestrator(limit=40)
-    c = bench.climb(again, taller, tmp_path, "default", "k2", lambda _: None, [])
+    c = bench.climb(again, taller, tmp_path, "default", "k2", lambda _: None, {})
     # the points measured before are read, not run again; 64 is degraded, its step halved twice
     assert again.runs == [32, 64, 48, 40]
     assert "degraded" in c.stop and c.peak["threads"] == 40
@@ -469,3 +473,47 @@ def test_sigterm_stops_the_bench_like_ctrl_c_with_the_climbs_so_far_written(jar,
     assert code == 130 and signal.getsignal(signal.SIGTERM) is handler
     report = json.loads(next(tmp_path.glob("*_bench-throughput/throughput.json")).read_text())
     assert report["interrupted"] and [c["system"] for c in report["climbs"]] == ["k2"]
+
+
+def test_a_point_the_hypervisor_disturbed_is_measured_again_and_the_climb_goes_on(tmp_path):
+    """16 threads/DC fails (degraded) while 10% of the machine's time was stolen: it is
+    measured again in a run directory of its own, passes, and the climb continues to the
+    system's own limit; the disturbed attempt is kept in the record."""
+    exp = {"name": "bench-throughput", "sweep": {bench.AXIS: [4, 8, 16, 24, 32]},
+           "workload": {}, "topology": {}, "clients": {}}
+    orch = FakeOrchestrator(limit=21, steal=lambda name, t: 0.10 if (name, t) == ("default", 16) else 0.001)
+    said, trials = [], {}
+    c = bench.climb(orch, exp, tmp_path, "default", "k2", said.append, trials)
+    assert orch.runs == [4, 8, 16, 16, 24, 20, 22]
+    assert "degraded at 24" in c.stop and "DISTURBED" not in c.stop and not c.disturbed
+    assert c.peak["threads"] == 20 and c.as_json()["is_peak"]
+    at16 = next(q for q in c.points if q["threads"] == 16)
+    assert not at16["degraded"] and at16["dir"].startswith("default.retry1/")
+    assert at16["disturbed_attempts"] == [{"ops_per_s": 1120.0, "rot_p99_ms": 280.0, "lateness_p99_ms": 6.0,
+                                           "degraded": True, "dir": "default/k2/threads_per_dc=16",
+                                           "steal_share": 0.1}]
+    assert set(trials) == {"default", "default.retry1"}
+    assert any("10.0% of the machine's time at 16 threads/DC" in s and "(1 of 2)" in s for s in said)
+    # resumed, every attempt is read back, none run again
+    again = FakeOrchestrator(limit=21, steal=lambda name, t: 0.10 if (name, t) == ("default", 16) else 0.001)
+    replay = bench.climb(again, exp, tmp_path, "default", "k2", lambda _: None, {})
+    assert again.runs == [] and replay.points == c.points and replay.peak == c.peak
+
+
+def test_a_climb_that_stops_on_a_point_disturbed_in_every_attempt_is_no_peak(tmp_path):
+    exp = {"name": "bench-throughput", "sweep": {bench.AXIS: [4, 8, 16, 24, 32]},
+           "workload": {}, "topology": {}, "clients": {}}
+    orch = FakeOrchestrator(limit=100, steal=lambda name, t: 0.10 if t == 16 else 0.0)
+    c = bench.climb(orch, exp, tmp_path, "default", "k2", lambda _: None, {})
+    assert orch.runs == [4, 8, 16, 16, 16, 12, 14]  # three attempts, then the step is refined
+    assert c.disturbed and "DISTURBED, not a peak" in c.stop and "in each of 3 attempts" in c.stop
+    assert c.peak["threads"] == 14 and not c.as_json()["is_peak"]
+
+
+def test_a_disturbed_point_that_passes_every_rule_is_not_measured_again(tmp_path):
+    exp = {"name": "bench-throughput", "sweep": {bench.AXIS: [4, 8]}, "workload": {}, "topology": {}, "clients": {}}
+    orch = FakeOrchestrator(limit=100, steal=lambda name, t: 0.01 if t == 8 else 0.0)  # under the limit: passes
+    c = bench.climb(orch, exp, tmp_path, "default", "k2", lambda _: None, {})
+    assert orch.runs == [4, 8] and c.peak["threads"] == 8 and not c.disturbed
+    assert bench.steal_share(c.points[1]) == pytest.approx(0.01) and not bench.disturbed(c.points[1])
+    assert bench.steal_share({"cpu": None}) is None and not bench.disturbed({"cpu": None})

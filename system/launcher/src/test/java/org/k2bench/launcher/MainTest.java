@@ -134,5 +134,9 @@ class MainTest {
     assertTrue(wakeups > 0.9 * EmulationBench.WAKE_THREADS * EmulationBench.WAKE_SLEEPS
         && wakeups <= EmulationBench.WAKE_THREADS * EmulationBench.WAKE_SLEEPS, "wake-up samples: " + wakeups);
     assertTrue(json.at("/steal_ms/idle").isNumber(), "Linux has /proc/stat: " + json.at("/steal_ms"));
+    assertEquals(pings, json.at("/stalls/idle/pings").asLong(), "every idle ping is set beside the stalls");
+    assertEquals(pings, json.at("/stalls/load/pings").asLong(), json.at("/stalls").toString());
+    assertTrue(json.at("/stalls/idle/sleeper_lateness_ms/count").asLong() > 0, json.at("/stalls").toString());
+    assertTrue(r.out().contains("worst pair p99 of the pings no stall touched"), r.out());
   }
 }

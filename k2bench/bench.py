@@ -20,9 +20,10 @@ A virtual machine's hypervisor can take CPU from it (steal time: seen here at 9-
 the machine's time during single points, otherwise below 0.5%), and a point that fails a
 rule while that happened says nothing of the system. Such a point (steal above
 ``STEAL_LIMIT`` of the machine's time in its window) is measured again, up to ``RETRIES``
-times, each attempt a run directory of its own beside the setting's
-(``<setting>.retry<k>``); the last attempt stands, and the climb records the ones before it
-(``disturbed``). A climb that still stops on a disturbed point says so.
+times, each new attempt in a run directory of its own beside the setting's
+(``<setting>.retry<k>``); the last attempt stands, and the point records the ones before it
+(``disturbed_attempts``). A climb whose stop, or a refinement's failure, still comes from a
+disturbed point says so and is flagged (``disturbed``).
 """
 from __future__ import annotations
 
@@ -60,7 +61,7 @@ class Climb:
     stop: str | None = None  # why the climb stopped; None: the ladder ran out
     peak: dict | None = None
     failed: str | None = None
-    disturbed: bool = False  # it stopped on a point the hypervisor disturbed in every attempt
+    disturbed: bool = False  # a point that stopped it or failed in its refinement was disturbed in every attempt
 
     def as_json(self) -> dict:
         return {"setting": self.setting, "system": self.system, "points": self.points, "stop": self.stop,
@@ -313,7 +314,10 @@ def climb(orch: Orchestrator, exp: dict, run_dir: Path, setting: str, system: st
                 passed.append(q)
                 lo = mid
             else:
-                c.disturbed = c.disturbed or disturbed(q)  # the peak may lie in a step not measured
+                if disturbed(q):  # the peak may lie in a step not measured
+                    c.disturbed = True
+                    c.stop += (f"; {mid} threads/DC failed while the hypervisor took {100 * steal_share(q):.1f}% "
+                               f"of the machine's time (in each of {RETRIES + 1} attempts: DISTURBED, not a peak)")
                 hi = mid
         c.points.sort(key=lambda q: q["threads"])
     c.peak = peak_of(passed)
@@ -328,7 +332,8 @@ def finish_manifest(sub: Path, exp: dict, trials: list[dict]) -> None:
         return
     manifest = json.loads(path.read_text())
     manifest["trials"] = trials
-    manifest["systems"] = exp["systems"]
+    ran = {e.get("system") for e in trials}  # a retry directory holds only the systems measured again
+    manifest["systems"] = [s for s in exp["systems"] if s in ran] or exp["systems"]
     manifest["status"] = "completed" if all((sub.parent / e["dir"]).exists() for e in trials) else "failed"
     manifest.pop("reason", None)
     manifest["config"] = exp | {"sweep": {AXIS: sorted({e["point_values"][AXIS] for e in trials})}}

@@ -217,7 +217,8 @@ def cmd_bench_throughput(args) -> int:
         steps = " ".join(f"{q['threads']}{'*' if q.get('refinement') else ''}:{q['ops_per_s']:,.0f}" for q in c.points)
         why = c.failed or c.stop or "the top of the ladder was reached: NOT A PEAK"
         again = [f"{q['threads']} (steal " + ", ".join(f"{100 * a['steal_share']:.1f}%" for a in q["disturbed_attempts"])
-                 + f" -> {100 * (bench.steal_share(q) or 0):.1f}%)" for q in c.points if q.get("disturbed_attempts")]
+                 + " -> " + (f"{100 * st:.1f}%" if (st := bench.steal_share(q)) is not None else "n/a") + ")"
+                 for q in c.points if q.get("disturbed_attempts")]
         console.print(f"{c.setting} / {c.system}: threads/DC:ops/s {steps} (*: within the stopping step); "
                       f"stopped: {why}"
                       + (f"; measured again, the hypervisor having taken CPU: {', '.join(again)}" if again else ""),
@@ -257,16 +258,20 @@ def cmd_bench_throughput(args) -> int:
     for line in by_type:
         console.print(line, soft_wrap=True, markup=False, highlight=False)
     by = {(c.setting, c.system): c.peak for c in climbs}
+    shaky = {(c.setting, c.system) for c in climbs if c.disturbed}
     t = Table(title="Fig. 9 ratios at peak (this machine vs the paper's 24 servers; the paper has no PaRiS* column; "
                     "by busiest server: the ratio if each system's busiest server thread, on a core of its own, "
-                    "set its peak)")
+                    "set its peak; *: a peak in it is DISTURBED)")
     for col in ("setting", "K2/RAD here", "K2/RAD by busiest server", "K2/RAD paper", "K2/PaRiS* here"):
         t.add_column(col, justify="right" if col != "setting" else "left")
     for s in settings:
         here, paper = bench.ratio(by.get((s, "k2")), by.get((s, "rad"))), bench.paper_ratio(s)
         bound = bench.busiest_server_ratio(by.get((s, "k2")), by.get((s, "rad")))
         kp = bench.ratio(by.get((s, "k2")), by.get((s, "paris-star")))
-        t.add_row(s, *["-" if v is None else f"{v:.2f}" for v in (here, bound, paper, kp)])
+
+        def mark(v, *systems):
+            return "-" if v is None else f"{v:.2f}" + ("*" if any((s, x) in shaky for x in systems) else "")
+        t.add_row(s, mark(here, "k2", "rad"), mark(bound, "k2", "rad"), mark(paper), mark(kp, "k2", "paris-star"))
     console.print(t)
     if echo:
         console.print(bench.echo_line(echo, climbs), soft_wrap=True, markup=False, highlight=False)

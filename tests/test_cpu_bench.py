@@ -227,8 +227,8 @@ class FakeOrchestrator:
     directory name, threads)`` (the hypervisor's share of the machine's time there) is
     above 2%."""
 
-    def __init__(self, limit, steal=lambda name, threads: 0.0):
-        self.limit, self.steal, self.runs = limit, steal, []
+    def __init__(self, limit, steal=lambda name, threads: 0.0, stolen_is_late=True):
+        self.limit, self.steal, self.stolen_is_late, self.runs = limit, steal, stolen_is_late, []
 
     def run(self, step, sub, resume):
         import json
@@ -241,7 +241,7 @@ class FakeOrchestrator:
             self.runs.append(t)
             d.mkdir(parents=True)
             stolen = self.steal(sub.name, t)
-            late = 6.0 if t > self.limit or stolen > 0.02 else 1.0
+            late = 6.0 if t > self.limit or (self.stolen_is_late and stolen > 0.02) else 1.0
             (d / "summary.json").write_text(json.dumps({
                 "throughput_ops_per_s": 70.0 * t, "ops": {"rot": {"latency_ms": {"p99": 280.0}}},
                 "emulation_lateness_ms": {"worst_p99": late, "degraded": late > 5},
@@ -512,8 +512,34 @@ def test_a_climb_that_stops_on_a_point_disturbed_in_every_attempt_is_no_peak(tmp
 
 def test_a_disturbed_point_that_passes_every_rule_is_not_measured_again(tmp_path):
     exp = {"name": "bench-throughput", "sweep": {bench.AXIS: [4, 8]}, "workload": {}, "topology": {}, "clients": {}}
-    orch = FakeOrchestrator(limit=100, steal=lambda name, t: 0.01 if t == 8 else 0.0)  # under the limit: passes
+    orch = FakeOrchestrator(limit=100, steal=lambda name, t: 0.10 if t == 8 else 0.0, stolen_is_late=False)
     c = bench.climb(orch, exp, tmp_path, "default", "k2", lambda _: None, {})
     assert orch.runs == [4, 8] and c.peak["threads"] == 8 and not c.disturbed
-    assert bench.steal_share(c.points[1]) == pytest.approx(0.01) and not bench.disturbed(c.points[1])
+    assert bench.steal_share(c.points[1]) == pytest.approx(0.10) and bench.disturbed(c.points[1])
+    assert "disturbed_attempts" not in c.points[1]
     assert bench.steal_share({"cpu": None}) is None and not bench.disturbed({"cpu": None})
+
+
+def test_a_refinement_point_disturbed_in_every_attempt_flags_the_climb(tmp_path):
+    """The ladder stops at 24 (the system's own limit, undisturbed); in its refinement 20
+    fails in all three attempts only because CPU was stolen: the peak (18) may lie too low."""
+    exp = {"name": "bench-throughput", "sweep": {bench.AXIS: [4, 8, 16, 24, 32]},
+           "workload": {}, "topology": {}, "clients": {}}
+    orch = FakeOrchestrator(limit=21, steal=lambda name, t: 0.10 if t == 20 else 0.0)
+    trials = {}
+    c = bench.climb(orch, exp, tmp_path, "default", "k2", lambda _: None, trials)
+    assert orch.runs == [4, 8, 16, 24, 20, 20, 20, 18]  # three attempts at 20, then 18 between 16 and 20
+    assert c.disturbed and not c.as_json()["is_peak"] and c.peak["threads"] == 18
+    assert "degraded at 24" in c.stop and "20 threads/DC failed while the hypervisor took 10.0%" in c.stop
+    assert set(trials) == {"default", "default.retry1", "default.retry2"}
+
+
+def test_a_retry_directorys_manifest_names_only_the_systems_measured_there(tmp_path):
+    import json
+    sub = tmp_path / "default.retry1"
+    sub.mkdir()
+    (sub / "manifest.json").write_text(json.dumps({"trials": []}))
+    trials = [{"system": "rad", "dir": "default.retry1/rad/threads_per_dc=48", "point_values": {bench.AXIS: 48}}]
+    bench.finish_manifest(sub, {"systems": ["k2", "rad", "paris-star"], "sweep": {}}, trials)
+    m = json.loads((sub / "manifest.json").read_text())
+    assert m["systems"] == ["rad"] and m["config"]["sweep"] == {bench.AXIS: [48]}

@@ -161,8 +161,8 @@ final class EmulationBench implements Callable<Integer> {
       try {
         idle = RttProbe.measure(eps, ids, samples, probesPerPair, gapMs, errorSink(t, idleErr, idleWatch));
       } finally {
-        idleWatch.close();
         ProcessMetrics.release(idleDelivery);
+        idleWatch.close();
       }
       idleStalls = idleWatch.result(d, STALL_REPORT_MS);
       gcIdle = gcDelta(gc0);
@@ -197,8 +197,8 @@ final class EmulationBench implements Callable<Integer> {
       try {
         load = RttProbe.measure(eps, ids, samples, probesPerPair, gapMs, errorSink(t, loadErr, loadWatch));
       } finally {
-        loadWatch.close();
         ProcessMetrics.release(loadDelivery);
+        loadWatch.close();
       }
       loadStalls = loadWatch.result(d, STALL_REPORT_MS);
       gcLoad = gcDelta(gc1);
@@ -265,19 +265,21 @@ final class EmulationBench implements Callable<Integer> {
     log.printf("delivery lateness (release - due), p50/p99/p99.9/max: idle %s, load %s%n",
         fourMs(idleDelivery.h, "msgs"), fourMs(loadDelivery.h, "msgs"));
     log.printf("GC during idle phase: %s; during load phase: %s%n", gcIdle, gcLoad);
-    log.printf("stalls (a thread of this JVM sleeping 1 ms woke >= %.1f ms late: nothing of the process ran): %s idle, %s under load%n",
+    log.printf("stalls (a thread of this process sleeping 1 ms woke >= %.1f ms late): %s idle, %s under load%n",
         StallWatch.STALL_NANOS / 1e6, stallLine(idleStalls), stallLine(loadStalls));
-    log.printf("pings over %.0f ms late: idle %,d (%,d during a stall), load %,d (%,d during a stall); "
-            + "worst pair p99 of the pings no stall touched: idle %.2f ms, load %.2f ms%n",
+    log.printf("pings over %.0f ms late: idle %,d (%,d while a stall went on when they fell due), load %,d (%,d); "
+            + "worst pair p99 with the stalls' time taken out of each error: idle %.2f ms, load %.2f ms%n",
         STALL_REPORT_MS, idleStalls.over(), idleStalls.overTouched(), loadStalls.over(), loadStalls.overTouched(),
-        idleStalls.worstClearP99(), loadStalls.worstClearP99());
-    boolean meetsUntouched = idleStalls.worstClearP99() <= TARGET_IDLE_P99_MS
-        && loadStalls.worstClearP99() <= TARGET_LOAD_P99_MS;
+        idleStalls.worstNetP99(), loadStalls.worstNetP99());
+    // Idle, the bench uses a few percent of one core, so an idle-phase stall is the machine's
+    // (or the JVM's); under load the bench's own CPU use can make one too, so only the idle
+    // phase is judged without them.
+    boolean meetsWithoutStalls = idleStalls.worstNetP99() <= TARGET_IDLE_P99_MS && worst[3] <= TARGET_LOAD_P99_MS;
     log.printf("%s%n", meets ? "targets met (worst pair p99)"
-        : meetsUntouched
-        ? "TARGETS MISSED by the worst pair's p99, met without the pings a stall touched: the machine was not quiet "
-            + "(see the stalls and stolen CPU above)"
-        : "TARGETS MISSED by the worst pair's p99, also without the pings a stall touched "
+        : meetsWithoutStalls
+        ? "TARGETS MISSED by the worst pair's p99; with the idle phase's stalls taken out they are met: the machine "
+            + "was not quiet (see the stalls and stolen CPU above)"
+        : "TARGETS MISSED by the worst pair's p99, also with the idle phase's stalls taken out "
             + "(see bench-emulation.json; compare the machine's own wake-ups above)");
     log.flush();
 
@@ -297,7 +299,7 @@ final class EmulationBench implements Callable<Integer> {
     result.put("targets_ms", Map.of("idle_p99", TARGET_IDLE_P99_MS, "load_p99", TARGET_LOAD_P99_MS));
     result.put("targets_met", meets);
     result.put("stalls", Map.of("idle", idleStalls.json(STALL_REPORT_MS), "load", loadStalls.json(STALL_REPORT_MS)));
-    result.put("targets_met_without_stalls", meetsUntouched);
+    result.put("targets_met_without_stalls", meetsWithoutStalls);
 
     Map<String, Object> config = new LinkedHashMap<>();
     config.put("datacenters", t.dcs());
@@ -353,11 +355,11 @@ final class EmulationBench implements Callable<Integer> {
    * With {@code watch}, each ping is also noted there, to be set beside the phase's stalls.
    */
   static RttProbe.SampleSink errorSink(Topology t, LatencyHistogram[][] err, StallWatch watch) {
-    return (a, b, nanos) -> {
+    return (a, b, nanos, sent) -> {
       long cfg = Math.round(t.rttMs(a, b) * 1e6);
       err[a][b].recordNanos(nanos - cfg);
       if (watch != null) {
-        watch.ping(a, b, nanos, cfg);
+        watch.ping(a, b, sent, nanos, cfg);
       }
     };
   }

@@ -10,21 +10,21 @@ import java.util.concurrent.locks.LockSupport;
 import org.k2bench.core.metrics.LatencyHistogram;
 
 /**
- * Tells the machine's stalls apart from the emulation's errors during a bench-emulation
+ * Sets the emulation's errors beside the stalls of the process during a bench-emulation
  * phase. One thread of the bench's JVM sleeps 1 ms at a time, as a WAN dispatcher does
  * before a delivery, and notes every wake-up at least {@link #STALL_NANOS} late: a time
- * when the JVM or the machine (on a virtual machine, the hypervisor too) ran nothing of
- * this process on time. Every ping is noted with its error; a ping whose error accrued
- * while such a stall was going on was late, at least in part, because nothing ran, which
- * no emulation can correct. Idle, the bench uses a few percent of one core, so a stall
- * there is the machine's; under load, the bench's own CPU use can cause one too.
+ * when that thread did not run, because of the JVM, the kernel or (on a virtual machine)
+ * the hypervisor. Every ping is noted with its error; the part of its error during which a
+ * stall went on, while its request or its reply fell due, is time no emulation could have
+ * used. Idle, the bench uses a few percent of one core, so a stall there is the machine's
+ * or the JVM's; under load, the bench's own CPU use can cause one too.
  */
 final class StallWatch implements AutoCloseable {
   /** A wake-up this late is a stall: half the idle target, ten times this machine's usual p50. */
   static final long STALL_NANOS = 500_000;
   static final long SLEEP_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
 
-  /** One ping: its pair, when it was sent and returned (System.nanoTime), its error. */
+  /** One ping: its pair, when it was sent and returned (System.nanoTime, before the prober woke), its error. */
   record Ping(int a, int b, long sent, long received, long errorNanos, long configuredNanos) { }
 
   private final LatencyHistogram lateness = new LatencyHistogram();
@@ -45,6 +45,8 @@ final class StallWatch implements AutoCloseable {
         }
         lateness.recordNanos(late);
         if (late >= STALL_NANOS) {
+          // from its due time: the stall may have begun during the sleep, but only its
+          // lateness is certain (the shorter interval claims less)
           stalls.add(new long[] {due, now});
         }
       }
@@ -53,10 +55,9 @@ final class StallWatch implements AutoCloseable {
     thread.start();
   }
 
-  /** A ping that returned just now after {@code rttNanos}; its pair's configured RTT is {@code configuredNanos}. */
-  void ping(int a, int b, long rttNanos, long configuredNanos) {
-    long now = System.nanoTime();
-    pings.add(new Ping(a, b, now - rttNanos, now, rttNanos - configuredNanos, configuredNanos));
+  /** A ping sent at {@code sentNanos} that returned after {@code rttNanos}; its pair's configured RTT is {@code configuredNanos}. */
+  void ping(int a, int b, long sentNanos, long rttNanos, long configuredNanos) {
+    pings.add(new Ping(a, b, sentNanos, sentNanos + rttNanos, rttNanos - configuredNanos, configuredNanos));
   }
 
   @Override
@@ -66,29 +67,43 @@ final class StallWatch implements AutoCloseable {
   }
 
   /**
-   * Whether one of {@code stalls} ([start, end] in nanoTime) went on while {@code p}'s error
-   * accrued: its request's delivery, due half the configured RTT after the send and late by
-   * at most the whole error, or its reply's delivery and the prober's wake-up, within the
-   * error before it returned. A stall in the middle of a flight delays nothing (the message
-   * waits for its due time anyway), so it does not count.
+   * How much of {@code p}'s error {@code stalls} ([start, end] in nanoTime) can account for:
+   * their overlap with the times its error accrued, at most the error. Those are its
+   * request's delivery, due half the configured RTT after the send and late by at most the
+   * whole error, and its reply's delivery, within the error before it returned. A stall in
+   * the middle of a flight delays nothing (the message waits for its due time anyway), so
+   * it does not count.
    */
+  static long stalledNanos(Ping p, List<long[]> stalls) {
+    long err = Math.max(0, p.errorNanos());
+    long reqDue = p.sent() + p.configuredNanos() / 2;
+    long sum = 0;
+    for (long[] s : stalls) {
+      sum += overlap(s, reqDue, reqDue + err) + overlap(s, p.received() - err, p.received());
+    }
+    return Math.min(err, sum);
+  }
+
   static boolean touched(Ping p, List<long[]> stalls) {
     long err = Math.max(0, p.errorNanos());
     long reqDue = p.sent() + p.configuredNanos() / 2;
     for (long[] s : stalls) {
-      if (overlaps(s, reqDue, reqDue + err) || overlaps(s, p.received() - err, p.received())) {
+      if (s[0] <= reqDue + err && s[1] >= reqDue || s[0] <= p.received() && s[1] >= p.received() - err) {
         return true;
       }
     }
     return false;
   }
 
-  private static boolean overlaps(long[] s, long from, long to) {
-    return s[0] <= to && s[1] >= from;
+  private static long overlap(long[] s, long from, long to) {
+    return Math.max(0, Math.min(s[1], to) - Math.max(s[0], from));
   }
 
-  /** The phase's result: stalls, pings over {@code overMs} late and how many a stall touched, per-pair errors of the rest. */
+  /** The phase's result (after {@link #close}): stalls, pings over {@code overMs} late and how many a stall touched, per-pair errors net of the stalls. */
   Result result(int d, double overMs) {
+    if (thread.isAlive()) {
+      throw new IllegalStateException("StallWatch.result before close");
+    }
     List<long[]> st;
     List<Ping> ps;
     synchronized (stalls) {
@@ -101,7 +116,7 @@ final class StallWatch implements AutoCloseable {
   }
 
   static Result result(LatencyHistogram lateness, List<long[]> st, List<Ping> ps, int d, double overMs) {
-    LatencyHistogram[][] clear = EmulationBench.errorHistograms(d);
+    LatencyHistogram[][] net = EmulationBench.errorHistograms(d);
     long over = 0;
     long overTouched = 0;
     long touchedAll = 0;
@@ -110,9 +125,8 @@ final class StallWatch implements AutoCloseable {
       boolean t = touched(p, st);
       if (t) {
         touchedAll++;
-      } else {
-        clear[p.a()][p.b()].recordNanos(Math.max(0, p.errorNanos()));
       }
+      net[p.a()][p.b()].recordNanos(Math.max(0, p.errorNanos()) - stalledNanos(p, st));
       if (p.errorNanos() > overNanos) {
         over++;
         if (t) {
@@ -126,17 +140,20 @@ final class StallWatch implements AutoCloseable {
       longest = Math.max(longest, s[1] - s[0]);
       total += s[1] - s[0];
     }
-    return new Result(lateness, st.size(), longest / 1e6, total / 1e6, ps.size(), touchedAll, over, overTouched, clear);
+    return new Result(lateness, st.size(), longest / 1e6, total / 1e6, ps.size(), touchedAll, over, overTouched, net);
   }
 
-  /** What {@link #result} found; {@code clear}: per pair [a][b], a < b, the errors of the pings no stall touched. */
+  /**
+   * What {@link #result} found; {@code net}: per pair [a][b], a < b, every ping's error less
+   * the part of it a stall accounts for ({@link #stalledNanos}).
+   */
   record Result(LatencyHistogram lateness, int stalls, double longestMs, double totalMs, long pings,
-      long touched, long over, long overTouched, LatencyHistogram[][] clear) {
+      long touched, long over, long overTouched, LatencyHistogram[][] net) {
 
-    /** The largest p99 over the pairs of the pings no stall touched. */
-    double worstClearP99() {
+    /** The largest p99 over the pairs of the errors net of the stalls. */
+    double worstNetP99() {
       double worst = 0;
-      for (LatencyHistogram[] row : clear) {
+      for (LatencyHistogram[] row : net) {
         for (LatencyHistogram h : row) {
           if (h != null && h.count() > 0) {
             worst = Math.max(worst, h.percentileMs(99));
@@ -158,7 +175,7 @@ final class StallWatch implements AutoCloseable {
       m.put("pings_over_ms", overMs);
       m.put("pings_over", over);
       m.put("pings_over_touched_by_a_stall", overTouched);
-      m.put("worst_pair_p99_untouched_ms", EmulationBench.round(worstClearP99()));
+      m.put("worst_pair_p99_net_of_stalls_ms", EmulationBench.round(worstNetP99()));
       return m;
     }
   }

@@ -137,6 +137,7 @@ class MainTest {
     assertEquals(pings, json.at("/stalls/idle/pings").asLong(), "every idle ping is set beside the stalls");
     assertEquals(pings, json.at("/stalls/load/pings").asLong(), json.at("/stalls").toString());
     assertTrue(json.at("/stalls/idle/sleeper_lateness_ms/count").asLong() > 0, json.at("/stalls").toString());
-    assertTrue(r.out().contains("worst pair p99 of the pings no stall touched"), r.out());
+    assertTrue(r.out().contains("worst pair p99 with the stalls' time taken out"), r.out());
+    assertTrue(json.at("/stalls/idle/worst_pair_p99_net_of_stalls_ms").isNumber(), json.at("/stalls").toString());
   }
 }

@@ -2,6 +2,7 @@ package org.k2bench.launcher;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.List;
@@ -28,9 +29,9 @@ class StallWatchTest {
   }
 
   /**
-   * Five pings a stall delayed by 5 ms and one the emulation delayed by 2 ms, among 100 on
-   * time: all six count as late, five as touched, and the pair's p99 without the touched
-   * ones is the on-time pings' (the 2 ms one is beyond the 99th of 101).
+   * Five pings a 5 ms stall delayed by 5 ms and one the emulation delayed by 2 ms, among 100
+   * on time: all six count as late, five as touched; net of the stall, the five are on time
+   * and the pair's p99 is the on-time pings' (the 2 ms one is beyond the 99th of 106).
    */
   @Test
   void resultSeparatesThePingsAStallTouched() {
@@ -53,8 +54,21 @@ class StallWatchTest {
     assertEquals(5, r.touched());
     assertEquals(6, r.over());
     assertEquals(5, r.overTouched());
-    assertEquals(0.1, r.worstClearP99(), 0.01, "the untouched pings' p99");
-    assertEquals(2.0, r.clear()[0][1].maxMs(), 0.01, "the emulation's own late ping stays");
+    assertEquals(0.1, r.worstNetP99(), 0.01, "the p99 net of the stall");
+    assertEquals(2.0, r.net()[0][1].maxMs(), 0.01, "the emulation's own late ping stays");
+  }
+
+  /** A stall accounts for its overlap with the times the error accrued, not for the whole error. */
+  @Test
+  void aShortStallExcusesOnlyItsOwnLength() {
+    List<long[]> halfMs = List.<long[]>of(new long[] {51 * MS, 51 * MS + MS / 2});
+    assertEquals(MS / 2, StallWatch.stalledNanos(LATE, halfMs), "3 ms late, 0.5 ms of it during a stall");
+    List<long[]> both = List.<long[]>of(new long[] {50 * MS, 52 * MS}, new long[] {100 * MS, 103 * MS});
+    assertEquals(3 * MS, StallWatch.stalledNanos(LATE, both), "at most the error itself");
+    assertEquals(0, StallWatch.stalledNanos(LATE, List.<long[]>of(new long[] {10 * MS, 40 * MS})));
+    List<StallWatch.Ping> one = List.of(LATE);
+    assertEquals(2.5, StallWatch.result(new org.k2bench.core.metrics.LatencyHistogram(), halfMs, one, 2, 1.0)
+        .net()[0][1].maxMs(), 0.01, "net of the half millisecond");
   }
 
   /** The watcher runs while open: it slept about 1 ms at a time and nothing was pinged. */
@@ -62,6 +76,7 @@ class StallWatchTest {
   void theWatcherSleepsWhileOpen() throws Exception {
     StallWatch w = new StallWatch();
     Thread.sleep(100);
+    assertThrows(IllegalStateException.class, () -> w.result(2, 1.0), "read while the watcher still runs");
     w.close();
     StallWatch.Result r = w.result(2, 1.0);
     assertTrue(r.lateness().count() > 10 && r.lateness().count() <= 100, "samples: " + r.lateness().count());

@@ -27,13 +27,17 @@ public final class RttProbe {
    */
   public static LatencyHistogram[][] measure(Endpoint[] from, int[] to, int samples, long gapMs)
       throws InterruptedException {
-    return measure(from, to, samples, 1, gapMs, (a, b) -> true, -1, (a, b, nanos) -> { });
+    return measure(from, to, samples, 1, gapMs, (a, b) -> true, -1, (a, b, nanos, sent) -> { });
   }
 
-  /** Every single round trip as measured, before it is rounded into a histogram bucket. */
+  /**
+   * Every single round trip as measured, before it is rounded into a histogram bucket, with
+   * the prober's System.nanoTime() just before it sent the ping (the ping returned at
+   * {@code sentNanos + rttNanos}, before the prober itself woke up).
+   */
   @FunctionalInterface
   public interface SampleSink {
-    void record(int a, int b, long rttNanos);
+    void record(int a, int b, long rttNanos, long sentNanos);
   }
 
   /**
@@ -53,7 +57,7 @@ public final class RttProbe {
    */
   public static LatencyHistogram[][] measure(Endpoint[] from, int[] to, int samples, long gapMs,
       java.util.function.BiPredicate<Integer, Integer> pairs, int origin) throws InterruptedException {
-    return measure(from, to, samples, 1, gapMs, pairs, origin, (a, b, nanos) -> { });
+    return measure(from, to, samples, 1, gapMs, pairs, origin, (a, b, nanos, sent) -> { });
   }
 
   private static LatencyHistogram[][] measure(Endpoint[] from, int[] to, int samples, int probesPerPair,
@@ -84,9 +88,10 @@ public final class RttProbe {
                 LockSupport.parkNanos(r.nextLong(gapNanos * probesPerPair));
               }
               for (int i = 0; i < share; i++) {
+                long sent = System.nanoTime();
                 long rtt = src.ping(dst, 0).get(30, TimeUnit.SECONDS);
                 h.recordNanos(rtt);
-                sink.record(pa, pb, rtt);
+                sink.record(pa, pb, rtt, sent);
                 if (gapNanos > 0) {
                   LockSupport.parkNanos(gapNanos / 2 + r.nextLong(gapNanos));
                 }

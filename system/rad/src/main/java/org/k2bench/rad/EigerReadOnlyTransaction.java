@@ -24,9 +24,10 @@ import org.k2bench.rad.proto.ReadRequest;
  * <ol>
  *   <li>Round 1 reads the currently visible version of each key, with its EVT and LVT,
  *       from the server of the client's group holding it.
- *   <li>The effective time is the largest EVT returned, and at least the version of any of
- *       the session's own writes being read. A key whose version is not valid then (LVT
- *       below it) is read again, at the effective time (round 2).
+ *   <li>The effective time is the largest EVT returned, at least the version of any of
+ *       the session's own writes being read, and at least the largest EVT the session has
+ *       read before ({@link RadClient#readFloor}). A key whose version is not valid then
+ *       (LVT below it) is read again, at the effective time (round 2).
  *   <li>A round-2 server holding a pending write-only transaction that may commit below
  *       the effective time first asks the transaction's coordinator, which may be in yet
  *       another datacenter, and waits for the commit: a third wide-area round whenever
@@ -64,7 +65,7 @@ final class EigerReadOnlyTransaction {
       }
     }
 
-    long effective = 0;
+    long effective = client.readFloor(); // causality across the session's transactions (RadClient)
     for (CurrentVersion v : current.values()) {
       effective = Math.max(effective, v.getEvt());
     }
@@ -81,6 +82,7 @@ final class EigerReadOnlyTransaction {
         rows.put(k, v.getValue());
         versions.put(k, v.getVersion());
         staleness.put(k, 0.0); // the current version is the newest
+        client.sawEvt(v.getEvt());
       } else {
         round2Keys.computeIfAbsent(client.homeServer(k), s -> new ArrayList<>()).add(k);
       }
@@ -100,6 +102,7 @@ final class EigerReadOnlyTransaction {
         rows.put(k.getKey(), k.getValue());
         versions.put(k.getKey(), k.getVersion());
         staleness.put(k.getKey(), k.getStalenessMs());
+        client.sawEvt(k.getEvt());
       }
       statusRemote |= r.getWideAreaWait();
     }

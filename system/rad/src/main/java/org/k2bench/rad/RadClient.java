@@ -41,6 +41,20 @@ final class RadClient implements KvClient {
     }
   };
 
+  /**
+   * The largest EVT among the versions the session has read (EVTs of its own replica group,
+   * where it reads everything). A replicated write-only transaction becomes visible at its
+   * participants one at a time: having read one of its keys where it committed, a later
+   * read-only transaction must not read another of its keys where it is still pending, and
+   * round one there returns the previous version, valid until the pending prepare time,
+   * below this EVT. So the effective time is at least this floor, and such a key goes to
+   * round two, which resolves the pending transaction with its coordinator. The session's
+   * own write-only transactions raise it too. This is causality across a session's
+   * transactions (§II-A); K2's client keeps the same bound as read_ts, advanced after reads
+   * and writes (§V-C); §II-B and §VII-A only say that RAD runs Eiger's rounds.
+   */
+  private long readFloor;
+
   RadClient(Transport transport, int clientId, int dc, ServerOptions options) {
     this.placement = new Placement(transport.topology());
     this.options = options;
@@ -60,6 +74,16 @@ final class RadClient implements KvClient {
 
   Endpoint endpoint() {
     return ep;
+  }
+
+  /** The largest EVT the session has read (see {@link #readFloor}). */
+  long readFloor() {
+    return readFloor;
+  }
+
+  /** A read-only transaction of this session returned a version committed at {@code evt}. */
+  void sawEvt(long evt) {
+    readFloor = Math.max(readFloor, evt);
   }
 
   /** The version of the session's own write of {@code key} no read has returned yet, or 0. */
@@ -99,6 +123,7 @@ final class RadClient implements KvClient {
   public synchronized WriteResult writeTxn(Map<String, Row> writes) {
     WriteClient.Committed c = writer.commit(writes, this::homeServer, deps);
     writes.keySet().forEach(k -> ownWrites.put(k, c.version()));
+    sawEvt(c.version()); // a client transaction's version is its EVT in this group
     deps.wrote(c.coordinatorKey(), c.version());
     boolean remote = c.participants().stream().anyMatch(this::isRemote);
     return new WriteResult(c.version(), remote ? 1 : 0);

@@ -149,6 +149,49 @@ class RadReadTest {
   }
 
   /**
+   * Another session's write-only transaction on A and B is committed at its coordinator and
+   * still pending at the other participant (messages between them slowed by 600 ms). Two
+   * readers read A then B, and B then A, one key per transaction: whichever participant
+   * coordinates, one reader reads the new version there first and then the other key where
+   * it is still pending. Round one there returns the previous version, valid until the
+   * pending prepare; without the session's floor on the effective time (the EVT it read)
+   * nothing sends that key to round two, and the reader sees half of the transaction after
+   * having seen the rest: a causality anomaly. (Seen in a run with a paused datacenter.)
+   */
+  @Test
+  void aSessionThatReadOnePartOfATransactionReadsTheRestWhereItIsStillPending() throws Exception {
+    String a = key("floor-a", SP, LDN);
+    String b = key("floor-b", TYO, SG);
+    KvClient writer = cluster.client(CA);
+    KvClient first = cluster.client(CA);
+    KvClient second = cluster.client(CA);
+    writer.writeTxn(Map.of(a, row("t0"), b, row("t0")));
+    first.readTxn(List.of(a, b));
+    second.readTxn(List.of(a, b));
+    cluster.transport().links().setExtraDelayMs(LDN, SG, 600);
+    cluster.transport().links().setExtraDelayMs(SG, LDN, 600);
+    Map<String, Row> t1 = new LinkedHashMap<>();
+    t1.put(a, row("t1"));
+    t1.put(b, row("t1"));
+    writer.writeTxn(t1); // returns once the coordinator committed; the other commits ~600 ms later
+    long checksBefore = cluster.stat(-1, "status_checks");
+    CompletableFuture<List<String>> ab = CompletableFuture.supplyAsync(() -> List.of(
+        str(first.readTxn(List.of(a)).rows().get(a)), str(first.readTxn(List.of(b)).rows().get(b))));
+    CompletableFuture<List<String>> ba = CompletableFuture.supplyAsync(() -> List.of(
+        str(second.readTxn(List.of(b)).rows().get(b)), str(second.readTxn(List.of(a)).rows().get(a))));
+    List<String> readAb = ab.get(10, TimeUnit.SECONDS);
+    List<String> readBa = ba.get(10, TimeUnit.SECONDS);
+    assertTrue(readAb.get(0).equals("t1") || readBa.get(0).equals("t1"),
+        "one reader read the coordinator's key first and saw the commit: " + readAb + " " + readBa);
+    for (List<String> r : List.of(readAb, readBa)) {
+      if (r.get(0).equals("t1")) {
+        assertEquals("t1", r.get(1), "having read part of the transaction, the rest: " + r);
+      }
+    }
+    assertTrue(cluster.stat(-1, "status_checks") > checksBefore, "the pending participant asked the coordinator");
+  }
+
+  /**
    * The reader's keys are all held in its own datacenter (VA), but a write-only transaction
    * pending on two of them has a participant in SP (slowed by 150 ms): resolving it is a
    * wait on another datacenter, whichever server coordinates, so the transaction took one

@@ -264,14 +264,15 @@ def cmd_bench_throughput(args) -> int:
                     "set its peak; *: a peak in it is DISTURBED)")
     for col in ("setting", "K2/RAD here", "K2/RAD by busiest server", "K2/RAD paper", "K2/PaRiS* here"):
         t.add_column(col, justify="right" if col != "setting" else "left")
+
+    def mark(v, setting, *systems):  # a ratio, starred when a peak in it is DISTURBED
+        return "-" if v is None else f"{v:.2f}" + ("*" if any((setting, x) in shaky for x in systems) else "")
     for s in settings:
         here, paper = bench.ratio(by.get((s, "k2")), by.get((s, "rad"))), bench.paper_ratio(s)
         bound = bench.busiest_server_ratio(by.get((s, "k2")), by.get((s, "rad")))
         kp = bench.ratio(by.get((s, "k2")), by.get((s, "paris-star")))
-
-        def mark(v, *systems):
-            return "-" if v is None else f"{v:.2f}" + ("*" if any((s, x) in shaky for x in systems) else "")
-        t.add_row(s, mark(here, "k2", "rad"), mark(bound, "k2", "rad"), mark(paper), mark(kp, "k2", "paris-star"))
+        t.add_row(s, mark(here, s, "k2", "rad"), mark(bound, s, "k2", "rad"), mark(paper, s),
+                  mark(kp, s, "k2", "paris-star"))
     console.print(t)
     if echo:
         console.print(bench.echo_line(echo, climbs), soft_wrap=True, markup=False, highlight=False)

@@ -75,28 +75,34 @@ final class StallWatch implements AutoCloseable {
    * it does not count.
    */
   static long stalledNanos(Ping p, List<long[]> stalls) {
-    long err = Math.max(0, p.errorNanos());
-    long reqDue = p.sent() + p.configuredNanos() / 2;
+    long[][] windows = errorWindows(p);
     long sum = 0;
     for (long[] s : stalls) {
-      sum += overlap(s, reqDue, reqDue + err) + overlap(s, p.received() - err, p.received());
+      for (long[] w : windows) {
+        sum += Math.max(0, Math.min(s[1], w[1]) - Math.max(s[0], w[0]));
+      }
     }
-    return Math.min(err, sum);
+    return Math.min(Math.max(0, p.errorNanos()), sum);
   }
 
+  /** Whether one of {@code stalls} went on (even for an instant) during {@code p}'s error windows. */
   static boolean touched(Ping p, List<long[]> stalls) {
-    long err = Math.max(0, p.errorNanos());
-    long reqDue = p.sent() + p.configuredNanos() / 2;
+    long[][] windows = errorWindows(p);
     for (long[] s : stalls) {
-      if (s[0] <= reqDue + err && s[1] >= reqDue || s[0] <= p.received() && s[1] >= p.received() - err) {
-        return true;
+      for (long[] w : windows) {
+        if (s[0] <= w[1] && s[1] >= w[0]) {
+          return true;
+        }
       }
     }
     return false;
   }
 
-  private static long overlap(long[] s, long from, long to) {
-    return Math.max(0, Math.min(s[1], to) - Math.max(s[0], from));
+  /** The times {@code p}'s error accrued (see {@link #stalledNanos}): [from, to] of its request's delivery and its reply's. */
+  private static long[][] errorWindows(Ping p) {
+    long err = Math.max(0, p.errorNanos());
+    long reqDue = p.sent() + p.configuredNanos() / 2;
+    return new long[][] {{reqDue, reqDue + err}, {p.received() - err, p.received()}};
   }
 
   /** The phase's result (after {@link #close}): stalls, pings over {@code overMs} late and how many a stall touched, per-pair errors net of the stalls. */

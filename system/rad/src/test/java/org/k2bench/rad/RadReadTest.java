@@ -62,6 +62,20 @@ class RadReadTest {
     return CompletableFuture.supplyAsync(() -> reader.readTxn(keys));
   }
 
+  /** Messages between the participants of the A/B transactions (LDN and SG) take {@code ms} longer, both ways. */
+  static void slowParticipants(long ms) {
+    cluster.transport().links().setExtraDelayMs(LDN, SG, ms);
+    cluster.transport().links().setExtraDelayMs(SG, LDN, ms);
+  }
+
+  /** A write-only transaction writing {@code value} to {@code a} and {@code b}, in that order. */
+  static Map<String, Row> both(String a, String b, String value) {
+    Map<String, Row> t = new LinkedHashMap<>();
+    t.put(a, row(value));
+    t.put(b, row(value));
+    return t;
+  }
+
   /**
    * Round one returns A before and B after a causal pair of writes (A then B): B's EVT is
    * later than A's LVT, so A is read again at the effective time, a second wide-area
@@ -107,11 +121,8 @@ class RadReadTest {
     // Messages between the two participants take 150 ms longer: whichever coordinates, it
     // commits at ~165 ms (the other's "yes" is slow) and the other learns of the commit at
     // ~325 ms. The reader arrives in between.
-    cluster.transport().links().setExtraDelayMs(LDN, SG, 150);
-    cluster.transport().links().setExtraDelayMs(SG, LDN, 150);
-    Map<String, Row> t1 = new LinkedHashMap<>();
-    t1.put(a, row("t1"));
-    t1.put(b, row("t1"));
+    slowParticipants(150);
+    Map<String, Row> t1 = both(a, b, "t1");
     CompletableFuture<Void> write = CompletableFuture.runAsync(() -> writer.writeTxn(t1));
     Clusters.sleep(230);
     ReadResult r = reader.readTxn(List.of(a, b));
@@ -136,11 +147,8 @@ class RadReadTest {
     KvClient me = cluster.client(CA);
     me.writeTxn(Map.of(a, row("t0"), b, row("t0")));
     me.readTxn(List.of(a, b));
-    cluster.transport().links().setExtraDelayMs(LDN, SG, 150);
-    cluster.transport().links().setExtraDelayMs(SG, LDN, 150);
-    Map<String, Row> t1 = new LinkedHashMap<>();
-    t1.put(a, row("t1"));
-    t1.put(b, row("t1"));
+    slowParticipants(150);
+    Map<String, Row> t1 = both(a, b, "t1");
     me.writeTxn(t1); // returns at ~165 ms; the other participant commits at ~325 ms
     long checksBefore = cluster.stat(-1, "status_checks");
     assertEquals("t1", str(me.readTxn(List.of(a)).rows().get(a)), "read-your-writes on " + a);
@@ -168,11 +176,8 @@ class RadReadTest {
     writer.writeTxn(Map.of(a, row("t0"), b, row("t0")));
     first.readTxn(List.of(a, b));
     second.readTxn(List.of(a, b));
-    cluster.transport().links().setExtraDelayMs(LDN, SG, 600);
-    cluster.transport().links().setExtraDelayMs(SG, LDN, 600);
-    Map<String, Row> t1 = new LinkedHashMap<>();
-    t1.put(a, row("t1"));
-    t1.put(b, row("t1"));
+    slowParticipants(600);
+    Map<String, Row> t1 = both(a, b, "t1");
     writer.writeTxn(t1); // returns once the coordinator committed; the other commits ~600 ms later
     long checksBefore = cluster.stat(-1, "status_checks");
     CompletableFuture<List<String>> ab = CompletableFuture.supplyAsync(() -> List.of(
@@ -249,9 +254,7 @@ class RadReadTest {
     reader.readTxn(List.of(k));
     cluster.transport().links().setExtraDelayMs(VA, SP, 150);
     cluster.transport().links().setExtraDelayMs(SP, VA, 150);
-    Map<String, Row> t1 = new LinkedHashMap<>();
-    t1.put(k, row("t1"));
-    t1.put(remote, row("t1"));
+    Map<String, Row> t1 = both(k, remote, "t1");
     CompletableFuture<Void> write = CompletableFuture.runAsync(() -> writer.writeTxn(t1));
     Clusters.sleep(40); // t1 pending on k in VA
     single.write(k, row("w")); // committed while t1 is pending: EVT after t1's prepare time

@@ -30,8 +30,9 @@ _ATLEAST1 = lambda v: None if v >= 1 else "must be at least 1"  # noqa: E731
 # all of a server's protocol and I/O threads together; C1 code starts fast enough (see
 # the README's Experiments section for the figures). Profilers and GC choices go here too, e.g. -XX:+UseZGC.
 DEFAULT_JVM_ARGS = ("-XX:TieredStopAtLevel=1",)
-# the one server JVM of a machine (server.processes: per_host): C2 and ZGC (server_jvm_args)
-PER_HOST_SERVER_JVM_ARGS = ("-XX:+UseZGC",)
+# the one server JVM of a machine (server.processes: per_host): C2, and ZGC with a collection
+# at least every 5 s (server_jvm_args)
+PER_HOST_SERVER_JVM_ARGS = ("-XX:+UseZGC", "-XX:ZCollectionInterval=5")
 
 SCHEMA: dict[str, dict[str, tuple]] = {
     "topology": {
@@ -150,7 +151,19 @@ def server_jvm_args(cfg: dict, processes: str) -> list[str]:
     The one JVM also runs ZGC: its heap holds every datacenter's store, and G1's young
     pauses there took 45-63 ms every ~2.3 s at 4,400 ops/s, so 1-2% of the messages on
     WAN links, due while the JVM stood still, were released 30-35 ms late (p99); with ZGC
-    0.8-1.8 ms (bench-throughput's workload, K2)."""
+    0.8-1.8 ms (bench-throughput's workload, K2).
+
+    ZGC collects at least every 5 s (ZCollectionInterval): left alone it lets the heap grow
+    towards -Xmx (7,680 MB by default) before collecting, so every page the heap takes is
+    new memory the kernel zeroes on first touch, for the whole of a run. At 5% writes, K2,
+    32 threads/DC (~2,000 ops/s, ~190 MB/s allocated) that zeroing (clear_page_erms under
+    shmem faults, perf) took 21-32% of the machine in the measurement window; the threads
+    that allocate pay it, in kernel mode (the protocol threads spent 5.4-6.4 of their
+    12-13 CPU seconds there). With the timer the heap stays near 1.6-1.8 GB and reuses its
+    pages: the JVM's CPU in the window fell from 23-26 s to 18.4 s (GC +1.5 s), the
+    machine's idle time rose from 13-23% to 38% and lateness p99 fell from 2.1-5.4 to
+    1.2 ms. How much the zeroing costs depends on the host (a virtual machine pays more
+    for memory it has not backed yet), so without the timer peaks varied by machine."""
     given = cfg["server"]["jvm_args"]
     if given is not None:
         return given

@@ -60,7 +60,7 @@ def test_jvm_args_are_options_before_the_jar():
     exp = resolve({"clients": {"jvm_args": ["-XX:+UseZGC", "-Dx=1"]}})
     assert exp["server"]["jvm_args"] is None  # resolved per process split (server_jvm_args)
     assert experiment.server_jvm_args(exp, "per_dc") == list(experiment.DEFAULT_JVM_ARGS)
-    assert experiment.server_jvm_args(exp, "per_host") == ["-XX:+UseZGC"]  # C2 and ZGC
+    assert experiment.server_jvm_args(exp, "per_host") == ["-XX:+UseZGC", "-XX:ZCollectionInterval=5"]  # C2, ZGC
     assert exp["clients"]["jvm_args"] == ["-XX:+UseZGC", "-Dx=1"]
     assert resolve({"server": {"jvm_args": []}})["server"]["jvm_args"] == []
     assert error({"server": {"jvm_args": "-XX:+UseZGC"}}).field == "server.jvm_args"

@@ -189,6 +189,9 @@ def op_costs(peak: dict | None) -> dict | None:
         # every time a thread blocked (and so had to be woken again), per operation
         out["wakeups_per_op"] = sum(v["voluntary"] for cats in acc["switches"].values()
                                     for v in cats.values()) / ops
+    if acc.get("minor_faults"):
+        # pages mapped on first touch per operation (4 KB each: 256 per MB of new memory)
+        out["page_faults_per_op"] = sum(acc["minor_faults"].values()) / ops
     if acc.get("kernel_s") and acc["cpu_s"]:
         # the part of the JVMs' CPU spent in the kernel (system calls: waits, wake-ups, I/O)
         out["kernel_share"] = sum(v for cats in acc["kernel_s"].values() for v in cats.values()) / acc["cpu_s"]

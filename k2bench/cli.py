@@ -230,8 +230,10 @@ def cmd_bench_throughput(args) -> int:
                 "busiest server, % of a core", "mean server", "ops/s per busiest core"):
         t.add_column(col, justify="left" if col in ("setting", "system") else "right")
     machine = Table(title="the machine at each peak (in kernel: of the JVMs' CPU, the part in system calls; "
-                          "idle and steal: of the machine's time; wake-ups: threads blocking, to be woken again)")
-    for col in ("setting", "system", "cores busy", "in kernel", "machine idle", "steal", "wake-ups/op"):
+                          "idle and steal: of the machine's time; wake-ups: threads blocking, to be woken again; "
+                          "page faults: memory the JVMs touched for the first time)")
+    for col in ("setting", "system", "cores busy", "in kernel", "machine idle", "steal", "wake-ups/op",
+                "page faults/op"):
         machine.add_column(col, justify="left" if col in ("setting", "system") else "right")
     by_type = []  # each peak's messages per operation by type, printed after the table
     for c in climbs:
@@ -247,7 +249,8 @@ def cmd_bench_throughput(args) -> int:
         acc = c.peak["cpu"]
         machine.add_row(c.setting, c.system, f"{acc['cpu_s'] / acc['window_s']:.2f}", pct("kernel_share"),
                         pct("machine_idle_share"), pct("machine_steal_share"),
-                        f"{k['wakeups_per_op']:.1f}" if k.get("wakeups_per_op") is not None else "-")
+                        f"{k['wakeups_per_op']:.1f}" if k.get("wakeups_per_op") is not None else "-",
+                        f"{k['page_faults_per_op']:.1f}" if k.get("page_faults_per_op") is not None else "-")
         t.add_row(c.setting, c.system, f"{k['cpu_ms_per_op']:.3f}", f"{k['protocol_ms_per_op']:.3f}",
                   f"{m['local']:.1f} / {m['wan']:.1f}" if m else "-",
                   f"{k['busiest_server']}: {100 * k['busiest_core_share']:.1f}%" if "busiest_server" in k else "-",

@@ -54,6 +54,12 @@ def _stat(stat_text: str) -> tuple[str, int, int, int | None]:
             int(fields[16]) if len(fields) > 16 else None)
 
 
+def _minor_faults(stat_text: str) -> int:
+    """The process's minor page faults so far (stat field 10, all its threads): each one a
+    page mapped on first touch, e.g. heap memory the kernel zeroes before handing it over."""
+    return int(stat_text[stat_text.rindex(")") + 2:].split()[7])
+
+
 def machine_ticks() -> dict[str, int]:
     """The whole machine's CPU ticks by state since boot (/proc/stat's first line): user
     and nice (user mode), system, idle (with iowait), irq (with softirq) and steal (time
@@ -79,11 +85,13 @@ def _switches(status_text: str) -> tuple[int, int]:
 def snapshot(pids: dict[str, int]) -> dict[str, dict]:
     """{process name: {"total": ticks, "threads": {tid: (thread name, ticks)}, "kernel":
     {tid: ticks in kernel mode}, "nice": {tid: nice}, "switches": {tid: (voluntary,
-    involuntary)}}} of the processes still alive (a process gone since is left out)."""
+    involuntary)}, "peak_rss_kb": kB, "minor_faults": count}} of the processes still alive
+    (a process gone since is left out)."""
     out = {}
     for name, pid in pids.items():
         try:
-            _, total, _, _ = _stat((PROC / str(pid) / "stat").read_text())
+            stat = (PROC / str(pid) / "stat").read_text()
+            _, total, _, _ = _stat(stat)
             threads, kernel, nice, switches = {}, {}, {}, {}
             for task in (PROC / str(pid) / "task").iterdir():
                 try:
@@ -95,7 +103,7 @@ def snapshot(pids: dict[str, int]) -> dict[str, dict]:
         except (FileNotFoundError, ProcessLookupError):
             continue
         out[name] = {"total": total, "threads": threads, "kernel": kernel, "nice": nice, "switches": switches,
-                     "peak_rss_kb": _peak_rss_kb(pid)}
+                     "peak_rss_kb": _peak_rss_kb(pid), "minor_faults": _minor_faults(stat)}
     return out
 
 
@@ -127,6 +135,7 @@ def account(before: dict, after: dict, seconds: float, roles: dict[str, str],
     nices: dict[str, dict[str, set[int]]] = {}  # role -> category -> the nice values its threads ran at
     switched: dict[str, dict[str, list[int]]] = {}  # role -> category -> [voluntary, involuntary]
     in_kernel: dict[str, dict[str, float]] = {}  # role -> category -> seconds in kernel mode
+    faults: dict[str, int] = {}  # role -> minor page faults of its processes
     for name, b in before.items():
         a = after.get(name)
         if a is None:
@@ -156,6 +165,9 @@ def account(before: dict, after: dict, seconds: float, roles: dict[str, str],
                 # summed: a server restarted inside the window has two threads
                 per_server[m.group(1)] = per_server.get(m.group(1), 0.0) + d / hz
         role[EXITED] += max(0, a["total"] - b["total"] - counted) / hz
+        if a.get("minor_faults") is not None and b.get("minor_faults") is not None:
+            r = roles.get(name, "other")
+            faults[r] = faults.get(r, 0) + max(0, a["minor_faults"] - b["minor_faults"])
     total = sum(sum(r.values()) for r in by_role.values())
     # Resident memory at the window's end, per role: the largest process and all of them,
     # each at its peak so far (VmHWM: the heap a JVM touched stays resident).
@@ -187,6 +199,9 @@ def account(before: dict, after: dict, seconds: float, roles: dict[str, str],
         # of each role's and category's CPU seconds, those in kernel mode (system calls:
         # futex waits and wake-ups, sockets, page faults)
         "kernel_s": {role: {c: round(v, 2) for c, v in cats.items()} for role, cats in sorted(in_kernel.items())},
+        # minor page faults per role: pages mapped on first touch; a heap that keeps growing
+        # into new memory has the kernel zero each page, in the allocating threads' kernel time
+        "minor_faults": dict(sorted(faults.items())),
         # the whole machine over the window, in seconds by state: what the JVMs above did not
         # use (idle), what other processes and the kernel did, and steal (the hypervisor)
         **({"machine_s": {k: round((machine[1][k] - machine[0][k]) / hz, 2) for k in machine[0]}}

@@ -1,4 +1,5 @@
 """CPU accounting from /proc (k2bench/cpu.py) and the peak search of bench-throughput (k2bench/bench.py)."""
+import mmap
 import os
 import threading
 import time
@@ -23,16 +24,17 @@ def test_thread_names_fall_in_their_category(name, category):
     assert cpu.category(name) == category
 
 
-def _stat(name: str, utime: int, stime: int, nice: int = 0) -> str:
-    # pid (comm) state ppid ... : utime and stime are fields 14 and 15, nice 19
-    rest = ["S", "1"] + ["0"] * 9 + [str(utime), str(stime)] + ["0"] * 3 + [str(nice)] + ["0"] * 6
+def _stat(name: str, utime: int, stime: int, nice: int = 0, minflt: int = 0) -> str:
+    # pid (comm) state ppid ... : minflt is field 10, utime and stime 14 and 15, nice 19
+    rest = ["S", "1"] + ["0"] * 5 + [str(minflt)] + ["0"] * 3 + [str(utime), str(stime)] + ["0"] * 3 + \
+        [str(nice)] + ["0"] * 6
     return f"42 ({name}) " + " ".join(rest) + "\n"
 
 
-def _fake_proc(root, pid, total, threads):
+def _fake_proc(root, pid, total, threads, minflt=0):
     d = root / str(pid)
     (d / "task").mkdir(parents=True, exist_ok=True)
-    (d / "stat").write_text(_stat("java", total, 0))
+    (d / "stat").write_text(_stat("java", total, 0, minflt=minflt))
     (d / "status").write_text(f"Name:\tjava\nVmHWM:\t  {pid * 1024 * 10} kB\nVmRSS:\t  {pid * 1024 * 5} kB\n")
     for old in (d / "task").iterdir():
         for f in old.iterdir():
@@ -51,8 +53,8 @@ def test_accounting_counts_differences_new_threads_and_exited_ones(tmp_path, mon
     monkeypatch.setattr(cpu, "PROC", tmp_path)
     hz = os.sysconf("SC_CLK_TCK")
     _fake_proc(tmp_path, 10, 1000, {1: ("srv-1-k2", 300), 2: ("k2b-io-1", 200), 3: ("C2 CompilerThre", 100),
-                                    6: ("srv-0-k2", 10), 7: ("rad-server-4", 5)})
-    _fake_proc(tmp_path, 20, 500, {4: ("Thread-1", 400, 4, (100, 10), 100)})
+                                    6: ("srv-0-k2", 10), 7: ("rad-server-4", 5)}, minflt=1_000)
+    _fake_proc(tmp_path, 20, 500, {4: ("Thread-1", 400, 4, (100, 10), 100)}, minflt=70)
     before = cpu.snapshot({"servers": 10, "client-VA": 20, "gone": 99})
     assert set(before) == {"servers", "client-VA"}  # a process that is not there is left out
     # servers: +50 protocol, +30 io; the C2 thread ended (its 100 stay in the total); a new wan thread used 20
@@ -60,8 +62,9 @@ def test_accounting_counts_differences_new_threads_and_exited_ones(tmp_path, mon
     # an old-style name counts as protocol but not per server
     _fake_proc(tmp_path, 10, 1000 + 50 + 30 + 20 + 7 + 4 + 3 + 2, {
         1: ("srv-1-k2", 350), 2: ("k2b-io-1", 230), 5: ("k2b-wan-0", 20), 6: ("srv-0-k2", 14),
-        8: ("srv-0-k2", 3), 7: ("rad-server-4", 7)})
-    _fake_proc(tmp_path, 20, 500 + 65, {4: ("Thread-1", 460, 4, (130, 15), 120), 9: ("Thread-2", 5, 4, (7, 1), 2)})
+        8: ("srv-0-k2", 3), 7: ("rad-server-4", 7)}, minflt=1_000 + 25_600)
+    _fake_proc(tmp_path, 20, 500 + 65, {4: ("Thread-1", 460, 4, (130, 15), 120), 9: ("Thread-2", 5, 4, (7, 1), 2)},
+               minflt=70 + 3)
     after = cpu.snapshot({"servers": 10, "client-VA": 20})
     machine = ({"user": 100, "nice": 50, "system": 30, "idle": 20, "irq": 0, "steal": 0},
                {"user": 100 + hz, "nice": 50 + 2 * hz, "system": 30 + hz, "idle": 20 + 16 * hz, "irq": 0, "steal": 0})
@@ -79,6 +82,8 @@ def test_accounting_counts_differences_new_threads_and_exited_ones(tmp_path, mon
     # kernel-mode time: Thread-1's difference, all of Thread-2's; none in the servers' threads
     assert acc["kernel_s"]["clients"]["client threads (YCSB, workload, history, histograms)"] == round(22 / hz, 2)
     assert acc["kernel_s"]["servers"]["server protocol"] == 0
+    # minor page faults in the window, per role (the servers' heap took 100 MB of new pages)
+    assert acc["minor_faults"] == {"clients": 3, "servers": 25_600}
     assert acc["machine_s"] == {"user": 1.0, "nice": 2.0, "system": 1.0, "idle": 16.0, "irq": 0.0, "steal": 0.0}
     assert "machine_s" not in cpu.account(before, after, 10.0, {})  # without the machine's ticks
     assert s["transport (gRPC/Netty)"] == round(30 / hz, 2)
@@ -105,8 +110,12 @@ def test_a_real_process_is_accounted_by_its_threads():
     t.start()
     try:
         before = cpu.snapshot({"me": os.getpid()})
+        fresh = mmap.mmap(-1, 32 << 20)  # 32 MB never touched: each page faults in when written
+        for off in range(0, len(fresh), 4096):
+            fresh[off] = 1
         time.sleep(0.5)
         after = cpu.snapshot({"me": os.getpid()})
+        fresh.close()
     finally:
         stop.set()
         t.join()
@@ -114,6 +123,7 @@ def test_a_real_process_is_accounted_by_its_threads():
     assert acc["cpu_s"] > 0.1
     assert acc["roles"]["servers"]["WAN dispatchers"] > 0.1  # found by the name the thread runs under
     assert acc["memory_mb"]["servers"]["peak_rss_mb_max"] > 10  # this Python process, resident
+    assert acc["minor_faults"]["servers"] >= 16  # 8,192 pages of 4 KB, or 16 huge pages of 2 MB
     m = cpu.machine_ticks()  # the real /proc/stat: every state, none negative
     assert set(m) == {"user", "nice", "system", "idle", "irq", "steal"} and min(m.values()) >= 0
     assert sum(m.values()) > 0
@@ -372,6 +382,9 @@ def test_an_operations_cost_names_the_busiest_server_and_bounds_the_peak_by_it()
                                                     "irq": 0.0, "steal": 1.0}}}
     sc = bench.op_costs(split)
     assert sc["kernel_share"] == pytest.approx(3.0 / 15.0)  # of the JVMs' 15 CPU s
+    assert "page_faults_per_op" not in sc  # an accounting without page faults
+    faulted = k2 | {"cpu": k2["cpu"] | {"minor_faults": {"servers": 256_000, "clients": 4_000}}}
+    assert bench.op_costs(faulted)["page_faults_per_op"] == pytest.approx(26.0)  # 260,000 over 10,000 ops
     assert sc["machine_idle_share"] == pytest.approx(0.1) and sc["machine_steal_share"] == pytest.approx(0.05)
     # RAD: faster here, but one server does half of all protocol work
     assert c["messages_by_type"] is None  # a summary without per-type counts

@@ -246,11 +246,11 @@ def cmd_bench_throughput(args) -> int:
             by_type.append(f"{c.setting} / {c.system}: messages per operation by type: {'; '.join(parts)}")
         m = k["messages_per_op"]
         pct = lambda key: f"{100 * k[key]:.0f}%" if k.get(key) is not None else "-"  # noqa: E731
+        one = lambda key: f"{k[key]:.1f}" if k.get(key) is not None else "-"  # noqa: E731
         acc = c.peak["cpu"]
         machine.add_row(c.setting, c.system, f"{acc['cpu_s'] / acc['window_s']:.2f}", pct("kernel_share"),
                         pct("machine_idle_share"), pct("machine_steal_share"),
-                        f"{k['wakeups_per_op']:.1f}" if k.get("wakeups_per_op") is not None else "-",
-                        f"{k['page_faults_per_op']:.1f}" if k.get("page_faults_per_op") is not None else "-")
+                        one("wakeups_per_op"), one("page_faults_per_op"))
         t.add_row(c.setting, c.system, f"{k['cpu_ms_per_op']:.3f}", f"{k['protocol_ms_per_op']:.3f}",
                   f"{m['local']:.1f} / {m['wan']:.1f}" if m else "-",
                   f"{k['busiest_server']}: {100 * k['busiest_core_share']:.1f}%" if "busiest_server" in k else "-",

@@ -140,8 +140,7 @@ class ParisStarReadTest {
     KvClient writer = cluster.client(VA);
     KvClient reader = cluster.client(VA);
     for (int dc : new int[] {TYO, SG}) {
-      cluster.transport().links().setExtraDelayMs(VA, dc, 400);
-      cluster.transport().links().setExtraDelayMs(dc, VA, 400);
+      Clusters.slowLink(cluster, VA, dc, 400);
     }
     try {
       writer.write(nonReplica, row("held"));

@@ -64,8 +64,7 @@ class RadReadTest {
 
   /** Messages between the participants of the A/B transactions (LDN and SG) take {@code ms} longer, both ways. */
   static void slowParticipants(long ms) {
-    cluster.transport().links().setExtraDelayMs(LDN, SG, ms);
-    cluster.transport().links().setExtraDelayMs(SG, LDN, ms);
+    Clusters.slowLink(cluster, LDN, SG, ms);
   }
 
   /** A write-only transaction writing {@code value} to {@code a} and {@code b}, in that order. */
@@ -219,8 +218,7 @@ class RadReadTest {
     }
     writer.writeTxn(t0);
     reader.readTxn(List.of(k1, k2, later));
-    cluster.transport().links().setExtraDelayMs(VA, SP, 150);
-    cluster.transport().links().setExtraDelayMs(SP, VA, 150);
+    Clusters.slowLink(cluster, VA, SP, 150);
     Map<String, Row> t1 = new LinkedHashMap<>();
     for (String k : List.of(k1, k2, remote)) {
       t1.put(k, row("t1"));
@@ -252,8 +250,7 @@ class RadReadTest {
     KvClient reader = cluster.client(VA);
     writer.writeTxn(Map.of(k, row("t0"), remote, row("t0")));
     reader.readTxn(List.of(k));
-    cluster.transport().links().setExtraDelayMs(VA, SP, 150);
-    cluster.transport().links().setExtraDelayMs(SP, VA, 150);
+    Clusters.slowLink(cluster, VA, SP, 150);
     Map<String, Row> t1 = both(k, remote, "t1");
     CompletableFuture<Void> write = CompletableFuture.runAsync(() -> writer.writeTxn(t1));
     Clusters.sleep(40); // t1 pending on k in VA

@@ -93,10 +93,15 @@ public final class Clusters {
   public static void slowWideArea(LocalCluster cluster, int dc, double ms) {
     for (int other = 0; other < cluster.topology().numDcs(); other++) {
       if (other != dc) {
-        cluster.transport().links().setExtraDelayMs(dc, other, ms);
-        cluster.transport().links().setExtraDelayMs(other, dc, ms);
+        slowLink(cluster, dc, other, ms);
       }
     }
+  }
+
+  /** Messages between datacenters {@code a} and {@code b} take {@code ms} longer, both ways (0 restores them). */
+  public static void slowLink(LocalCluster cluster, int a, int b, double ms) {
+    cluster.transport().links().setExtraDelayMs(a, b, ms);
+    cluster.transport().links().setExtraDelayMs(b, a, ms);
   }
 
   public static void sleep(long ms) {

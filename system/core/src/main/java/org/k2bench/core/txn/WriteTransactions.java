@@ -386,7 +386,14 @@ public final class WriteTransactions {
     maybePrepareReplicated(t);
   }
 
-  /** One-hop dependency checks against the servers holding the dependencies in this replica. */
+  /**
+   * One-hop dependency checks against the servers holding the dependencies in this replica.
+   * One check per dependency, not one per server: the K2 paper (§IV, "contacting the local
+   * servers responsible for those dependencies") leaves the granularity open; its K2 and RAD
+   * are modifications of Eiger's codebase (§VII-A), and Eiger (Lloyd et al., NSDI 2013) sends
+   * one check per dependency in its public implementation. RAD and PaRiS* check the same
+   * way, so no system gets a batching the others lack.
+   */
   private void checkDependencies(ReplicatedTxn t) {
     if (org.k2bench.core.testing.Mutants.active(org.k2bench.core.testing.Mutants.SKIP_DEPENDENCY_CHECKS)) {
       t.depsPending = 0;

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -33,9 +34,20 @@ def _env(args) -> Env:
     return Env(repo=REPO, jar=Path(args.jar), deployment=dep, java=args.java)
 
 
+@contextlib.contextmanager
+def _in_file(path: Path):
+    """A ConfigError raised inside names the user's experiment file (unless it names one)."""
+    try:
+        yield
+    except ConfigError as e:
+        raise e.in_file(path) from None
+
+
 def _load(env: Env, name: str) -> dict:
     path = experiment.find(env.workloads, name)
-    return experiment.resolve(experiment.load_file(path), path.stem, env.systems())
+    systems = env.systems()  # asks the jar: a missing one is named on its own
+    with _in_file(path):
+        return experiment.resolve(experiment.load_file(path), path.stem, systems)
 
 
 def servers_per_dc_override(exp: dict, n: int | None) -> dict:
@@ -88,7 +100,8 @@ def cmd_run(args) -> int:
         exp["systems"] = chosen
     if args.no_check:
         exp["check"] = False
-    validate(env, exp)
+    with _in_file(experiment.find(env.workloads, args.experiment)):
+        validate(env, exp)
     runs = Path(args.runs)
     if args.resume:
         run_dir = Path(args.resume)
@@ -288,7 +301,8 @@ def cmd_validate(args) -> int:
     names = args.experiments or sorted(p.stem for p in env.workloads.glob("*.yaml"))
     for name in names:
         exp = _load(env, name)
-        validate(env, exp)
+        with _in_file(experiment.find(env.workloads, name)):
+            validate(env, exp)
         n = len(experiment.points(exp)) * len(exp["systems"]) * exp["trials"]
         print(f"{name}: ok ({n} system run(s))")
     return 0
@@ -381,8 +395,9 @@ def _deploy_experiment(args) -> dict | None:
             raise ConfigError("--servers-per-dc", "needs --experiment NAME (the experiment whose shape to check)")
         return None
     path = experiment.find(REPO / "workloads", args.experiment)
-    doc = experiment.load_file(path)
-    exp = experiment.resolve(doc, path.stem, doc.get("systems") or experiment.DEFAULT_SYSTEMS)
+    with _in_file(path):
+        doc = experiment.load_file(path)
+        exp = experiment.resolve(doc, path.stem, doc.get("systems") or experiment.DEFAULT_SYSTEMS)
     return servers_per_dc_override(exp, getattr(args, "servers_per_dc", None))
 
 

@@ -2,12 +2,19 @@
 
 
 class ConfigError(Exception):
-    """A problem with an experiment file, a flag or another input, found before anything starts."""
+    """A problem with an experiment file, a flag or another input, found before anything starts.
+    ``file``, when known, is the user's file the field is in; the message starts with it (a
+    problem with the file as a whole names it as its field)."""
 
-    def __init__(self, field: str, problem: str):
-        super().__init__(f"{field}: {problem}")
+    def __init__(self, field: str, problem: str, file: str | None = None):
+        super().__init__((f"{file}: " if file and file != field else "") + f"{field}: {problem}")
         self.field = field
         self.problem = problem
+        self.file = file
+
+    def in_file(self, file) -> "ConfigError":
+        """This error said of ``file``, unless it already names a file."""
+        return self if self.file else ConfigError(self.field, self.problem, str(file))
 
 
 class RunFailed(Exception):

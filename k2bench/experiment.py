@@ -205,6 +205,8 @@ def _section(name: str, given: Any) -> dict:
     for key, (typ, default, check) in spec.items():
         field = f"{name}.{key}"
         value = given.get(key, default)
+        if value is None and default is not None:  # null only where the default is null
+            raise ConfigError(field, f"must not be null (its default is {default!r}); give a value or leave it out")
         if value is not None and typ == "dist":
             value = _dist(field, value, check)
         elif value is not None and typ == "args":
@@ -218,20 +220,42 @@ def _section(name: str, given: Any) -> dict:
     return out
 
 
+SHIPPED = pathlib.Path(__file__).resolve().parent.parent / "workloads"
+
+
+def _base_file(path: pathlib.Path, base: str) -> pathlib.Path | None:
+    """The file ``extends: <base>`` names: a path (with / or .yaml) relative to ``path``'s
+    directory; else a name, looked up next to ``path`` first, then in workloads/."""
+    if "/" in base or base.endswith((".yaml", ".yml")):
+        candidate = path.parent / base
+        return candidate if candidate.exists() else None
+    for d in (path.parent, SHIPPED):
+        if (d / f"{base}.yaml").exists():
+            return d / f"{base}.yaml"
+    return None
+
+
 def load_file(path: pathlib.Path, _seen: tuple = ()) -> dict:
-    """The experiment document; ``extends: <name>`` inherits another file of the same
-    directory, whose fields this one overrides (sections merge field by field)."""
+    """The experiment document; ``extends: <name>`` inherits another experiment file (next
+    to this one, else one of workloads/, so a file anywhere can extend ``default``; or a
+    relative path), whose fields this one overrides (sections merge field by field)."""
+    path = pathlib.Path(path)
     doc = _read_yaml(path)
     base_name = doc.pop("extends", None)
     if base_name is None:
         return doc
-    if not isinstance(base_name, str):
-        raise ConfigError("extends", f"must name an experiment file, got {base_name!r}")
-    base_path = path.parent / f"{base_name}.yaml"
-    if base_path in _seen or base_path == path:
-        raise ConfigError("extends", f"{base_name} extends itself (through {[p.stem for p in _seen]})")
-    if not base_path.exists():
-        raise ConfigError("extends", f"no experiment {base_name!r} next to {path.name}")
+    if not isinstance(base_name, str) or not base_name:
+        raise ConfigError("extends", f"must name an experiment file, got {base_name!r}", str(path))
+    base_path = _base_file(path, base_name)
+    if base_path is None:
+        known = sorted(f.stem for f in SHIPPED.glob("*.yaml"))
+        raise ConfigError("extends", f"no experiment {base_name!r} next to {path.name} or in workloads/ "
+                          f"(known there: {', '.join(known)}); give a name or a path relative to {path.name}",
+                          str(path))
+    seen = {p.resolve() for p in _seen + (path,)}
+    if base_path.resolve() in seen:
+        raise ConfigError("extends", f"{base_name} extends itself (through "
+                          f"{' -> '.join(p.name for p in _seen + (path,))})", str(path))
     base = load_file(base_path, _seen + (path,))
     merged = copy.deepcopy(base)
     for key, value in doc.items():
@@ -247,13 +271,13 @@ def _read_yaml(path: pathlib.Path) -> dict:
     try:
         doc = yaml.safe_load(path.read_text())
     except FileNotFoundError:
-        raise ConfigError(str(path), "no such file") from None
+        raise ConfigError(str(path), "no such file", str(path)) from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark else ""
-        raise ConfigError(str(path), f"not valid YAML{where}") from None
+        raise ConfigError(str(path), f"not valid YAML{where}", str(path)) from None
     if not isinstance(doc, dict):
-        raise ConfigError(str(path), "must be a YAML mapping of experiment fields")
+        raise ConfigError(str(path), "must be a YAML mapping of experiment fields", str(path))
     return doc
 
 
@@ -369,7 +393,7 @@ def _sweep(given: Any, resolved: dict) -> dict:
         for i, v in enumerate(values):
             probe = copy.deepcopy(resolved[parts[0]])
             probe[parts[1]] = v
-            checked.append(_section(parts[0], probe)[parts[1]] if v is not None else None)
+            checked.append(_section(parts[0], probe)[parts[1]])
         out[axis] = checked
     return out
 

@@ -70,6 +70,8 @@ class Env:
 
     def check_output(self, *args: str) -> str:
         """Runs a short launcher command; a ConfigError carries its one-line complaint."""
+        if not self.jar.exists():
+            raise ConfigError("jar", f"{self.jar} is missing; run `make build`")
         p = subprocess.run(self.launcher(*args), capture_output=True, text=True, timeout=120)
         if p.returncode != 0:
             line = (p.stderr.strip().splitlines() or ["failed"])[-1]
@@ -161,15 +163,18 @@ def with_ports(doc: dict, ports: list[int]) -> dict:
     return doc
 
 
-def check_topology(env: Env, doc: dict) -> dict:
-    """Validates a topology with the servers' own loader; returns it resolved."""
+def check_topology(env: Env, doc: dict, source: str = "the topology") -> dict:
+    """Validates a topology with the servers' own loader; returns it resolved. The loader
+    reads a temporary copy (the file with the experiment's overrides); a complaint names
+    ``source``, the user's file, instead of that copy."""
     with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
         yaml.safe_dump(doc, f)
         tmp = Path(f.name)
     try:
         return json.loads(env.check_output("topology", str(tmp)))
     except ConfigError as e:
-        raise ConfigError(f"topology ({e.field})", e.problem) from None
+        mine = lambda text: text.replace(str(tmp), source).replace(tmp.name, source)  # noqa: E731
+        raise ConfigError(f"topology {source} ({mine(e.field)})", mine(e.problem)) from None
     finally:
         tmp.unlink()
 
@@ -180,7 +185,8 @@ def validate(env: Env, exp: dict) -> dict:
     for _, cfg in points(exp):
         doc = topology_doc(env, cfg)
         n = len(doc.get("datacenters") or []) * int(doc.get("servers_per_dc") or 0)
-        resolved = resolved or check_topology(env, with_ports(doc, list(range(20000, 20000 + n))))
+        resolved = resolved or check_topology(env, with_ports(doc, list(range(20000, 20000 + n))),
+                                              cfg["topology"]["file"])
         if isinstance(doc.get("datacenters"), list) and isinstance(doc.get("servers_per_dc"), int):
             env.deployment.topology(doc, doc["servers_per_dc"])  # the inventory fits the topology
             check_fault_targets(cfg["faults"], doc["datacenters"], doc["servers_per_dc"])

@@ -120,6 +120,61 @@ def test_extends_inherits_and_overrides(tmp_path):
     assert e.value.field == "extends"
 
 
+def test_null_is_a_value_only_where_the_default_is_null():
+    e = error({"workload": {"keys": None}})
+    assert e.field == "workload.keys" and "must not be null" in e.problem and "1000000" in e.problem
+    assert error({"clients": {"jvm_args": None}}).field == "clients.jvm_args"
+    assert error({"sweep": {"workload.zipf": [1.2, None]}}).field == "workload.zipf"
+    exp = resolve({"clients": {"target_ops_per_s_per_dc": None}, "topology": {"servers_per_dc": None}})
+    assert exp["clients"]["target_ops_per_s_per_dc"] is None  # closed loop
+    swept = resolve({"sweep": {"clients.target_ops_per_s_per_dc": [10, None]}})["sweep"]
+    assert swept == {"clients.target_ops_per_s_per_dc": [10.0, None]}
+
+
+def test_a_file_anywhere_extends_a_shipped_experiment_or_a_relative_path(tmp_path):
+    mine = tmp_path / "elsewhere" / "mine.yaml"
+    mine.parent.mkdir()
+    mine.write_text(yaml.safe_dump({"extends": "default", "workload": {"zipf": 1.4}}))
+    exp = experiment.resolve(experiment.load_file(mine), "mine", SYSTEMS)
+    shipped = experiment.resolve(experiment.load_file(WORKLOADS / "default.yaml"), "default", SYSTEMS)
+    assert exp["workload"]["zipf"] == 1.4
+    assert exp["workload"]["keys"] == shipped["workload"]["keys"] and exp["systems"] == shipped["systems"]
+    # A file next to it wins over a shipped one of the same name; a path is relative to the file.
+    (mine.parent / "default.yaml").write_text(yaml.safe_dump({"workload": {"keys": 77}}))
+    assert experiment.load_file(mine)["workload"] == {"keys": 77, "zipf": 1.4}
+    (tmp_path / "base.yaml").write_text(yaml.safe_dump({"trials": 3}))
+    mine.write_text(yaml.safe_dump({"extends": "../base.yaml"}))
+    assert experiment.load_file(mine) == {"trials": 3}
+
+
+def test_a_bad_extends_names_the_users_file_and_the_fix(tmp_path):
+    mine = tmp_path / "mine.yaml"
+    mine.write_text(yaml.safe_dump({"extends": "nosuch"}))
+    with pytest.raises(ConfigError) as e:
+        experiment.load_file(mine)
+    text = str(e.value)
+    assert text.startswith(f"{mine}: extends: no experiment 'nosuch'") and "default" in text and "\n" not in text
+    # In a chain, the file whose extends is wrong is named, not the one the user gave.
+    (tmp_path / "top.yaml").write_text(yaml.safe_dump({"extends": "mine"}))
+    with pytest.raises(ConfigError) as e:
+        experiment.load_file(tmp_path / "top.yaml")
+    assert e.value.file == str(mine) and e.value.in_file(tmp_path / "top.yaml") is e.value
+
+
+def test_a_field_error_names_the_users_file_on_the_command_line(tmp_path, capsys):
+    from k2bench import cli
+
+    mine = tmp_path / "mine.yaml"
+    mine.write_text(yaml.safe_dump({"extends": "default", "workload": {"zipf": -1}}))
+    assert cli.main(["validate", str(mine)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"k2bench: {mine}: workload.zipf: must be > 0, got -1.0", err
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("workload: [")
+    assert cli.main(["validate", str(broken)]) == 2
+    assert capsys.readouterr().err.strip() == f"k2bench: {broken}: not valid YAML at line 1"
+
+
 def test_unknown_experiment_lists_the_known_ones():
     with pytest.raises(ConfigError) as e:
         experiment.find(WORKLOADS, "nosuch")
@@ -248,3 +303,11 @@ def test_the_failover_timeout_leaves_room_for_heartbeats():
     resolve({"server": {"failover_timeout_ms": 300}})
     e = error({"server": {"failover_timeout_ms": 299}})
     assert e.field == "server.failover_timeout_ms" and "at least 300" in str(e) and "\n" not in str(e)
+
+
+def test_a_missing_jar_is_named_before_anything_asks_it(tmp_path, capsys):
+    from k2bench import cli
+
+    missing = tmp_path / "k2bench.jar"
+    assert cli.main(["--jar", str(missing), "validate", "smoke"]) == 2
+    assert capsys.readouterr().err.strip() == f"k2bench: jar: {missing} is missing; run `make build`"

@@ -256,8 +256,7 @@ def climb(orch: Orchestrator, exp: dict, run_dir: Path, setting: str, system: st
         if code == 130:
             raise KeyboardInterrupt
         manifest = json.loads((sub / "manifest.json").read_text())
-        mine = trials.setdefault(name, [])
-        mine.extend(e for e in manifest.get("trials", []) if e not in mine)
+        collect_trials(trials.setdefault(name, []), manifest.get("trials", []))
         tdir = trial_dir(sub, system, f"threads_per_dc={threads}", 1, 1)
         if code != 0 or not (tdir / "summary.json").exists():
             c.failed = f"the point at {threads} threads/DC failed (see {tdir})"
@@ -325,6 +324,19 @@ def climb(orch: Orchestrator, exp: dict, run_dir: Path, setting: str, system: st
         c.points.sort(key=lambda q: q["threads"])
     c.peak = peak_of(passed)
     return c
+
+
+def collect_trials(mine: list[dict], step: list[dict]) -> None:
+    """Adds a climb step's manifest entries to ``mine``, one per trial directory: a step
+    resumed over earlier points lists them again without what their own step added (the
+    clients' ``start``), so an entry is merged into the one it repeats, never appended."""
+    index = {e["dir"]: i for i, e in enumerate(mine)}
+    for e in step:
+        if e["dir"] in index:
+            mine[index[e["dir"]]] = mine[index[e["dir"]]] | e
+        else:
+            index[e["dir"]] = len(mine)
+            mine.append(e)
 
 
 def finish_manifest(sub: Path, exp: dict, trials: list[dict]) -> None:

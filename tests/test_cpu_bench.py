@@ -556,3 +556,16 @@ def test_a_retry_directorys_manifest_names_only_the_systems_measured_there(tmp_p
     bench.finish_manifest(sub, {"systems": ["k2", "rad", "paris-star"], "sweep": {}}, trials)
     m = json.loads((sub / "manifest.json").read_text())
     assert m["systems"] == ["rad"] and m["config"]["sweep"] == {bench.AXIS: [48]}
+
+
+def test_a_step_resumed_over_earlier_points_adds_no_second_entry_for_them():
+    """Each climb step rewrites its manifest with every point so far; the points it skipped
+    lack the clients' start their own step recorded. The setting's manifest lists each
+    trial directory once, with what every step knew of it."""
+    mine: list[dict] = []
+    first = {"system": "k2", "dir": "default/k2/threads_per_dc=4", "point": "threads_per_dc=4"}
+    bench.collect_trials(mine, [first | {"start": {"t0_ms": 1}}])
+    second = {"system": "k2", "dir": "default/k2/threads_per_dc=8", "point": "threads_per_dc=8"}
+    bench.collect_trials(mine, [first, second | {"start": {"t0_ms": 2}}])
+    assert [e["dir"] for e in mine] == [first["dir"], second["dir"]]
+    assert mine[0]["start"] == {"t0_ms": 1} and mine[1]["start"] == {"t0_ms": 2}

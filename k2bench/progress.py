@@ -1,11 +1,12 @@
-"""Live progress of a run (rich): experiment, system, point, trial, phase, elapsed/ETA and
-the clients' current throughput. Plain lines when the output is not a terminal (CI, logs)."""
+"""Live progress of a run (rich.progress): experiment, system, point, trial, phase, the
+clients' current throughput, a bar over the run's expected time with elapsed and remaining
+time. Plain lines when the output is not a terminal (CI, logs)."""
 from __future__ import annotations
 
 import time
 
 from rich.console import Console
-from rich.live import Live
+from rich.progress import BarColumn, Progress as Bar, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
 
@@ -17,9 +18,15 @@ def _fmt(seconds: float | None) -> str:
 
 
 class Progress:
+    """The orchestrator's view of a run. The bar counts expected seconds: each trial is
+    worth ``eta_per_trial``, and a trial's phase with an expected length (its warm-up,
+    measurement, cool-down) fills its share as it elapses, so the remaining time follows
+    the run's real pace."""
+
     def __init__(self, console: Console | None = None):
         self.console = console or Console()
-        self.live: Live | None = None
+        self.bar: Bar | None = None
+        self.task = None
         self.state: dict = {}
         self.total = 0
         self.done = 0
@@ -31,8 +38,12 @@ class Progress:
         self.state = {"experiment": experiment}
         self.total, self.per_trial, self.started = trials, eta_per_trial, time.time()
         if self.console.is_terminal:
-            self.live = Live(self._render(), console=self.console, refresh_per_second=2, transient=False)
-            self.live.start()
+            self.bar = Bar(TextColumn("[bold]{task.fields[experiment]}[/] {task.fields[where]}"),
+                           TextColumn("{task.fields[phase]}"), BarColumn(), TextColumn("{task.fields[trials]}"),
+                           TimeElapsedColumn(), TextColumn("left"), TimeRemainingColumn(),
+                           TextColumn("{task.fields[rate]}"), console=self.console, refresh_per_second=2)
+            self.task = self.bar.add_task("run", total=max(1.0, trials * eta_per_trial), **self._fields())
+            self.bar.start()
         else:
             self.console.print(f"{experiment}: {trials} system run(s), about {_fmt(trials * eta_per_trial)} in all")
 
@@ -43,41 +54,35 @@ class Progress:
     def skip(self, system: str, point: str, trial: int) -> None:
         self.console.print(f"skipping {system} {point or ''} trial {trial}: already complete")
 
+    def _fields(self) -> dict:
+        s = self.state
+        phase = s.get("phase", "-")
+        x = s.get("expected")
+        if s.get("elapsed") is not None:
+            phase += f" {_fmt(s['elapsed'])}" + (f"/{_fmt(x)}" if x else "")
+        rate = s.get("ops_per_s")
+        return {"experiment": s.get("experiment", ""), "phase": phase,
+                "where": " ".join(x for x in (s.get("system", "-"), s.get("point"), f"trial {s.get('trial', '-')}")
+                                  if x and x != "-"),
+                "trials": f"{min(self.done + 1, self.total)}/{self.total}",
+                "rate": "" if rate is None else f"{rate:,.0f} ops/s"}
+
     def update(self, **fields) -> None:
         self.state.update(fields)
-        if self.live:
-            self.live.update(self._render())
+        if self.bar is not None:
+            e, x = self.state.get("elapsed"), self.state.get("expected")
+            within = min(e, x) if e is not None and x else 0.0
+            self.bar.update(self.task, completed=self.done * self.per_trial + within, **self._fields())
         elif fields.get("phase") and fields["phase"] != self.last_phase:
             self.last_phase = fields["phase"]
             s = self.state
             self.console.print(f"[{_fmt(time.time() - self.started)}] {s.get('system')} "
                                f"{s.get('point') or ''} trial {s.get('trial')}: {fields['phase']}")
 
-    def _eta(self) -> float:
-        remaining = (self.total - self.done) * self.per_trial
-        e, x = self.state.get("elapsed"), self.state.get("expected")
-        if e is not None and x:
-            remaining -= min(e, x)
-        return remaining
-
-    def _render(self) -> Table:
-        s = self.state
-        t = Table.grid(padding=(0, 2))
-        t.add_column(style="bold")
-        t.add_column()
-        t.add_row("experiment", f"{s.get('experiment')}  ({self.done + 1}/{self.total})")
-        t.add_row("system", f"{s.get('system', '-')}   point {s.get('point', '-')}   trial {s.get('trial', '-')}")
-        x = s.get("expected")
-        t.add_row("phase", f"{s.get('phase', '-')}   {_fmt(s.get('elapsed'))}" + (f" / {_fmt(x)}" if x else ""))
-        rate = s.get("ops_per_s")
-        t.add_row("throughput", "-" if rate is None else f"{rate:,.0f} ops/s")
-        t.add_row("elapsed / ETA", f"{_fmt(time.time() - self.started)} / {_fmt(self._eta())}")
-        return t
-
     def finish(self, status: str, reason: str | None) -> None:
-        if self.live:
-            self.live.stop()
-            self.live = None
+        if self.bar is not None:
+            self.bar.stop()
+            self.bar = None
         self.console.print(f"run {status}" + (f": {reason}" if reason else ""))
 
 

@@ -12,13 +12,16 @@ JAR := system/launcher/target/k2bench.jar
 SOURCES := $(shell find system -name '*.java' -o -name '*.proto' -o -name 'pom.xml' -o -path '*/src/main/resources/*' -type f | grep -v /target/)
 RUN_STAMP = $(shell date -u +%Y%m%dT%H%M%SZ)
 
-.PHONY: help test test-java test-python deploy-test build venv local-run analyze bench-emulation bench-throughput \
+.PHONY: help test test-java test-python deploy-test build venv local-run analyze compare figures notebook bench-emulation bench-throughput \
 	ec2-up ec2-run ec2-down ec2-status emulab-up emulab-run emulab-extend emulab-down netem-reset clean
 
 help:
 	@echo "make local-run        run workloads/default.yaml on this machine (EXPERIMENT=<name> for another)"
 	@echo "make test             build everything and run all tests (Java + Python)"
 	@echo "make analyze          report with the paper's figures for runs/latest (RUN=<dir> or RUN=\"<dir> <dir>\")"
+	@echo "make figures          paper Fig. 8a-f: the six experiments (~1 h), then one report of all six"
+	@echo "make notebook         JupyterLab on the repository (analysis/notebooks)"
+	@echo "make compare RUNS=\"<dir> <dir>\"  runs side by side: overlaid CDFs, changes per system (ARGS=\"--by deployment --pool\")"
 	@echo "make bench-emulation  measure the embedded WAN emulation: configured vs measured RTT"
 	@echo "make bench-throughput each system's real peak, its CPU table and the Fig. 9 ratios (SETTINGS=default: one setting; RESUME=runs/<dir> continues one)"
 	@echo "make build            build system/launcher/target/k2bench.jar"
@@ -78,6 +81,25 @@ RUN ?= runs/latest
 
 analyze: $(VENV)/.installed
 	$(VENV)/bin/python -m analysis.report $(RUN)
+
+# Paper Fig. 8a-f: the six experiments one after another (~10 min each), then one report
+# drawing them together (runs/figures-<stamp>/index.html). A failed run stops the target.
+FIG8 := fig8a-read-only fig8b-high-skew fig8c-f3 fig8d-write-5pct fig8e-moderate-skew fig8f-f1
+figures: $(JAR) $(VENV)/.installed
+	@dirs=""; for e in $(FIG8); do \
+	  $(VENV)/bin/k2bench run $$e || exit 1; \
+	  dirs="$$dirs $$(readlink -f runs/latest)"; \
+	done; \
+	$(VENV)/bin/python -m analysis.report $$dirs --out runs/figures-$(RUN_STAMP)
+
+# JupyterLab on the repository: open analysis/notebooks/*.ipynb, set `runs` in the first cell.
+notebook: $(VENV)/.installed
+	$(VENV)/bin/jupyter lab --ServerApp.root_dir=$(CURDIR) $(if $(filter 0,$(shell id -u)),--allow-root) analysis/notebooks
+
+# Runs side by side (the first is the baseline): make compare RUNS="runs/<a> runs/<b>" [ARGS=--pool]
+compare: $(VENV)/.installed
+	@test -n "$(RUNS)" || { echo 'make compare: give the runs, e.g. RUNS="runs/<a> runs/<b>"' >&2; exit 2; }
+	$(VENV)/bin/k2bench compare $(RUNS) $(ARGS)
 
 # ZGC: G1's ~10 ms young pauses on two cores would be measured as emulation error; the
 # bench measures the transport, not the collector.

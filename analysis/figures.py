@@ -3,15 +3,11 @@ labelled axes with units). A figure without the data it needs raises ``MissingDa
 a sentence saying what is missing, which the report shows instead of the figure."""
 from __future__ import annotations
 
-import matplotlib
+import matplotlib.pyplot as plt
+import pandas as pd
+import seaborn as sns
 
-matplotlib.use("Agg")  # headless: the report renders PNGs, never a window
-
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
-import seaborn as sns  # noqa: E402
-
-from . import load, paper  # noqa: E402
+from . import claims, load, paper
 
 SYSTEM_ORDER = ["k2", "paris-star", "rad"]
 SYSTEM_LABEL = {"k2": "K2", "paris-star": "PaRiS*", "rad": "RAD"}
@@ -51,55 +47,59 @@ def _panels(n: int, width: float = 5.0, height: float = 3.6):
     return fig, list(axes.flat[:n])
 
 
-# ------------------------------------------------------------------ Fig. 7/8
+# ------------------------------------------------------------------ CDFs (Fig. 7/8, staleness, writes)
+
+def _cdf_grid(data: pd.DataFrame, col: str, xlabel: str, ylabel: str, title: str, xscale: str = "log"):
+    """Step CDFs, one panel per ``col`` value, colour by system; when a panel holds several
+    runs (two runs of one experiment), line style by run: runs are never averaged."""
+    data = data.copy()
+    data["run"] = data["run"].astype(str)
+    several = data.groupby(col)["run"].nunique().max() > 1
+    grid = sns.relplot(data=data, kind="line", x="latency_ms", y="fraction", hue="System",
+                       hue_order=_order(data), palette=PALETTE, style="run" if several else None,
+                       col=col, col_wrap=min(3, data[col].nunique()), drawstyle="steps-post",
+                       estimator=None, errorbar=None, height=3.6, aspect=1.3,
+                       facet_kws={"sharex": False, "sharey": True})
+    if xscale == "symlog":
+        grid.set(xscale="symlog", ylim=(0, 1.01))
+        for ax in grid.axes.flat:
+            ax.set_xscale("symlog", linthresh=1)
+            ax.set_xlim(left=0)
+    else:
+        grid.set(xscale=xscale, ylim=(0, 1.01))
+    grid.set_axis_labels(xlabel, ylabel)
+    grid.set_titles("{col_name}")
+    grid.figure.suptitle(title, y=1.03)
+    return grid
+
+
+def _smallest_rtt(runs) -> dict:
+    """The smallest emulated RTT of each workload label (the paper's 60 ms x its rtt_scale)."""
+    out = {}
+    for t in load.trials_of(runs):
+        label = workload_label({"experiment": t.experiment, "point": t.point})
+        out.setdefault(label, paper.SMALLEST_RTT_MS * claims.rtt_scale_of(t))
+    return out
+
 
 def rot_latency_cdf(runs) -> plt.Figure:
-    """Read-only transaction latency CDFs, one panel per workload, one line per system."""
+    """Read-only transaction latency CDFs, one panel per workload, one line per system (and
+    run); the dotted line is the workload's smallest RTT (60 ms x its rtt_scale)."""
     data = load.cdf_frame(runs, "rot")
     if data.empty:
         raise MissingData("no read-only transactions were measured in these runs")
     data = _with_labels(data)
-    workloads = list(dict.fromkeys(data["workload"]))
-    fig, axes = _panels(len(workloads))
-    for ax, w in zip(axes, workloads):
-        part = data[data["workload"] == w]
-        sns.lineplot(data=part, x="latency_ms", y="fraction", hue="System", hue_order=_order(part),
-                     palette=PALETTE, drawstyle="steps-post", ax=ax, errorbar=None)
-        ax.set_xscale("log")
-        ax.axvline(paper.SMALLEST_RTT_MS, color="grey", linestyle=":", linewidth=1)
-        ax.set_title(w)
-        ax.set_xlabel("read-only transaction latency (ms, log scale)")
-        ax.set_ylabel("fraction of read-only transactions")
-        ax.set_ylim(0, 1.01)
-    fig.suptitle("Read-only transaction latency CDF (paper Fig. 7, 8); dotted: smallest RTT, 60 ms")
-    fig.tight_layout()
-    return fig
+    grid = _cdf_grid(data, "workload", "read-only transaction latency (ms, log scale)",
+                     "fraction of read-only transactions",
+                     "Read-only transaction latency CDF (paper Fig. 7, 8); dotted: the smallest RTT")
+    rtt = _smallest_rtt(runs)
+    for name, ax in grid.axes_dict.items():
+        ax.axvline(rtt[name], color="grey", linestyle=":", linewidth=1)
+        ax.text(rtt[name], 0.02, f" {rtt[name]:g} ms", color="grey", fontsize=7)
+    return grid.figure
 
 
 # ------------------------------------------------------------------ Fig. 9
-
-def fig9_setting(point_config: dict) -> str | None:
-    """The Fig. 9 column a configuration corresponds to, or None."""
-    defaults = {"topology.replication_factor": 2, "workload.write_fraction": 0.01,
-                "workload.zipf": 1.2, "server.cache_fraction": 0.05}
-
-    def value(axis):
-        section, name = axis.split(".")
-        v = point_config[section][name]
-        return 2 if v is None and axis == "topology.replication_factor" else v
-
-    for setting, changes in paper.FIG9_SETTINGS.items():
-        want = defaults | changes
-        if all(value(a) == v for a, v in want.items()):
-            return setting
-    return None
-
-
-def _settings(runs, summary: pd.DataFrame) -> list:
-    """The Fig. 9 setting of every row of a summary frame (None where it is none of them)."""
-    by_id = {(t.run, t.point, t.trial, t.system): fig9_setting(t.config) for t in load.trials_of(runs)}
-    return [by_id[(r.run, r.point, r.trial, r.system)] for r in summary.itertuples()]
-
 
 def _order_labels(labels) -> list[str]:
     present = list(dict.fromkeys(labels))
@@ -107,31 +107,46 @@ def _order_labels(labels) -> list[str]:
     return known + [x for x in present if x not in known]
 
 
-def throughput_table(runs) -> pd.DataFrame:
-    """Measured throughput per workload and system (median of trials), with the paper's
-    Fig. 9 value for the same setting where there is one."""
-    s = load.summary_frame(runs)
-    if s.empty:
-        raise MissingData("no trial in these runs has data")
-    s["setting"] = _settings(runs, s)
-    s["workload"] = s.apply(workload_label, axis=1)
-    out = (s.groupby(["workload", "system", "setting"], dropna=False, sort=False)["throughput_ops_per_s"]
-           .median().reset_index().rename(columns={"throughput_ops_per_s": "ops_per_s"}))
-    out["paper_ktxn_per_s"] = [paper.FIG9_KTXN_PER_S.get(sys, {}).get(setting) if isinstance(setting, str) else None
-                               for sys, setting in zip(out["system"], out["setting"])]
-    out["System"] = out["system"].map(_label)
-    return out[["workload", "setting", "System", "ops_per_s", "paper_ktxn_per_s"]]
+def fig9_table(runs) -> pd.DataFrame:
+    """Peak throughput per Fig. 9 setting and system from the load sweeps among the runs
+    (the best point of each sweep over clients.threads_per_dc), with K2/RAD and K2/PaRiS*
+    at peak beside the paper's K2/RAD."""
+    p = claims.peaks(runs)
+    if p.empty:
+        raise MissingData("no load sweep in these runs: Fig. 9 needs peaks (make bench-throughput, or "
+                          "make local-run EXPERIMENT=fig9-load-sweep)")
+    rows = []
+    for (run, setting), g in p.groupby(["run", "setting"], dropna=False, sort=False):
+        by = g.set_index("system")
+        row = {"run": run, "setting": setting if isinstance(setting, str) else "(other)"}
+        for system in by.index:
+            row[f"{_label(system)} ops/s"] = round(float(by.loc[system, "ops_per_s"]))
+            row[f"{_label(system)} at"] = by.loc[system, "point"]
+        for other in ("rad", "paris-star"):
+            if "k2" in by.index and other in by.index:
+                row[f"K2/{_label(other)}"] = round(by.loc["k2", "ops_per_s"] / by.loc[other, "ops_per_s"], 2)
+        ref = paper.FIG9_KTXN_PER_S
+        row["paper K2/RAD"] = round(ref["k2"][setting] / ref["rad"][setting], 2) \
+            if isinstance(setting, str) and setting in ref["k2"] else None
+        rows.append(row)
+    return pd.DataFrame(rows)
 
 
-def throughput_bars(runs) -> plt.Figure:
-    """Measured throughput per workload and system, beside the paper's Fig. 9."""
-    table = throughput_table(runs)
+def fig9_peaks(runs) -> plt.Figure:
+    """Peak throughput per setting and system from load sweeps (left), the paper's Fig. 9
+    (right: K txn/s with 24 servers; absolute values are not comparable, orders are)."""
+    p = claims.peaks(runs)
+    if p.empty:
+        fig9_table(runs)  # raises the MissingData that says what to run
+    p = p.assign(System=p["system"].map(_label), setting=p["setting"].fillna("(other)"))
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, 4.2))
-    sns.barplot(data=table, x="workload", y="ops_per_s", hue="System", hue_order=_order_labels(table["System"]),
-                palette=PALETTE, ax=ax1)
-    ax1.set_xlabel("workload (this run)")
-    ax1.set_ylabel("throughput (committed ops/s)")
-    ax1.set_title("This run: throughput over the measured window")
+    several = p["run"].nunique() > 1
+    p["where"] = p["setting"] + (" - " + p["run"] if several else "")
+    sns.barplot(data=p, x="where", y="ops_per_s", hue="System", hue_order=_order_labels(p["System"]),
+                palette=PALETTE, ax=ax1, errorbar=None)
+    ax1.set_xlabel("setting" + (" - run" if several else ""))
+    ax1.set_ylabel("peak throughput (ops/s)")
+    ax1.set_title("These runs: peak of each load sweep")
     ax1.tick_params(axis="x", rotation=20)
     ref = pd.DataFrame([{"setting": k, "System": _label(s), "ktxn": v}
                         for s, cols in paper.FIG9_KTXN_PER_S.items() for k, v in cols.items()])
@@ -144,27 +159,55 @@ def throughput_bars(runs) -> plt.Figure:
     return fig
 
 
+def latency_vs_throughput(runs) -> plt.Figure:
+    """Each load sweep as latency against throughput: ROT p50 (solid) and p99 (dashed) per
+    system, one panel per setting (and run); the knee is where the peak is."""
+    rows = []
+    for w in claims.workloads(runs):
+        if "clients.threads_per_dc" not in w.sweep_axes:
+            continue
+        for system, p in w.systems.items():
+            for pct in ("p50", "p99"):
+                if p["throughput_ops_per_s"] is not None and p[f"rot_{pct}_ms"] is not None:
+                    rows.append({"run": w.run, "setting": w.setting or "(other)", "System": _label(system),
+                                 "percentile": pct, "ops_per_s": p["throughput_ops_per_s"],
+                                 "latency_ms": p[f"rot_{pct}_ms"], "point": w.point})
+    if not rows:
+        raise MissingData("no load sweep in these runs (a sweep over clients.threads_per_dc)")
+    data = pd.DataFrame(rows).sort_values("ops_per_s")
+    several = data["run"].nunique() > 1
+    data["panel"] = data["setting"] + (" - " + data["run"] if several else "")
+    grid = sns.relplot(data=data, kind="line", x="ops_per_s", y="latency_ms", hue="System",
+                       hue_order=_order_labels(data["System"]), palette=PALETTE, style="percentile",
+                       markers=True, col="panel", col_wrap=min(3, data["panel"].nunique()), sort=False,
+                       estimator=None, errorbar=None, height=3.6, aspect=1.3, facet_kws={"sharex": False})
+    grid.set(yscale="log")
+    grid.set_axis_labels("throughput (ops/s)", "read-only transaction latency (ms, log)")
+    grid.set_titles("{col_name}")
+    grid.figure.suptitle("Latency against throughput along each load sweep", y=1.03)
+    return grid.figure
+
+
 def throughput_timeseries(runs) -> plt.Figure:
     """Committed operations per second over each trial, the measured window shaded."""
     data = load.throughput_frame(runs)
     if data.empty:
         raise MissingData("no operation was committed in these runs")
     data = _with_labels(data)
-    workloads = list(dict.fromkeys(data["workload"]))
-    fig, axes = _panels(len(workloads), height=3.2)
-    for ax, w in zip(axes, workloads):
-        part = data[data["workload"] == w]
-        sns.lineplot(data=part, x="t_s", y="ops_per_s", hue="System", hue_order=_order(part), palette=PALETTE,
-                     ax=ax, errorbar=None)
-        measure = part[part["phase"] == "measure"]["t_s"]
+    several = data.groupby("workload")["run"].nunique().max() > 1
+    data["line"] = data["run"] + " trial " + data["trial"].astype(str)
+    grid = sns.relplot(data=data, kind="line", x="t_s", y="ops_per_s", hue="System", hue_order=_order(data),
+                       palette=PALETTE, style="run" if several else None, units="line", estimator=None,
+                       col="workload", col_wrap=min(3, data["workload"].nunique()), height=3.2, aspect=1.4,
+                       facet_kws={"sharex": False, "sharey": False})
+    for name, ax in grid.axes_dict.items():
+        measure = data[(data["workload"] == name) & (data["phase"] == "measure")]["t_s"]
         if not measure.empty:
-            ax.axvspan(measure.min(), measure.max() + 1, color="grey", alpha=0.15, label="measured")
-        ax.set_title(w)
-        ax.set_xlabel("time since the clients started (s)")
-        ax.set_ylabel("throughput (ops/s)")
-    fig.suptitle("Throughput over time (shaded: measured window)")
-    fig.tight_layout()
-    return fig
+            ax.axvspan(measure.min(), measure.max() + 1, color="grey", alpha=0.15)
+    grid.set_axis_labels("time since the clients started (s)", "throughput (ops/s)")
+    grid.set_titles("{col_name}")
+    grid.figure.suptitle("Throughput over time (shaded: measured window)", y=1.03)
+    return grid.figure
 
 
 # ------------------------------------------------------------------ staleness, writes, rounds
@@ -173,22 +216,9 @@ def staleness_cdf(runs) -> plt.Figure:
     data = load.cdf_frame(runs, "staleness")
     if data.empty:
         raise MissingData("no staleness was reported in these runs")
-    data = _with_labels(data)
-    workloads = list(dict.fromkeys(data["workload"]))
-    fig, axes = _panels(len(workloads))
-    for ax, w in zip(axes, workloads):
-        part = data[data["workload"] == w]
-        sns.lineplot(data=part, x="latency_ms", y="fraction", hue="System", hue_order=_order(part),
-                     palette=PALETTE, drawstyle="steps-post", ax=ax, errorbar=None)
-        ax.set_xscale("symlog", linthresh=1)
-        ax.set_xlim(left=0)
-        ax.set_title(w)
-        ax.set_xlabel("staleness of each key read (ms, symlog)")
-        ax.set_ylabel("fraction of keys read")
-        ax.set_ylim(0, 1.01)
-    fig.suptitle("Staleness: time since a newer version of the returned key was written (§VII-D)")
-    fig.tight_layout()
-    return fig
+    grid = _cdf_grid(_with_labels(data), "workload", "staleness of each key read (ms, symlog)", "fraction of keys read",
+                     "Staleness: time since a newer version of the returned key was written (§VII-D)", "symlog")
+    return grid.figure
 
 
 def freshness_vs_write_rate(runs) -> plt.Figure:
@@ -232,34 +262,22 @@ def write_latency(runs) -> plt.Figure:
     """CDFs of single-write and write-only transaction latency."""
     parts = [load.cdf_frame(runs, op).assign(op=name) for op, name in
              (("write", "single writes"), ("wot", "write-only transactions"))]
-    data = pd.concat([p for p in parts if not p.empty], ignore_index=True) if any(not p.empty for p in parts) \
-        else pd.DataFrame()
-    if data.empty:
+    parts = [p for p in parts if not p.empty]
+    if not parts:
         raise MissingData("no write or write-only transaction was measured in these runs "
                           "(a read-only workload, or too short a window)")
-    data = _with_labels(data)
+    data = _with_labels(pd.concat(parts, ignore_index=True))
     data["panel"] = data["op"] + " - " + data["workload"]
-    panels = list(dict.fromkeys(data["panel"]))
-    fig, axes = _panels(len(panels))
-    for ax, p in zip(axes, panels):
-        part = data[data["panel"] == p]
-        sns.lineplot(data=part, x="latency_ms", y="fraction", hue="System", hue_order=_order(part),
-                     palette=PALETTE, drawstyle="steps-post", ax=ax, errorbar=None, marker=".")
-        ax.set_xscale("log")
-        ax.set_title(p)
-        ax.set_xlabel("latency (ms, log scale)")
-        ax.set_ylabel("fraction of operations")
-        ax.set_ylim(0, 1.01)
     notes = sorted({f"{_label(t.system)}: {t.summary['ops'][op]['not_own']}" for t in load.trials_of(runs)
                     for op in ("wot", "write") if t.summary.get("ops", {}).get(op, {}).get("not_own")})
-    fig.suptitle("Write latency (paper §VII-D)" + ("\n" + "; ".join(notes) if notes else ""),
-                 fontsize=10 if notes else None)
-    fig.tight_layout()
-    return fig
+    grid = _cdf_grid(data, "panel", "latency (ms, log scale)", "fraction of operations",
+                     "Write latency (paper §VII-D)" + ("\n" + "; ".join(notes) if notes else ""))
+    return grid.figure
 
 
 def rounds_bars(runs) -> plt.Figure:
-    """The fraction of read-only transactions by wide-area rounds; 0 rounds = all-local."""
+    """The fraction of read-only transactions by wide-area rounds; 0 rounds = all-local.
+    One bar per system and run (trials merged), never several runs summed."""
     data = load.rounds_frame(runs)
     data = data[(data["dc"] == load.ALL)]
     totals = data.groupby(["run", "point", "system"])["count"].transform("sum")
@@ -267,26 +285,32 @@ def rounds_bars(runs) -> plt.Figure:
     if data.empty:
         raise MissingData("no read-only transactions were measured in these runs")
     data = _with_labels(data)
-    agg = data.groupby(["workload", "System", "rounds"], sort=False)["count"].sum().reset_index()
-    agg["fraction"] = agg["count"] / agg.groupby(["workload", "System"])["count"].transform("sum")
+    several = data.groupby("workload")["run"].nunique().max() > 1
+    data["bar"] = data["System"] + ("\n" + data["run"].str[-24:] if several else "")
+    agg = data.groupby(["workload", "bar", "System", "rounds"], sort=False)["count"].sum().reset_index()
+    agg["fraction"] = agg["count"] / agg.groupby(["workload", "bar"])["count"].transform("sum")
     workloads = list(dict.fromkeys(agg["workload"]))
-    fig, axes = _panels(len(workloads), width=4.6)
+    fig, axes = _panels(len(workloads), width=4.6 * (1.6 if several else 1))
     colors = ["#4c9f38", "#f2b134", "#e06c3c", "#8e2c48"]
+    rank = {s: i for i, s in enumerate(_order(data))}
     for ax, w in zip(axes, workloads):
-        part = agg[agg["workload"] == w].pivot(index="System", columns="rounds", values="fraction").fillna(0)
-        part = part.reindex([s for s in _order(data[data["workload"] == w]) if s in part.index])
+        sub = agg[agg["workload"] == w]
+        part = sub.pivot(index="bar", columns="rounds", values="fraction").fillna(0)
+        system_of = dict(zip(sub["bar"], sub["System"]))
+        part = part.loc[sorted(part.index, key=lambda b: (rank.get(system_of[b], 99), b))]
         bottom = pd.Series(0.0, index=part.index)
         for r in range(4):
             vals = part[r] if r in part else pd.Series(0.0, index=part.index)
             ax.bar(part.index, vals, bottom=bottom, color=colors[r], label=f"{r} round{'s' if r != 1 else ''}")
             bottom += vals
-        for i, s in enumerate(part.index):
-            zero = part.loc[s, 0] if 0 in part else 0.0
+        for i, b in enumerate(part.index):
+            zero = part.loc[b, 0] if 0 in part else 0.0
             ax.text(i, 1.02, f"{100 * zero:.0f}% local", ha="center", fontsize=8)
         ax.set_ylim(0, 1.12)
         ax.set_title(w)
-        ax.set_xlabel("system")
+        ax.set_xlabel("system" + (" and run" if several else ""))
         ax.set_ylabel("fraction of read-only transactions")
+        ax.tick_params(axis="x", labelsize=7 if several else 9)
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, title="wide-area rounds", fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5))
     fig.suptitle("Wide-area rounds per read-only transaction (0 = all-local)")
@@ -295,77 +319,6 @@ def rounds_bars(runs) -> plt.Figure:
 
 
 # ------------------------------------------------------------------ overview
-
-def _default_like(summary: pd.DataFrame, runs) -> pd.DataFrame:
-    """The rows of the workloads that are the paper's default setting (else all rows)."""
-    mask = [x == "default" for x in _settings(runs, summary)]
-    return summary[mask] if any(mask) else summary
-
-
-def overview_table(runs) -> pd.DataFrame:
-    """This run's key figures next to the paper's (§VII), with where they differ."""
-    s = load.summary_frame(runs)
-    if s.empty:
-        raise MissingData("no trial in these runs has data")
-    d = _default_like(s, runs)
-    by = d.groupby("system")
-
-    def val(system, column, fn="median"):
-        if system not in by.groups:
-            return None
-        v = getattr(by.get_group(system)[column].dropna(), fn)()
-        return None if pd.isna(v) else float(v)
-
-    rows = []
-
-    def add(what, value, text, ok, paper_value):
-        if value is None:
-            rows.append({"figure": what, "this run": "not measured", "paper": paper_value, "agrees": None,
-                         "note": "the runs have no data for it"})
-        else:
-            rows.append({"figure": what, "this run": text, "paper": paper_value, "agrees": bool(ok),
-                         "note": "" if ok else "differs"})
-
-    ref = dict(paper.REFERENCE)
-    k2_local = val("k2", "all_local_fraction")
-    add("K2 all-local ROTs", k2_local, f"{100 * k2_local:.1f}%" if k2_local is not None else "",
-        k2_local is not None and 0.19 <= k2_local <= 0.83, ref["K2 all-local ROTs"])
-    rad_p1 = val("rad", "rot_p1_ms")
-    add("RAD ROT p1", rad_p1, f"{rad_p1:.1f} ms" if rad_p1 is not None else "",
-        rad_p1 is not None and rad_p1 > paper.SMALLEST_RTT_MS, ref["RAD ROT p1"])
-    p_local = val("paris-star", "all_local_fraction")
-    add("PaRiS* all-local ROTs", p_local, f"{100 * p_local:.1f}%" if p_local is not None else "",
-        p_local is not None and p_local < 0.06, ref["PaRiS* all-local ROTs"])
-    for other, key in (("rad", "K2 ROT mean below RAD"), ("paris-star", "K2 ROT mean below PaRiS*")):
-        a, b = val("k2", "rot_mean_ms"), val(other, "rot_mean_ms")
-        gap = None if a is None or b is None else b - a
-        lo, hi = (140, 297) if other == "rad" else (53, 165)
-        add(key, gap, f"{gap:.0f} ms" if gap is not None else "", gap is not None and lo <= gap <= hi, ref[key])
-    two = s.groupby("system")[["rounds_2", "rot_count"]].sum()
-    frac2 = float(two.loc["rad", "rounds_2"] / two.loc["rad", "rot_count"]) \
-        if "rad" in two.index and two.loc["rad", "rot_count"] else None
-    add("RAD ROTs with 2 rounds (all workloads of these runs)", frac2,
-        f"{100 * frac2:.1f}%" if frac2 is not None else "", frac2 is not None and frac2 >= 0.91,
-        ref["RAD ROTs with 2 rounds (high skew, 5% writes, f=1)"])
-    k2_wot = val("k2", "wot_p99_ms")
-    add("K2 WOT p99", k2_wot, f"{k2_wot:.1f} ms" if k2_wot is not None else "", k2_wot is not None and k2_wot <= 23,
-        ref["K2 WOT p99"])
-    rad_w = val("rad", "write_p50_ms")
-    add("RAD single-write p50", rad_w, f"{rad_w:.1f} ms" if rad_w is not None else "",
-        rad_w is not None and rad_w > paper.SMALLEST_RTT_MS, ref["RAD single-write p50"])
-    rad_wot = val("rad", "wot_p50_ms")
-    add("RAD WOT p50", rad_wot, f"{rad_wot:.1f} ms" if rad_wot is not None else "",
-        rad_wot is not None and rad_wot > paper.SMALLEST_RTT_MS, ref["RAD WOT p50"])
-    st = [val("k2", c) for c in ("staleness_p50_ms", "staleness_p75_ms", "staleness_p99_ms")]
-    add("K2 staleness p50/p75/p99", None if st[0] is None else st[0],
-        "/".join(f"{x:.0f}" for x in st) + " ms" if st[0] is not None else "",
-        st[0] is not None and st[0] == 0 and st[1] <= 105 and st[2] <= 1117, ref["K2 staleness"])
-    k2_t, rad_t = val("k2", "throughput_ops_per_s"), val("rad", "throughput_ops_per_s")
-    ratio = None if not k2_t or not rad_t else k2_t / rad_t
-    add("Throughput K2 / RAD", ratio, f"{ratio:.2f}" if ratio is not None else "",
-        ratio is not None and ratio > 1, "41.6 / 24.8 = 1.68 (peak; only comparable in a load sweep)")
-    return pd.DataFrame(rows)
-
 
 def fidelity_table(runs) -> pd.DataFrame:
     """What lets a reader judge a run's fidelity, per (run, point, system): how far the
@@ -412,23 +365,96 @@ def fidelity_table(runs) -> pd.DataFrame:
 
 
 def overview_figure(runs) -> plt.Figure:
-    """Mean read-only transaction latency and all-local fraction per system and workload."""
-    s = load.summary_frame(runs)
-    if s.empty or s["rot_count"].sum() == 0:
+    """Mean read-only transaction latency and all-local fraction per system and workload:
+    bars from the trials' merged histograms, one dot per trial (the spread), one row of
+    panels per run when several runs share a workload."""
+    pooled = load.pooled_frame(runs)
+    if pooled.empty or pooled["rot_count"].sum() == 0:
         raise MissingData("no read-only transactions were measured in these runs")
-    s = _with_labels(s)
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4))
-    order = _order(s)
-    sns.barplot(data=s, x="workload", y="rot_mean_ms", hue="System", hue_order=order, palette=PALETTE, ax=ax1,
-                errorbar=None)
-    ax1.set_xlabel("workload")
-    ax1.set_ylabel("mean read-only transaction latency (ms)")
-    ax1.tick_params(axis="x", rotation=20)
-    sns.barplot(data=s.assign(pct=100 * s["all_local_fraction"].fillna(0)), x="workload", y="pct", hue="System",
-                hue_order=order, palette=PALETTE, ax=ax2, errorbar=None)
-    ax2.set_xlabel("workload")
-    ax2.set_ylabel("all-local read-only transactions (%)")
-    ax2.tick_params(axis="x", rotation=20)
+    pooled = _with_labels(pooled)
+    pooled["all_local_pct"] = 100 * pooled["all_local_fraction"].fillna(0)
+    per_trial = _with_labels(load.summary_frame(runs))
+    per_trial["all_local_pct"] = 100 * per_trial["all_local_fraction"].fillna(0)
+    several = pooled.groupby("workload")["run"].nunique().max() > 1
+    runs_ = list(dict.fromkeys(pooled["run"])) if several else [None]
+    fig, axes = plt.subplots(len(runs_), 2, figsize=(12, 4 * len(runs_)), squeeze=False)
+    order = _order(pooled)
+    for row, run in zip(axes, runs_):
+        mine = pooled if run is None else pooled[pooled["run"] == run]
+        trials = per_trial if run is None else per_trial[per_trial["run"] == run]
+        for ax, col, ylabel in ((row[0], "rot_mean_ms", "mean read-only transaction latency (ms)"),
+                                (row[1], "all_local_pct", "all-local read-only transactions (%)")):
+            sns.barplot(data=mine, x="workload", y=col, hue="System", hue_order=order, palette=PALETTE, ax=ax,
+                        errorbar=None)
+            if trials["trial"].nunique() > 1:
+                sns.stripplot(data=trials, x="workload", y=col, hue="System", hue_order=order, dodge=True,
+                              color="black", size=3, ax=ax, legend=False)
+            ax.set_xlabel("workload")
+            ax.set_ylabel(ylabel)
+            ax.tick_params(axis="x", rotation=20)
+            if run is not None:
+                ax.set_title(run, fontsize=9)
     fig.suptitle("Overview: latency and locality of read-only transactions")
     fig.tight_layout()
     return fig
+
+
+# ------------------------------------------------------------------ Fig. 6
+
+def rtt_frame(runs) -> pd.DataFrame:
+    """Per run and datacenter pair: the configured RTT and the measured p50 and p99 (ms),
+    from the run's ping measurement in its manifest (long form: one row per pair)."""
+    rows = []
+    for r in (runs if isinstance(runs, list) else [runs]):
+        matrix = r.manifest.get("measured_rtt_ms") or {}
+        for a, row in matrix.items():
+            for b, cell in row.items():
+                if isinstance(cell, dict):
+                    rows.append({"run": r.name, "from": a, "to": b, "configured_ms": cell.get("configured"),
+                                 "p50_ms": cell.get("p50"), "p99_ms": cell.get("p99")})
+                elif a == b:
+                    rows.append({"run": r.name, "from": a, "to": b, "configured_ms": 0.0, "p50_ms": 0.0,
+                                 "p99_ms": 0.0})
+    return pd.DataFrame(rows, columns=["run", "from", "to", "configured_ms", "p50_ms", "p99_ms"])
+
+
+def rtt_heatmaps(runs) -> plt.Figure:
+    """Paper Fig. 6 for each run: the RTT between datacenters as configured (the paper's
+    matrix x rtt_scale, or the cloud's own) and as measured, p50 and p99."""
+    data = rtt_frame(runs)
+    if data.empty:
+        raise MissingData("these runs have no RTT measurement in their manifest (measured_rtt_ms)")
+    names = list(dict.fromkeys(data["run"]))
+    fig, axes = plt.subplots(len(names), 3, figsize=(15, 4.2 * len(names)), squeeze=False)
+    for row, name in zip(axes, names):
+        part = data[data["run"] == name]
+        order = list(dict.fromkeys(part["from"]))
+        for ax, col, what in zip(row, ("configured_ms", "p50_ms", "p99_ms"), ("configured", "measured p50",
+                                                                              "measured p99")):
+            m = part.pivot(index="from", columns="to", values=col).reindex(index=order, columns=order)
+            sns.heatmap(m, annot=True, fmt=".0f", cmap="viridis", cbar=False, ax=ax, square=True)
+            ax.set_title(f"{what} (ms)" + (f"\n{name}" if len(names) > 1 else ""), fontsize=10)
+            ax.set_xlabel("to")
+            ax.set_ylabel("from")
+    fig.suptitle("Round-trip times between datacenters (paper Fig. 6): configured and measured")
+    fig.tight_layout()
+    return fig
+
+
+def _write_cdfs(runs) -> pd.DataFrame:
+    return pd.concat([load.cdf_frame(runs, op).assign(op=op) for op in ("write", "wot")], ignore_index=True)
+
+
+# The data behind each figure of the report, by figure name: what report/data/<name>.csv holds.
+DATA = {
+    "overview": load.pooled_frame,
+    "fig6-rtt": rtt_frame,
+    "fig8-rot-latency-cdf": lambda runs: load.cdf_frame(runs, "rot"),
+    "fig9-throughput": claims.peaks,
+    "latency-vs-throughput": load.pooled_frame,
+    "throughput-timeseries": load.throughput_frame,
+    "staleness-cdf": lambda runs: load.cdf_frame(runs, "staleness"),
+    "freshness": load.freshness_frame,
+    "write-latency": _write_cdfs,
+    "rounds": load.rounds_frame,
+}

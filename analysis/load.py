@@ -125,9 +125,21 @@ def _point_config(config: dict, point_values: dict) -> dict:
     return cfg
 
 
+REPO = Path(__file__).resolve().parent.parent
+
+
+def run_path(path: str | Path) -> Path:
+    """A run directory as given; a relative path that does not exist from the working
+    directory is taken from the repository (``runs/latest`` from a notebook's folder)."""
+    p = Path(path)
+    if not p.is_absolute() and not p.exists() and (REPO / p).exists():
+        p = REPO / p
+    return p.resolve()
+
+
 def load_run(path: str | Path) -> Run:
     """One run directory (a ``runs/latest`` link is followed)."""
-    d = Path(path).resolve()
+    d = run_path(path)
     manifest_path = d / "manifest.json"
     if not manifest_path.exists():
         raise RunError(f"{path}: not a run directory (no manifest.json)")
@@ -139,8 +151,11 @@ def load_run(path: str | Path) -> Run:
     if entries is None:  # runs made before the manifest listed its trials
         entries = [{"dir": str(p.parent.relative_to(d))} for p in sorted(d.glob("**/summary.json"))
                    if (p.parent / "clients").is_dir()]
-    trials = []
+    trials, seen = [], set()
     for e in entries:
+        if e["dir"] in seen:
+            continue  # listed twice (manifests of benches before 2026-11-26): one trial, read once
+        seen.add(e["dir"])
         tdir = d / e["dir"]
         summary_path = tdir / "summary.json"
         if not summary_path.exists():
@@ -166,7 +181,7 @@ def load_runs(paths) -> list[Run]:
     """Several runs; a run given twice (e.g. by its name and through runs/latest) counts once."""
     if isinstance(paths, (str, Path)):
         paths = [paths]
-    unique = list(dict.fromkeys(Path(p).resolve() for p in paths))
+    unique = list(dict.fromkeys(run_path(p) for p in paths))
     return [load_run(p) for p in unique]
 
 
@@ -299,6 +314,78 @@ def summary_frame(runs) -> pd.DataFrame:
             h = t.merged(op)
             s = latency(h, (50, 99))
             row |= {f"{op}_count": h.get_total_count(), f"{op}_p50_ms": s["p50"], f"{op}_p99_ms": s["p99"]}
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def tidy(frame: pd.DataFrame) -> pd.DataFrame:
+    """The frame without its HdrHistogram column: plain values, ready for CSV."""
+    return frame.drop(columns=[c for c in ("histogram",) if c in frame.columns])
+
+
+def percentiles_long(frame: pd.DataFrame) -> pd.DataFrame:
+    """A latency frame in long form: one row per statistic (mean, p1, p50 ... p99.9) with
+    its value in ``ms``; the identifying columns and ``count`` repeated."""
+    stats = [c for c in frame.columns if c.endswith("_ms") and (c == "mean_ms" or c[0] == "p")]
+    ids = [c for c in tidy(frame).columns if c not in stats]
+    out = tidy(frame).melt(id_vars=ids, value_vars=stats, var_name="statistic", value_name="ms")
+    out["statistic"] = out["statistic"].str.removesuffix("_ms").map(
+        lambda s: s if s == "mean" else "p" + (s[1:3] + "." + s[3:] if len(s) > 3 else s[1:]))
+    return out
+
+
+def merged_of(trials, tag: str, dc: str = ALL) -> HdrHistogram:
+    """One histogram of ``tag`` over several trials' windows (e.g. the trials of a point)."""
+    h = new_histogram()
+    for t in trials:
+        h.add(t.merged(tag, dc))
+    return h
+
+
+def trial_throughput(t: Trial) -> float | None:
+    """Committed operations per second over a trial's measured window."""
+    return sum(t.merged(op).get_total_count() for op in OPS) / t.measured_s if t.measured_s else None
+
+
+def pooled(trials) -> dict:
+    """What the paper's claims and comparisons need of one system at one workload, over
+    its trials: latencies from the trials' merged histograms (never averaged percentiles),
+    the all-local and two-round fractions from their merged round counts, and throughput
+    as the mean of the trials' with its min and max."""
+    rot, rounds = merged_of(trials, "rot"), merged_of(trials, "rot_rounds")
+    n = rounds.get_total_count()
+    r = latency(rot, (1, 50, 99))
+    st = latency(merged_of(trials, "staleness"), (50, 75, 99))
+    wot, write = latency(merged_of(trials, "wot"), (50, 99)), latency(merged_of(trials, "write"), (50, 99))
+    tps = [x for x in (trial_throughput(t) for t in trials) if x is not None]
+    return {
+        "trials": len(trials), "rot_count": rot.get_total_count(),
+        "rot_mean_ms": r["mean"], "rot_p1_ms": r["p1"], "rot_p50_ms": r["p50"], "rot_p99_ms": r["p99"],
+        "all_local_fraction": rounds.get_count_at_value(0) / n if n else None,
+        "two_round_fraction": rounds.get_count_at_value(2) / n if n else None,
+        "staleness_p50_ms": st["p50"], "staleness_p75_ms": st["p75"], "staleness_p99_ms": st["p99"],
+        "wot_p50_ms": wot["p50"], "wot_p99_ms": wot["p99"], "write_p50_ms": write["p50"], "write_p99_ms": write["p99"],
+        "throughput_ops_per_s": sum(tps) / len(tps) if tps else None,
+    }
+
+
+SPREAD = ("rot_mean_ms", "rot_p50_ms", "rot_p99_ms", "all_local_fraction", "throughput_ops_per_s")
+
+
+def pooled_frame(runs) -> pd.DataFrame:
+    """One row per (run, experiment, point, system): ``pooled`` over its trials, and for
+    the figures in SPREAD the trials' min and max (``<figure>_min``, ``<figure>_max``): the
+    spread across trials, never folded into the value."""
+    groups: dict[tuple, list] = {}
+    for t in trials_of(runs):
+        groups.setdefault((t.run, t.experiment, t.point, t.system), []).append(t)
+    rows = []
+    for (run, experiment, point, system), ts in groups.items():
+        row = {"run": run, "experiment": experiment, "point": point, "system": system} | pooled(ts)
+        per = [pooled([t]) for t in ts] if len(ts) > 1 else [row]
+        for m in SPREAD:
+            vals = [x[m] for x in per if x[m] is not None]
+            row[f"{m}_min"], row[f"{m}_max"] = (min(vals), max(vals)) if vals else (None, None)
         rows.append(row)
     return pd.DataFrame(rows)
 

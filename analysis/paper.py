@@ -20,19 +20,28 @@ FIG9_SETTINGS = {
     "cache 1%": {"server.cache_fraction": 0.01}, "cache 15%": {"server.cache_fraction": 0.15},
 }
 
-# The paper's §VII, default workload unless said otherwise. Each: what, paper value, how to check.
-REFERENCE = [
-    ("K2 all-local ROTs", "19-83% by workload (73% TAO-like)"),
-    ("RAD ROT p1", "> 60 ms (>99% of ROTs remote)"),
-    ("PaRiS* all-local ROTs", "< 6%"),
-    ("K2 ROT mean below RAD", "140-297 ms"),
-    ("K2 ROT mean below PaRiS*", "53-165 ms"),
-    ("RAD ROTs with 2 rounds (high skew, 5% writes, f=1)", "91-98%"),
-    ("K2 WOT p99", "23 ms"),
-    ("RAD single-write p50", "147 ms"),
-    ("RAD WOT p50", "201 ms"),
-    ("K2 staleness", "p50 0 ms, p75 <= 105 ms, p99 516-1117 ms"),
-    ("Throughput (K txn/s, 24 servers)", "K2 41.6 vs RAD 24.8"),
-]
-
+# The paper's smallest RTT (VA-CA, its Fig. 6); a run's is this times its rtt_scale.
 SMALLEST_RTT_MS = 60.0
+
+# The paper's default setting (§VII-B) on the four axes its Fig. 8 and 9 vary.
+DEFAULTS = {"topology.replication_factor": 2, "workload.write_fraction": 0.01, "workload.zipf": 1.2,
+            "server.cache_fraction": 0.05}
+# Fig. 8a is the read-only workload.
+SETTINGS = {**FIG9_SETTINGS, "read-only": {"workload.write_fraction": 0.0}}
+
+
+def setting_of(config: dict) -> str | None:
+    """The paper setting a resolved configuration is (a Fig. 9 column name, "read-only" for
+    Fig. 8a, "tao" for the TAO-like mix), or None: another workload, or two changes at once."""
+    if isinstance(config["workload"].get("keys_per_op"), dict):
+        return "tao"  # the TAO-like mix: keys per read drawn from a distribution
+
+    def value(axis):
+        section, name = axis.split(".")
+        v = config[section][name]
+        return 2 if v is None and axis == "topology.replication_factor" else v
+
+    for name, changes in SETTINGS.items():
+        if all(value(a) == v for a, v in (DEFAULTS | changes).items()):
+            return name
+    return None

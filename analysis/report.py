@@ -23,14 +23,26 @@ def notebooks() -> list[Path]:
     return sorted(NOTEBOOKS.glob("*.ipynb"))
 
 
+class NotebookFailed(Exception):
+    """A notebook raised; ``executed`` is its copy as far as it ran (with the error)."""
+
+    def __init__(self, executed: Path, error: str):
+        super().__init__(error)
+        self.executed = executed
+
+
 def execute(nb: Path, out_dir: Path, runs: list[str]) -> Path:
-    """Runs one notebook with the runs as parameters; returns the executed copy."""
+    """Runs one notebook with the runs as parameters; returns the executed copy. A cell
+    that raises gives NotebookFailed, with the copy papermill wrote up to the error."""
     import papermill
 
     target = out_dir / "notebooks" / nb.name
     target.parent.mkdir(parents=True, exist_ok=True)
-    papermill.execute_notebook(str(nb), str(target), parameters={"runs": runs, "out_dir": str(out_dir)},
-                               cwd=str(REPO), progress_bar=False, kernel_name="python3")
+    try:
+        papermill.execute_notebook(str(nb), str(target), parameters={"runs": runs, "out_dir": str(out_dir)},
+                                   cwd=str(REPO), progress_bar=False, kernel_name="python3")
+    except papermill.PapermillExecutionError as e:
+        raise NotebookFailed(target, f"{e.ename}: {e.evalue}") from None
     return target
 
 
@@ -45,26 +57,108 @@ def to_html(executed: Path, out_dir: Path) -> Path:
     return page
 
 
-def index(out_dir: Path, runs: list[load.Run], pages: list[Path]) -> Path:
-    """report/index.html: what was analysed, every figure (or why it is missing), the notebooks."""
+STYLE = ("<style>body{font-family:sans-serif;max-width:1200px;margin:2em auto;padding:0 1em}"
+         "img{max-width:100%;border:1px solid #ddd}.note{background:#fff4e5;padding:.6em;border-left:4px solid"
+         " #f0a020}.bad{background:#fdecea;padding:.6em;border-left:4px solid #b42318}"
+         "td,th{padding:.2em .8em;text-align:left;vertical-align:top;border-bottom:1px solid #eee}"
+         ".agrees{color:#1a7f37}.differs{color:#b42318;font-weight:bold}.uncovered{color:#888}"
+         "pre{background:#f6f8fa;padding:.6em;overflow:auto}</style>")
+
+
+def claims_html(runs: list[load.Run]) -> str:
+    """The paper-vs-run table (analysis/claims.py): ratios and orderings, each claim on the
+    workloads it covers, latencies scaled by the runs' rtt_scale."""
+    from . import claims
+
+    e = html.escape
+    rows = ["<table><tr><th>claim</th><th>paper (K2, DSN 2021, §VII)</th><th>these runs</th><th>verdict</th>"
+            "<th>scaled by</th></tr>"]
+    for r in claims.table(runs).to_dict("records"):
+        verdict, cls = (("not covered: " + r["checked on"], "uncovered") if r["agrees"] is None else
+                        ("agrees", "agrees") if r["agrees"] else ("differs", "differs"))
+        rows.append(f"<tr><td>{e(r['claim'])}</td><td>{e(r['paper'])}</td><td>{e(r['this run'])}</td>"
+                    f"<td class='{cls}'>{e(verdict)}" + (f"<br><small>{e(r['note'])}</small>" if r["note"] else "")
+                    + f"</td><td>{e(r['scaled by'])}</td></tr>")
+    rows.append("</table>")
+    return "".join(rows)
+
+
+def verdict_rows(runs: list[load.Run]) -> list[dict]:
+    """Per trial: consistency, errors, emulation lateness and the summary's warnings."""
+    out = []
+    for t in load.trials_of(runs):
+        s = t.summary
+        cons = s.get("consistency") or {}
+        lat = s.get("emulation_lateness_ms") or {}
+        problems = []
+        if cons.get("violations"):
+            problems.append(f"{cons['violations']} consistency violation(s)")
+        if s.get("errors"):
+            problems.append(f"{s['errors']} failed operation(s)")
+        if lat.get("degraded"):
+            problems.append("emulation degraded")
+        out.append({
+            "run": t.run, "point": t.point, "trial": t.trial, "system": t.system,
+            "consistency": (f"{cons['violations']} violations of {cons.get('checked_ops', '?')} checked operations"
+                            if "violations" in cons else "not checked"),
+            "errors": s.get("errors", 0),
+            "lateness p99": "-" if lat.get("worst_p99") is None else f"{lat['worst_p99']:.2f} ms"
+            + (" (degraded)" if lat.get("degraded") else ""),
+            "warnings": "; ".join(s.get("warnings") or []),
+            "bad": bool(problems), "problems": problems,
+        })
+    return out
+
+
+def index(out_dir: Path, runs: list[load.Run], pages: list[Path], failures: dict[str, str] | None = None) -> Path:
+    """report/index.html: the paper-vs-run table first, then what was run (configuration),
+    the consistency verdict, errors and degraded emulation, every figure (or why it is
+    missing) and the notebooks; a notebook that failed is named with its error."""
+    import yaml
+
+    failures = failures or {}
     records = [json.loads(p.read_text()) for p in sorted((out_dir / "figures").glob("*.json"))]
     order = {p.stem: i for i, p in enumerate(pages)}
     records.sort(key=lambda r: (order.get(r["notebook"], 99), r["name"]))
     e = html.escape
-    parts = ["<!doctype html><html><head><meta charset='utf-8'><title>k2bench report</title>",
-             "<style>body{font-family:sans-serif;max-width:1200px;margin:2em auto;padding:0 1em}"
-             "img{max-width:100%;border:1px solid #ddd}.note{background:#fff4e5;padding:.6em;border-left:4px solid"
-             " #f0a020}td,th{padding:.2em .8em;text-align:left}</style></head><body>",
-             "<h1>k2bench report</h1><table><tr><th>run</th><th>experiment</th><th>status</th><th>systems</th>"
-             "<th>commit</th></tr>"]
+    parts = ["<!doctype html><html><head><meta charset='utf-8'><title>k2bench report</title>", STYLE,
+             "</head><body><h1>k2bench report</h1>"]
+    verdicts = verdict_rows(runs)
+    bad = [v for v in verdicts if v["bad"]]
+    if bad:
+        parts.append("<p class='bad'>" + "<br>".join(
+            e(f"{v['run']} {v['system']} {v['point']} trial {v['trial']}: {', '.join(v['problems'])}") for v in bad)
+            + "</p>")
+    for nb, err in failures.items():
+        parts.append(f"<p class='bad'>Notebook {e(nb)} failed ({e(err)}); its figures below may be missing. "
+                     f"<a href='{e(nb)}.html'>What it ran</a>.</p>")
+    parts.append("<h2>The paper and these runs</h2>")
+    try:
+        parts.append(claims_html(runs))
+    except Exception as ex:  # noqa: BLE001 - the page stays; the note says what broke
+        parts.append(f"<p class='bad'>The paper table could not be computed: {e(type(ex).__name__)}: {e(str(ex))}</p>")
+    parts.append("<h2>Runs</h2><table><tr><th>run</th><th>experiment</th><th>status</th><th>deployment</th>"
+                 "<th>systems</th><th>commit</th></tr>")
     for r in runs:
         m = r.manifest
-        parts.append(f"<tr><td>{e(r.name)}</td><td>{e(r.experiment)}</td><td>{e(str(m.get('status')))}</td>"
+        dep = m.get("deployment") or {}
+        parts.append(f"<tr><td>{e(r.name)}</td><td>{e(r.experiment)}</td><td>{e(str(m.get('status')))}"
+                     f"{e(': ' + m['reason']) if m.get('reason') else ''}</td>"
+                     f"<td>{e(str(dep.get('provider') or dep.get('kind') or '-'))}</td>"
                      f"<td>{e(', '.join(m.get('systems', [])))}</td><td>{e(str(m.get('git_commit', ''))[:12])}"
                      f"{' (dirty)' if m.get('git_dirty') else ''}</td></tr>")
-    parts.append("</table><h2>Notebooks</h2><ul>")
-    parts += [f"<li><a href='{e(p.name)}'>{e(p.stem)}</a></li>" for p in pages]
-    parts.append("</ul><h2>Figures</h2>")
+    parts.append("</table><h2>Consistency, errors, emulation</h2><table><tr><th>run</th><th>point</th>"
+                 "<th>trial</th><th>system</th><th>consistency</th><th>errors</th><th>emulation lateness p99</th>"
+                 "<th>warnings</th></tr>")
+    for v in verdicts:
+        parts.append("<tr>" + "".join(f"<td>{e(str(v[k]))}</td>" for k in
+                                      ("run", "point", "trial", "system", "consistency", "errors", "lateness p99",
+                                       "warnings")) + "</tr>")
+    parts.append("</table><h2>Configuration</h2>")
+    for r in runs:
+        cfg = yaml.safe_dump(r.manifest.get("config"), sort_keys=False, default_flow_style=None)
+        parts.append(f"<details><summary>{e(r.name)}: the resolved experiment</summary><pre>{e(cfg)}</pre></details>")
+    parts.append("<h2>Figures</h2>")
     for rec in records:
         parts.append(f"<h3>{e(rec['title'])}</h3>")
         if "png" in rec:
@@ -72,7 +166,10 @@ def index(out_dir: Path, runs: list[load.Run], pages: list[Path]) -> Path:
         else:
             parts.append(f"<p class='note'>{e(rec['note'])}</p>")
         parts.append(f"<p><small>from <a href='{e(rec['notebook'])}.html'>{e(rec['notebook'])}</a></small></p>")
-    parts.append("</body></html>")
+    parts.append("<h2>Notebooks</h2><ul>")
+    parts += [f"<li><a href='{e(p.name)}'>{e(p.stem)}</a>{' (failed)' if p.stem in failures else ''}</li>"
+              for p in pages]
+    parts.append("</ul></body></html>")
     path = out_dir / "index.html"
     path.write_text("\n".join(parts))
     return path
@@ -93,15 +190,20 @@ def main(argv=None) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     for stale in (out_dir / "figures").glob("*.json"):
         stale.unlink()
-    pages = []
+    pages, failures = [], {}
     for nb in notebooks():
         start = time.time()
         print(f"executing {nb.name} ...", flush=True)
-        pages.append(to_html(execute(nb, out_dir, run_paths), out_dir))
+        try:
+            executed = execute(nb, out_dir, run_paths)
+        except NotebookFailed as f:
+            executed, failures[nb.stem] = f.executed, str(f)
+            print(f"  {nb.stem} failed: {f}", file=sys.stderr, flush=True)
+        pages.append(to_html(executed, out_dir))
         print(f"  {pages[-1].name} ({time.time() - start:.0f} s)", flush=True)
-    path = index(out_dir, runs, pages)
-    print(f"report: {path}")
-    return 0
+    path = index(out_dir, runs, pages, failures)
+    print(f"report: {path}" + (f" ({len(failures)} notebook(s) failed: {', '.join(failures)})" if failures else ""))
+    return 1 if failures else 0
 
 
 if __name__ == "__main__":

@@ -491,6 +491,12 @@ def cmd_netem_reset(args) -> int:
     return _playbook(inv, hosts_file, "netem-reset.yml", keys)
 
 
+def cmd_compare(args) -> int:
+    from analysis.compare import run
+
+    return run(args)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="k2bench", description=__doc__)
     p.add_argument("--jar", default=str(REPO / "system/launcher/target/k2bench.jar"))
@@ -561,6 +567,14 @@ def main(argv=None) -> int:
     s = sub.add_parser("summarize", help="re-derive the summaries of a run from its raw logs")
     s.add_argument("run")
     s.set_defaults(func=cmd_summarize)
+    cmp = sub.add_parser("compare", help="runs side by side: overlaid latency CDFs and a table of changes per system")
+    cmp.add_argument("runs", nargs="+", help="run directories (runs/<stamp>_<experiment>); the first is the baseline")
+    cmp.add_argument("--by", choices=["run", "deployment"], default="run",
+                     help="label (and line style) per run, or per deployment: local, emulab, ec2")
+    cmp.add_argument("--pool", action="store_true",
+                     help="merge the runs that share a label (trials of one experiment made as separate runs)")
+    cmp.add_argument("--out", help="output directory (default: runs/compare-<stamp>)")
+    cmp.set_defaults(func=cmd_compare)
     args = p.parse_args(argv)
     try:
         return args.func(args)

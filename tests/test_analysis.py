@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from analysis import figures, load, report
+from analysis import claims, figures, load, paper, report
 from conftest import ROOT
 
 RUN = ROOT / "tests" / "fixtures" / "run-analysis"
+SWEEP = ROOT / "tests" / "fixtures" / "run-sweep"
 
 
 @pytest.fixture(scope="module")
@@ -108,15 +109,19 @@ def test_cdf_is_monotone_and_ends_at_one(run):
         assert part["fraction"].iloc[-1] == pytest.approx(1.0)
 
 
-def test_fig9_settings_are_recognised(run):
+def test_paper_settings_are_recognised(run):
     cfg = json.loads(json.dumps(run.trials[0].config))
-    assert figures.fig9_setting(cfg) == "write 5%", "the fixture runs 5% writes"
+    assert paper.setting_of(cfg) == "write 5%", "the fixture runs 5% writes"
     cfg["workload"]["write_fraction"] = 0.01
-    assert figures.fig9_setting(cfg) == "default"
+    assert paper.setting_of(cfg) == "default"
     cfg["workload"]["zipf"] = 1.4
-    assert figures.fig9_setting(cfg) == "zipf 1.4"
+    assert paper.setting_of(cfg) == "zipf 1.4"
     cfg["server"]["cache_fraction"] = 0.15
-    assert figures.fig9_setting(cfg) is None, "two changes are no Fig. 9 column"
+    assert paper.setting_of(cfg) is None, "two changes are no Fig. 9 column"
+    cfg["server"]["cache_fraction"], cfg["workload"]["zipf"], cfg["workload"]["write_fraction"] = 0.05, 1.2, 0.0
+    assert paper.setting_of(cfg) == "read-only"
+    cfg["workload"]["keys_per_op"] = {1: 0.5, 2: 0.5}
+    assert paper.setting_of(cfg) == "tao"
 
 
 def test_a_directory_that_is_not_a_run_is_named(tmp_path):
@@ -126,29 +131,146 @@ def test_a_directory_that_is_not_a_run_is_named(tmp_path):
 
 
 def test_every_notebook_runs_end_to_end_and_the_report_has_every_figure(tmp_path):
+    import nbformat
+
     out = tmp_path / "report"
-    assert report.main([str(RUN), str(RUN), "--out", str(out)]) == 0
+    assert report.main([str(RUN), str(SWEEP), "--out", str(out)]) == 0
     index = (out / "index.html").read_text()
     records = [json.loads(p.read_text()) for p in (out / "figures").glob("*.json")]
     names = {r["name"] for r in records}
-    assert {"fig8-rot-latency-cdf", "fig9-throughput", "staleness-cdf", "write-latency", "rounds",
-            "overview", "throughput-timeseries"} <= names
+    assert set(figures.DATA) <= names
     for r in records:
+        if r["name"] == "freshness":  # needs the freshness experiments' histories
+            continue
         assert "png" in r, f"{r['name']}: {r.get('note')}"
         assert (out / r["png"]).stat().st_size > 10_000
         assert r["png"] in index
+        csv = (out / r["csv"]).read_text()  # the data behind it, plain values
+        assert len(csv.splitlines()) > 1 and "HdrHistogram" not in csv
     for nb in report.notebooks():
         assert (out / f"{nb.stem}.html").exists()
+        executed = nbformat.read(str(out / "notebooks" / nb.name), as_version=4)
+        images = [o for c in executed.cells for o in c.get("outputs", []) if "image/png" in o.get("data", {})]
+        drawn = [r for r in records if r["notebook"] == nb.stem and "png" in r]
+        assert len(images) >= len(drawn), f"{nb.stem}: figures shown inline, not only saved"
+    # The page opens with the paper table, then what was run, the verdict, the configuration.
+    order = [index.index(h) for h in ("The paper and these runs", "<h2>Runs", "<h2>Consistency",
+                                      "<h2>Configuration", "<h2>Figures")]
+    assert order == sorted(order)
+    assert "0 violations of" in index and "zipf: 1.2" in index
 
+
+def test_a_failing_notebook_leaves_a_note_and_the_rest_of_the_report(tmp_path, monkeypatch):
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    nbs = tmp_path / "nbs"
+    nbs.mkdir()
+    broken = new_notebook(cells=[new_code_cell("runs = []\nout_dir = ''", metadata={"tags": ["parameters"]}),
+                                 new_code_cell("raise RuntimeError('the figure data is not there')")],
+                          metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}})
+    nbformat.write(broken, str(nbs / "00-broken.ipynb"))
+    keep = next(nb for nb in report.notebooks() if nb.stem == "02-rot-latency")
+    (nbs / keep.name).write_text(keep.read_text())
+    monkeypatch.setattr(report, "NOTEBOOKS", nbs)
+    out = tmp_path / "report"
+    assert report.main([str(RUN), "--out", str(out)]) == 1
+    index = (out / "index.html").read_text()
+    assert "Notebook 00-broken failed (RuntimeError: the figure data is not there)" in index
+    assert (out / "00-broken.html").exists() and "fig8-rot-latency-cdf.png" in index
+
+
+def test_committed_notebooks_carry_no_outputs():
+    import nbformat
+
+    for nb in report.notebooks():
+        doc = nbformat.read(str(nb), as_version=4)
+        for cell in doc.cells:
+            if cell.cell_type == "code":
+                assert cell.outputs == [] and cell.execution_count is None, f"{nb.name}: strip its outputs"
+        assert "papermill" not in doc.metadata, f"{nb.name}: an executed copy, not the source"
+
+
+def test_runs_resolve_from_any_working_directory(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert load.load_run("tests/fixtures/run-analysis").dir == RUN.resolve()
+
+
+def test_percentiles_come_in_long_form(run):
+    long = load.percentiles_long(load.latency_frame(run, ops=("rot",), per_dc=False))
+    assert set(long["statistic"]) == {"mean", "p1", "p50", "p75", "p90", "p99", "p99.9"}
+    k2 = long[(long["system"] == "k2") & (long["statistic"] == "p99")]["ms"].iloc[0]
+    assert k2 == next(t for t in run.trials if t.system == "k2").summary["ops"]["rot"]["latency_ms"]["p99"]
+    assert "histogram" not in long.columns
 
 
 def test_the_cdf_figure_shows_the_three_systems(run):
     fig = figures.rot_latency_cdf(load.load_runs([RUN, RUN]))
     axes = [ax for ax in fig.axes if ax.get_visible()]
     assert len(axes) == 1, "one panel per workload: the same run twice is one workload"
-    assert [t.get_text() for t in axes[0].get_legend().get_texts()] == ["K2", "PaRiS*", "RAD"]
-    assert len(axes[0].get_lines()) >= 3
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["K2", "PaRiS*", "RAD"]
+    curves = [ln for ln in axes[0].get_lines() if len(ln.get_xdata()) > 2]  # not legend proxies, not the RTT mark
+    assert len(curves) == 3
     assert "latency (ms" in axes[0].get_xlabel() and "fraction" in axes[0].get_ylabel()
+    # The dotted line is the smallest RTT of this run: 60 ms x its rtt_scale of 0.25.
+    assert [ln.get_xdata()[0] for ln in axes[0].get_lines() if ln.get_linestyle() == ":"] == [15.0]
+
+
+def test_two_runs_of_one_experiment_are_two_lines_per_system_not_an_average(tmp_path):
+    copy = tmp_path / "again"
+    shutil.copytree(RUN, copy)
+    fig = figures.rot_latency_cdf(load.load_runs([RUN, copy]))
+    ax = next(ax for ax in fig.axes if ax.get_visible())
+    lines = [ln for ln in ax.get_lines() if len(ln.get_xdata()) > 2]  # not legend proxies, not the RTT mark
+    assert len(lines) == 6 and len({ln.get_linestyle() for ln in lines}) == 2
+
+
+def test_claims_are_checked_only_on_the_workloads_they_cover(run):
+    t = claims.table(run).set_index("claim")
+    # The fixture is the 5% writes setting: the Fig. 8 claims and RAD's two rounds apply ...
+    for c in ("K2 all-local read-only transactions", "RAD read-only p1 is a wide-area round",
+              "RAD ROTs taking two wide-area rounds", "K2 staleness"):
+        assert t.loc[c, "agrees"] is not None and t.loc[c, "this run"].startswith("analysis: "), c
+    # ... the default-setting write claims and the peak do not.
+    for c in ("K2 write-only transaction p99", "RAD single-write p50", "Peak throughput K2/RAD (Fig. 9)"):
+        assert t.loc[c, "agrees"] is None and t.loc[c, "this run"] == "not covered", c
+        assert t.loc[c, "checked on"].startswith("needs")
+    assert t.loc["RAD single-write p50", "checked on"] == "needs default"
+
+
+def test_the_paper_table_scales_with_rtt_scale(run, tmp_path):
+    claim = "RAD read-only p1 is a wide-area round"
+    a = claims.table(run).set_index("claim")
+    assert "(smallest RTT 15 ms)" in a.loc[claim, "this run"]
+    assert a.loc[claim, "agrees"] is True and a.loc[claim, "scaled by"] == "x0.25"
+    # The same run said to have run at the paper's RTTs: RAD's first percentile is now far
+    # below one wide-area round trip, and the claim fails.
+    copy = tmp_path / RUN.name
+    shutil.copytree(RUN, copy)
+    for topo in copy.glob("*/topology.yaml"):
+        topo.write_text(topo.read_text().replace("rtt_scale: 0.25", "rtt_scale: 1.0"))
+    b = claims.table(load.load_run(copy)).set_index("claim")
+    assert "(smallest RTT 60 ms)" in b.loc[claim, "this run"] and b.loc[claim, "agrees"] is False
+    wan = claims.table(load.load_run(ROOT / "tests" / "fixtures" / "run-analysis-wan")).set_index("claim")
+    assert "(smallest RTT 30 ms)" in wan.loc[claim, "this run"] and wan.loc[claim, "scaled by"] == "x0.5"
+
+
+def test_the_fig9_peak_is_the_best_point_of_each_sweep():
+    sweep = load.load_run(SWEEP)
+    pooled = load.pooled_frame(sweep)
+    peaks = claims.peaks(sweep).set_index("system")
+    for system, g in pooled.groupby("system"):
+        best = g.loc[g["throughput_ops_per_s"].idxmax()]
+        assert peaks.loc[system, "point"] == best["point"] and peaks.loc[system, "points"] == 3
+        assert peaks.loc[system, "ops_per_s"] == pytest.approx(best["throughput_ops_per_s"])
+    assert peaks.loc["k2", "setting"] == "default"
+    table = figures.fig9_table(sweep).iloc[0]
+    assert table["K2/RAD"] == round(peaks.loc["k2", "ops_per_s"] / peaks.loc["rad", "ops_per_s"], 2)
+    assert table["paper K2/RAD"] == 1.68
+    row = claims.table(sweep).set_index("claim").loc["Peak throughput K2/RAD (Fig. 9)"]
+    assert row["this run"].startswith(f"default: {table['K2/RAD']:.2f} (paper 1.68)")
+    with pytest.raises(figures.MissingData, match="no load sweep"):
+        figures.fig9_table(load.load_run(RUN))
 
 
 def test_missing_data_gives_a_note_not_a_crash(tmp_path):
@@ -182,4 +304,41 @@ def test_the_fidelity_table_shows_schedule_lag_pending_replication_and_warnings(
     assert table.loc["K2", "replication pending at end"] == "7 (without killed TYO)"
     assert table.loc["K2", "after the faults p99/max ms (n)"] == "900/1200 (n 780)"
     assert table.loc["K2", "warnings"].startswith("clients ran behind their schedule")
-    assert table.loc["RAD", "schedule lag p50/p99 ms"] == "-" and table.loc["RAD", "warnings"] == ""
+    rad = json.loads((copy / "rad" / "summary.json").read_text())["schedule_lag_ms"]  # untouched: its own
+    assert table.loc["RAD", "schedule lag p50/p99 ms"] == f"{rad['p50']:.0f}/{rad['p99']:.0f}"
+    assert table.loc["RAD", "warnings"] == ""
+
+
+def test_jupyterlab_serves_the_repository_notebooks():
+    """`make notebook`'s server, on loopback with a token: its API lists the notebooks."""
+    import os
+    import socket
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    jupyter = Path(sys.executable).parent / "jupyter"
+    root = ["--allow-root"] if os.geteuid() == 0 else []  # as make notebook does
+    proc = subprocess.Popen([str(jupyter), "lab", "--no-browser", f"--ServerApp.root_dir={ROOT}", *root,
+                             "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}", "--IdentityProvider.token=k2b",
+                             "--ServerApp.port_retries=0"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        url = f"http://127.0.0.1:{port}/api/contents/analysis/notebooks?token=k2b"
+        deadline = time.time() + 60
+        while True:
+            try:
+                listing = json.loads(urllib.request.urlopen(url, timeout=5).read())
+                break
+            except OSError:
+                assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
+                assert time.time() < deadline, "JupyterLab did not answer within 60 s"
+                time.sleep(0.5)
+        names = {c["name"] for c in listing["content"]}
+        assert {nb.name for nb in report.notebooks()} <= names
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)

@@ -1,0 +1,343 @@
+"""Runs side by side: ``k2bench compare RUN [RUN ...]`` (``make compare RUNS="a b"``).
+
+Every run keeps its own label, line style and table column; runs are merged only when
+asked (``--pool``, for trials of one experiment made as separate runs). For each system
+(and sweep point) the first label is the baseline and every other one is compared with
+it: read-only transaction p50 and p99, the all-local fraction, throughput, staleness and
+write latencies, each with its change and whether that change is better or worse.
+
+Within a label, the trials of a system at a point are pooled the one correct way: their
+histograms are merged (never their percentiles averaged); throughput is each trial's
+committed operations over its measured window, given as the mean with the trials'
+min-max beside it.
+
+    k2bench compare RUN RUN [...] [--by run|deployment] [--pool] [--out DIR]
+"""
+from __future__ import annotations
+
+import html
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from . import load
+
+REPO = Path(__file__).resolve().parent.parent
+
+# (metric, what, unit, whether higher is better)
+METRICS = [
+    ("rot_p50_ms", "ROT p50", "ms", False),
+    ("rot_p99_ms", "ROT p99", "ms", False),
+    ("all_local_pct", "all-local ROTs", "%", True),
+    ("throughput_ops_per_s", "throughput", "ops/s", True),
+    ("staleness_p50_ms", "staleness p50", "ms", False),
+    ("staleness_p99_ms", "staleness p99", "ms", False),
+    ("wot_p99_ms", "WOT p99", "ms", False),
+    ("write_p50_ms", "write p50", "ms", False),
+]
+HIGHER_IS_BETTER = {m: better for m, _, _, better in METRICS}
+WHAT = {m: f"{what} ({unit})" for m, what, unit, _ in METRICS}
+SAME_WITHIN = 0.01  # a change within 1% of the baseline (or 0.05 units) reads "same"
+CDF_OPS = {"rot": "read-only transactions", "wot": "write-only transactions", "write": "single writes"}
+
+
+class CompareError(Exception):
+    """The runs cannot be compared as asked; the message says why and what to do."""
+
+
+@dataclass
+class Group:
+    """What one column of the comparison shows: one run, or several pooled (``--pool``)."""
+    label: str
+    runs: list
+
+    def trials(self) -> list:
+        return [t for r in self.runs for t in r.trials]
+
+
+def deployment_of(run) -> str:
+    """local, emulab, ec2 (the provider of a remote inventory) or ssh."""
+    d = run.manifest.get("deployment") or {}
+    return str(d.get("provider") or d.get("kind") or "local")
+
+
+def groups(runs: list, by: str = "run", pool: bool = False) -> list[Group]:
+    """The columns of the comparison, in the order the runs were given."""
+    if by not in ("run", "deployment"):
+        raise CompareError(f"--by {by}: use run or deployment")
+    keys = [r.name if by == "run" else deployment_of(r) for r in runs]
+    out: dict[str, Group] = {}
+    if pool:
+        for key, r in zip(keys, runs):
+            out.setdefault(key, Group(key, [])).runs.append(r)
+        for g in out.values():
+            experiments = sorted({r.experiment for r in g.runs})
+            if len(experiments) > 1:
+                raise CompareError(f"--pool: {g.label} would pool runs of different experiments "
+                                   f"({', '.join(experiments)}); pool only trials of one experiment, "
+                                   "or compare them without --pool")
+    else:
+        seen: dict[str, int] = {}
+        for key in keys:
+            seen[key] = seen.get(key, 0) + 1
+        index: dict[str, int] = {}
+        for key, r in zip(keys, runs):
+            label = key
+            if seen[key] > 1:  # two local runs compared by deployment stay apart
+                index[key] = index.get(key, 0) + 1
+                label = f"{key} #{index[key]}"
+            out[label] = Group(label, [r])
+    if len(out) < 2:
+        raise CompareError("compare needs at least two runs (or, with --pool, two groups of runs); got "
+                           + ", ".join(r.name for r in runs))
+    return list(out.values())
+
+
+def _values(trials) -> dict:
+    """The compared metrics of a set of trials of one system at one point."""
+    p = load.pooled(trials)
+    p["all_local_pct"] = None if p["all_local_fraction"] is None else 100.0 * p["all_local_fraction"]
+    return {m: p[m] for m, *_ in METRICS}
+
+
+def metrics_frame(groups_: list[Group]) -> pd.DataFrame:
+    """Long form: one row per (label, system, point, metric) with the pooled value, the
+    number of trials and the trials' min and max (the spread across trials)."""
+    rows = []
+    for g in groups_:
+        by_key: dict[tuple, list] = {}
+        for t in g.trials():
+            by_key.setdefault((t.system, t.point), []).append(t)
+        for (system, point), trials in by_key.items():
+            pooled = _values(trials)
+            per_trial = [_values([t]) for t in trials]
+            for metric, *_ in METRICS:
+                spread = [v[metric] for v in per_trial if v[metric] is not None]
+                rows.append({"label": g.label, "system": system, "point": point, "metric": metric,
+                             "value": pooled[metric], "trials": len(trials),
+                             "min": min(spread) if spread else None, "max": max(spread) if spread else None})
+    return pd.DataFrame(rows, columns=["label", "system", "point", "metric", "value", "trials", "min", "max"])
+
+
+def direction(metric: str, base, value) -> str:
+    """better, worse or same, from the metric's sense (lower latency, higher throughput ...)."""
+    if base is None or value is None or pd.isna(base) or pd.isna(value):
+        return "n/a"
+    delta = value - base
+    if abs(delta) <= max(SAME_WITHIN * abs(base), 0.05):
+        return "same"
+    return "better" if (delta > 0) == HIGHER_IS_BETTER[metric] else "worse"
+
+
+def delta_frame(metrics: pd.DataFrame, baseline: str) -> pd.DataFrame:
+    """Each label against the baseline, per (system, point, metric): both values, the
+    change (absolute and in % of the baseline) and its direction."""
+    base = metrics[metrics["label"] == baseline].set_index(["system", "point", "metric"])["value"]
+    rows = []
+    for r in metrics[metrics["label"] != baseline].itertuples():
+        b = base.get((r.system, r.point, r.metric))
+        v = r.value
+        have = b is not None and v is not None and not pd.isna(b) and not pd.isna(v)
+        rows.append({"label": r.label, "system": r.system, "point": r.point, "metric": r.metric,
+                     "baseline": b, "value": v, "delta": v - b if have else None,
+                     "delta_pct": 100.0 * (v - b) / b if have and b else None,
+                     "change": direction(r.metric, b, v)})
+    return pd.DataFrame(rows, columns=["label", "system", "point", "metric", "baseline", "value", "delta",
+                                       "delta_pct", "change"])
+
+
+def cdf_frame(groups_: list[Group]) -> pd.DataFrame:
+    """Latency CDFs per (label, system, point, op), trials merged within a label."""
+    parts = []
+    for g in groups_:
+        by_key: dict[tuple, list] = {}
+        for t in g.trials():
+            by_key.setdefault((t.system, t.point), []).append(t)
+        for (system, point), trials in by_key.items():
+            for op in CDF_OPS:
+                h = load.merged_of(trials, op)
+                if not h.get_total_count():
+                    continue
+                c = load.cdf(h).rename(columns={"value": "latency_ms"})
+                parts.append(c.assign(label=g.label, system=system, point=point, op=op))
+    cols = ["label", "system", "point", "op", "latency_ms", "fraction"]
+    return pd.concat(parts, ignore_index=True)[cols] if parts else pd.DataFrame(columns=cols)
+
+
+def overlay_figure(cdfs: pd.DataFrame):
+    """Latency CDFs overlaid: colour by system, line style by run (or deployment); one
+    column per operation type, one row per sweep point."""
+    import seaborn as sns
+
+    from .figures import PALETTE, SYSTEM_LABEL, _order_labels
+
+    if cdfs.empty:
+        raise CompareError("the runs have no measured operations to draw")
+    data = cdfs.copy()
+    data["System"] = data["system"].map(lambda s: SYSTEM_LABEL.get(s, s))
+    data["operation"] = data["op"].map(CDF_OPS)
+    data["run"] = data["label"]
+    points = list(dict.fromkeys(data["point"]))
+    many = len(points) > 1
+    grid = sns.relplot(data=data, kind="line", x="latency_ms", y="fraction", hue="System",
+                       hue_order=_order_labels(data["System"]), palette=PALETTE, style="run",
+                       style_order=list(dict.fromkeys(data["run"])), col="operation",
+                       col_order=[v for k, v in CDF_OPS.items() if k in set(data["op"])],
+                       row="point" if many else None, drawstyle="steps-post", estimator=None,
+                       units=None, errorbar=None, height=3.6, aspect=1.25,
+                       facet_kws={"sharex": False, "sharey": True})
+    grid.set(xscale="log", ylim=(0, 1.01))
+    grid.set_axis_labels("latency (ms, log scale)", "fraction of operations")
+    grid.set_titles(row_template="{row_name}", col_template="{col_name}")
+    grid.figure.suptitle("Latency CDFs, runs overlaid (line style: run)", y=1.02)
+    return grid.figure
+
+
+def _fmt(v, metric: str) -> str:
+    if v is None or pd.isna(v):
+        return "-"
+    if metric == "throughput_ops_per_s":
+        return f"{v:,.0f}"
+    return f"{v:.1f}"
+
+
+def wide_table(metrics: pd.DataFrame, deltas: pd.DataFrame, labels: list[str]) -> pd.DataFrame:
+    """For printing: one row per (system, point, metric), the baseline's value, then per
+    other label its value with the change and its direction; trials' min-max where there
+    are several."""
+    base = labels[0]
+    rows = []
+    keyed = metrics.set_index(["label", "system", "point", "metric"])
+    dk = deltas.set_index(["label", "system", "point", "metric"]) if not deltas.empty else None
+    from .figures import SYSTEM_LABEL
+
+    for (system, point, metric), _ in metrics.groupby(["system", "point", "metric"], sort=False):
+        row = {"system": SYSTEM_LABEL.get(system, system), "point": point or "", "metric": WHAT[metric]}
+        for label in labels:
+            if (label, system, point, metric) not in keyed.index:
+                row[label] = "-"
+                continue
+            m = keyed.loc[(label, system, point, metric)]
+            text = _fmt(m["value"], metric)
+            if m["trials"] > 1 and m["min"] is not None and not pd.isna(m["min"]):
+                text += f" [{_fmt(m['min'], metric)}-{_fmt(m['max'], metric)}]"
+            if label != base and dk is not None and (label, system, point, metric) in dk.index:
+                d = dk.loc[(label, system, point, metric)]
+                if d["delta"] is not None and not pd.isna(d["delta"]):
+                    pct = "" if d["delta_pct"] is None or pd.isna(d["delta_pct"]) else f", {d['delta_pct']:+.0f}%"
+                    text += f" ({d['delta']:+.1f}{pct}, {d['change']})"
+            row[label] = text
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def runs_table(groups_: list[Group]) -> pd.DataFrame:
+    rows = []
+    for g in groups_:
+        for r in g.runs:
+            m, cfg = r.manifest, r.manifest.get("config", {})
+            rows.append({"label": g.label, "run": r.name, "experiment": r.experiment,
+                         "deployment": deployment_of(r),
+                         "rtt_scale": (cfg.get("topology") or {}).get("rtt_scale"),
+                         "systems": ", ".join(m.get("systems", [])), "trials": len(r.trials),
+                         "status": m.get("status"),
+                         "commit": str(m.get("git_commit", ""))[:12] + (" (dirty)" if m.get("git_dirty") else "")})
+    return pd.DataFrame(rows)
+
+
+def write_html(out: Path, baseline: str, runs: pd.DataFrame, table: pd.DataFrame, figure: str | None,
+               notes: list[str]) -> Path:
+    e = html.escape
+    parts = ["<!doctype html><html><head><meta charset='utf-8'><title>k2bench compare</title>",
+             "<style>body{font-family:sans-serif;max-width:1400px;margin:2em auto;padding:0 1em}"
+             "img{max-width:100%}td,th{padding:.2em .7em;text-align:left;border-bottom:1px solid #eee}"
+             ".better{color:#1a7f37}.worse{color:#b42318}.note{background:#fff4e5;padding:.6em;"
+             "border-left:4px solid #f0a020}</style></head><body><h1>k2bench compare</h1>",
+             "<h2>Runs</h2>", runs.to_html(index=False, escape=True, border=0)]
+    parts += [f"<p class='note'>{e(n)}</p>" for n in notes]
+    parts.append(f"<h2>Changes against {e(baseline)}</h2>")
+    body = table.to_html(index=False, escape=True, border=0)
+    for word in ("better", "worse"):
+        body = body.replace(f", {word})", f", <span class='{word}'>{word}</span>)")
+    parts.append(body)
+    if figure:
+        parts.append(f"<h2>Latency CDFs</h2><img src='{e(figure)}' alt='latency CDFs, runs overlaid'>")
+    parts.append("<p><small>Data: metrics.csv (long form, with the trials' min and max), deltas.csv, "
+                 "cdf.csv</small></p></body></html>")
+    path = out / "index.html"
+    path.write_text("\n".join(parts))
+    return path
+
+
+def compare(paths: list[str], by: str = "run", pool: bool = False, out: str | None = None,
+            console=None) -> Path:
+    """Loads the runs, writes the comparison (table, figure, CSVs, index.html) into ``out``
+    and prints the table; returns the output directory."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # a command-line tool: files, never a window
+    import matplotlib.pyplot as plt
+    from rich.console import Console
+    from rich.table import Table
+
+    console = console or Console()
+    runs = load.load_runs(paths)
+    gs = groups(runs, by, pool)
+    labels = [g.label for g in gs]
+    out_dir = Path(out) if out else REPO / "runs" / f"compare-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    metrics = metrics_frame(gs)
+    deltas = delta_frame(metrics, labels[0])
+    cdfs = cdf_frame(gs)
+    metrics.to_csv(out_dir / "metrics.csv", index=False)
+    deltas.to_csv(out_dir / "deltas.csv", index=False)
+    cdfs.to_csv(out_dir / "cdf.csv", index=False)
+    notes = []
+    scales = {g.label: sorted({(r.manifest.get("config", {}).get("topology") or {}).get("rtt_scale")
+                               for r in g.runs}, key=str) for g in gs}
+    if len({tuple(map(str, v)) for v in scales.values()}) > 1:
+        notes.append("The runs emulate different wide-area latencies (rtt_scale "
+                     + ", ".join(f"{k}: {'/'.join(map(str, v))}" for k, v in scales.items())
+                     + "): their latencies differ by construction.")
+    figure = None
+    if not cdfs.empty:
+        fig = overlay_figure(cdfs)
+        fig.savefig(out_dir / "latency-cdf.png", dpi=110, bbox_inches="tight")
+        plt.close(fig)
+        figure = "latency-cdf.png"
+    table = wide_table(metrics, deltas, labels)
+    page = write_html(out_dir, labels[0], runs_table(gs), table, figure, notes)
+
+    t = Table(title=f"compared with {labels[0]}", show_lines=False)
+    for col in table.columns:
+        t.add_column(col, overflow="fold")
+    for row in table.itertuples(index=False):
+        t.add_row(*map(str, row))
+    console.print(t)
+    for n in notes:
+        console.print(f"note: {n}")
+    console.print(f"compare: {page}" + (f", {out_dir / figure}" if figure else ""))
+    return out_dir
+
+
+def run(args) -> int:
+    """``k2bench compare`` (its arguments are defined in k2bench/cli.py)."""
+    try:
+        compare(args.runs, args.by, args.pool, args.out)
+    except (load.RunError, CompareError) as e:
+        print(f"compare: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def main(argv=None) -> int:
+    from k2bench import cli
+
+    return cli.main(["compare", *(sys.argv[1:] if argv is None else argv)])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -65,8 +65,9 @@ class Pinger:
 
 
 class LocalDeployment:
-    """Everything on this machine: the server JVM(s) as server.processes splits them, one
-    client JVM per datacenter."""
+    """Everything on this machine: the server JVM(s) as server.processes splits them, and
+    one client slot per datacenter (inside the server JVM, or a JVM of its own:
+    clients.processes)."""
 
     kind = "local"
     listen_host = None

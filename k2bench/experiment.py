@@ -25,7 +25,8 @@ _NONNEG = lambda v: None if v >= 0 else "must be >= 0"  # noqa: E731
 _FRACTION = lambda v: None if 0 <= v <= 1 else "must be between 0 and 1"  # noqa: E731
 _ATLEAST1 = lambda v: None if v >= 1 else "must be at least 1"  # noqa: E731
 
-# JVM options of every server and client process (besides -Xmx from heap_mb): C1 only.
+# JVM options of client JVMs and loaders, and of server JVMs when several share the cores
+# (besides -Xmx from heap_mb): C1 only.
 # Runs here are minutes long on 2 cores, and C2's compiler threads took more CPU than
 # all of a server's protocol and I/O threads together; C1 code starts fast enough (see
 # the README's Experiments section for the figures). Profilers and GC choices go here too, e.g. -XX:+UseZGC.

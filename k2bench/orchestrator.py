@@ -1,5 +1,5 @@
-"""Runs an experiment: for every sweep point, system and trial, start one server process
-per datacenter, wait until they listen, measure the RTT matrix, load the keys, run the
+"""Runs an experiment: for every sweep point, system and trial, start the server JVM(s)
+(server.processes: one for the machine by default), wait until they listen, measure the RTT matrix, load the keys, run the
 clients through warm-up, measurement and cool-down, stop everything by pid, and derive the
 summary from the clients' raw logs. Writes the run directory (README, "The run directory").
 

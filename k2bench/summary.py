@@ -141,7 +141,8 @@ def spread_ms(h: HdrHistogram, percentiles=(50, 99)) -> dict:
 
 def replication_lag(intervals: list[Interval], window: tuple[float, float], after_ms: float | None = None) -> dict:
     """Replication lag (server logs) in the window: overall, per receiving datacenter and per
-    pair; ``after`` covers only the intervals after ``after_ms`` (the last fault's start)."""
+    pair; ``after`` covers only the intervals after ``after_ms`` (the last fault's end plus the
+    checker's slack)."""
     tags = sorted({iv.tag for iv in intervals if iv.tag.startswith("replication_lag:")})
     if not tags:
         return {"p50": None, "p99": None, "max": None, "count": 0, "by_dc": {}, "pairs": {}}
@@ -307,7 +308,8 @@ def summarize(logs: dict[str, list[pathlib.Path]], *, system: str, experiment: s
               server_logs: list[pathlib.Path] = (), after_ms: float | None = None,
               pacing_interval_ms: float | None = None) -> dict:
     """The summary of one system's run from its clients' logs (datacenter -> its clients'
-    logs) and its servers' logs; ``after_ms``: when the last fault began, if any;
+    logs) and its servers' logs; ``after_ms``: the last fault's end plus the checker's
+    slack, if the trial has faults;
     ``pacing_interval_ms``: the time between two operations of one client thread on
     schedule (experiment.pacing_interval_ms), None for closed-loop clients."""
     by_dc = {dc: {f"clients/{pathlib.Path(p).stem}": read_log(p) for p in paths} for dc, paths in sorted(logs.items())}

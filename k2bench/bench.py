@@ -349,7 +349,7 @@ def finish_manifest(sub: Path, exp: dict, trials: list[dict]) -> None:
     manifest["trials"] = trials
     ran = {e.get("system") for e in trials}  # a retry directory holds only the systems measured again
     manifest["systems"] = [s for s in exp["systems"] if s in ran] or exp["systems"]
-    manifest["status"] = "completed" if all((sub.parent / e["dir"]).exists() for e in trials) else "failed"
+    manifest["status"] = "completed" if all((sub / e["dir"]).exists() for e in trials) else "failed"
     manifest.pop("reason", None)
     manifest["config"] = exp | {"sweep": {AXIS: sorted({e["point_values"][AXIS] for e in trials})}}
     rundir.write_json(path, manifest)

@@ -552,10 +552,15 @@ def test_a_retry_directorys_manifest_names_only_the_systems_measured_there(tmp_p
     sub = tmp_path / "default.retry1"
     sub.mkdir()
     (sub / "manifest.json").write_text(json.dumps({"trials": []}))
-    trials = [{"system": "rad", "dir": "default.retry1/rad/threads_per_dc=48", "point_values": {bench.AXIS: 48}}]
+    # entries as the orchestrator writes them: relative to the setting's own directory
+    trials = [{"system": "rad", "dir": "rad/threads_per_dc=48", "point_values": {bench.AXIS: 48}}]
     bench.finish_manifest(sub, {"systems": ["k2", "rad", "paris-star"], "sweep": {}}, trials)
     m = json.loads((sub / "manifest.json").read_text())
     assert m["systems"] == ["rad"] and m["config"]["sweep"] == {bench.AXIS: [48]}
+    assert m["status"] == "failed", "the trial's directory is not there"
+    (sub / "rad" / "threads_per_dc=48").mkdir(parents=True)
+    bench.finish_manifest(sub, {"systems": ["k2", "rad", "paris-star"], "sweep": {}}, trials)
+    assert json.loads((sub / "manifest.json").read_text())["status"] == "completed"
 
 
 def test_a_step_resumed_over_earlier_points_adds_no_second_entry_for_them():
@@ -563,9 +568,9 @@ def test_a_step_resumed_over_earlier_points_adds_no_second_entry_for_them():
     lack the clients' start their own step recorded. The setting's manifest lists each
     trial directory once, with what every step knew of it."""
     mine: list[dict] = []
-    first = {"system": "k2", "dir": "default/k2/threads_per_dc=4", "point": "threads_per_dc=4"}
+    first = {"system": "k2", "dir": "k2/threads_per_dc=4", "point": "threads_per_dc=4"}  # as the orchestrator writes
     bench.collect_trials(mine, [first | {"start": {"t0_ms": 1}}])
-    second = {"system": "k2", "dir": "default/k2/threads_per_dc=8", "point": "threads_per_dc=8"}
+    second = {"system": "k2", "dir": "k2/threads_per_dc=8", "point": "threads_per_dc=8"}
     bench.collect_trials(mine, [first, second | {"start": {"t0_ms": 2}}])
     assert [e["dir"] for e in mine] == [first["dir"], second["dir"]]
     assert mine[0]["start"] == {"t0_ms": 1} and mine[1]["start"] == {"t0_ms": 2}

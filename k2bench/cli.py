@@ -34,13 +34,21 @@ def _env(args) -> Env:
     return Env(repo=REPO, jar=Path(args.jar), deployment=dep, java=args.java)
 
 
+def _experiment_field(field: str) -> bool:
+    """Whether a ConfigError's field is one of an experiment file (not a flag, the jar or an
+    inventory's): its first name is a top-level field of experiment files."""
+    head = field.split(".")[0].split("[")[0].split(" ")[0]
+    return head in experiment.TOP_LEVEL
+
+
 @contextlib.contextmanager
 def _in_file(path: Path):
-    """A ConfigError raised inside names the user's experiment file (unless it names one)."""
+    """A ConfigError raised inside about a field of the experiment names the user's file
+    (unless it names one already); others (an inventory's, a flag's) are left as they are."""
     try:
         yield
     except ConfigError as e:
-        raise e.in_file(path) from None
+        raise (e.in_file(path) if _experiment_field(e.field) else e) from None
 
 
 def _load(env: Env, name: str) -> dict:
@@ -569,10 +577,10 @@ def main(argv=None) -> int:
     s.set_defaults(func=cmd_summarize)
     cmp = sub.add_parser("compare", help="runs side by side: overlaid latency CDFs and a table of changes per system")
     cmp.add_argument("runs", nargs="+", help="run directories (runs/<stamp>_<experiment>); the first is the baseline")
-    cmp.add_argument("--by", choices=["run", "deployment"], default="run",
-                     help="label (and line style) per run, or per deployment: local, emulab, ec2")
+    cmp.add_argument("--by", choices=["run", "deployment", "experiment"], default="run",
+                     help="label (and line style) per run, per deployment (local, emulab, ec2) or per experiment")
     cmp.add_argument("--pool", action="store_true",
-                     help="merge the runs that share a label (trials of one experiment made as separate runs)")
+                     help="merge the runs that share a label (trials of one configuration made as separate runs)")
     cmp.add_argument("--out", help="output directory (default: runs/compare-<stamp>)")
     cmp.set_defaults(func=cmd_compare)
     args = p.parse_args(argv)

@@ -207,7 +207,8 @@ def _section(name: str, given: Any) -> dict:
         field = f"{name}.{key}"
         value = given.get(key, default)
         if value is None and default is not None:  # null only where the default is null
-            raise ConfigError(field, f"must not be null (its default is {default!r}); give a value or leave it out")
+            fix = "use [] for no options" if typ == "args" else "give a value or leave the field out"
+            raise ConfigError(field, f"must not be null (its default is {default!r}); {fix}")
         if value is not None and typ == "dist":
             value = _dist(field, value, check)
         elif value is not None and typ == "args":
@@ -394,7 +395,11 @@ def _sweep(given: Any, resolved: dict) -> dict:
         for i, v in enumerate(values):
             probe = copy.deepcopy(resolved[parts[0]])
             probe[parts[1]] = v
-            checked.append(_section(parts[0], probe)[parts[1]])
+            try:
+                checked.append(_section(parts[0], probe)[parts[1]])
+            except ConfigError as e:  # name the value in the list, not the section's field
+                problem = e.problem.replace("give a value or leave the field out", "give a value")
+                raise ConfigError(f"{field}[{i}]", problem) from None
         out[axis] = checked
     return out
 

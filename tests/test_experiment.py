@@ -105,7 +105,7 @@ def test_sweeps_expand_to_the_cartesian_product():
     cfg = dict(pts)["zipf=1.4_cache_fraction=0.01"]
     assert cfg["workload"]["zipf"] == 1.4 and cfg["server"]["cache_fraction"] == 0.01
     assert error({"sweep": {"workload.nope": [1]}}).field == "sweep.workload.nope"
-    assert error({"sweep": {"workload.zipf": [0.9, -1]}}).field == "workload.zipf"
+    assert error({"sweep": {"workload.zipf": [0.9, -1]}}).field == "sweep.workload.zipf[1]"
 
 
 def test_extends_inherits_and_overrides(tmp_path):
@@ -124,7 +124,9 @@ def test_null_is_a_value_only_where_the_default_is_null():
     e = error({"workload": {"keys": None}})
     assert e.field == "workload.keys" and "must not be null" in e.problem and "1000000" in e.problem
     assert error({"clients": {"jvm_args": None}}).field == "clients.jvm_args"
-    assert error({"sweep": {"workload.zipf": [1.2, None]}}).field == "workload.zipf"
+    e = error({"sweep": {"workload.zipf": [1.2, None]}})
+    assert e.field == "sweep.workload.zipf[1]" and e.problem.endswith("; give a value")
+    assert "use [] for no options" in error({"clients": {"jvm_args": None}}).problem
     exp = resolve({"clients": {"target_ops_per_s_per_dc": None}, "topology": {"servers_per_dc": None}})
     assert exp["clients"]["target_ops_per_s_per_dc"] is None  # closed loop
     swept = resolve({"sweep": {"clients.target_ops_per_s_per_dc": [10, None]}})["sweep"]
@@ -311,3 +313,13 @@ def test_a_missing_jar_is_named_before_anything_asks_it(tmp_path, capsys):
     missing = tmp_path / "k2bench.jar"
     assert cli.main(["--jar", str(missing), "validate", "smoke"]) == 2
     assert capsys.readouterr().err.strip() == f"k2bench: jar: {missing} is missing; run `make build`"
+
+
+def test_only_errors_about_the_experiments_fields_name_its_file():
+    from k2bench import cli
+
+    for field in ("workload.zipf", "sweep.workload.zipf[1]", "sweep.clients.threads_per_dc=48", "systems[1]",
+                  "topology topologies/paper-local.yaml (datacenters)", "faults[0].dc"):
+        assert cli._experiment_field(field), field
+    for field in ("inventory.datacenters", "--systems", "jar", "--resume", "EXPERIMENT"):
+        assert not cli._experiment_field(field), field

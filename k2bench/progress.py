@@ -33,6 +33,7 @@ class Progress:
         self.per_trial = 0.0
         self.started = 0.0
         self.last_phase = None
+        self.completed = 0.0
 
     def start(self, experiment: str, trials: int, eta_per_trial: float) -> None:
         self.state = {"experiment": experiment}
@@ -72,7 +73,10 @@ class Progress:
         if self.bar is not None:
             e, x = self.state.get("elapsed"), self.state.get("expected")
             within = min(e, x) if e is not None and x else 0.0
-            self.bar.update(self.task, completed=self.done * self.per_trial + within, **self._fields())
+            # never backwards: the phases after the timed one (stopping, checking) have no
+            # expected length, and the bar's remaining time divides by its progress
+            self.completed = max(self.completed, self.done * self.per_trial + within)
+            self.bar.update(self.task, completed=self.completed, **self._fields())
         elif fields.get("phase") and fields["phase"] != self.last_phase:
             self.last_phase = fields["phase"]
             s = self.state

@@ -18,6 +18,9 @@ def test_the_bar_counts_expected_seconds_and_shows_where_the_run_is():
     assert task.fields["where"] == "rad trial 1" and task.fields["phase"] == "measuring 0:30/1:00"
     p.update(phase="measuring", elapsed=90.0, expected=60.0)
     assert p.bar.tasks[0].completed == 160.0, "a phase running over its time does not overfill the trial"
+    p.update(phase="stopping", elapsed=0, expected=None, ops_per_s=None)
+    assert p.bar.tasks[0].completed == 160.0, "the untimed phases after it do not move the bar back"
+    p.update(phase="measuring", elapsed=30.0, expected=60.0, ops_per_s=1234.0)
     p.bar.refresh()
     p.finish("completed", None)
     text = out.getvalue()

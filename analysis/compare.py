@@ -64,21 +64,35 @@ def deployment_of(run) -> str:
     return str(d.get("provider") or d.get("kind") or "local")
 
 
+def _comparable(config: dict) -> dict:
+    return {k: v for k, v in config.items() if k not in ("name", "description")}
+
+
 def groups(runs: list, by: str = "run", pool: bool = False) -> list[Group]:
-    """The columns of the comparison, in the order the runs were given."""
-    if by not in ("run", "deployment"):
-        raise CompareError(f"--by {by}: use run or deployment")
-    keys = [r.name if by == "run" else deployment_of(r) for r in runs]
+    """The columns of the comparison, in the order the runs were given: one per run (by
+    run), per deployment or per experiment; with ``pool`` the runs that share a label are
+    one column (they must be trials of one configuration, each trial once)."""
+    if by not in ("run", "deployment", "experiment"):
+        raise CompareError(f"--by {by}: use run, deployment or experiment")
+    keys = [r.name if by == "run" else deployment_of(r) if by == "deployment" else r.experiment for r in runs]
     out: dict[str, Group] = {}
     if pool:
         for key, r in zip(keys, runs):
             out.setdefault(key, Group(key, [])).runs.append(r)
+        if len(out) == len(runs):
+            raise CompareError(f"--pool: no two runs share a label --by {by}, so nothing would be pooled; "
+                               "use --by deployment or --by experiment")
         for g in out.values():
-            experiments = sorted({r.experiment for r in g.runs})
-            if len(experiments) > 1:
-                raise CompareError(f"--pool: {g.label} would pool runs of different experiments "
-                                   f"({', '.join(experiments)}); pool only trials of one experiment, "
-                                   "or compare them without --pool")
+            first = g.runs[0]
+            for r in g.runs[1:]:
+                if _comparable(r.manifest.get("config", {})) != _comparable(first.manifest.get("config", {})):
+                    what = "experiments" if r.experiment != first.experiment else "configurations"
+                    raise CompareError(f"--pool: {g.label} would pool runs of different {what} ({first.name}: "
+                                       f"{first.experiment}, {r.name}: {r.experiment}); pool only trials of one "
+                                       "configuration, or compare them without --pool")
+            dirs = [t.dir.resolve() for t in g.trials()]
+            if len(set(dirs)) < len(dirs):
+                raise CompareError(f"--pool: {g.label} lists a trial twice (one run given under two names?)")
     else:
         seen: dict[str, int] = {}
         for key in keys:
@@ -122,29 +136,39 @@ def metrics_frame(groups_: list[Group]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["label", "system", "point", "metric", "value", "trials", "min", "max"])
 
 
-def direction(metric: str, base, value) -> str:
-    """better, worse or same, from the metric's sense (lower latency, higher throughput ...)."""
+def direction(metric: str, base, value, base_range=None, value_range=None) -> str:
+    """better, worse or same, from the metric's sense (lower latency, higher throughput ...);
+    "within spread" when both sides have several trials and their min-max ranges overlap:
+    the trials do not tell the two apart."""
     if base is None or value is None or pd.isna(base) or pd.isna(value):
         return "n/a"
     delta = value - base
     if abs(delta) <= max(SAME_WITHIN * abs(base), 0.05):
         return "same"
+    if base_range and value_range and base_range[0] <= value_range[1] and value_range[0] <= base_range[1]:
+        return "within spread"
     return "better" if (delta > 0) == HIGHER_IS_BETTER[metric] else "worse"
 
 
 def delta_frame(metrics: pd.DataFrame, baseline: str) -> pd.DataFrame:
     """Each label against the baseline, per (system, point, metric): both values, the
     change (absolute and in % of the baseline) and its direction."""
-    base = metrics[metrics["label"] == baseline].set_index(["system", "point", "metric"])["value"]
+    base = metrics[metrics["label"] == baseline].set_index(["system", "point", "metric"])
     rows = []
-    for r in metrics[metrics["label"] != baseline].itertuples():
-        b = base.get((r.system, r.point, r.metric))
-        v = r.value
+
+    def spread(row):
+        return (row["min"], row["max"]) if row["trials"] > 1 and not pd.isna(row["min"]) else None
+
+    for r in metrics[metrics["label"] != baseline].to_dict("records"):
+        key = (r["system"], r["point"], r["metric"])
+        b_row = base.loc[key] if key in base.index else None
+        b = None if b_row is None else b_row["value"]
+        v = r["value"]
         have = b is not None and v is not None and not pd.isna(b) and not pd.isna(v)
-        rows.append({"label": r.label, "system": r.system, "point": r.point, "metric": r.metric,
+        rows.append({"label": r["label"], "system": r["system"], "point": r["point"], "metric": r["metric"],
                      "baseline": b, "value": v, "delta": v - b if have else None,
                      "delta_pct": 100.0 * (v - b) / b if have and b else None,
-                     "change": direction(r.metric, b, v)})
+                     "change": direction(r["metric"], b, v, None if b_row is None else spread(b_row), spread(r))})
     return pd.DataFrame(rows, columns=["label", "system", "point", "metric", "baseline", "value", "delta",
                                        "delta_pct", "change"])
 
@@ -234,16 +258,35 @@ def wide_table(metrics: pd.DataFrame, deltas: pd.DataFrame, labels: list[str]) -
     return pd.DataFrame(rows)
 
 
+def rtt_scales(run) -> list[float]:
+    """The RTT scales the run's trials ran at (claims.rtt_scale_of: the trial's topology)."""
+    from .claims import rtt_scale_of
+
+    return sorted({rtt_scale_of(t, run.manifest) for t in run.trials})
+
+
 def runs_table(groups_: list[Group]) -> pd.DataFrame:
+    """What each column is made of, with what qualifies its numbers: failed operations
+    (not in the latencies), consistency violations, the emulation's worst lateness, faults."""
     rows = []
     for g in groups_:
         for r in g.runs:
-            m, cfg = r.manifest, r.manifest.get("config", {})
+            m = r.manifest
+            cons = [t.summary.get("consistency") or {} for t in r.trials]
+            worst = [(t.summary.get("emulation_lateness_ms") or {}) for t in r.trials]
+            p99s = [w["worst_p99"] for w in worst if w.get("worst_p99") is not None]
             rows.append({"label": g.label, "run": r.name, "experiment": r.experiment,
-                         "deployment": deployment_of(r),
-                         "rtt_scale": (cfg.get("topology") or {}).get("rtt_scale"),
-                         "systems": ", ".join(m.get("systems", [])), "trials": len(r.trials),
+                         "deployment": deployment_of(r), "rtt_scale": "/".join(f"{x:g}" for x in rtt_scales(r)),
+                         "systems": ", ".join(m.get("systems", [])),
+                         "trials": f"{len(r.trials)} of {r.listed}" if r.listed not in (None, len(r.trials))
+                         else str(len(r.trials)),
                          "status": m.get("status"),
+                         "failed ops": sum(t.summary.get("errors") or 0 for t in r.trials),
+                         "violations": sum(c.get("violations") or 0 for c in cons)
+                         if any("violations" in c for c in cons) else "not checked",
+                         "lateness p99": "-" if not p99s else f"{max(p99s):.1f} ms"
+                         + (" DEGRADED" if any(w.get("degraded") for w in worst) else ""),
+                         "faults": "yes" if (m.get("config") or {}).get("faults") else "no",
                          "commit": str(m.get("git_commit", ""))[:12] + (" (dirty)" if m.get("git_dirty") else "")})
     return pd.DataFrame(rows)
 
@@ -260,7 +303,7 @@ def write_html(out: Path, baseline: str, runs: pd.DataFrame, table: pd.DataFrame
     parts += [f"<p class='note'>{e(n)}</p>" for n in notes]
     parts.append(f"<h2>Changes against {e(baseline)}</h2>")
     body = table.to_html(index=False, escape=True, border=0)
-    for word in ("better", "worse"):
+    for word in ("better", "worse"):  # colour the direction of each change
         body = body.replace(f", {word})", f", <span class='{word}'>{word}</span>)")
     parts.append(body)
     if figure:
@@ -296,12 +339,18 @@ def compare(paths: list[str], by: str = "run", pool: bool = False, out: str | No
     deltas.to_csv(out_dir / "deltas.csv", index=False)
     cdfs.to_csv(out_dir / "cdf.csv", index=False)
     notes = []
-    scales = {g.label: sorted({(r.manifest.get("config", {}).get("topology") or {}).get("rtt_scale")
-                               for r in g.runs}, key=str) for g in gs}
-    if len({tuple(map(str, v)) for v in scales.values()}) > 1:
+    scales = {g.label: sorted({x for r in g.runs for x in rtt_scales(r)}) for g in gs}
+    if len({tuple(v) for v in scales.values()}) > 1:
         notes.append("The runs emulate different wide-area latencies (rtt_scale "
-                     + ", ".join(f"{k}: {'/'.join(map(str, v))}" for k, v in scales.items())
+                     + ", ".join(f"{k}: {'/'.join(f'{x:g}' for x in v)}" for k, v in scales.items())
                      + "): their latencies differ by construction.")
+    table_runs = runs_table(gs)
+    bad = table_runs[(table_runs["failed ops"] > 0) | table_runs["lateness p99"].str.contains("DEGRADED")
+                     | table_runs["violations"].map(lambda v: isinstance(v, int) and v > 0)]
+    for r in bad.to_dict("records"):
+        notes.append(f"{r['run']}: {r['failed ops']} failed operations (not in its latencies), "
+                     f"{r['violations']} consistency violations, emulation lateness p99 {r['lateness p99']}: "
+                     "read its numbers with that in mind.")
     figure = None
     if not cdfs.empty:
         fig = overlay_figure(cdfs)
@@ -309,7 +358,7 @@ def compare(paths: list[str], by: str = "run", pool: bool = False, out: str | No
         plt.close(fig)
         figure = "latency-cdf.png"
     table = wide_table(metrics, deltas, labels)
-    page = write_html(out_dir, labels[0], runs_table(gs), table, figure, notes)
+    page = write_html(out_dir, labels[0], table_runs, table, figure, notes)
 
     t = Table(title=f"compared with {labels[0]}", show_lines=False)
     for col in table.columns:

@@ -74,12 +74,14 @@ def _cdf_grid(data: pd.DataFrame, col: str, xlabel: str, ylabel: str, title: str
 
 
 def _smallest_rtt(runs) -> dict:
-    """The smallest emulated RTT of each workload label (the paper's 60 ms x its rtt_scale)."""
-    out = {}
-    for t in load.trials_of(runs):
-        label = workload_label({"experiment": t.experiment, "point": t.point})
-        out.setdefault(label, paper.SMALLEST_RTT_MS * claims.rtt_scale_of(t))
-    return out
+    """The smallest RTT of each workload label: the paper's 60 ms x each of its runs'
+    rtt_scale (several when runs at different scales share a panel)."""
+    out: dict[str, set] = {}
+    for r in (runs if isinstance(runs, list) else [runs]):
+        for t in r.trials:
+            label = workload_label({"experiment": t.experiment, "point": t.point})
+            out.setdefault(label, set()).add(paper.SMALLEST_RTT_MS * claims.rtt_scale_of(t, r.manifest))
+    return {k: sorted(v) for k, v in out.items()}
 
 
 def rot_latency_cdf(runs) -> plt.Figure:
@@ -94,8 +96,9 @@ def rot_latency_cdf(runs) -> plt.Figure:
                      "Read-only transaction latency CDF (paper Fig. 7, 8); dotted: the smallest RTT")
     rtt = _smallest_rtt(runs)
     for name, ax in grid.axes_dict.items():
-        ax.axvline(rtt[name], color="grey", linestyle=":", linewidth=1)
-        ax.text(rtt[name], 0.02, f" {rtt[name]:g} ms", color="grey", fontsize=7)
+        for x in rtt[name]:
+            ax.axvline(x, color="grey", linestyle=":", linewidth=1)
+            ax.text(x, 0.02, f" {x:g} ms", color="grey", fontsize=7)
     return grid.figure
 
 
@@ -109,8 +112,9 @@ def _order_labels(labels) -> list[str]:
 
 def fig9_table(runs) -> pd.DataFrame:
     """Peak throughput per Fig. 9 setting and system from the load sweeps among the runs
-    (the best point of each sweep over clients.threads_per_dc), with K2/RAD and K2/PaRiS*
-    at peak beside the paper's K2/RAD."""
+    (the best point of each sweep over clients.threads_per_dc whose emulation was not
+    degraded, as bench-throughput picks it), with K2/RAD and K2/PaRiS* at peak beside the
+    paper's K2/RAD and how many points were left out."""
     p = claims.peaks(runs)
     if p.empty:
         raise MissingData("no load sweep in these runs: Fig. 9 needs peaks (make bench-throughput, or "
@@ -118,10 +122,12 @@ def fig9_table(runs) -> pd.DataFrame:
     rows = []
     for (run, setting), g in p.groupby(["run", "setting"], dropna=False, sort=False):
         by = g.set_index("system")
-        row = {"run": run, "setting": setting if isinstance(setting, str) else "(other)"}
+        row = {"run": run, "setting": setting}
         for system in by.index:
             row[f"{_label(system)} ops/s"] = round(float(by.loc[system, "ops_per_s"]))
             row[f"{_label(system)} at"] = by.loc[system, "point"]
+        row["points (degraded, left out)"] = ", ".join(
+            f"{_label(x)} {by.loc[x, 'points']} ({by.loc[x, 'degraded_points']})" for x in by.index)
         for other in ("rad", "paris-star"):
             if "k2" in by.index and other in by.index:
                 row[f"K2/{_label(other)}"] = round(by.loc["k2", "ops_per_s"] / by.loc[other, "ops_per_s"], 2)
@@ -138,7 +144,7 @@ def fig9_peaks(runs) -> plt.Figure:
     p = claims.peaks(runs)
     if p.empty:
         fig9_table(runs)  # raises the MissingData that says what to run
-    p = p.assign(System=p["system"].map(_label), setting=p["setting"].fillna("(other)"))
+    p = p.assign(System=p["system"].map(_label))
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, 4.2))
     several = p["run"].nunique() > 1
     p["where"] = p["setting"] + (" - " + p["run"] if several else "")
@@ -169,7 +175,7 @@ def latency_vs_throughput(runs) -> plt.Figure:
         for system, p in w.systems.items():
             for pct in ("p50", "p99"):
                 if p["throughput_ops_per_s"] is not None and p[f"rot_{pct}_ms"] is not None:
-                    rows.append({"run": w.run, "setting": w.setting or "(other)", "System": _label(system),
+                    rows.append({"run": w.run, "setting": w.key, "System": _label(system),
                                  "percentile": pct, "ops_per_s": p["throughput_ops_per_s"],
                                  "latency_ms": p[f"rot_{pct}_ms"], "point": w.point})
     if not rows:
@@ -286,7 +292,7 @@ def rounds_bars(runs) -> plt.Figure:
         raise MissingData("no read-only transactions were measured in these runs")
     data = _with_labels(data)
     several = data.groupby("workload")["run"].nunique().max() > 1
-    data["bar"] = data["System"] + ("\n" + data["run"].str[-24:] if several else "")
+    data["bar"] = data["System"] + ("\n" + data["run"] if several else "")  # the whole name: unique
     agg = data.groupby(["workload", "bar", "System", "rounds"], sort=False)["count"].sum().reset_index()
     agg["fraction"] = agg["count"] / agg.groupby(["workload", "bar"])["count"].transform("sum")
     workloads = list(dict.fromkeys(agg["workload"]))

@@ -107,10 +107,12 @@ class Run:
     dir: Path
     manifest: dict
     trials: list[Trial]
+    label: str | None = None  # the name it goes by when another run has the same folder name
+    listed: int | None = None  # trials the manifest lists; ``trials`` holds those with a summary
 
     @property
     def name(self) -> str:
-        return self.dir.name
+        return self.label or self.dir.name
 
     @property
     def experiment(self) -> str:
@@ -137,9 +139,11 @@ def run_path(path: str | Path) -> Path:
     return p.resolve()
 
 
-def load_run(path: str | Path) -> Run:
-    """One run directory (a ``runs/latest`` link is followed)."""
+def load_run(path: str | Path, name: str | None = None) -> Run:
+    """One run directory (a ``runs/latest`` link is followed); ``name``: what its trials
+    are labelled with (default: the folder's name)."""
     d = run_path(path)
+    name = name or d.name
     manifest_path = d / "manifest.json"
     if not manifest_path.exists():
         raise RunError(f"{path}: not a run directory (no manifest.json)")
@@ -169,20 +173,28 @@ def load_run(path: str | Path) -> Run:
         if start is None:
             raise RunError(f"{summary_path}: no start_ms; cannot place the measurement window")
         values = e.get("point_values", summary.get("point_values", {}))
-        trials.append(Trial(run=d.name, experiment=manifest.get("experiment", "?"),
+        trials.append(Trial(run=name, experiment=manifest.get("experiment", "?"),
                             system=e.get("system", summary["system"]), point=e.get("point", summary.get("point", "")),
                             point_values=values, trial=e.get("trial", summary.get("trial", 1)), dir=tdir,
                             config=_point_config(config, values), start_ms=float(start), summary=summary,
                             logs=logs))
-    return Run(d, manifest, trials)
+    return Run(d, manifest, trials, label=None if name == d.name else name, listed=len(seen))
 
 
 def load_runs(paths) -> list[Run]:
-    """Several runs; a run given twice (e.g. by its name and through runs/latest) counts once."""
+    """Several runs; a run given twice (e.g. by its name and through runs/latest) counts once.
+    Runs are told apart by name everywhere (frames, figures, claims), so two folders of one
+    name (a bench's ``default`` setting of two benches) are named with their parent too."""
     if isinstance(paths, (str, Path)):
         paths = [paths]
     unique = list(dict.fromkeys(run_path(p) for p in paths))
-    return [load_run(p) for p in unique]
+    counts: dict[str, int] = {}
+    for p in unique:
+        counts[p.name] = counts.get(p.name, 0) + 1
+    names = [f"{p.parent.name}/{p.name}" if counts[p.name] > 1 else p.name for p in unique]
+    if len(set(names)) < len(names):  # same parent name too: number them
+        names = [f"{n} #{i + 1}" for i, n in enumerate(names)]
+    return [load_run(p, n) for p, n in zip(unique, names)]
 
 
 def trials_of(runs) -> list[Trial]:

@@ -43,6 +43,8 @@ def execute(nb: Path, out_dir: Path, runs: list[str]) -> Path:
                                    cwd=str(REPO), progress_bar=False, kernel_name="python3")
     except papermill.PapermillExecutionError as e:
         raise NotebookFailed(target, f"{e.ename}: {e.evalue}") from None
+    except Exception as e:  # noqa: BLE001 - a dead kernel, a cell timeout: the report goes on
+        raise NotebookFailed(target, f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}") from None
     return target
 
 
@@ -199,7 +201,12 @@ def main(argv=None) -> int:
         except NotebookFailed as f:
             executed, failures[nb.stem] = f.executed, str(f)
             print(f"  {nb.stem} failed: {f}", file=sys.stderr, flush=True)
-        pages.append(to_html(executed, out_dir))
+        if executed.exists():
+            pages.append(to_html(executed, out_dir))
+        else:  # the kernel never ran a cell: a page that says so
+            pages.append(out_dir / f"{nb.stem}.html")
+            pages[-1].write_text(f"<!doctype html><p>{html.escape(nb.stem)} did not run: "
+                                 f"{html.escape(failures.get(nb.stem, ''))}</p>")
         print(f"  {pages[-1].name} ({time.time() - start:.0f} s)", flush=True)
     path = index(out_dir, runs, pages, failures)
     print(f"report: {path}" + (f" ({len(failures)} notebook(s) failed: {', '.join(failures)})" if failures else ""))

@@ -235,7 +235,7 @@ def test_claims_are_checked_only_on_the_workloads_they_cover(run):
     for c in ("K2 write-only transaction p99", "RAD single-write p50", "Peak throughput K2/RAD (Fig. 9)"):
         assert t.loc[c, "agrees"] is None and t.loc[c, "this run"] == "not covered", c
         assert t.loc[c, "checked on"].startswith("needs")
-    assert t.loc["RAD single-write p50", "checked on"] == "needs default"
+    assert t.loc["RAD single-write p50", "checked on"] == "needs default without faults, clients paced (not a load sweep)"
 
 
 def test_the_paper_table_scales_with_rtt_scale(run, tmp_path):
@@ -267,10 +267,46 @@ def test_the_fig9_peak_is_the_best_point_of_each_sweep():
     table = figures.fig9_table(sweep).iloc[0]
     assert table["K2/RAD"] == round(peaks.loc["k2", "ops_per_s"] / peaks.loc["rad", "ops_per_s"], 2)
     assert table["paper K2/RAD"] == 1.68
-    row = claims.table(sweep).set_index("claim").loc["Peak throughput K2/RAD (Fig. 9)"]
-    assert row["this run"].startswith(f"default: {table['K2/RAD']:.2f} (paper 1.68)")
+    t = claims.table(sweep).set_index("claim")
+    assert t.loc["Peak throughput K2/RAD (Fig. 9)", "this run"].startswith(f"default: {table['K2/RAD']:.2f} (paper 1.68)")
+    # The sweep's points are the default setting, but closed loop: the paced claims skip them.
+    assert t.loc["K2 write-only transaction p99", "this run"] == "not covered"
+    assert "3 workload(s) of the setting left out" in t.loc["K2 write-only transaction p99", "note"]
     with pytest.raises(figures.MissingData, match="no load sweep"):
         figures.fig9_table(load.load_run(RUN))
+
+
+def test_a_point_with_degraded_emulation_is_no_peak(tmp_path):
+    copy = tmp_path / SWEEP.name
+    shutil.copytree(SWEEP, copy)
+    path = copy / "k2" / "threads_per_dc=4" / "summary.json"
+    s = json.loads(path.read_text())
+    s["emulation_lateness_ms"] = (s.get("emulation_lateness_ms") or {}) | {"degraded": True, "worst_p99": 9.0}
+    path.write_text(json.dumps(s))
+    peaks = claims.peaks(load.load_run(copy)).set_index("system")
+    assert peaks.loc["k2", "point"] == "threads_per_dc=2" and peaks.loc["k2", "degraded_points"] == 1
+    assert peaks.loc["rad", "point"] == "threads_per_dc=4" and peaks.loc["rad", "degraded_points"] == 0
+
+
+def test_a_run_with_faults_is_not_checked_against_the_papers_fault_free_figures(tmp_path):
+    copy = tmp_path / RUN.name
+    shutil.copytree(RUN, copy)
+    m = json.loads((copy / "manifest.json").read_text())
+    m["config"]["faults"] = [{"kind": "pause", "dc": "SP", "at_s": 5, "for_s": 2}]
+    (copy / "manifest.json").write_text(json.dumps(m))
+    t = claims.table(load.load_run(copy)).set_index("claim")
+    assert t.loc["K2 all-local read-only transactions", "this run"] == "not covered"
+    assert "left out" in t.loc["K2 all-local read-only transactions", "note"]
+
+
+def test_two_runs_of_one_folder_name_stay_apart(tmp_path):
+    other = tmp_path / "elsewhere" / RUN.name
+    shutil.copytree(RUN, other)
+    runs = load.load_runs([RUN, other])
+    assert [r.name for r in runs] == [f"fixtures/{RUN.name}", f"elsewhere/{RUN.name}"]
+    assert {t.run for t in load.trials_of(runs)} == {r.name for r in runs}
+    k2 = claims.table(runs).set_index("claim").loc["K2 all-local read-only transactions", "this run"]
+    assert f"fixtures/{RUN.name}: analysis: " in k2 and f"elsewhere/{RUN.name}: analysis: " in k2
 
 
 def test_missing_data_gives_a_note_not_a_crash(tmp_path):

@@ -84,23 +84,41 @@ def test_each_metric_changes_in_its_own_sense():
     assert d("wot_p99_ms", None, 3.0) == "n/a"
 
 
-def test_runs_are_merged_only_when_asked(runs):
+def test_runs_are_merged_only_when_asked(runs, tmp_path):
+    import shutil
+
     assert [g.label for g in compare.groups(runs)] == [A.name, B.name]
     assert [g.label for g in compare.groups(runs, by="deployment")] == ["local #1", "local #2"]
     with pytest.raises(compare.CompareError, match="different experiments"):
         compare.groups(runs, by="deployment", pool=True)
+    with pytest.raises(compare.CompareError, match="nothing would be pooled"):
+        compare.groups(runs, by="run", pool=True)
     with pytest.raises(compare.CompareError, match="at least two runs"):
         compare.groups(runs[:1])
-    # --pool --by deployment: two local runs of one experiment against one on Emulab.
+    # --pool --by deployment: two local runs of one configuration against one on Emulab.
     a, b = runs
-    again = load.Run(a.dir.parent / "again", a.manifest, a.trials)
-    emulab = load.Run(b.dir, b.manifest | {"experiment": a.experiment,
-                                           "deployment": {"kind": "remote", "provider": "emulab"}}, b.trials)
+    shutil.copytree(A, tmp_path / "again")
+    again = load.load_run(tmp_path / "again")
+    emulab = load.Run(b.dir, b.manifest | {"deployment": {"kind": "remote", "provider": "emulab"}}, b.trials)
     gs = compare.groups([a, again, emulab], by="deployment", pool=True)
     assert [(g.label, len(g.runs)) for g in gs] == [("local", 2), ("emulab", 1)]
     m = compare.metrics_frame(gs).set_index(["label", "system", "metric"])
     k2 = m.loc[("local", "k2", "rot_p99_ms")]
-    assert k2["trials"] == 2 and k2["min"] == k2["max"] == k2["value"], "the same trial twice: no spread"
+    assert k2["trials"] == 2 and k2["min"] == k2["max"] == k2["value"], "a copy of one trial: no spread"
+    # ... but never the same trial twice, nor two configurations under one label.
+    twice = load.Run(tmp_path / "alias", a.manifest, a.trials)
+    with pytest.raises(compare.CompareError, match="lists a trial twice"):
+        compare.groups([a, twice, emulab], by="deployment", pool=True)
+    other = load.Run(b.dir, b.manifest | {"experiment": a.experiment}, b.trials)
+    with pytest.raises(compare.CompareError, match="different configurations"):
+        compare.groups([a, other, emulab], by="deployment", pool=True)
+
+
+def test_a_change_inside_the_trials_spread_is_not_called_better_or_worse():
+    d = compare.direction
+    assert d("rot_p99_ms", 100.0, 120.0, (90.0, 110.0), (105.0, 130.0)) == "within spread"
+    assert d("rot_p99_ms", 100.0, 120.0, (90.0, 110.0), (115.0, 130.0)) == "worse"
+    assert d("rot_p99_ms", 100.0, 120.0) == "worse", "one trial a side: no spread to judge by"
 
 
 def test_the_command_prints_the_deltas_and_writes_the_overlay_and_the_page(tmp_path, capsys):
@@ -111,7 +129,10 @@ def test_the_command_prints_the_deltas_and_writes_the_overlay_and_the_page(tmp_p
     printed = capsys.readouterr().out
     assert "compared with " + A.name in printed and "ROT p50 (ms)" in printed and "worse" in printed
     page = (out / "index.html").read_text()
-    assert "latency-cdf.png" in page and "rtt_scale" in page and "class='worse'" in page
+    assert "latency-cdf.png" in page and "class='worse'" in page
+    assert "emulate different wide-area latencies (rtt_scale run-analysis: 0.25, run-analysis-wan: 0.5)" in page
+    for column in ("failed ops", "violations", "lateness p99", "faults"):
+        assert f"<th>{column}</th>" in page
     for name in ("metrics.csv", "deltas.csv", "cdf.csv", "latency-cdf.png"):
         assert (out / name).stat().st_size > 0
     metrics = pd.read_csv(out / "metrics.csv")

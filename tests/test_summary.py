@@ -310,7 +310,8 @@ def test_a_p99_lateness_above_5_ms_in_any_class_marks_the_run_degraded():
     from k2bench.progress import summary_table
     k2 = json.loads((pathlib.Path(__file__).parent / "fixtures" / "run-analysis" / "k2" / "summary.json").read_text())
     out = io.StringIO()
-    Console(file=out, width=120).print(summary_table([k2 | {"emulation_lateness_ms": e}, k2]))
+    unrecorded = {k: v for k, v in k2.items() if k != "emulation_lateness_ms"}  # a run from before the record
+    Console(file=out, width=120).print(summary_table([k2 | {"emulation_lateness_ms": e}, unrecorded]))
     line = next(ln for ln in out.getvalue().splitlines() if "emulation lateness" in ln)
     assert "6.00 (local) DEGRADED" in line and line.rstrip().rstrip("│").rstrip().endswith("-")
 

@@ -57,6 +57,13 @@ class Group:
     def trials(self) -> list:
         return [t for r in self.runs for t in r.trials]
 
+    def by_system_point(self) -> dict[tuple, list]:
+        """Its trials by (system, point), in the order they come."""
+        out: dict[tuple, list] = {}
+        for t in self.trials():
+            out.setdefault((t.system, t.point), []).append(t)
+        return out
+
 
 def deployment_of(run) -> str:
     """local, emulab, ec2 (the provider of a remote inventory) or ssh."""
@@ -122,10 +129,7 @@ def metrics_frame(groups_: list[Group]) -> pd.DataFrame:
     number of trials and the trials' min and max (the spread across trials)."""
     rows = []
     for g in groups_:
-        by_key: dict[tuple, list] = {}
-        for t in g.trials():
-            by_key.setdefault((t.system, t.point), []).append(t)
-        for (system, point), trials in by_key.items():
+        for (system, point), trials in g.by_system_point().items():
             pooled = _values(trials)
             per_trial = [_values([t]) for t in trials]
             for metric, *_ in METRICS:
@@ -177,10 +181,7 @@ def cdf_frame(groups_: list[Group]) -> pd.DataFrame:
     """Latency CDFs per (label, system, point, op), trials merged within a label."""
     parts = []
     for g in groups_:
-        by_key: dict[tuple, list] = {}
-        for t in g.trials():
-            by_key.setdefault((t.system, t.point), []).append(t)
-        for (system, point), trials in by_key.items():
+        for (system, point), trials in g.by_system_point().items():
             for op in CDF_OPS:
                 h = load.merged_of(trials, op)
                 if not h.get_total_count():

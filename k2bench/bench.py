@@ -48,7 +48,7 @@ SETTINGS = ["default", "write 5%", "zipf 1.4", "zipf 0.9", "f=1", "f=3"]
 AXIS = "clients.threads_per_dc"
 REFINE = 2  # points tried between the last passing point and the one that stopped the climb
 MIN_GAP = 4  # threads per datacenter: a narrower step is not split
-STEAL_LIMIT = 0.02  # share of the machine's time stolen in a point's window that makes it disturbed
+STEAL_LIMIT = cpu.STEAL_LIMIT  # share of the machine's time stolen in a point's window that makes it disturbed
 RETRIES = 2  # new attempts at a disturbed point that stopped the climb
 BENCH_JSON = "bench.json"  # the experiment a bench run climbs with, for --resume
 
@@ -70,11 +70,8 @@ class Climb:
 
 
 def steal_share(point: dict) -> float | None:
-    """The share of the machine's time (all its CPUs) the hypervisor gave to something else
-    in the point's measurement window (summary.json's cpu.machine_s), or None if unknown."""
-    m = (point.get("cpu") or {}).get("machine_s") or {}
-    total = sum(v for v in m.values() if isinstance(v, (int, float)))
-    return m["steal"] / total if total > 0 and isinstance(m.get("steal"), (int, float)) else None
+    """The share of the machine's time the hypervisor took in the point's window."""
+    return cpu.steal_share(point.get("cpu"))
 
 
 def disturbed(point: dict) -> bool:

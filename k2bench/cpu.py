@@ -15,6 +15,8 @@ import re
 from pathlib import Path
 
 PROC = Path("/proc")
+STEAL_LIMIT = 0.02  # share of the machine's time the hypervisor may take in a window before it is said
+STOLEN = "the hypervisor took"  # how the summary's steal warning begins
 
 PROTOCOL = "server protocol"
 # (category, pattern on the thread name), first match wins. Thread names are set in
@@ -248,3 +250,22 @@ class WindowSampler:
             return None
         (t_a, a, m_a), (t_b, b, m_b) = self.snaps
         return account(a, b, t_b - t_a, roles, machine=(m_a, m_b))
+
+
+def steal_share(acc: dict | None) -> float | None:
+    """The share of the machine's time (all its CPUs) the hypervisor gave to something else
+    in the window (``machine_s`` of the accounting), or None if unknown."""
+    m = (acc or {}).get("machine_s") or {}
+    total = sum(v for v in m.values() if isinstance(v, (int, float)))
+    return m["steal"] / total if total > 0 and isinstance(m.get("steal"), (int, float)) else None
+
+
+def steal_warning(acc: dict | None) -> str | None:
+    """A warning when steal exceeded ``STEAL_LIMIT``: a degraded emulation or a latency
+    jump in such a window is the host's, not the system's."""
+    share = steal_share(acc)
+    if share is None or share <= STEAL_LIMIT:
+        return None
+    return (f"{STOLEN} {100 * share:.1f}% of the machine's time in the window (steal; limit "
+            f"{100 * STEAL_LIMIT:.0f}%): lateness and latencies may be the host's, not the system's "
+            "(run again when the host is quieter)")

@@ -599,6 +599,8 @@ class Orchestrator:
         summary["availability"] = unavailability(ops_by_dc, t0 * 1000)
         summary["faults"] = cfg["faults"]
         summary["cpu"] = t.cpu
+        if (stolen := cpu.steal_warning(t.cpu)):
+            summary["warnings"].append(stolen)
         summary["server_processes"] = {"split": t.server_processes, "jvm_args": t.server_jvm_args,
                                        "clients": t.client_split}
         if cfg["check"]:

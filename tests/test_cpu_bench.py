@@ -86,6 +86,8 @@ def test_accounting_counts_differences_new_threads_and_exited_ones(tmp_path, mon
     assert acc["minor_faults"] == {"clients": 3, "servers": 25_600}
     assert acc["machine_s"] == {"user": 1.0, "nice": 2.0, "system": 1.0, "idle": 16.0, "irq": 0.0, "steal": 0.0}
     assert "machine_s" not in cpu.account(before, after, 10.0, {})  # without the machine's ticks
+    assert cpu.steal_share(acc) == 0.0 and cpu.steal_warning(acc) is None
+    assert cpu.steal_share(cpu.account(before, after, 10.0, {})) is None
     assert s["transport (gRPC/Netty)"] == round(30 / hz, 2)
     assert s["WAN dispatchers"] == round(20 / hz, 2)
     assert s[cpu.EXITED] == round(7 / hz, 2)  # in the process total, in no live thread
@@ -574,3 +576,14 @@ def test_a_step_resumed_over_earlier_points_adds_no_second_entry_for_them():
     bench.collect_trials(mine, [first, second | {"start": {"t0_ms": 2}}])
     assert [e["dir"] for e in mine] == [first["dir"], second["dir"]]
     assert mine[0]["start"] == {"t0_ms": 1} and mine[1]["start"] == {"t0_ms": 2}
+
+
+def test_a_window_the_hypervisor_took_from_is_said_in_the_summary_warnings():
+    """A run's end table (its summary's warnings) names steal above the limit, so a degraded
+    emulation in that window is read as the host's; at the limit nothing is said."""
+    def acc(steal):
+        return {"machine_s": {"user": 10.0, "idle": 10.0 - steal, "steal": steal}}
+    assert cpu.steal_warning(acc(0.4)) is None  # 2.0%: at the limit
+    warning = cpu.steal_warning(acc(1.5))
+    assert warning.startswith(cpu.STOLEN) and "7.5%" in warning and "limit 2%" in warning
+    assert bench.steal_share({"cpu": acc(1.5)}) == pytest.approx(0.075)

@@ -65,12 +65,6 @@ class Group:
         return out
 
 
-def deployment_of(run) -> str:
-    """local, emulab, ec2 (the provider of a remote inventory) or ssh."""
-    d = run.manifest.get("deployment") or {}
-    return str(d.get("provider") or d.get("kind") or "local")
-
-
 def _comparable(config: dict) -> dict:
     return {k: v for k, v in config.items() if k not in ("name", "description")}
 
@@ -81,7 +75,7 @@ def groups(runs: list, by: str = "run", pool: bool = False) -> list[Group]:
     one column (they must be trials of one configuration, each trial once)."""
     if by not in ("run", "deployment", "experiment"):
         raise CompareError(f"--by {by}: use run, deployment or experiment")
-    keys = [r.name if by == "run" else deployment_of(r) if by == "deployment" else r.experiment for r in runs]
+    keys = [r.name if by == "run" else r.deployment if by == "deployment" else r.experiment for r in runs]
     out: dict[str, Group] = {}
     if pool:
         for key, r in zip(keys, runs):
@@ -273,20 +267,18 @@ def runs_table(groups_: list[Group]) -> pd.DataFrame:
     for g in groups_:
         for r in g.runs:
             m = r.manifest
-            cons = [t.summary.get("consistency") or {} for t in r.trials]
-            worst = [(t.summary.get("emulation_lateness_ms") or {}) for t in r.trials]
-            p99s = [w["worst_p99"] for w in worst if w.get("worst_p99") is not None]
+            checked = [t.violations for t in r.trials if t.violations is not None]
+            p99s = [t.lateness_p99 for t in r.trials if t.lateness_p99 is not None]
             rows.append({"label": g.label, "run": r.name, "experiment": r.experiment,
-                         "deployment": deployment_of(r), "rtt_scale": "/".join(f"{x:g}" for x in rtt_scales(r)),
+                         "deployment": r.deployment, "rtt_scale": "/".join(f"{x:g}" for x in rtt_scales(r)),
                          "systems": ", ".join(m.get("systems", [])),
                          "trials": f"{len(r.trials)} of {r.listed}" if r.listed not in (None, len(r.trials))
                          else str(len(r.trials)),
                          "status": m.get("status"),
-                         "failed ops": sum(t.summary.get("errors") or 0 for t in r.trials),
-                         "violations": sum(c.get("violations") or 0 for c in cons)
-                         if any("violations" in c for c in cons) else "not checked",
+                         "failed ops": sum(t.failed_ops for t in r.trials),
+                         "violations": sum(checked) if checked else "not checked",
                          "lateness p99": "-" if not p99s else f"{max(p99s):.1f} ms"
-                         + (" DEGRADED" if any(w.get("degraded") for w in worst) else ""),
+                         + (" DEGRADED" if any(t.degraded for t in r.trials) else ""),
                          "faults": "yes" if (m.get("config") or {}).get("faults") else "no",
                          "commit": str(m.get("git_commit", ""))[:12] + (" (dirty)" if m.get("git_dirty") else "")})
     return pd.DataFrame(rows)

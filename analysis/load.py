@@ -58,6 +58,29 @@ class Trial:
     def measured_s(self) -> float:
         return self.config["duration"]["measure_s"]
 
+    # What qualifies the trial's numbers, read from its summary (report and compare both show them).
+    @property
+    def checked_ops(self) -> int | None:
+        return (self.summary.get("consistency") or {}).get("checked_ops")
+
+    @property
+    def violations(self) -> int | None:
+        """Consistency violations; None when the history was not checked."""
+        return (self.summary.get("consistency") or {}).get("violations")
+
+    @property
+    def failed_ops(self) -> int:
+        return self.summary.get("errors") or 0
+
+    @property
+    def lateness_p99(self) -> float | None:
+        """The emulation's worst p99 lateness over DC pair classes, ms."""
+        return (self.summary.get("emulation_lateness_ms") or {}).get("worst_p99")
+
+    @property
+    def degraded(self) -> bool:
+        return bool((self.summary.get("emulation_lateness_ms") or {}).get("degraded"))
+
     def intervals(self) -> dict[str, list[Interval]]:
         """Every interval histogram of every client log, by datacenter (read once)."""
         if self._intervals is None:
@@ -117,6 +140,12 @@ class Run:
     @property
     def experiment(self) -> str:
         return self.manifest.get("experiment", "?")
+
+    @property
+    def deployment(self) -> str:
+        """local, emulab, ec2 (the provider of a remote inventory) or ssh."""
+        d = self.manifest.get("deployment") or {}
+        return str(d.get("provider") or d.get("kind") or "local")
 
 
 def _point_config(config: dict, point_values: dict) -> dict:

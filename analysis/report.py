@@ -89,24 +89,22 @@ def verdict_rows(runs: list[load.Run]) -> list[dict]:
     """Per trial: consistency, errors, emulation lateness and the summary's warnings."""
     out = []
     for t in load.trials_of(runs):
-        s = t.summary
-        cons = s.get("consistency") or {}
-        lat = s.get("emulation_lateness_ms") or {}
         problems = []
-        if cons.get("violations"):
-            problems.append(f"{cons['violations']} consistency violation(s)")
-        if s.get("errors"):
-            problems.append(f"{s['errors']} failed operation(s)")
-        if lat.get("degraded"):
+        if t.violations:
+            problems.append(f"{t.violations} consistency violation(s)")
+        if t.failed_ops:
+            problems.append(f"{t.failed_ops} failed operation(s)")
+        if t.degraded:
             problems.append("emulation degraded")
         out.append({
             "run": t.run, "point": t.point, "trial": t.trial, "system": t.system,
-            "consistency": (f"{cons['violations']} violations of {cons.get('checked_ops', '?')} checked operations"
-                            if "violations" in cons else "not checked"),
-            "errors": s.get("errors", 0),
-            "lateness p99": "-" if lat.get("worst_p99") is None else f"{lat['worst_p99']:.2f} ms"
-            + (" (degraded)" if lat.get("degraded") else ""),
-            "warnings": "; ".join(s.get("warnings") or []),
+            "consistency": ("not checked" if t.violations is None else
+                            f"{t.violations} violations of {t.checked_ops if t.checked_ops is not None else '?'}"
+                            " checked operations"),
+            "errors": t.failed_ops,
+            "lateness p99": "-" if t.lateness_p99 is None else f"{t.lateness_p99:.2f} ms"
+            + (" (degraded)" if t.degraded else ""),
+            "warnings": "; ".join(t.summary.get("warnings") or []),
             "bad": bool(problems), "problems": problems,
         })
     return out
@@ -143,10 +141,9 @@ def index(out_dir: Path, runs: list[load.Run], pages: list[Path], failures: dict
                  "<th>systems</th><th>commit</th></tr>")
     for r in runs:
         m = r.manifest
-        dep = m.get("deployment") or {}
         parts.append(f"<tr><td>{e(r.name)}</td><td>{e(r.experiment)}</td><td>{e(str(m.get('status')))}"
                      f"{e(': ' + m['reason']) if m.get('reason') else ''}</td>"
-                     f"<td>{e(str(dep.get('provider') or dep.get('kind') or '-'))}</td>"
+                     f"<td>{e(r.deployment)}</td>"
                      f"<td>{e(', '.join(m.get('systems', [])))}</td><td>{e(str(m.get('git_commit', ''))[:12])}"
                      f"{' (dirty)' if m.get('git_dirty') else ''}</td></tr>")
     parts.append("</table><h2>Consistency, errors, emulation</h2><table><tr><th>run</th><th>point</th>"

@@ -74,19 +74,19 @@ def _cdf_grid(data: pd.DataFrame, col: str, xlabel: str, ylabel: str, title: str
 
 
 def _smallest_rtt(runs) -> dict:
-    """The smallest RTT of each workload label: the paper's 60 ms x each of its runs'
+    """The smallest RTT of each workload label: its topology's smallest RTT x its
     rtt_scale (several when runs at different scales share a panel)."""
     out: dict[str, set] = {}
     for r in (runs if isinstance(runs, list) else [runs]):
         for t in r.trials:
             label = workload_label({"experiment": t.experiment, "point": t.point})
-            out.setdefault(label, set()).add(paper.SMALLEST_RTT_MS * claims.rtt_scale_of(t, r.manifest))
+            out.setdefault(label, set()).add(round(claims.smallest_rtt_of(t, r.manifest), 3))
     return {k: sorted(v) for k, v in out.items()}
 
 
 def rot_latency_cdf(runs) -> plt.Figure:
     """Read-only transaction latency CDFs, one panel per workload, one line per system (and
-    run); the dotted line is the workload's smallest RTT (60 ms x its rtt_scale)."""
+    run); the dotted line is the workload's smallest RTT (its topology's, x its rtt_scale)."""
     data = load.cdf_frame(runs, "rot")
     if data.empty:
         raise MissingData("no read-only transactions were measured in these runs")
@@ -112,9 +112,9 @@ def _order_labels(labels) -> list[str]:
 
 def fig9_table(runs) -> pd.DataFrame:
     """Peak throughput per Fig. 9 setting and system from the load sweeps among the runs
-    (the best point of each sweep over clients.threads_per_dc whose emulation was not
-    degraded, as bench-throughput picks it), with K2/RAD and K2/PaRiS* at peak beside the
-    paper's K2/RAD and how many points were left out."""
+    (claims.peaks: as bench-throughput picks it), with K2/RAD and K2/PaRiS* at peak beside
+    the paper's K2/RAD, each sweep's points (degraded ones in brackets) and the systems
+    whose sweep ran out before a rule stopped it (its best point is not a peak)."""
     p = claims.peaks(runs)
     if p.empty:
         raise MissingData("no load sweep in these runs: Fig. 9 needs peaks (make bench-throughput, or "
@@ -126,8 +126,9 @@ def fig9_table(runs) -> pd.DataFrame:
         for system in by.index:
             row[f"{_label(system)} ops/s"] = round(float(by.loc[system, "ops_per_s"]))
             row[f"{_label(system)} at"] = by.loc[system, "point"]
-        row["points (degraded, left out)"] = ", ".join(
+        row["points (degraded)"] = ", ".join(
             f"{_label(x)} {by.loc[x, 'points']} ({by.loc[x, 'degraded_points']})" for x in by.index)
+        row["not a peak"] = ", ".join(_label(x) for x in by.index if not by.loc[x, "is_peak"]) or "-"
         for other in ("rad", "paris-star"):
             if "k2" in by.index and other in by.index:
                 row[f"K2/{_label(other)}"] = round(by.loc["k2", "ops_per_s"] / by.loc[other, "ops_per_s"], 2)
@@ -148,11 +149,13 @@ def fig9_peaks(runs) -> plt.Figure:
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, 4.2))
     several = p["run"].nunique() > 1
     p["where"] = p["setting"] + (" - " + p["run"] if several else "")
+    short = p.groupby("where")["is_peak"].transform("all")  # a system's sweep ran out: marked *
+    p["where"] = p["where"] + short.map({True: "", False: " *"})
     sns.barplot(data=p, x="where", y="ops_per_s", hue="System", hue_order=_order_labels(p["System"]),
                 palette=PALETTE, ax=ax1, errorbar=None)
     ax1.set_xlabel("setting" + (" - run" if several else ""))
     ax1.set_ylabel("peak throughput (ops/s)")
-    ax1.set_title("These runs: peak of each load sweep")
+    ax1.set_title("These runs: peak of each load sweep" + ("" if short.all() else "\n* a sweep ran out: not a peak"))
     ax1.tick_params(axis="x", rotation=20)
     ref = pd.DataFrame([{"setting": k, "System": _label(s), "ktxn": v}
                         for s, cols in paper.FIG9_KTXN_PER_S.items() for k, v in cols.items()])

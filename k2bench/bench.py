@@ -34,6 +34,7 @@ from pathlib import Path
 
 import yaml
 
+from analysis import paper
 from analysis.paper import FIG9_KTXN_PER_S, FIG9_SETTINGS
 
 from . import cpu, rundir
@@ -365,6 +366,29 @@ def ratio(a: dict | None, b: dict | None) -> float | None:
 def paper_ratio(setting: str) -> float | None:
     k2, rad = FIG9_KTXN_PER_S["k2"].get(setting), FIG9_KTXN_PER_S["rad"].get(setting)
     return None if k2 is None or rad is None else k2 / rad
+
+
+def ratio_rows(climbs: list[Climb], settings: list[str]) -> list[tuple[str, ...]]:
+    """The ratio table's rows: per setting K2/RAD here, by busiest server and in the paper,
+    the orders here and in the paper (``paper.order``: a tie within 10% here, 5% there;
+    "DIFFERS" when they differ) and K2/PaRiS*; a ratio with a DISTURBED peak in it is starred."""
+    by = {(c.setting, c.system): c.peak for c in climbs}
+    shaky = {(c.setting, c.system) for c in climbs if c.disturbed}
+
+    def mark(v, setting, *systems):
+        return "-" if v is None else f"{v:.2f}" + ("*" if any((setting, x) in shaky for x in systems) else "")
+    rows = []
+    for s in settings:
+        here, theirs = ratio(by.get((s, "k2")), by.get((s, "rad"))), paper_ratio(s)
+        bound = busiest_server_ratio(by.get((s, "k2")), by.get((s, "rad")))
+        kp = ratio(by.get((s, "k2")), by.get((s, "paris-star")))
+        orders = "-"
+        if here is not None and theirs is not None:
+            a, b = paper.order(here, paper.TIE_HERE), paper.order(theirs, paper.TIE_PAPER)
+            orders = f"{a} / {b}" + ("" if a == b else ": DIFFERS")
+        rows.append((s, mark(here, s, "k2", "rad"), mark(bound, s, "k2", "rad"), mark(theirs, s), orders,
+                     mark(kp, s, "k2", "paris-star")))
+    return rows
 
 
 def cpu_rows(climbs: list[Climb]) -> tuple[list[str], list[tuple[str, dict]]]:

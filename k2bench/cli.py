@@ -281,9 +281,6 @@ def cmd_bench_throughput(args) -> int:
     console.print(machine)
     for line in by_type:
         console.print(line, soft_wrap=True, markup=False, highlight=False)
-    by = {(c.setting, c.system): c.peak for c in climbs}
-    shaky = {(c.setting, c.system) for c in climbs if c.disturbed}
-    from analysis.paper import TIE_HERE, TIE_PAPER, order
     t = Table(title="Fig. 9 ratios at peak (this machine vs the paper's 24 servers; the paper has no PaRiS* column; "
                     "order: K2/RAD within 10% here, 5% in the paper, is a tie; "
                     "by busiest server: the ratio if each system's busiest server thread, on a core of its own, "
@@ -291,18 +288,8 @@ def cmd_bench_throughput(args) -> int:
     for col in ("setting", "K2/RAD here", "K2/RAD by busiest server", "K2/RAD paper", "order here / paper",
                 "K2/PaRiS* here"):
         t.add_column(col, justify="right" if col != "setting" else "left")
-
-    def mark(v, setting, *systems):  # a ratio, starred when a peak in it is DISTURBED
-        return "-" if v is None else f"{v:.2f}" + ("*" if any((setting, x) in shaky for x in systems) else "")
-    for s in settings:
-        here, paper = bench.ratio(by.get((s, "k2")), by.get((s, "rad"))), bench.paper_ratio(s)
-        bound = bench.busiest_server_ratio(by.get((s, "k2")), by.get((s, "rad")))
-        kp = bench.ratio(by.get((s, "k2")), by.get((s, "paris-star")))
-        orders = "-" if here is None or paper is None else (
-            f"{order(here, TIE_HERE)} / {order(paper, TIE_PAPER)}"
-            + ("" if order(here, TIE_HERE) == order(paper, TIE_PAPER) else ": DIFFERS"))
-        t.add_row(s, mark(here, s, "k2", "rad"), mark(bound, s, "k2", "rad"), mark(paper, s), orders,
-                  mark(kp, s, "k2", "paris-star"))
+    for row in bench.ratio_rows(climbs, settings):
+        t.add_row(*row)
     console.print(t)
     if echo:
         console.print(bench.echo_line(echo, climbs), soft_wrap=True, markup=False, highlight=False)

@@ -108,7 +108,7 @@ bench-emulation: $(JAR)
 	java -XX:+UseZGC -jar $(JAR) bench-emulation --out $$dir; \
 	ln -sfn $$(basename $$dir) runs/latest
 
-# SETTINGS="default" (or a comma list) climbs fewer Fig. 9 settings than all six (~36 min each);
+# SETTINGS="default" (or a comma list) climbs fewer Fig. 9 settings than all six (~1 h each);
 # RESUME=runs/<stamp>_bench-throughput continues an interrupted bench.
 bench-throughput: $(JAR) $(VENV)/.installed
 	$(VENV)/bin/k2bench bench-throughput $(if $(SETTINGS),--settings "$(SETTINGS)") $(if $(RESUME),--resume "$(RESUME)")

@@ -124,14 +124,16 @@ def fig9_table(runs) -> pd.DataFrame:
         by = g.set_index("system")
         row = {"run": run, "setting": setting}
         for system in by.index:
-            row[f"{_label(system)} ops/s"] = round(float(by.loc[system, "ops_per_s"]))
+            ops = by.loc[system, "ops_per_s"]
+            row[f"{_label(system)} ops/s"] = None if pd.isna(ops) else round(float(ops))
             row[f"{_label(system)} at"] = by.loc[system, "point"]
         row["points (degraded)"] = ", ".join(
             f"{_label(x)} {by.loc[x, 'points']} ({by.loc[x, 'degraded_points']})" for x in by.index)
         row["not a peak"] = ", ".join(_label(x) for x in by.index if not by.loc[x, "is_peak"]) or "-"
         for other in ("rad", "paris-star"):
             if "k2" in by.index and other in by.index:
-                row[f"K2/{_label(other)}"] = round(by.loc["k2", "ops_per_s"] / by.loc[other, "ops_per_s"], 2)
+                r = by.loc["k2", "ops_per_s"] / by.loc[other, "ops_per_s"]
+                row[f"K2/{_label(other)}"] = None if pd.isna(r) else round(float(r), 2)
         ref = paper.FIG9_KTXN_PER_S
         row["paper K2/RAD"] = round(ref["k2"][setting] / ref["rad"][setting], 2) \
             if isinstance(setting, str) and setting in ref["k2"] else None

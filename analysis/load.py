@@ -81,6 +81,13 @@ class Trial:
     def degraded(self) -> bool:
         return bool((self.summary.get("emulation_lateness_ms") or {}).get("degraded"))
 
+    @property
+    def disturbed(self) -> bool:
+        """The hypervisor took more than its limit of the machine's time in the window
+        (k2bench.cpu.STEAL_LIMIT): a rule this trial broke says nothing of the system."""
+        from k2bench import cpu
+        return (cpu.steal_share(self.summary.get("cpu")) or 0.0) > cpu.STEAL_LIMIT
+
     def intervals(self) -> dict[str, list[Interval]]:
         """Every interval histogram of every client log, by datacenter (read once)."""
         if self._intervals is None:

@@ -2,6 +2,8 @@
 to a run, not targets to tune to."""
 from __future__ import annotations
 
+import math
+
 # Fig. 9: peak throughput in K txn/s with 24 servers, the default setting and one
 # parameter changed at a time.
 FIG9_KTXN_PER_S = {
@@ -18,8 +20,11 @@ TIE_HERE, TIE_PAPER = 0.10, 0.05
 
 
 def order(ratio: float, tie: float) -> str:
-    """K2/RAD as an order: "tie" within ``tie`` of 1, else who is ahead."""
-    return "tie" if abs(ratio - 1) < tie else "K2 ahead" if ratio > 1 else "RAD ahead"
+    """K2/RAD as an order: "tie" when either is ahead by less than ``tie`` (0.10: K2/RAD
+    between 1/1.1 and 1.1, the same band seen from either side), else who is ahead."""
+    if not ratio > 0:
+        raise ValueError(f"K2/RAD must be a positive ratio, got {ratio!r}")
+    return "tie" if abs(math.log(ratio)) < math.log1p(tie) else "K2 ahead" if ratio > 1 else "RAD ahead"
 
 
 # The setting of each Fig. 9 column as experiment-file values (the paper's defaults elsewhere).

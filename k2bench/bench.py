@@ -64,9 +64,14 @@ class Climb:
     failed: str | None = None
     disturbed: bool = False  # a point that stopped it or failed in its refinement was disturbed in every attempt
 
+    @property
+    def is_peak(self) -> bool:
+        """The climb stopped by a rule, has a best point before it, and was not disturbed."""
+        return self.stop is not None and self.peak is not None and not self.disturbed and not self.failed
+
     def as_json(self) -> dict:
         return {"setting": self.setting, "system": self.system, "points": self.points, "stop": self.stop,
-                "peak": self.peak, "is_peak": self.stop is not None and self.peak is not None and not self.disturbed,
+                "peak": self.peak, "is_peak": self.is_peak,
                 "disturbed": self.disturbed, "failed": self.failed, "peak_costs": op_costs(self.peak)}
 
 
@@ -371,9 +376,11 @@ def paper_ratio(setting: str) -> float | None:
 def ratio_rows(climbs: list[Climb], settings: list[str]) -> list[tuple[str, ...]]:
     """The ratio table's rows: per setting K2/RAD here, by busiest server and in the paper,
     the orders here and in the paper (``paper.order``: a tie within 10% here, 5% there;
-    "DIFFERS" when they differ) and K2/PaRiS*; a ratio with a DISTURBED peak in it is starred."""
+    "DIFFERS" when they differ; not judged unless both K2's and RAD's climbs reached a peak)
+    and K2/PaRiS*; a ratio with a DISTURBED peak in it is starred."""
     by = {(c.setting, c.system): c.peak for c in climbs}
     shaky = {(c.setting, c.system) for c in climbs if c.disturbed}
+    peaked = {(c.setting, c.system) for c in climbs if c.is_peak}
 
     def mark(v, setting, *systems):
         return "-" if v is None else f"{v:.2f}" + ("*" if any((setting, x) in shaky for x in systems) else "")
@@ -383,7 +390,10 @@ def ratio_rows(climbs: list[Climb], settings: list[str]) -> list[tuple[str, ...]
         bound = busiest_server_ratio(by.get((s, "k2")), by.get((s, "rad")))
         kp = ratio(by.get((s, "k2")), by.get((s, "paris-star")))
         orders = "-"
-        if here is not None and theirs is not None:
+        if here is not None and not {(s, "k2"), (s, "rad")} <= peaked:
+            orders = "not judged: " + " and ".join(x.upper() for x in ("k2", "rad") if (s, x) not in peaked) \
+                + " not a peak"
+        elif here is not None and theirs is not None:
             a, b = paper.order(here, paper.TIE_HERE), paper.order(theirs, paper.TIE_PAPER)
             orders = f"{a} / {b}" + ("" if a == b else ": DIFFERS")
         rows.append((s, mark(here, s, "k2", "rad"), mark(bound, s, "k2", "rad"), mark(theirs, s), orders,

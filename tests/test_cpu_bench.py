@@ -165,18 +165,24 @@ def test_a_degraded_point_stops_the_climb_and_is_never_the_peak():
 
 
 def test_the_ratio_table_names_each_order_and_where_it_differs_from_the_papers():
-    def climb(setting, system, ops, disturbed=False):
+    def climb(setting, system, ops, disturbed=False, stop="emulation degraded"):
         c = bench.Climb(setting, system)
-        c.peak, c.disturbed = {"ops_per_s": ops, "cpu": None}, disturbed
+        c.peak, c.disturbed, c.stop = {"ops_per_s": ops, "cpu": None}, disturbed, stop
         return c
     climbs = [climb("default", "k2", 4_862), climb("default", "rad", 4_895), climb("default", "paris-star", 3_957),
               climb("zipf 1.4", "k2", 5_448), climb("zipf 1.4", "rad", 3_327, disturbed=True),
               climb("f=3", "k2", 3_625), climb("f=3", "rad", 3_437)]
     rows = {r[0]: r for r in bench.ratio_rows(climbs, ["default", "zipf 1.4", "f=3", "f=1"])}
     assert rows["default"] == ("default", "0.99", "-", "1.68", "tie / K2 ahead: DIFFERS", "1.23")
-    assert rows["zipf 1.4"][1] == "1.64*" and rows["zipf 1.4"][4] == "K2 ahead / K2 ahead"
+    # a DISTURBED peak is starred and its order not judged; so is a climb that ran out
+    assert rows["zipf 1.4"][1] == "1.64*" and rows["zipf 1.4"][4] == "not judged: RAD not a peak"
     assert rows["f=3"][4] == "tie / tie"  # 1.05 here, 53.7/51.9 = 1.03 in the paper
     assert rows["f=1"][1:] == ("-", "-", "1.80", "-", "-")
+    climbs[0].stop = None  # K2's default climb reached the ladder's top
+    assert bench.ratio_rows(climbs, ["default"])[0][4] == "not judged: K2 not a peak"
+    climbs[0].stop = "emulation degraded"
+    climbs[4] = climb("zipf 1.4", "rad", 3_327)
+    assert bench.ratio_rows(climbs, ["zipf 1.4"])[0][4] == "K2 ahead / K2 ahead"
 
 
 def test_ratios_and_the_papers():

@@ -341,9 +341,10 @@ def compare(paths: list[str], by: str = "run", pool: bool = False, out: str | No
     bad = table_runs[(table_runs["failed ops"] > 0) | table_runs["lateness p99"].str.contains("DEGRADED")
                      | table_runs["violations"].map(lambda v: isinstance(v, int) and v > 0)]
     for r in bad.to_dict("records"):
-        notes.append(f"{r['run']}: {r['failed ops']} failed operations (not in its latencies), "
-                     f"{r['violations']} consistency violations, emulation lateness p99 {r['lateness p99']}: "
-                     "read its numbers with that in mind.")
+        what = [f"{r['failed ops']} failed operations (not in its latencies)" if r["failed ops"] else "",
+                f"{r['violations']} consistency violations" if isinstance(r["violations"], int) and r["violations"]
+                else "", f"emulation lateness p99 {r['lateness p99']}" if "DEGRADED" in r["lateness p99"] else ""]
+        notes.append(f"{r['run']}: " + ", ".join(w for w in what if w) + ": read its numbers with that in mind.")
     figure = None
     if not cdfs.empty:
         fig = overlay_figure(cdfs)

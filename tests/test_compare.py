@@ -147,3 +147,21 @@ def test_the_command_refuses_what_it_cannot_compare(tmp_path, capsys):
     assert cli.main(["compare", str(A), str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip()
     assert err.endswith("not a run directory (no manifest.json)") and "\n" not in err
+
+
+def test_a_run_with_a_degraded_emulation_or_failures_gets_a_note_naming_only_what_went_wrong(tmp_path):
+    import shutil
+    from k2bench import cli
+
+    bad = tmp_path / "bad"
+    shutil.copytree(B, bad)
+    path = next(bad.glob("rad/**/summary.json"))
+    s = json.loads(path.read_text())
+    s["emulation_lateness_ms"] = (s.get("emulation_lateness_ms") or {}) | {"degraded": True, "worst_p99": 9.0}
+    path.write_text(json.dumps(s))
+    out = tmp_path / "cmp"
+    assert cli.main(["compare", str(A), str(bad), "--out", str(out)]) == 0
+    page = (out / "index.html").read_text()
+    assert "bad: emulation lateness p99 9.0 ms DEGRADED: read its numbers with that in mind." in page
+    assert "failed operations" not in page.split("bad: emulation")[1].split("</p>")[0]
+    assert "<p class='note'>run-analysis: " not in page, "the good run gets no note"

@@ -293,27 +293,23 @@ TIE = paper.TIE_HERE
 RETRY_DIR = re.compile(r"\.retry\d+$")
 
 
-def _bench_climbs(run_dir: Path) -> dict | None:
+def _bench_record(run_dir: Path) -> dict | None:
+    """The bench's throughput.json beside a setting's run directory (``<bench>/<setting>/``),
+    read once per run; None for any other run."""
+    path = run_dir.parent / "throughput.json"
+    try:
+        return json.loads(path.read_text()) if path.exists() else None
+    except ValueError:
+        return None
+
+
+def _bench_climbs(run_dir: Path, record: dict | None) -> dict | None:
     """The climbs ``make bench-throughput`` recorded for the setting whose run directory
-    this is (``<bench>/<setting>/``, with ``<bench>/throughput.json``), by system; None for
-    any other run."""
+    this is, by system; None for any other run."""
     from k2bench import bench
-    path = run_dir.parent / "throughput.json"
-    if not path.exists():
+    if record is None:
         return None
-    try:
-        doc = json.loads(path.read_text())
-    except ValueError:
-        return None
-    return {c["system"]: c for c in doc.get("climbs") or [] if bench.slug(c["setting"]) == run_dir.name}
-
-
-def _bench_interrupted(run_dir: Path) -> bool:
-    path = run_dir.parent / "throughput.json"
-    try:
-        return path.exists() and bool(json.loads(path.read_text()).get("interrupted"))
-    except ValueError:
-        return False
+    return {c["system"]: c for c in record.get("climbs") or [] if bench.slug(c["setting"]) == run_dir.name}
 
 
 def _replay(points: list[dict]) -> tuple[list[dict], str | None, bool]:
@@ -346,11 +342,12 @@ def peaks(runs, ws: list[Workload] | None = None) -> pd.DataFrame:
     "(other) <non-load values>"."""
     runs = runs if isinstance(runs, list) else [runs]
     dirs = {r.name: Path(r.dir) for r in runs}
+    records = {name: _bench_record(d) for name, d in dirs.items()}
     groups: dict[tuple, list[dict]] = {}
     for w in ws if ws is not None else workloads(runs):
         if "clients.threads_per_dc" not in w.sweep_axes:
             continue
-        if w.run in dirs and RETRY_DIR.search(dirs[w.run].name) and (dirs[w.run].parent / "throughput.json").exists():
+        if w.run in dirs and RETRY_DIR.search(dirs[w.run].name) and records[w.run] is not None:
             continue
         for system, p in w.systems.items():
             if p["throughput_ops_per_s"] is not None:
@@ -359,8 +356,8 @@ def peaks(runs, ws: list[Workload] | None = None) -> pd.DataFrame:
                     "ops_per_s": p["throughput_ops_per_s"], "rot_p50_ms": p["rot_p50_ms"],
                     "rot_p99_ms": p["rot_p99_ms"], "degraded": w.degraded.get(system, False),
                     "disturbed": w.disturbed.get(system, False), "lateness_p99_ms": w.lateness.get(system)})
-    climbs = {name: _bench_climbs(d) for name, d in dirs.items()}
-    interrupted = {name for name, d in dirs.items() if _bench_interrupted(d)}
+    climbs = {name: _bench_climbs(d, records[name]) for name, d in dirs.items()}
+    interrupted = {name for name, rec in records.items() if rec and rec.get("interrupted")}
     rows = []
     for (run, setting, system), points in groups.items():
         points.sort(key=lambda q: q["threads"])

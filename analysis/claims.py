@@ -31,7 +31,6 @@ FIG8 = FIG8_PANELS | {"default", "tao"}
 TWO_ROUNDS = frozenset({"zipf 1.4", "write 5%", "f=1"})  # "high skew, high write percentage, low replication factor"
 WRITES_01_TO_5 = frozenset({"default", "write 5%", "write 0.1%"})  # staleness: "write percentages between 0.1-5%"
 LOAD_AXES = ("clients.threads_per_dc", "clients.target_ops_per_s_per_dc")
-LABEL = {"k2": "K2", "rad": "RAD", "paris-star": "PaRiS*"}
 
 
 def rtt_scale_of(trial: load.Trial, manifest: dict | None = None) -> float:
@@ -96,7 +95,7 @@ class Workload:
         at medium load, §VII-B "Methodology"; no faults; no mutant) for a claim about
         ``systems``, whose emulation must also have been on time, or None. Another
         system's degraded emulation does not leave it out: its trial ran on its own."""
-        late = [LABEL.get(x, x) for x in systems if self.degraded.get(x)]
+        late = [paper.SYSTEM_LABEL.get(x, x) for x in systems if self.degraded.get(x)]
         why = [w for w, bad in (("faults", self.faults), ("a load sweep", self.load_sweep),
                                 ("closed loop", self.closed_loop and not self.load_sweep),
                                 (f"mutant {self.mutant}", self.mutant),
@@ -193,7 +192,7 @@ def _all_local(system, lo, hi):
 
 
 def _baselines_all_local_tao(w):
-    got = {name: v for name, system in (("RAD", "rad"), ("PaRiS*", "paris-star"))
+    got = {paper.SYSTEM_LABEL[system]: v for system in ("rad", "paris-star")
            if (v := _get(w, system, "all_local_fraction")) is not None}
     if not got:
         return None

@@ -10,7 +10,7 @@ import seaborn as sns
 from . import claims, load, paper
 
 SYSTEM_ORDER = ["k2", "paris-star", "rad"]
-SYSTEM_LABEL = {"k2": "K2", "paris-star": "PaRiS*", "rad": "RAD"}
+SYSTEM_LABEL = paper.SYSTEM_LABEL
 PALETTE = {"K2": "#1f77b4", "PaRiS*": "#2ca02c", "RAD": "#d62728"}
 
 

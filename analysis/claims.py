@@ -404,15 +404,15 @@ def _throughput_claim(p: pd.DataFrame):
     several = p["run"].nunique() > 1
     for (run, setting), g in p.groupby(["run", "setting"], sort=False):
         by = g.set_index("system")
-        ref = paper.FIG9_KTXN_PER_S
-        if "k2" not in by.index or "rad" not in by.index or setting not in ref["k2"]:
+        theirs = paper.fig9_ratio(setting)
+        if "k2" not in by.index or "rad" not in by.index or theirs is None:
             continue
-        mine, theirs = by.loc["k2", "ops_per_s"] / by.loc["rad", "ops_per_s"], ref["k2"][setting] / ref["rad"][setting]
+        mine = by.loc["k2", "ops_per_s"] / by.loc["rad", "ops_per_s"]
         where = f"{run + ': ' if several else ''}{setting}: " + ("-" if pd.isna(mine) else f"{mine:.2f}")
         not_peak = [x for x in ("k2", "rad") if not by.loc[x, "is_peak"]]
         if not_peak:
             texts.append(f"{where} (paper {theirs:.2f}; not checked: no peak for "
-                         + " and ".join("K2" if x == "k2" else "RAD" for x in not_peak) + ")")
+                         + " and ".join(paper.SYSTEM_LABEL[x] for x in not_peak) + ")")
             continue
         here, there = paper.order(mine, paper.TIE_HERE), paper.order(theirs, paper.TIE_PAPER)
         texts.append(f"{where}, {here} (paper {theirs:.2f}, {there})")

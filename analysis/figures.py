@@ -134,9 +134,8 @@ def fig9_table(runs) -> pd.DataFrame:
             if "k2" in by.index and other in by.index:
                 r = by.loc["k2", "ops_per_s"] / by.loc[other, "ops_per_s"]
                 row[f"K2/{_label(other)}"] = None if pd.isna(r) else round(float(r), 2)
-        ref = paper.FIG9_KTXN_PER_S
-        row["paper K2/RAD"] = round(ref["k2"][setting] / ref["rad"][setting], 2) \
-            if isinstance(setting, str) and setting in ref["k2"] else None
+        theirs = paper.fig9_ratio(setting) if isinstance(setting, str) else None
+        row["paper K2/RAD"] = None if theirs is None else round(theirs, 2)
         rows.append(row)
     return pd.DataFrame(rows)
 

@@ -13,6 +13,14 @@ FIG9_KTXN_PER_S = {
             "zipf 0.9": 85.4, "zipf 1.4": 14.8, "cache 1%": 24.8, "cache 15%": 24.8},
 }
 
+
+
+def fig9_ratio(setting) -> float | None:
+    """The paper's K2/RAD at peak in a Fig. 9 setting, or None for a setting it did not run."""
+    k2, rad = FIG9_KTXN_PER_S["k2"].get(setting), FIG9_KTXN_PER_S["rad"].get(setting)
+    return None if k2 is None or rad is None else k2 / rad
+
+
 # How the systems are named on figures and tables.
 SYSTEM_LABEL = {"k2": "K2", "paris-star": "PaRiS*", "rad": "RAD"}
 

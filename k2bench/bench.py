@@ -35,7 +35,7 @@ from pathlib import Path
 import yaml
 
 from analysis import paper
-from analysis.paper import FIG9_KTXN_PER_S, FIG9_SETTINGS
+from analysis.paper import FIG9_SETTINGS, fig9_ratio
 
 from . import cpu, rundir
 from .errors import ConfigError
@@ -368,11 +368,6 @@ def ratio(a: dict | None, b: dict | None) -> float | None:
     return a["ops_per_s"] / b["ops_per_s"]
 
 
-def paper_ratio(setting: str) -> float | None:
-    k2, rad = FIG9_KTXN_PER_S["k2"].get(setting), FIG9_KTXN_PER_S["rad"].get(setting)
-    return None if k2 is None or rad is None else k2 / rad
-
-
 def ratio_rows(climbs: list[Climb], settings: list[str]) -> list[tuple[str, ...]]:
     """The ratio table's rows: per setting K2/RAD here, by busiest server and in the paper,
     the orders here and in the paper (``paper.order``: a tie within 10% here, 5% there;
@@ -386,7 +381,7 @@ def ratio_rows(climbs: list[Climb], settings: list[str]) -> list[tuple[str, ...]
         return "-" if v is None else f"{v:.2f}" + ("*" if any((setting, x) in shaky for x in systems) else "")
     rows = []
     for s in settings:
-        here, theirs = ratio(by.get((s, "k2")), by.get((s, "rad"))), paper_ratio(s)
+        here, theirs = ratio(by.get((s, "k2")), by.get((s, "rad"))), fig9_ratio(s)
         bound = busiest_server_ratio(by.get((s, "k2")), by.get((s, "rad")))
         kp = ratio(by.get((s, "k2")), by.get((s, "paris-star")))
         orders = "-"

@@ -43,6 +43,9 @@ SCHEMA: dict[str, dict[str, tuple]] = {
         "rtt_scale": (float, 1.0, _POS),
         "intra_dc_delay_ms": (float, None, _NONNEG),
         "jitter_ms": (float, None, _NONNEG),
+        # None: as the topology file says (groups when it says nothing).
+        "placement": (str, None, lambda v: None if v in ("groups", "partitions") else "must be groups or partitions"),
+        "partitions": (int, None, _ATLEAST1),
     },
     # "dist": an integer, or a discrete distribution {value: probability, ...}.
     "workload": {

@@ -143,10 +143,12 @@ def topology_doc(env: Env, cfg: dict) -> dict:
         raise ConfigError("topology.file", f"{path} does not exist") from None
     if not isinstance(doc, dict):
         raise ConfigError("topology.file", f"{path} is not a topology mapping")
-    for key in ("servers_per_dc", "replication_factor", "intra_dc_delay_ms", "jitter_ms"):
+    for key in ("servers_per_dc", "replication_factor", "intra_dc_delay_ms", "jitter_ms", "placement", "partitions"):
         if t[key] is not None:
             doc[key] = t[key]
     doc["rtt_scale"] = float(doc.get("rtt_scale", 1.0)) * t["rtt_scale"]
+    if t["placement"] == "groups":
+        doc.pop("partitions", None)  # the file's partition count does not apply to groups
     return doc
 
 
@@ -174,26 +176,55 @@ def check_topology(env: Env, doc: dict, source: str = "the topology") -> dict:
         return json.loads(env.check_output("topology", str(tmp)))
     except ConfigError as e:
         mine = lambda text: text.replace(str(tmp), source).replace(tmp.name, source)  # noqa: E731
-        raise ConfigError(f"topology {source} ({mine(e.field)})", mine(e.problem)) from None
+        field, problem = mine(e.field), mine(e.problem)
+        if field == source and ": " in problem:  # the loader's "<file>: <field>: <problem>"
+            field, problem = problem.split(": ", 1)
+        raise ConfigError(f"topology {source} ({field})", problem) from None
     finally:
         tmp.unlink()
 
 
+def resolve_topology(env: Env, cfg: dict, cache: dict | None = None) -> dict:
+    """A point's topology as the servers' own loader resolves it (``check_topology``, with
+    placeholder ports), once per distinct topology when ``cache`` is given."""
+    doc = topology_doc(env, cfg)
+    key = json.dumps(doc, sort_keys=True, default=str)
+    if cache is not None and key in cache:
+        return cache[key]
+    n = len(doc.get("datacenters") or []) * int(doc.get("servers_per_dc") or 0)
+    resolved = check_topology(env, with_ports(doc, list(range(20000, 20000 + n))), cfg["topology"]["file"])
+    if cache is not None:
+        cache[key] = resolved
+    return resolved
+
+
+def placement_of(resolved: dict) -> dict:
+    """What a trial records of its placement (manifest ``trials[].placement``)."""
+    return {k: resolved[k] for k in ("placement", "partitions", "first_replica_dcs")}
+
+
 def validate(env: Env, exp: dict) -> dict:
-    """Everything that can be checked before a process starts; returns the resolved topology."""
-    resolved = None
+    """Everything that can be checked before a process starts; returns the first point's
+    resolved topology. Every point's topology is checked (a sweep may change it), and every
+    system against its placement."""
+    first, cache = None, {}
     for _, cfg in points(exp):
+        resolved = resolve_topology(env, cfg, cache)
+        first = first or resolved
+        for system in exp["systems"]:
+            runs_on = env.system_info.get(system, {}).get("placements", [])
+            if resolved["placement"] not in runs_on:
+                raise ConfigError("systems", f"{system} does not run on placement: {resolved['placement']} "
+                                  f"(topology {cfg['topology']['file']}; it runs on {', '.join(runs_on) or 'nothing'}); "
+                                  "choose other systems or another placement")
         doc = topology_doc(env, cfg)
-        n = len(doc.get("datacenters") or []) * int(doc.get("servers_per_dc") or 0)
-        resolved = resolved or check_topology(env, with_ports(doc, list(range(20000, 20000 + n))),
-                                              cfg["topology"]["file"])
         if isinstance(doc.get("datacenters"), list) and isinstance(doc.get("servers_per_dc"), int):
             env.deployment.topology(doc, doc["servers_per_dc"])  # the inventory fits the topology
             check_fault_targets(cfg["faults"], doc["datacenters"], doc["servers_per_dc"])
             check_pacing(exp, cfg, client_processes(env.deployment, doc["datacenters"]))
     if not env.jar.exists():
         raise ConfigError("jar", f"{env.jar} is missing; run `make build`")
-    return resolved
+    return first
 
 
 def client_processes(dep: Deployment, dcs: list[str]) -> dict[str, int]:
@@ -255,6 +286,7 @@ class Trial:
     server_processes: str | None = None  # server.processes as run (auto resolved)
     server_jvm_args: list | None = None
     client_split: str | None = None  # clients.processes as run (auto resolved)
+    placement: dict | None = None  # placement_of(the resolved topology)
 
 
 class Orchestrator:
@@ -416,12 +448,17 @@ class Orchestrator:
 
             # Load: each datacenter's loader writes the keys it can write locally (those
             # whose first replica it is), so loading costs no wide-area round in any system.
-            # Only the first replica group's datacenters (index modulo f = 0) hold
-            # first replicas; loaders elsewhere would write nothing and only take the CPU
-            # of a JVM start from the others (the count check below catches a mismatch).
+            # Only the datacenters the placement gives first replicas run one (with groups,
+            # the first group's: index modulo f = 0); loaders elsewhere would write nothing
+            # and only take the CPU of a JVM start from the others (the count check below
+            # catches a mismatch).
             loaders = []
+            # (A trial built without its resolved placement, as tests with stand-in processes
+            # do, loads from every datacenter: each writes only its first replicas, right for
+            # any placement, at the cost of idle loaders.)
+            first = t.placement["first_replica_dcs"] if t.placement else dcs
             for i, dc in enumerate(dcs):
-                if i % int(doc.get("replication_factor", 1)):
+                if dc not in first:
                     continue
                 slot = dep.clients(dc)[0]
                 props = self._client_props(t, cfg, slot.host.path(topo_rel), dc,
@@ -666,10 +703,13 @@ class Orchestrator:
         # Every trial of the run and where it lives, so readers (analysis/) never parse
         # directory names.
         dcs = topology_doc(self.env, exp)["datacenters"]
+        resolved: dict = {}
+        placement = {pid: placement_of(resolve_topology(self.env, cfg, resolved)) for pid, cfg in points(exp)}
         manifest["trials"] = [
             {"system": system, "point": pid, "point_values": point_values(exp, cfg), "trial": k,
              "dir": str(trial_dir(run_dir, system, pid, k, exp["trials"]).relative_to(run_dir)),
-             "client_logs": {dc: [f"clients/{s.name}.hlog" for s in dep.clients(dc)] for dc in dcs}}
+             "client_logs": {dc: [f"clients/{s.name}.hlog" for s in dep.clients(dc)] for dc in dcs},
+             "placement": placement[pid]}
             for pid, cfg, system, k in trials]
         self.progress.start(exp["name"], len(trials), eta_per_trial(exp))
         status, reason, code = "completed", None, 0
@@ -688,7 +728,8 @@ class Orchestrator:
                 if tdir.exists():
                     shutil.rmtree(tdir)  # a trial that did not finish starts over
                 self.progress.begin_trial(i, system, pid, k)
-                self.run_trial(Trial(system, pid, k, cfg, tdir, str(tdir.relative_to(run_dir))), manifest)
+                self.run_trial(Trial(system, pid, k, cfg, tdir, str(tdir.relative_to(run_dir)),
+                                     placement=placement[pid]), manifest)
                 rundir.write_json(manifest_path, manifest)
             for pid, cfg in points(exp):
                 for system in exp["systems"]:

@@ -173,3 +173,38 @@ def test_a_client_whose_init_failed_fails_the_trial_at_once_saying_why(tmp_path,
     # not "clients not ready after 300 s": the error YCSB printed, as soon as it printed it
     assert re.search(r"^client-\w+ failed before it was ready: servers.VA\[0\]: server 127.0.0.1:7000 did not "
                      r"answer a ping within 3000 ms$", str(e.value)), str(e.value)
+
+
+def test_validate_refuses_a_system_on_a_placement_it_does_not_run_on(jar, tmp_path):
+    """Before anything starts: every point's topology goes through the servers' loader, and a
+    system that does not declare the topology's placement is named with the fix."""
+    from k2bench.orchestrator import placement_of, resolve_topology, validate
+    (tmp_path / "three.yaml").write_text(textwrap.dedent("""
+        datacenters: [VA, CA, SP]
+        rtt_ms: {VA: {CA: 60, SP: 146}, CA: {SP: 194}}
+        servers_per_dc: 4
+        replication_factor: 2
+        placement: partitions
+        partitions: 6
+        base_port: 17000
+        """))
+    env = Env(repo=ROOT, jar=jar, deployment=LocalDeployment(LocalHost(jar)))
+    exp = experiment.resolve({"systems": ["rad"], "topology": {"file": str(tmp_path / "three.yaml")}}, "t", SYSTEMS)
+    with pytest.raises(ConfigError) as e:
+        validate(env, exp)
+    assert e.value.field == "systems"
+    assert "rad does not run on placement: partitions" in str(e.value) and "it runs on groups" in str(e.value)
+    # The loader places 6 partitions over 3 datacenters, 2 each: every datacenter holds a first replica.
+    assert placement_of(resolve_topology(env, exp)) == {"placement": "partitions", "partitions": 6,
+                                                       "first_replica_dcs": ["VA", "CA", "SP"]}
+    # The shipped topology: groups, f = 2; the first group (VA, SP, TYO) loads.
+    default = experiment.resolve({"systems": ["k2"]}, "t", SYSTEMS)
+    assert placement_of(resolve_topology(env, default))["first_replica_dcs"] == ["VA", "SP", "TYO"]
+    # A sweep point is checked too, not only the first: f = 4 does not divide six datacenters.
+    sweep = experiment.resolve({"systems": ["k2"], "sweep": {"topology.replication_factor": [2, 4]}}, "t", SYSTEMS)
+    with pytest.raises(ConfigError) as e:
+        validate(env, sweep)
+    assert e.value.field == "topology topologies/paper-local.yaml (replication_factor)"
+    assert str(e.value).endswith("4 does not divide the 6 datacenters; replica groups need D/f datacenters each "
+                                 "(or use placement: partitions)")
+

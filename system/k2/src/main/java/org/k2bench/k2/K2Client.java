@@ -44,7 +44,7 @@ public final class K2Client implements KvClient {
    */
   public K2Client(Transport transport, int clientId, int dc, ServerOptions options, SessionCache sessionCache) {
     this.topology = transport.topology();
-    this.placement = new Placement(topology);
+    this.placement = Placement.of(topology);
     this.options = options;
     this.dc = dc;
     this.ep = transport.openClient(clientId, dc, Runnable::run, m -> { });

@@ -211,7 +211,7 @@ public final class K2Server extends ServerActor {
 
   /** Whether this server is a replica server of a key (one Placement, built once). */
   private static Predicate<String> replicaKeysOf(Transport transport, int serverId) {
-    Placement p = new Placement(transport.topology());
+    Placement p = Placement.of(transport.topology());
     int dc = transport.topology().dcOfServer(serverId);
     return key -> p.isReplica(dc, key);
   }
@@ -230,8 +230,9 @@ public final class K2Server extends ServerActor {
   }
 
   private void checkShard(String key) {
-    if (placement.shardOf(key) != shard) {
-      throw new MalformedMessageException("key '" + key + "' belongs to shard " + placement.shardOf(key)
+    int owner = placement.serverFor(dc, key);
+    if (owner != ep.id()) {
+      throw new MalformedMessageException("key '" + key + "' belongs to shard " + topology.shardOfServer(owner)
           + ", not to server " + ep.id() + " (shard " + shard + ")");
     }
   }

@@ -32,6 +32,8 @@ final class SystemsCommand implements Callable<Integer> {
         m.put("description", s.description());
         m.put("max_wan_rounds", s.maxWanRounds() == Integer.MAX_VALUE ? null : s.maxWanRounds());
         m.put("not_own", new java.util.TreeMap<>(s.notOwnMeasurements()));
+        m.put("placements", s.placements().stream().map(org.k2bench.core.topology.Placement.Scheme::fileName)
+            .sorted().toList());
         all.add(m);
       }
       out.println(new ObjectMapper().writeValueAsString(all));

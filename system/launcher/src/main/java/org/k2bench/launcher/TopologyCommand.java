@@ -8,6 +8,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Callable;
+import org.k2bench.core.topology.Placement;
 import org.k2bench.core.topology.Topology;
 import org.k2bench.core.topology.TopologyLoader;
 import picocli.CommandLine.Command;
@@ -37,6 +38,11 @@ final class TopologyCommand implements Callable<Integer> {
     out.put("rtt_ms", t.rttMatrixMs());
     out.put("servers_per_dc", t.serversPerDc());
     out.put("replication_factor", t.replicationFactor());
+    Placement placement = Placement.of(t);
+    out.put("placement", t.placementScheme().fileName());
+    out.put("partitions", placement.numPartitions());
+    // Where loaders run: each datacenter that holds the first replica of some partition.
+    out.put("first_replica_dcs", java.util.Arrays.stream(placement.firstReplicaDcs()).mapToObj(t::dcName).toList());
     out.put("intra_dc_delay_ms", t.intraDcDelayMs());
     out.put("jitter_ms", t.jitterMs());
     out.put("wan_emulation", t.wanEmulation() ? "embedded" : "none");

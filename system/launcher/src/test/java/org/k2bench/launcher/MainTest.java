@@ -89,6 +89,7 @@ class MainTest {
     assertTrue(json.out().contains("{\"name\":\"k2\",") && json.out().contains("\"max_wan_rounds\":1,"), json.out());
     assertTrue(json.out().contains("RAD") && json.out().contains("\"max_wan_rounds\":null,"), "RAD claims no bound");
     assertTrue(json.out().contains("\"not_own\":{\"wot\":\"K2's local commit"), "PaRiS*'s writes are K2's: " + json.out());
+    assertTrue(json.out().contains("\"placements\":[\"groups\"]"), json.out());
   }
 
   @Test

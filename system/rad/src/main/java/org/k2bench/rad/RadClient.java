@@ -8,7 +8,7 @@ import org.k2bench.core.api.ReadResult;
 import org.k2bench.core.api.ServerOptions;
 import org.k2bench.core.api.WriteResult;
 import org.k2bench.core.data.Row;
-import org.k2bench.core.topology.Placement;
+import org.k2bench.core.topology.GroupPlacement;
 import org.k2bench.core.transport.Endpoint;
 import org.k2bench.core.transport.Transport;
 import org.k2bench.core.txn.OneHopDeps;
@@ -20,7 +20,7 @@ import org.k2bench.core.txn.WriteClient;
  * client's own). Tracks the session's one-hop dependencies as Eiger does.
  */
 final class RadClient implements KvClient {
-  private final Placement placement;
+  private final GroupPlacement placement;
   private final ServerOptions options;
   private final int dc;
   private final Endpoint ep;
@@ -56,7 +56,7 @@ final class RadClient implements KvClient {
   private long readFloor;
 
   RadClient(Transport transport, int clientId, int dc, ServerOptions options) {
-    this.placement = new Placement(transport.topology());
+    this.placement = GroupPlacement.of(transport.topology(), "RAD");
     this.options = options;
     this.dc = dc;
     this.ep = transport.openClient(clientId, dc, Runnable::run, m -> { });

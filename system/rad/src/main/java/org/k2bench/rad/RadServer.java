@@ -5,6 +5,7 @@ import org.k2bench.core.api.ServerOptions;
 import org.k2bench.core.data.Row;
 import org.k2bench.core.server.ServerActor;
 import org.k2bench.core.store.MultiVersionStore;
+import org.k2bench.core.topology.GroupPlacement;
 import org.k2bench.core.store.MultiVersionStore.VersionView;
 import org.k2bench.core.transport.Incoming;
 import org.k2bench.core.transport.MalformedMessageException;
@@ -34,11 +35,14 @@ import org.k2bench.rad.proto.ReadRequest;
  * effective time, resolving pending transactions with their coordinator first.
  */
 final class RadServer extends ServerActor {
+  /** RAD's replica groups and equivalent datacenters (it runs on placement: groups only). */
+  private final GroupPlacement groups;
   private final int groupPosition;
   private final WriteTransactions writes;
 
   RadServer(Transport transport, int serverId, ServerOptions options) {
     super("rad", transport, serverId, options, key -> false);
+    this.groups = GroupPlacement.of(topology, "RAD");
     this.groupPosition = dc / topology.replicationFactor();
     this.writes = new WriteTransactions(ep, thread, store, new WriteTransactions.Host() {
       @Override
@@ -71,7 +75,7 @@ final class RadServer extends ServerActor {
 
   /** The server holding {@code key} in this server's replica group. */
   private int homeServer(String key) {
-    return placement.serverFor(placement.replicaInGroupOf(dc, key), key);
+    return groups.serverFor(groups.replicaInGroupOf(dc, key), key);
   }
 
   private void checkHome(String key) {
@@ -206,17 +210,17 @@ final class RadServer extends ServerActor {
     for (KeyValue kv : sub.getWritesList()) {
       r.addKeys(ReplicatedKey.newBuilder().setKey(kv.getKey()).setHasValue(true).setValue(kv.getValue()));
     }
-    int myGroup = placement.groupOf(dc);
+    int myGroup = groups.groupOf(dc);
     for (int g = 0; g < topology.replicationFactor(); g++) {
       if (g != myGroup) {
         // The participants there: each origin participant's equivalent server in group g.
         r.clearParticipants();
         for (int p : sub.getParticipantsList()) {
           int pDc = topology.dcOfServer(p);
-          r.addParticipants(topology.serverId(placement.group(g)[pDc / topology.replicationFactor()],
+          r.addParticipants(topology.serverId(groups.group(g)[pDc / topology.replicationFactor()],
               topology.shardOfServer(p)));
         }
-        ep.send(topology.serverId(placement.group(g)[groupPosition], shard), r.build());
+        ep.send(topology.serverId(groups.group(g)[groupPosition], shard), r.build());
       }
     }
   }

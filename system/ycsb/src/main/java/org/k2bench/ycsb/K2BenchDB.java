@@ -44,6 +44,8 @@ public final class K2BenchDB extends DB {
   private static final Object SHARED_LOCK = new Object();
   private static Transport shared;
   private static Topology topology;
+  /** Its placement, built once (a partition placement is a table). */
+  private static org.k2bench.core.topology.Placement placement;
   private static volatile int localDc = -1;
   private static int users;
   private static final AtomicInteger NEXT_SESSION = new AtomicInteger();
@@ -62,7 +64,7 @@ public final class K2BenchDB extends DB {
   /** The placement of this process's topology, once a session exists. */
   static org.k2bench.core.topology.Placement placement() {
     synchronized (SHARED_LOCK) {
-      return new org.k2bench.core.topology.Placement(topology);
+      return placement;
     }
   }
 
@@ -97,9 +99,13 @@ public final class K2BenchDB extends DB {
                 + "in its own process (k2bench.colocated=false)");
           }
           topology = hosting.topology();
+          system.requirePlacement(topology);
+          placement = org.k2bench.core.topology.Placement.of(topology);
           shared = hosting;
         } else if (shared == null) {
           topology = TopologyLoader.load(Path.of(required(p, "k2bench.topology")));
+          system.requirePlacement(topology); // before connecting to any server
+          placement = org.k2bench.core.topology.Placement.of(topology);
           dc = topology.dcIndex("k2bench.dc", required(p, "k2bench.dc"));
           shared = new Transport(topology);
           int threads = Integer.parseInt(p.getProperty("threadcount", "1"));

@@ -1,5 +1,9 @@
 package org.k2bench.core.api;
 
+import java.util.Set;
+import org.k2bench.core.topology.ConfigException;
+import org.k2bench.core.topology.Placement;
+import org.k2bench.core.topology.Topology;
 import org.k2bench.core.transport.Transport;
 
 /**
@@ -29,6 +33,21 @@ public interface StoreSystem {
    */
   default java.util.Map<String, String> notOwnMeasurements() {
     return java.util.Map.of();
+  }
+
+  /** The placement schemes this system's protocol is built for. */
+  default Set<Placement.Scheme> placements() {
+    return Set.of(Placement.Scheme.GROUPS);
+  }
+
+  /** A {@link ConfigException} on {@code placement} unless this system runs on the topology's placement. */
+  default void requirePlacement(Topology topology) {
+    if (!placements().contains(topology.placementScheme())) {
+      throw new ConfigException("placement", name() + " does not run on placement: "
+          + topology.placementScheme().fileName() + " (it runs on " + placements().stream()
+              .map(Placement.Scheme::fileName).sorted().collect(java.util.stream.Collectors.joining(", "))
+          + "); choose another system or placement");
+    }
   }
 
   ServerNode startServer(Transport transport, int serverId, ServerOptions options);

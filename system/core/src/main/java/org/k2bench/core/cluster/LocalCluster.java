@@ -30,9 +30,10 @@ public final class LocalCluster implements AutoCloseable {
 
   private LocalCluster(StoreSystem system, Topology topology, ServerOptions options,
       IntPredicate serverIds, int firstClientId, String listenHost) {
+    system.requirePlacement(topology);
     this.system = system;
     this.topology = topology;
-    this.placement = new Placement(topology);
+    this.placement = Placement.of(topology);
     this.options = options;
     this.transport = new Transport(topology, new org.k2bench.core.transport.LinkConditions(topology),
         dispatchers(topology, serverIds), listenHost);

@@ -71,7 +71,7 @@ public abstract class ServerActor implements ServerNode {
   protected ServerActor(String system, Transport transport, int serverId, ServerOptions options,
       Predicate<String> retainsForRemoteReads) {
     this.topology = transport.topology();
-    this.placement = new Placement(topology);
+    this.placement = Placement.of(topology);
     this.options = options;
     this.dc = topology.dcOfServer(serverId);
     this.shard = topology.shardOfServer(serverId);

@@ -1,136 +1,114 @@
 package org.k2bench.core.topology;
 
-import java.nio.charset.StandardCharsets;
+import java.util.Locale;
 
 /**
- * Replica placement as pure functions of (key, topology), identical for every
- * system so they are compared on the same data layout.
+ * Where keys live: pure functions of (key, topology), the same for every system so that
+ * systems are compared on the same data layout. The topology file chooses the scheme
+ * ({@code placement}); {@link #of} builds it.
  *
- * <p>The D datacenters form f replica groups by index modulo f (f = 2 on the paper's list:
- * {VA, SP, TYO} and {CA, LDN, SG}). A key hashes to one position in [0, D/f); its replica
- * datacenters are the datacenters at that position in every group, so each key has exactly
- * f replicas, one per group, and datacenters at the same position ("equivalent
- * datacenters", RAD) hold the same keys. Within a datacenter a key lives on shard
- * {@code hash mod S}; the server of that shard in another datacenter is its equivalent
- * server.
+ * <p>Every scheme splits the keys into {@link #numPartitions} partitions, each replicated at
+ * {@code replication_factor} datacenters ({@link #partitionDcs}, replica order: the
+ * first is the one that loads the partition). In a datacenter a partition has one server
+ * ({@link #serverOf}); in a datacenter that holds no replica of it, that server is the
+ * partition's <em>home</em> there, where a system may cache it or coordinate for it.
  */
-public final class Placement {
-  private final Topology topology;
-  private final int groupSize;
-  private final int[][] groups;
+public interface Placement {
+  /** The placement schemes a topology file can name. */
+  enum Scheme {
+    /** Replica groups by datacenter index modulo f (the K2 paper; {@link GroupPlacement}). */
+    GROUPS,
+    /** N hash partitions, each on f datacenters (the PaRiS paper; {@link PartitionPlacement}). */
+    PARTITIONS;
 
-  public Placement(Topology topology) {
-    this.topology = topology;
-    int f = topology.replicationFactor();
-    this.groupSize = topology.numDcs() / f;
-    this.groups = new int[f][groupSize];
-    for (int dc = 0; dc < topology.numDcs(); dc++) {
-      groups[dc % f][dc / f] = dc;
+    /** The name in topology files and the manifest. */
+    public String fileName() {
+      return name().toLowerCase(Locale.ROOT);
+    }
+
+    /** The scheme named {@code name} in a topology file; a {@link ConfigException} on {@code field} if none. */
+    public static Scheme parse(String field, String name) {
+      for (Scheme s : values()) {
+        if (s.fileName().equals(name)) {
+          return s;
+        }
+      }
+      throw new ConfigException(field, "must be groups or partitions, got '" + name + "'");
     }
   }
 
-  public Topology topology() {
-    return topology;
+  /** The placement a topology's {@code placement} field names. */
+  static Placement of(Topology topology) {
+    return switch (topology.placementScheme()) {
+      case GROUPS -> new GroupPlacement(topology);
+      case PARTITIONS -> new PartitionPlacement(topology);
+    };
   }
 
-  /** Shard of a key, the same in every datacenter. */
-  public int shardOf(String key) {
-    return Math.floorMod(hash(key, 0x9747b28c), topology.serversPerDc());
+  Topology topology();
+
+  int numPartitions();
+
+  /** The partition of a key, in [0, numPartitions). */
+  int partitionOf(String key);
+
+  /** The datacenters holding a partition's f replicas, in replica order (a fresh array). */
+  int[] partitionDcs(int partition);
+
+  /** The server of a partition in datacenter {@code dc}: its replica there, or its home. */
+  int serverOf(int dc, int partition);
+
+  /** The server of {@code key} in datacenter {@code dc} (its replica there, or its home). */
+  default int serverFor(int dc, String key) {
+    return serverOf(dc, partitionOf(key));
   }
 
-  /** The server holding {@code key} in datacenter {@code dc}. */
-  public int serverFor(int dc, String key) {
-    return topology.serverId(dc, shardOf(key));
+  /** The key's f replica datacenters, in replica order. */
+  default int[] replicaDcs(String key) {
+    return partitionDcs(partitionOf(key));
   }
 
-  /** Position of the key's replica inside each replica group. */
-  public int groupPosition(String key) {
-    return Math.floorMod(hash(key, 0x5bd1e995), groupSize);
-  }
-
-  /** Replica group of a datacenter (its index modulo f). */
-  public int groupOf(int dc) {
-    return dc % topology.replicationFactor();
-  }
-
-  /** The datacenters of one replica group, in topology order. */
-  public int[] group(int g) {
-    return groups[g].clone();
-  }
-
-  /** The key's f replica datacenters, one per group, in group order. */
-  public int[] replicaDcs(String key) {
-    int pos = groupPosition(key);
-    int[] out = new int[groups.length];
-    for (int g = 0; g < groups.length; g++) {
-      out[g] = groups[g][pos];
+  default boolean isReplica(int dc, String key) {
+    for (int r : replicaDcs(key)) {
+      if (r == dc) {
+        return true;
+      }
     }
-    return out;
-  }
-
-  public boolean isReplica(int dc, String key) {
-    return dc / topology.replicationFactor() == groupPosition(key);
+    return false;
   }
 
   /** The replica datacenter of {@code key} that is nearest to {@code fromDc} by RTT (itself if a replica). */
-  public int nearestReplica(int fromDc, String key) {
+  default int nearestReplica(int fromDc, String key) {
     return replicasByDistance(fromDc, key)[0];
   }
 
   /** The replica datacenters of {@code key}, nearest to {@code fromDc} first (fail-over order). */
-  public int[] replicasByDistance(int fromDc, String key) {
-    int pos = groupPosition(key);
-    int[] out = new int[topology.replicationFactor()];
+  default int[] replicasByDistance(int fromDc, String key) {
+    int[] replicas = replicaDcs(key);
+    int[] out = new int[replicas.length];
     int n = 0;
-    for (int dc : topology.dcsByDistanceFrom(fromDc)) {
-      if (dc / topology.replicationFactor() == pos) {
-        out[n++] = dc;
+    for (int dc : topology().dcsByDistanceFrom(fromDc)) {
+      for (int r : replicas) {
+        if (r == dc) {
+          out[n++] = dc;
+        }
       }
     }
     if (n != out.length) {
-      throw new IllegalStateException("key " + key + " has " + n + " replicas, not " + out.length);
+      throw new IllegalStateException("key " + key + " has " + n + " distinct replicas, not " + out.length);
     }
     return out;
   }
 
-  /** The datacenter of {@code fromDc}'s own replica group that holds {@code key} (RAD). */
-  public int replicaInGroupOf(int fromDc, String key) {
-    return groups[groupOf(fromDc)][groupPosition(key)];
-  }
-
-  /** MurmurHash3 x86_32 of the key's UTF-8 bytes; fixed so placement is stable across runs and JVMs. */
-  static int hash(String key, int seed) {
-    byte[] data = key.getBytes(StandardCharsets.UTF_8);
-    int h = seed;
-    int n = data.length / 4;
-    for (int i = 0; i < n; i++) {
-      int k = (data[4 * i] & 0xff) | (data[4 * i + 1] & 0xff) << 8
-          | (data[4 * i + 2] & 0xff) << 16 | (data[4 * i + 3] & 0xff) << 24;
-      k *= 0xcc9e2d51;
-      k = Integer.rotateLeft(k, 15);
-      k *= 0x1b873593;
-      h ^= k;
-      h = Integer.rotateLeft(h, 13);
-      h = h * 5 + 0xe6546b64;
+  /**
+   * The datacenters that hold the first replica of some partition, in topology order: where
+   * loaders run so that every key is loaded by a local write.
+   */
+  default int[] firstReplicaDcs() {
+    boolean[] first = new boolean[topology().numDcs()];
+    for (int p = 0; p < numPartitions(); p++) {
+      first[partitionDcs(p)[0]] = true;
     }
-    int tail = n * 4;
-    int rest = data.length & 3;
-    if (rest > 0) {
-      int k = 0;
-      for (int i = rest - 1; i >= 0; i--) {
-        k = (k << 8) | (data[tail + i] & 0xff);
-      }
-      k *= 0xcc9e2d51;
-      k = Integer.rotateLeft(k, 15);
-      k *= 0x1b873593;
-      h ^= k;
-    }
-    h ^= data.length;
-    h ^= h >>> 16;
-    h *= 0x85ebca6b;
-    h ^= h >>> 13;
-    h *= 0xc2b2ae35;
-    h ^= h >>> 16;
-    return h;
+    return java.util.stream.IntStream.range(0, first.length).filter(dc -> first[dc]).toArray();
   }
 }

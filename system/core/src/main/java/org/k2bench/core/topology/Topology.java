@@ -7,8 +7,8 @@ import java.util.Comparator;
 import java.util.List;
 
 /**
- * The datacenters, their RTT matrix, how many servers each holds, the replication factor
- * and where every server listens. Immutable and validated on construction, so a
+ * The datacenters, their RTT matrix, how many servers each holds, the replication factor,
+ * the placement scheme ({@link Placement}) and where every server listens. Immutable and validated on construction, so a
  * Topology that exists is consistent.
  *
  * <p>Node ids: server (dc, shard) is {@code dc * serversPerDc + shard}. Clients take ids at
@@ -23,6 +23,8 @@ public final class Topology {
   private final double intraDcDelayMs;
   private final double jitterMs;
   private final boolean wanEmulation;
+  private final Placement.Scheme placement;
+  private final int partitions;
   private final int[][] nearestFirst;
 
   public Topology(
@@ -50,7 +52,29 @@ public final class Topology {
       double intraDcDelayMs,
       double jitterMs,
       boolean wanEmulation) {
+    this(dcs, rttMs, serversPerDc, replicationFactor, servers, intraDcDelayMs, jitterMs, wanEmulation,
+        Placement.Scheme.GROUPS, 0);
+  }
+
+  /**
+   * @param placement how keys are placed ({@link Placement})
+   * @param partitions with {@link Placement.Scheme#PARTITIONS}, their number N (servers_per_dc
+   *     must then be N·f/D); 0 with groups
+   */
+  public Topology(
+      List<String> dcs,
+      double[][] rttMs,
+      int serversPerDc,
+      int replicationFactor,
+      List<List<HostPort>> servers,
+      double intraDcDelayMs,
+      double jitterMs,
+      boolean wanEmulation,
+      Placement.Scheme placement,
+      int partitions) {
     this.wanEmulation = wanEmulation;
+    this.placement = java.util.Objects.requireNonNull(placement, "placement");
+    this.partitions = partitions;
     this.dcs = List.copyOf(dcs);
     this.rttMs = new double[dcs.size()][];
     for (int i = 0; i < dcs.size(); i++) {
@@ -95,11 +119,29 @@ public final class Topology {
           "replication_factor", "must be between 1 and the number of datacenters (" + d + "), got "
               + replicationFactor);
     }
-    if (d % replicationFactor != 0) {
+    if (placement == Placement.Scheme.GROUPS && d % replicationFactor != 0) {
       throw new ConfigException(
           "replication_factor",
           replicationFactor + " does not divide the " + d
-              + " datacenters; replica groups need D/f datacenters each");
+              + " datacenters; replica groups need D/f datacenters each (or use placement: partitions)");
+    }
+    if (placement == Placement.Scheme.PARTITIONS) {
+      if (partitions < 1) {
+        throw new ConfigException("partitions", "must be at least 1 with placement: partitions, got " + partitions);
+      }
+      if ((long) partitions * replicationFactor % d != 0) {
+        throw new ConfigException("partitions", partitions + " partitions x replication_factor " + replicationFactor
+            + " replicas do not spread evenly over " + d + " datacenters; make partitions x replication_factor a "
+            + "multiple of " + d);
+      }
+      long each = (long) partitions * replicationFactor / d;
+      if (serversPerDc != each) {
+        throw new ConfigException("servers_per_dc", "must be " + each + " with placement: partitions ("
+            + partitions + " partitions x " + replicationFactor + " replicas / " + d
+            + " datacenters: one server per partition replica), got " + serversPerDc);
+      }
+    } else if (partitions != 0) {
+      throw new ConfigException("partitions", "applies only to placement: partitions; remove it or set placement");
     }
     long nodes = (long) d * serversPerDc;
     if (nodes >= firstClientId()) {
@@ -200,6 +242,16 @@ public final class Topology {
     return replicationFactor;
   }
 
+  /** The placement scheme ({@link Placement#of} builds it). */
+  public Placement.Scheme placementScheme() {
+    return placement;
+  }
+
+  /** The number of partitions with placement: partitions; 0 with groups (their count follows from D, f and S). */
+  public int partitions() {
+    return partitions;
+  }
+
   public double intraDcDelayMs() {
     return intraDcDelayMs;
   }
@@ -260,7 +312,8 @@ public final class Topology {
         row[i] *= factor;
       }
     }
-    return new Topology(dcs, m, serversPerDc, replicationFactor, servers, intraDcDelayMs, jitterMs, wanEmulation);
+    return new Topology(dcs, m, serversPerDc, replicationFactor, servers, intraDcDelayMs, jitterMs, wanEmulation,
+        placement, partitions);
   }
 
   /** The same topology with servers on {@code host} at consecutive ports from {@code basePort}. */
@@ -269,17 +322,30 @@ public final class Topology {
   }
 
   public Topology withJitterMs(double jitter) {
-    return new Topology(dcs, rttMs, serversPerDc, replicationFactor, servers, intraDcDelayMs, jitter, wanEmulation);
+    return new Topology(dcs, rttMs, serversPerDc, replicationFactor, servers, intraDcDelayMs, jitter, wanEmulation,
+        placement, partitions);
   }
 
   /** The same topology with servers at these addresses. */
   public Topology withServers(List<List<HostPort>> addresses) {
     return new Topology(dcs, rttMs, serversPerDc, replicationFactor, addresses, intraDcDelayMs, jitterMs,
-        wanEmulation);
+        wanEmulation, placement, partitions);
   }
 
   public Topology withWanEmulation(boolean on) {
-    return new Topology(dcs, rttMs, serversPerDc, replicationFactor, servers, intraDcDelayMs, jitterMs, on);
+    return new Topology(dcs, rttMs, serversPerDc, replicationFactor, servers, intraDcDelayMs, jitterMs, on,
+        placement, partitions);
+  }
+
+  /**
+   * The same datacenters with {@code partitions} hash partitions, each on f of them
+   * ({@link PartitionPlacement}), one server per partition replica: servers_per_dc becomes
+   * partitions x f / D, on consecutive local ports from {@code basePort} of {@code host}.
+   */
+  public Topology withPartitions(int partitions, String host, int basePort) {
+    int each = (int) Math.max(1, (long) partitions * replicationFactor / dcs.size());
+    return new Topology(dcs, rttMs, each, replicationFactor, localAddresses(dcs.size(), each, host, basePort),
+        intraDcDelayMs, jitterMs, wanEmulation, Placement.Scheme.PARTITIONS, partitions);
   }
 
   public static List<List<HostPort>> localAddresses(int numDcs, int serversPerDc, String host, int basePort) {
@@ -297,6 +363,7 @@ public final class Topology {
   @Override
   public String toString() {
     return "Topology{dcs=" + dcs + ", S=" + serversPerDc + ", f=" + replicationFactor
+        + (placement == Placement.Scheme.PARTITIONS ? ", partitions=" + partitions : "")
         + ", rtt=" + Arrays.deepToString(rttMs) + (wanEmulation ? "" : ", no WAN emulation") + "}";
   }
 }

@@ -24,6 +24,9 @@ import java.util.Set;
  *   ...
  * servers_per_dc: 4
  * replication_factor: 2
+ * placement: groups    # optional: replica groups by index modulo f (default, K2 paper), or
+ * partitions: 12       #   placement: partitions with N partitions on f datacenters each
+ *                      #   (PaRiS paper); servers_per_dc must then be N x f / D
  * intra_dc_delay_ms: 0 # optional
  * jitter_ms: 0         # optional, added per message without reordering
  * rtt_scale: 1.0       # optional, multiplies every RTT
@@ -38,7 +41,7 @@ import java.util.Set;
 public final class TopologyLoader {
   private static final Set<String> FIELDS = Set.of(
       "datacenters", "rtt_ms", "servers_per_dc", "replication_factor", "intra_dc_delay_ms",
-      "jitter_ms", "rtt_scale", "servers", "base_port", "host", "wan_emulation");
+      "jitter_ms", "rtt_scale", "servers", "base_port", "host", "wan_emulation", "placement", "partitions");
 
   private TopologyLoader() {}
 
@@ -126,8 +129,15 @@ public final class TopologyLoader {
         row[i] *= scale;
       }
     }
-    int s = root.get("servers_per_dc").asInt();
     int f = root.get("replication_factor").asInt();
+    Placement.Scheme placement = Placement.Scheme.parse("placement", root.getText("placement", "groups"));
+    int partitions = 0;
+    if (root.has("partitions")) {
+      partitions = root.get("partitions").asInt();
+    } else if (placement == Placement.Scheme.PARTITIONS) {
+      throw new ConfigException("partitions", "missing; placement: partitions needs the number of partitions");
+    }
+    int s = root.get("servers_per_dc").asInt();
     List<List<HostPort>> servers;
     if (root.has("servers")) {
       if (root.has("base_port")) {
@@ -164,7 +174,8 @@ public final class TopologyLoader {
       throw new ConfigException("wan_emulation", "must be embedded or none, got '" + emulation + "'");
     }
     return new Topology(dcs, rtt, s, f, servers,
-        root.getDouble("intra_dc_delay_ms", 0), root.getDouble("jitter_ms", 0), emulation.equals("embedded"));
+        root.getDouble("intra_dc_delay_ms", 0), root.getDouble("jitter_ms", 0), emulation.equals("embedded"),
+        placement, partitions);
   }
 
   private static int index(List<String> dcs, String field, String name) {

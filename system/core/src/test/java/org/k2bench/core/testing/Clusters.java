@@ -59,7 +59,7 @@ public final class Clusters {
   /** A key with exactly these replica datacenters (and this shard, if >= 0). */
   public static String key(Placement placement, String prefix, int shard, int[] replicaDcs, List<String> used) {
     return key(prefix, k -> java.util.Arrays.equals(placement.replicaDcs(k), replicaDcs)
-        && (shard < 0 || placement.shardOf(k) == shard), used);
+        && (shard < 0 || placement.topology().shardOfServer(placement.serverFor(replicaDcs[0], k)) == shard), used);
   }
 
   /**

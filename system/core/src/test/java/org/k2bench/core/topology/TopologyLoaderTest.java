@@ -90,6 +90,36 @@ class TopologyLoaderTest {
   }
 
   @Test
+  void partitionPlacementHasItsOwnRules() {
+    // Three datacenters, f = 2: groups cannot place it, partitions can (6 partitions, 4 per DC).
+    String partitions = GOOD.replace("replication_factor: 3", "replication_factor: 2")
+        .replace("servers_per_dc: 2", "servers_per_dc: 4") + "placement: partitions\npartitions: 6\n";
+    Topology t = TopologyLoader.parse(partitions);
+    assertEquals(Placement.Scheme.PARTITIONS, t.placementScheme());
+    assertEquals(6, t.partitions());
+    assertEquals(Placement.Scheme.PARTITIONS, t.withRttScale(0.5).withLocalPorts("127.0.0.1", 7300)
+        .withJitterMs(1).withWanEmulation(false).placementScheme(), "the placement survives every copy");
+    assertEquals(6, t.withRttScale(0.5).partitions());
+    assertEquals(Placement.Scheme.GROUPS, TopologyLoader.parse(GOOD).placementScheme(), "groups by default");
+
+    ConfigException e = bad(partitions.replace("servers_per_dc: 4", "servers_per_dc: 3"));
+    assertEquals("servers_per_dc", e.field());
+    assertTrue(e.getMessage().contains("must be 4"), e.getMessage());
+    e = bad(partitions.replace("partitions: 6", "partitions: 5"));
+    assertEquals("partitions", e.field());
+    assertTrue(e.getMessage().contains("multiple of 3"), e.getMessage());
+    e = bad(partitions.replace("partitions: 6\n", ""));
+    assertEquals("partitions", e.field());
+    assertTrue(e.getMessage().contains("missing"), e.getMessage());
+    e = bad(partitions.replace("placement: partitions", "placement: ring"));
+    assertEquals("placement", e.field());
+    assertTrue(e.getMessage().contains("groups or partitions"), e.getMessage());
+    e = bad(GOOD + "partitions: 6\n");
+    assertEquals("partitions", e.field());
+    assertTrue(e.getMessage().contains("only to placement: partitions"), e.getMessage());
+  }
+
+  @Test
   void unknownFieldAndWrongTypeAreNamed() {
     assertEquals("replicaton_factor", bad(GOOD + "replicaton_factor: 2\n").field());
     assertEquals("servers_per_dc",

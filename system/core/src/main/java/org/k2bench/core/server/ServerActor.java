@@ -60,7 +60,9 @@ public abstract class ServerActor implements ServerNode {
   public static final int PROTOCOL_PRIORITY = Thread.NORM_PRIORITY - 1;
   /** How often waits with a deadline are checked (they expire within this much of it). */
   protected static final long TICK_MS = 100;
-  private ScheduledFuture<?> ticker;
+  /** This server's pending timers ({@link #every}, {@link #later}), cancelled by {@link #close()}. */
+  private final java.util.Set<ServerTimer> timers = ConcurrentHashMap.newKeySet();
+  private volatile boolean closed;
 
   /**
    * Opens the server's endpoint; messages wait until the subclass calls {@link #start()}.
@@ -98,24 +100,93 @@ public abstract class ServerActor implements ServerNode {
   /** Starts handling messages (those that arrived meanwhile first, in order). */
   protected final void start() {
     ep.setHandler(this::handle);
-    ticker = TIMERS.scheduleWithFixedDelay(() -> {
-      try {
-        thread.execute(this::tick);
-      } catch (java.util.concurrent.RejectedExecutionException closed) {
-        // the server closed between two ticks
-      }
-    }, TICK_MS, TICK_MS, TimeUnit.MILLISECONDS);
+    every(TICK_MS, TimeUnit.MILLISECONDS, this::tick);
   }
 
-  /** Runs {@code r} on the server thread after {@code delayMs} (dropped if the server closed). */
-  protected void later(long delayMs, Runnable r) {
-    TIMERS.schedule(() -> {
-      try {
-        thread.execute(r);
-      } catch (java.util.concurrent.RejectedExecutionException closed) {
-        // closed meanwhile
+  /** A timer of a server ({@link #every}, {@link #later}). */
+  public interface Timer {
+    /** Stops it: no run starts after this, not even one already waiting for the server's thread. */
+    void cancel();
+  }
+
+  private final class ServerTimer implements Timer {
+    private final Runnable task;
+    private final boolean periodic;
+    /** A run waits for the server's thread: a periodic timer queues no second one. */
+    private final java.util.concurrent.atomic.AtomicBoolean queued = new java.util.concurrent.atomic.AtomicBoolean();
+    private volatile ScheduledFuture<?> future;
+    private volatile boolean cancelled;
+
+    ServerTimer(Runnable task, boolean periodic) {
+      this.task = task;
+      this.periodic = periodic;
+    }
+
+    /** On the timer thread: hands one run to the server's thread. */
+    void fire() {
+      if (!periodic) {
+        timers.remove(this);
       }
-    }, delayMs, TimeUnit.MILLISECONDS);
+      if (cancelled || closed || !queued.compareAndSet(false, true)) {
+        return;
+      }
+      try {
+        thread.execute(() -> {
+          queued.set(false);
+          if (!cancelled && !closed) {
+            task.run();
+          }
+        });
+      } catch (java.util.concurrent.RejectedExecutionException e) {
+        // the server closed meanwhile
+      }
+    }
+
+    @Override
+    public void cancel() {
+      cancelled = true;
+      timers.remove(this);
+      ScheduledFuture<?> f = future;
+      if (f != null) {
+        f.cancel(false);
+      }
+    }
+  }
+
+  /**
+   * Runs {@code r} on the server thread every {@code period}, from one period after now until
+   * the timer is cancelled or the server closes. A protocol's periodic work (heartbeats,
+   * replication batches, stabilization gossip) runs here, in turn with the messages, so it
+   * needs no locks. A busy server does not pile runs up: while one run waits for the
+   * thread, the timer queues no other (it skips, it does not bunch).
+   */
+  protected final Timer every(long period, TimeUnit unit, Runnable r) {
+    if (period <= 0) {
+      throw new IllegalArgumentException("a timer's period must be > 0, got " + period + " " + unit);
+    }
+    ServerTimer t = new ServerTimer(r, true);
+    timers.add(t);
+    t.future = TIMERS.scheduleWithFixedDelay(t::fire, period, period, unit);
+    if (closed) { // close() ran meanwhile and may have missed it
+      t.cancel();
+    }
+    return t;
+  }
+
+  /** Runs {@code r} once on the server thread after {@code delayMs}, unless cancelled or closed by then. */
+  protected final Timer later(long delayMs, Runnable r) {
+    ServerTimer t = new ServerTimer(r, false);
+    timers.add(t);
+    t.future = TIMERS.schedule(t::fire, delayMs, TimeUnit.MILLISECONDS);
+    if (closed) {
+      t.cancel();
+    }
+    return t;
+  }
+
+  /** How many timers of this server are pending: periodic ones, and one-shots not yet due (tests). */
+  final int pendingTimers() {
+    return timers.size();
   }
 
   /**
@@ -172,8 +243,12 @@ public abstract class ServerActor implements ServerNode {
 
   @Override
   public void close() {
-    if (ticker != null) {
-      ticker.cancel(false);
+    if (closed) {
+      return;
+    }
+    closed = true;
+    for (ServerTimer t : timers) {
+      t.cancel();
     }
     clockHistory.close();
     ep.close();

@@ -309,6 +309,20 @@ def cmd_validate(args) -> int:
     return 0
 
 
+def cmd_systems(args) -> int:
+    """The bundled systems as the launcher declares them: claims, placements, own options."""
+    env = Env(repo=REPO, jar=Path(args.jar), deployment=None, java=args.java)
+    for name, s in sorted(env.system_info.items()):
+        rounds = s.get("max_wan_rounds")
+        print(f"{name}: {s['description']}")
+        print(f"  placements: {', '.join(s.get('placements', []))}; read-only transactions: "
+              + (f"at most {rounds} wide-area round(s)" if rounds is not None else "no round claim"))
+        for o in s.get("options", []):
+            bounds = "" if o["type"] == "boolean" else f", {o['min']}..{o['max']}"
+            print(f"  server.options.{name}.{o['name']}: {o['type']}, default {o['default']}{bounds}: {o['description']}")
+    return 0
+
+
 def cmd_summarize(args) -> int:
     """Re-derives summary.json of every trial in a run from its raw logs."""
     from .summary import EMULATION_DEGRADED, SCHEDULE_WARNING, replication_pending_at_end, summarize
@@ -541,6 +555,8 @@ def main(argv=None) -> int:
     v = sub.add_parser("validate", help="check experiment files without running anything")
     v.add_argument("experiments", nargs="*")
     v.set_defaults(func=cmd_validate)
+    sy = sub.add_parser("systems", help="the bundled systems: their claims, the placements they run on, their own options")
+    sy.set_defaults(func=cmd_systems)
     d = sub.add_parser("deploy", help="prepare an inventory's machines with Ansible (site.yml)")
     d.add_argument("--inventory", required=True, metavar="JSON")
     d.add_argument("--known-hosts", metavar="FILE",

@@ -74,6 +74,9 @@ SCHEMA: dict[str, dict[str, tuple]] = {
         # null: the JVM's default JIT (C2) for one per_host JVM, C1 only (DEFAULT_JVM_ARGS)
         # when several server JVMs share the cores (see server_jvm_args)
         "jvm_args": ("args", None, None),
+        # a system's own options: {system: {option: value}}; `k2bench systems` lists them,
+        # the orchestrator checks names and values before anything starts
+        "options": ("options", {}, None),
     },
     "clients": {
         "threads_per_dc": (int, 8, _ATLEAST1),
@@ -196,6 +199,22 @@ def _typed(field: str, value: Any, typ: type) -> Any:
     return value
 
 
+def _system_options(field: str, value: Any) -> dict:
+    """{system: {option: number or bool}}: the shape only; names and ranges are the systems'
+    (orchestrator.check_system_options)."""
+    if not isinstance(value, dict):
+        raise ConfigError(field, f"must be a mapping system: {{option: value}}, got {value!r}")
+    out = {}
+    for system, opts in value.items():
+        if not isinstance(opts, dict):
+            raise ConfigError(f"{field}.{system}", f"must be a mapping option: value, got {opts!r}")
+        for name, v in opts.items():
+            if not isinstance(v, (int, float, bool)):
+                raise ConfigError(f"{field}.{system}.{name}", f"must be a number or true/false, got {v!r}")
+        out[str(system)] = {str(k): v for k, v in opts.items()}
+    return out
+
+
 def _section(name: str, given: Any) -> dict:
     spec = SCHEMA[name]
     if given is None:
@@ -216,6 +235,8 @@ def _section(name: str, given: Any) -> dict:
             value = _dist(field, value, check)
         elif value is not None and typ == "args":
             value = _jvm_args(field, value)
+        elif value is not None and typ == "options":
+            value = _system_options(field, value)
         elif value is not None:
             value = _typed(field, value, typ)
             problem = check(value) if check else None

@@ -13,6 +13,7 @@ import contextlib
 import copy
 import functools
 import json
+import math
 import os
 import re
 import shutil
@@ -203,12 +204,44 @@ def placement_of(resolved: dict) -> dict:
     return {k: resolved[k] for k in ("placement", "partitions", "first_replica_dcs")}
 
 
+def option_text(value) -> str:
+    """A system option's value as the launcher reads it (true/false, or a number)."""
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)
+
+
+def check_system_options(env: Env, cfg: dict) -> None:
+    """A point's ``server.options`` against what each system declares (``systems --json``):
+    a system that is not bundled, an option it does not have, or a value of the wrong type
+    or out of its range is named with the fix. The launcher checks the same again when it
+    starts."""
+    for system, opts in cfg["server"]["options"].items():
+        field = f"server.options.{system}"
+        if system not in env.system_info:
+            raise ConfigError(field, f"no system {system!r}; bundled: {', '.join(sorted(env.system_info))}")
+        declared = {o["name"]: o for o in env.system_info[system].get("options", [])}
+        for name, value in opts.items():
+            o = declared.get(name)
+            if o is None:
+                have = ", ".join(sorted(declared)) if declared else "none"
+                raise ConfigError(f"{field}.{name}", f"{system} has no such option; its options: {have}")
+            if o["type"] == "boolean":
+                if not isinstance(value, bool):
+                    raise ConfigError(f"{field}.{name}", f"must be true or false, got {value!r}")
+                continue
+            if isinstance(value, bool) or not math.isfinite(value) or (o["type"] == "integer" and value != int(value)):
+                raise ConfigError(f"{field}.{name}", f"must be {'a whole number' if o['type'] == 'integer' else 'a number'}, "
+                                  f"got {value!r}")
+            if not float(o["min"]) <= float(value) <= float(o["max"]):
+                raise ConfigError(f"{field}.{name}", f"must be in [{o['min']}, {o['max']}], got {value!r}")
+
+
 def validate(env: Env, exp: dict) -> dict:
     """Everything that can be checked before a process starts; returns the first point's
     resolved topology. Every point's topology is checked (a sweep may change it), and every
     system against its placement."""
     first, cache = None, {}
     for _, cfg in points(exp):
+        check_system_options(env, cfg)  # per point: a sweep may change them
         resolved = resolve_topology(env, cfg, cache)
         first = first or resolved
         for system in exp["systems"]:
@@ -417,6 +450,7 @@ class Orchestrator:
                 "--failover-timeout-ms", str(srv["failover_timeout_ms"]),
                 "--rpc-timeout-ms", str(cfg["clients"]["rpc_timeout_ms"]),
                 "--cache-versions-per-key", str(srv["cache_versions_per_key"]),
+                *[a for name, v in srv["options"].get(t.system, {}).items() for a in ("--option", f"{name}={option_text(v)}")],
                 "--stats-out", s.host.path(f"{t.rel}/servers/stats-{s.name}.json"),
                 "--metrics-log", s.host.path(f"{t.rel}/servers/{s.name}.hlog"), props=jvm_props(s.host, t),
                 jvm_args=t.server_jvm_args))
@@ -671,6 +705,8 @@ class Orchestrator:
             # workload measures latency from it (coordinated omission corrected).
             "measurement.interval": "intended",
         }
+        for name, value in cfg["server"]["options"].get(t.system, {}).items():
+            props[f"k2bench.option.{name}"] = option_text(value)  # the client library's share of them
         if hlog is not None:
             props["k2bench.hlog"] = str(hlog)
         return props

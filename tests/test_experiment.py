@@ -323,3 +323,13 @@ def test_only_errors_about_the_experiments_fields_name_its_file():
         assert cli._experiment_field(field), field
     for field in ("inventory.datacenters", "--systems", "jar", "--resume", "EXPERIMENT"):
         assert not cli._experiment_field(field), field
+
+
+def test_system_options_are_a_mapping_per_system():
+    exp = resolve({"server": {"options": {"paris-star": {"private_cache_ttl_ms": 100}}}})
+    assert exp["server"]["options"] == {"paris-star": {"private_cache_ttl_ms": 100}}
+    assert resolve({})["server"]["options"] == {}
+    assert error({"server": {"options": ["x"]}}).field == "server.options"
+    assert error({"server": {"options": {"k2": 5}}}).field == "server.options.k2"
+    e = error({"server": {"options": {"k2": {"x": "fast"}}}})
+    assert e.field == "server.options.k2.x" and "a number or true/false" in str(e)

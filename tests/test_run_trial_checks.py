@@ -208,3 +208,62 @@ def test_validate_refuses_a_system_on_a_placement_it_does_not_run_on(jar, tmp_pa
     assert str(e.value).endswith("4 does not divide the 6 datacenters; replica groups need D/f datacenters each "
                                  "(or use placement: partitions)")
 
+
+def test_system_options_are_checked_against_what_each_system_declares_and_given_to_it_only(jar, tmp_path):
+    """Names, types and ranges come from the launcher's `systems --json`; a server of the
+    system gets `--option name=value`, its clients `k2bench.option.name`; other systems nothing."""
+    from k2bench.orchestrator import check_system_options, option_text
+    env = Env(repo=ROOT, jar=jar, deployment=LocalDeployment(LocalHost(jar)))
+
+    def problem(options) -> ConfigError:
+        with pytest.raises(ConfigError) as e:
+            check_system_options(env, experiment.resolve({"server": {"options": options}}, "t", SYSTEMS))
+        return e.value
+
+    check_system_options(env, experiment.resolve({"server": {"options": {"paris-star": {"private_cache_ttl_ms": 100}}}},
+                                                 "t", SYSTEMS))
+    e = problem({"paris-star": {"private_cache_ttl": 100}})
+    assert e.field == "server.options.paris-star.private_cache_ttl" and "its options: private_cache_ttl_ms" in str(e)
+    e = problem({"paris-star": {"private_cache_ttl_ms": 0}})
+    assert "must be in [1, 3600000], got 0" in str(e)
+    e = problem({"paris-star": {"private_cache_ttl_ms": 2.5}})
+    assert "whole number" in str(e)
+    assert "whole number" in str(problem({"paris-star": {"private_cache_ttl_ms": float("inf")}}))
+    e = problem({"k2": {"private_cache_ttl_ms": 5}})
+    assert e.field == "server.options.k2.private_cache_ttl_ms" and "its options: none" in str(e)
+    e = problem({"paris": {"x": 1}})
+    assert e.field == "server.options.paris" and "bundled: k2, paris-star, rad" in str(e)
+    assert [option_text(v) for v in (True, 5, 0.25)] == ["true", "5", "0.25"]
+
+    exp = experiment.resolve({"server": {"options": {"paris-star": {"private_cache_ttl_ms": 100}}}}, "t", SYSTEMS)
+    orch = Orchestrator(env, None)
+    mine = orch._client_props(Trial("paris-star", "", 1, exp, tmp_path, "."), exp, "t.yaml", "VA", 5000, None)
+    theirs = orch._client_props(Trial("k2", "", 1, exp, tmp_path, "."), exp, "t.yaml", "VA", 5000, None)
+    assert mine["k2bench.option.private_cache_ttl_ms"] == "100"
+    assert not any(k.startswith("k2bench.option.") for k in theirs)
+
+
+def test_a_systems_options_reach_its_servers_and_clients(tmp_path, monkeypatch):
+    with pytest.raises(RunFailed):
+        run_trial(tmp_path, monkeypatch, "dead-worker", {
+            "server": {"heap_mb": 64, "options": {"k2": {"gossip_ms": 5, "fast": True}, "rad": {"other": 1}}},
+            "clients": {"threads_per_dc": 1, "target_ops_per_s_per_dc": 2, "heap_mb": 64},
+            "duration": {"warmup_s": 0, "measure_s": 1, "cooldown_s": 0}})
+    records = [json.loads(p.read_text()) for p in (tmp_path / "k2" / "processes").glob("*.json")]
+    servers = [r["argv"] for r in records if "serve" in r["argv"]]
+    assert servers and all(" ".join(a).count("--option") == 2 for a in servers)
+    assert all("gossip_ms=5" in a and "fast=true" in a and "other=1" not in a for a in servers)
+    props = [p.read_text() for p in (tmp_path / "k2" / "clients").glob("client-*.properties")]
+    assert props and all("k2bench.option.gossip_ms=5\n" in p and "k2bench.option.fast=true\n" in p
+                         and "k2bench.option.other" not in p for p in props)
+
+
+def test_k2bench_systems_lists_claims_placements_and_options(jar, capsys):
+    from k2bench import cli
+    assert cli.main(["--jar", str(jar), "systems"]) == 0
+    out = capsys.readouterr().out
+    assert "paris-star: PaRiS*:" in out and "placements: groups; read-only transactions: at most 1 wide-area" in out
+    assert ("server.options.paris-star.private_cache_ttl_ms: integer, default 5000, 1..3600000: how long a client's "
+            "private cache keeps its own writes") in out
+    assert "rad: RAD" in out and "no round claim" in out
+

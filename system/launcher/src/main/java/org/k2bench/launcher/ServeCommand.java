@@ -78,7 +78,7 @@ final class ServeCommand implements Callable<Integer> {
         throw new ConfigException("--metrics-log", "cannot write " + metricsLog + ": " + e.getMessage());
       }
     }
-    LocalCluster cluster = LocalCluster.start(sys, t, flags.options(), servers, listenHost);
+    LocalCluster cluster = LocalCluster.start(sys, t, flags.options(sys), servers, listenHost);
     ColocatedClients colocated = null;
     if (clientsDir != null) {
       org.k2bench.core.transport.Transport.hostClients(cluster.transport());

@@ -44,11 +44,16 @@ final class ServerFlags {
           + "still offers). Default ${DEFAULT-VALUE}.")
   int cacheVersionsPerKey;
 
+  @Option(names = "--option", paramLabel = "NAME=VALUE", mapFallbackValue = "",
+      description = "An option of the system (repeatable); `systems --json` lists each system's options.")
+  java.util.Map<String, String> systemOptions = new java.util.LinkedHashMap<>();
+
   Topology loadTopology() {
     return TopologyLoader.load(topology);
   }
 
-  ServerOptions options() {
+  /** The options for {@code system}: the shared flags and its own ({@code --option}), checked. */
+  ServerOptions options(org.k2bench.core.api.StoreSystem system) {
     if (keys < 1) {
       throw new ConfigException("--keys", "must be at least 1, got " + keys);
     }
@@ -67,6 +72,7 @@ final class ServerFlags {
       throw new ConfigException("--cache-versions-per-key", "must be 0 (all) or more, got " + cacheVersionsPerKey);
     }
     return new ServerOptions(keys, cacheFraction, gcWindowMs, replicaRetentionMs, txnTimeoutMs, rpcTimeoutMs,
-        failoverTimeoutMs, cacheVersionsPerKey);
+        failoverTimeoutMs, cacheVersionsPerKey,
+        org.k2bench.core.api.SystemOptions.parse(system, systemOptions, "--option "));
   }
 }

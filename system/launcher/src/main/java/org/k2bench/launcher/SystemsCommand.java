@@ -32,6 +32,20 @@ final class SystemsCommand implements Callable<Integer> {
         m.put("description", s.description());
         m.put("max_wan_rounds", s.maxWanRounds() == Integer.MAX_VALUE ? null : s.maxWanRounds());
         m.put("not_own", new java.util.TreeMap<>(s.notOwnMeasurements()));
+        List<Map<String, Object>> options = new ArrayList<>();
+        for (org.k2bench.core.api.SystemOption o : s.options()) {
+          Map<String, Object> om = new LinkedHashMap<>();
+          om.put("name", o.name());
+          om.put("type", o.type().jsonName());
+          om.put("default", o.show(o.defaultValue()));
+          if (o.type() != org.k2bench.core.api.SystemOption.Type.BOOLEAN) {
+            om.put("min", o.show(o.min()));
+            om.put("max", o.show(o.max()));
+          }
+          om.put("description", o.description());
+          options.add(om);
+        }
+        m.put("options", options);
         m.put("placements", s.placements().stream().map(org.k2bench.core.topology.Placement.Scheme::fileName)
             .sorted().toList());
         all.add(m);

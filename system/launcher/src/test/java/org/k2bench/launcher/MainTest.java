@@ -89,7 +89,24 @@ class MainTest {
     assertTrue(json.out().contains("{\"name\":\"k2\",") && json.out().contains("\"max_wan_rounds\":1,"), json.out());
     assertTrue(json.out().contains("RAD") && json.out().contains("\"max_wan_rounds\":null,"), "RAD claims no bound");
     assertTrue(json.out().contains("\"not_own\":{\"wot\":\"K2's local commit"), "PaRiS*'s writes are K2's: " + json.out());
+    assertTrue(json.out().contains("\"options\":[{\"name\":\"private_cache_ttl_ms\",\"type\":\"integer\","
+        + "\"default\":\"5000\",\"min\":\"1\",\"max\":\"3600000\""), "PaRiS*'s own option: " + json.out());
     assertTrue(json.out().contains("\"placements\":[\"groups\"]"), json.out());
+  }
+
+  @Test
+  void aSystemsOwnOptionIsCheckedBeforeAnyServerStarts() throws Exception {
+    String t = topologyFile(THREE_DCS).toString();
+    Result r = run("serve", "--topology", t, "--system", "paris-star", "--all", "--option", "private_cache_ttl=5");
+    assertOneLine(r);
+    assertTrue(r.err().contains("--option private_cache_ttl: paris-star has no option 'private_cache_ttl'; "
+        + "its options: private_cache_ttl_ms"), r.err());
+    r = run("serve", "--topology", t, "--system", "paris-star", "--all", "--option", "private_cache_ttl_ms=0");
+    assertOneLine(r);
+    assertTrue(r.err().contains("--option private_cache_ttl_ms: must be in [1, 3600000], got '0'"), r.err());
+    r = run("serve", "--topology", t, "--system", "k2", "--all", "--option", "private_cache_ttl_ms=5");
+    assertOneLine(r);
+    assertTrue(r.err().contains("k2 has no option 'private_cache_ttl_ms'; it declares none"), r.err());
   }
 
   @Test

@@ -4,6 +4,7 @@ import org.k2bench.core.api.KvClient;
 import org.k2bench.core.api.ServerNode;
 import org.k2bench.core.api.ServerOptions;
 import org.k2bench.core.api.StoreSystem;
+import org.k2bench.core.api.SystemOption;
 import org.k2bench.core.transport.Transport;
 import org.k2bench.k2.K2Client;
 import org.k2bench.k2.K2Server;
@@ -21,6 +22,19 @@ import org.k2bench.k2.K2Server;
  */
 public final class ParisStarSystem implements StoreSystem {
   public static final long PRIVATE_CACHE_TTL_MS = 5_000;
+
+  /**
+   * How long a client's private cache keeps its own writes (K2 §VII-A: 5 s). Shorter than
+   * the time a write takes to reach every replica datacenter, a session can miss its own
+   * write (the consistency checker reports it); longer keeps more reads local.
+   */
+  public static final SystemOption PRIVATE_CACHE_TTL = SystemOption.integer("private_cache_ttl_ms",
+      PRIVATE_CACHE_TTL_MS, 1, 3_600_000, "how long a client's private cache keeps its own writes, ms (K2 paper: 5000)");
+
+  @Override
+  public java.util.List<SystemOption> options() {
+    return java.util.List.of(PRIVATE_CACHE_TTL);
+  }
 
   @Override
   public String name() {
@@ -59,6 +73,6 @@ public final class ParisStarSystem implements StoreSystem {
   @Override
   public KvClient newClient(Transport transport, int clientId, int dc, ServerOptions options) {
     return new K2Client(transport, clientId, dc, options,
-        new PrivateCache(PRIVATE_CACHE_TTL_MS, System::currentTimeMillis));
+        new PrivateCache(options.system().integer(PRIVATE_CACHE_TTL), System::currentTimeMillis));
   }
 }

@@ -22,6 +22,7 @@ import org.junit.jupiter.api.Test;
 import org.k2bench.core.api.KvClient;
 import org.k2bench.core.api.ReadResult;
 import org.k2bench.core.api.ServerOptions;
+import org.k2bench.core.api.SystemOptions;
 import org.k2bench.core.cluster.LocalCluster;
 import org.k2bench.core.data.Row;
 import org.k2bench.core.testing.Clusters;
@@ -85,6 +86,21 @@ class ParisStarReadTest {
     assertEquals(0, r.wanRounds(), "own writes come from the private cache, replica keys from VA");
     assertEquals(remoteBefore, cluster.stat(-1, "remote_reads_served"));
     assertTrue(ms < 200, "no wide-area message: " + ms + " ms with +200 ms on every link");
+  }
+
+  /** The private cache's lifetime is PaRiS*'s own option: once it has passed, own writes are read remotely. */
+  @Test
+  void thePrivateCacheKeepsOwnWritesForItsOptionsLifetime() {
+    List<String> keys = List.of(key("ttl", TYO, SG), key("ttl-r", VA, CA));
+    ServerOptions shortLived = ServerOptions.defaults().withSystemOptions(SystemOptions.parse(new ParisStarSystem(),
+        Map.of("private_cache_ttl_ms", "1"), "server.options.paris-star."));
+    KvClient me = cluster.client(VA, shortLived);
+    me.writeTxn(rows(keys, "mine"));
+    awaitReplicated();
+    Clusters.sleep(5);
+    ReadResult r = me.readTxn(keys);
+    keys.forEach(k -> assertEquals("mine", str(r.rows().get(k))));
+    assertEquals(1, r.wanRounds(), "after 1 ms the private cache no longer holds the write");
   }
 
   @Test

@@ -13,6 +13,7 @@ import org.k2bench.core.api.KvClient;
 import org.k2bench.core.api.OperationFailedException;
 import org.k2bench.core.api.ServerOptions;
 import org.k2bench.core.api.StoreSystem;
+import org.k2bench.core.api.SystemOptions;
 import org.k2bench.core.api.Systems;
 import org.k2bench.core.data.Row;
 import org.k2bench.core.topology.ConfigException;
@@ -59,6 +60,19 @@ public final class K2BenchDB extends DB {
       throw new IllegalStateException("no k2bench session on this thread; is db=" + K2BenchDB.class.getName() + "?");
     }
     return c;
+  }
+
+  /** Properties {@code k2bench.option.<name>=<value>} set the system's own options ({@link StoreSystem#options()}). */
+  static final String OPTION_PREFIX = "k2bench.option.";
+
+  static java.util.Map<String, String> systemOptions(Properties p) {
+    java.util.Map<String, String> out = new java.util.TreeMap<>();
+    for (String name : p.stringPropertyNames()) {
+      if (name.startsWith(OPTION_PREFIX)) {
+        out.put(name.substring(OPTION_PREFIX.length()), p.getProperty(name));
+      }
+    }
+    return out;
   }
 
   /** The placement of this process's topology, once a session exists. */
@@ -116,7 +130,8 @@ public final class K2BenchDB extends DB {
       }
       dc = topology.dcIndex("k2bench.dc", required(p, "k2bench.dc"));
       localDc = dc;
-      ServerOptions options = ServerOptions.defaults().withRpcTimeoutMs(timeout);
+      ServerOptions options = ServerOptions.defaults().withRpcTimeoutMs(timeout)
+          .withSystemOptions(SystemOptions.parse(system, systemOptions(p), OPTION_PREFIX));
       client = system.newClient(t, base + NEXT_SESSION.getAndIncrement(), dc, options);
       CURRENT.set(client);
     } catch (ConfigException e) {

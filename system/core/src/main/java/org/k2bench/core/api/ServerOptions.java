@@ -15,46 +15,54 @@ package org.k2bench.core.api;
  *     datacenter's acknowledgement before it goes on with those that answered.
  * @param cacheVersionsPerKey how many versions of a key the DC cache keeps, newest first
  *     (0: every version the store still offers to readers)
+ * @param system the options of the one system this is for ({@link StoreSystem#options()}), checked
  */
 public record ServerOptions(long numKeys, double cacheFraction, long gcWindowMs,
     long replicaRetentionMs, long txnTimeoutMs, long rpcTimeoutMs, long failoverTimeoutMs,
-    int cacheVersionsPerKey) {
+    int cacheVersionsPerKey, SystemOptions system) {
 
   /** The default of {@link #cacheVersionsPerKey}. */
   public static final int DEFAULT_CACHE_VERSIONS_PER_KEY = 1;
 
   public static ServerOptions defaults() {
-    return new ServerOptions(1_000_000, 0.05, 5_000, 15_000, 5_000, 10_000, 2_000, DEFAULT_CACHE_VERSIONS_PER_KEY);
+    return new ServerOptions(1_000_000, 0.05, 5_000, 15_000, 5_000, 10_000, 2_000, DEFAULT_CACHE_VERSIONS_PER_KEY,
+        SystemOptions.NONE);
   }
 
   public ServerOptions withFailoverTimeoutMs(long ms) {
     return new ServerOptions(numKeys, cacheFraction, gcWindowMs, replicaRetentionMs, txnTimeoutMs, rpcTimeoutMs, ms,
-        cacheVersionsPerKey);
+        cacheVersionsPerKey, system);
   }
 
   public ServerOptions withNumKeys(long n) {
     return new ServerOptions(n, cacheFraction, gcWindowMs, replicaRetentionMs, txnTimeoutMs, rpcTimeoutMs,
-        failoverTimeoutMs, cacheVersionsPerKey);
+        failoverTimeoutMs, cacheVersionsPerKey, system);
   }
 
   public ServerOptions withCacheFraction(double f) {
     return new ServerOptions(numKeys, f, gcWindowMs, replicaRetentionMs, txnTimeoutMs, rpcTimeoutMs,
-        failoverTimeoutMs, cacheVersionsPerKey);
+        failoverTimeoutMs, cacheVersionsPerKey, system);
   }
 
   public ServerOptions withRpcTimeoutMs(long ms) {
     return new ServerOptions(numKeys, cacheFraction, gcWindowMs, replicaRetentionMs, txnTimeoutMs, ms,
-        failoverTimeoutMs, cacheVersionsPerKey);
+        failoverTimeoutMs, cacheVersionsPerKey, system);
   }
 
   public ServerOptions withGc(long windowMs, long replicaMs, long timeoutMs) {
     return new ServerOptions(numKeys, cacheFraction, windowMs, replicaMs, timeoutMs, rpcTimeoutMs,
-        failoverTimeoutMs, cacheVersionsPerKey);
+        failoverTimeoutMs, cacheVersionsPerKey, system);
   }
 
   public ServerOptions withCacheVersionsPerKey(int n) {
     return new ServerOptions(numKeys, cacheFraction, gcWindowMs, replicaRetentionMs, txnTimeoutMs, rpcTimeoutMs,
-        failoverTimeoutMs, n);
+        failoverTimeoutMs, n, system);
+  }
+
+  /** The same options with these system options (checked by {@link SystemOptions#parse}). */
+  public ServerOptions withSystemOptions(SystemOptions options) {
+    return new ServerOptions(numKeys, cacheFraction, gcWindowMs, replicaRetentionMs, txnTimeoutMs, rpcTimeoutMs,
+        failoverTimeoutMs, cacheVersionsPerKey, options);
   }
 
   /** DC cache capacity per server, in keys. */

@@ -35,6 +35,14 @@ public interface StoreSystem {
     return java.util.Map.of();
   }
 
+  /**
+   * The parameters of this system's protocol that experiments may set
+   * ({@code server.options.<system>}), beyond the shared {@link ServerOptions}.
+   */
+  default java.util.List<SystemOption> options() {
+    return java.util.List.of();
+  }
+
   /** The placement schemes this system's protocol is built for. */
   default Set<Placement.Scheme> placements() {
     return Set.of(Placement.Scheme.GROUPS);

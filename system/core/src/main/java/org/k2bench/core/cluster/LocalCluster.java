@@ -135,8 +135,13 @@ public final class LocalCluster implements AutoCloseable {
   }
 
   /** A new client session located in datacenter {@code dc}; closed with the cluster. */
-  public synchronized KvClient client(int dc) {
-    KvClient c = system.newClient(transport, nextClientId.getAndIncrement(), dc, options);
+  public KvClient client(int dc) {
+    return client(dc, options);
+  }
+
+  /** A new client session in datacenter {@code dc} with options of its own (a system option of its client library). */
+  public synchronized KvClient client(int dc, ServerOptions clientOptions) {
+    KvClient c = system.newClient(transport, nextClientId.getAndIncrement(), dc, clientOptions);
     clients.add(c);
     return c;
   }

@@ -122,6 +122,7 @@ public final class K2BenchDB extends DB {
           placement = org.k2bench.core.topology.Placement.of(topology);
           dc = topology.dcIndex("k2bench.dc", required(p, "k2bench.dc"));
           shared = new Transport(topology);
+          shared.useClock(system.clock());
           int threads = Integer.parseInt(p.getProperty("threadcount", "1"));
           connectToEveryServer(shared, base + threads, dc, timeout);
         }

@@ -43,6 +43,11 @@ public interface StoreSystem {
     return java.util.List.of();
   }
 
+  /** The clock this system's nodes keep and stamp messages with. */
+  default org.k2bench.core.clock.ClockKind clock() {
+    return org.k2bench.core.clock.ClockKind.LAMPORT;
+  }
+
   /** The placement schemes this system's protocol is built for. */
   default Set<Placement.Scheme> placements() {
     return Set.of(Placement.Scheme.GROUPS);

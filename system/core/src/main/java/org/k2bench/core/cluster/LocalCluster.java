@@ -37,6 +37,7 @@ public final class LocalCluster implements AutoCloseable {
     this.options = options;
     this.transport = new Transport(topology, new org.k2bench.core.transport.LinkConditions(topology),
         dispatchers(topology, serverIds), listenHost);
+    transport.useClock(system.clock());
     this.servers = new ServerNode[topology.numServers()];
     this.nextClientId = new AtomicInteger(firstClientId);
     try {

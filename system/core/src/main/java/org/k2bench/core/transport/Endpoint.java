@@ -48,7 +48,7 @@ public final class Endpoint implements AutoCloseable {
     this.transport = transport;
     this.id = id;
     this.dc = dc;
-    this.clock = new LamportClock(id);
+    this.clock = transport.clockKind().create(id);
     this.inbox = inbox;
     this.ownThread = inbox instanceof java.util.concurrent.ExecutorService;
     this.handler = handler;

@@ -57,6 +57,7 @@ public final class Transport implements AutoCloseable {
   private final String listenHost;
   private final FaultFile faults;
   private volatile boolean closed;
+  private volatile org.k2bench.core.clock.ClockKind clockKind = org.k2bench.core.clock.ClockKind.LAMPORT;
 
   public Transport(Topology topology) {
     this(topology, null);
@@ -103,6 +104,23 @@ public final class Transport implements AutoCloseable {
 
   public Topology topology() {
     return topology;
+  }
+
+  /** The clock every endpoint of this transport keeps (Lamport unless a system asks otherwise). */
+  public org.k2bench.core.clock.ClockKind clockKind() {
+    return clockKind;
+  }
+
+  /**
+   * Makes every endpoint opened from now on keep a clock of this kind (the system's,
+   * {@link org.k2bench.core.api.StoreSystem#clock()}); before any endpoint opens, since
+   * all nodes of a run must keep the same kind.
+   */
+  public synchronized void useClock(org.k2bench.core.clock.ClockKind kind) {
+    if (kind != clockKind && !opened.isEmpty()) {
+      throw new IllegalStateException("endpoints with " + clockKind + " clocks are open; choose the clock first");
+    }
+    clockKind = kind;
   }
 
   private static volatile Transport hosting;

@@ -20,7 +20,7 @@ from pathlib import Path
 import pandas as pd
 from hdrh.histogram import HdrHistogram
 
-from k2bench.summary import OPS, Interval, latency, merge, new_histogram, read_log
+from k2bench.summary import BASE_OPS, OPS, Interval, latency, merge, new_histogram, read_log
 
 ALL = "all"
 PERCENTILES = (1, 50, 75, 90, 99, 99.9)
@@ -250,12 +250,14 @@ def _dcs(t: Trial) -> list[str]:
 def latency_frame(runs, ops=OPS, per_dc: bool = True) -> pd.DataFrame:
     """Latency per (run, point, trial, system, dc, op): count, mean and percentiles in ms
     of the merged histogram, which is kept in column ``histogram`` for further merging
-    (see ``merge_rows``)."""
+    (see ``merge_rows``). Read-write transactions (``rwt``) have rows only where they ran."""
     rows = []
     for t in trials_of(runs):
         for dc in (_dcs(t) if per_dc else [ALL]):
             for op in ops:
                 h = t.merged(op, dc)
+                if op in OPS and op not in BASE_OPS and not h.get_total_count():
+                    continue
                 stats = latency(h, PERCENTILES)
                 rows.append(t.ids() | {"dc": dc, "op": op, "count": h.get_total_count(),
                                        **{("mean_ms" if k == "mean" else f"{k}_ms"): v for k, v in stats.items()},

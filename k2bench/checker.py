@@ -2,7 +2,10 @@
 
 Every client session records its operations (system/ycsb HistoryLog): read-only
 transactions with the version read per key, write-only transactions and single writes with
-the version they created, loads (the load phase's writes) likewise. Versions are unique per
+the version they created, loads (the load phase's writes) likewise, and read-write
+transactions (``rwt``, systems that have them) with both: the versions their reads returned
+and the one version their writes got at commit. A read-write transaction reads before it
+writes, so its reads are checked against what precedes it, not against its own writes. Versions are unique per
 write (Lamport timestamp with the writer's node id), a write-only transaction gives all its
 keys one version, and a key's versions are ordered by number: the newest visible version
 is the largest (every bundled system's apply rule). Version 0 is the empty row a key has
@@ -22,7 +25,9 @@ guarantee it breaks:
 
 It also flags ``duplicate-version`` (two operations created the same version of a key),
 ``unknown-version`` (a read returned a version nobody wrote, and no failed write could have
-written it), ``causal-cycle`` (the order is not acyclic: a read returned a write from its
+written it), ``causality`` also for a read-write transaction that committed at a version not
+above one it read (its writes causally follow its reads, so every version it read must be
+older than its own: the PaRiS paper's commit time above the snapshot), ``causal-cycle`` (the order is not acyclic: a read returned a write from its
 own future), and ``wan-rounds``: a read-only transaction took more wide-area rounds than
 its system claims (K2 and PaRiS*: one; StoreSystem.maxWanRounds) outside the windows in
 which a fault was in force.
@@ -32,6 +37,7 @@ History line format (JSON per line; times in epoch ms)::
     {"s": 4097, "i": 12, "op": "rot", "t0": ..., "t1": ..., "ok": true, "r": {"k": 1234}, "rounds": 1}
     {"s": 4097, "i": 13, "op": "wot", "t0": ..., "t1": ..., "ok": true, "w": {"k": 5678, "j": 5678}}
     {"s": 5001, "i": 0, "op": "load", "t0": ..., "t1": ..., "ok": true, "w": {"k": 99}}
+    {"s": 4097, "i": 14, "op": "rwt", "t0": ..., "t1": ..., "ok": true, "r": {"k": 5678}, "w": {"j": 6001}, "rounds": 0}
 
 A failed write (``ok`` false) may still have committed, at a version the client never
 learned: it is not in the causal order, but a read of an otherwise unknown version of one of
@@ -195,8 +201,12 @@ def check(ops: list[dict], max_wan_rounds: int | None = None,
         readers = np.fromiter((n for n, _ in reads), dtype=np.int64, count=len(reads))
         got = np.fromiter((v for _, v in reads), dtype=np.int64, count=len(reads))
         newest = np.full(len(reads), -1, dtype=np.int64)  # newest causally preceding version of k
+        reader_sessions = np.fromiter((sidx[order[n]["s"]] for n, _ in reads), dtype=np.int64, count=len(reads))
         for s, run in writes.items():
-            idx = np.searchsorted(np.asarray(run.positions), vc[readers, s], side="right") - 1
+            # A read-write transaction's own writes come after its reads: in its own session
+            # only the operations before it count.
+            bound = vc[readers, s] - (reader_sessions == s)
+            idx = np.searchsorted(np.asarray(run.positions), bound, side="right") - 1
             vals = np.where(idx >= 0, np.asarray(run.maxima, dtype=np.int64)[np.maximum(idx, 0)], -1)
             np.maximum(newest, vals, out=newest)
         for j in np.nonzero(newest > got)[0]:
@@ -220,12 +230,25 @@ def check(ops: list[dict], max_wan_rounds: int | None = None,
                     kind, why, other = "monotonic-reads", "the session had already read", order[earlier[1]]
                     newer = other["r"][k]
                 else:
-                    best = max(((run.newest_before(int(vc[n, s]) + 1), s) for s, run in writes.items()))
+                    best = max(((run.newest_before(int(vc[n, s]) + (s != s_me)), s) for s, run in writes.items()))
                     other = order[best[0][1]]
                     kind, why = "causality", f"causally precedes it, is a write of session {other['s']}"
                     newer = best[0][0]
             report.add(kind, f"read {v} of {k!r}, older than {newer}, which {why}", [reader, other],
                        key=k, read_version=v, newer_version=newer)
+
+    # A read-write transaction commits above every version it read (it causally follows them).
+    for o in order:
+        if not (o.get("r") and o.get("w")):
+            continue
+        committed = [v for v in o["w"].values() if v is not None]
+        if not committed:
+            continue
+        below = [(k, v) for k, v in o["r"].items() if v >= min(committed)]
+        if below:
+            k, v = max(below, key=lambda kv: kv[1])
+            report.add("causality", f"committed at version {min(committed)}, not above version {v} of {k!r}, "
+                       "which it had read", [o], key=k, read_version=v, newer_version=min(committed))
 
     # Wide-area rounds (K2 and PaRiS* claim at most one), outside fault windows.
     claimed = max_wan_rounds is not None

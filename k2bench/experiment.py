@@ -56,6 +56,11 @@ SCHEMA: dict[str, dict[str, tuple]] = {
         "zipf": (float, 1.2, _POS),
         "write_fraction": (float, 0.01, _FRACTION),
         "wot_fraction": (float, 0.5, _FRACTION),
+        # interactive read-write transactions (systems that have them): their share of all
+        # operations, and how many of an operation's keys_per_op keys each writes after
+        # reading the others (the PaRiS paper: 20 keys, 1 written for 95:5, 10 for 50:50)
+        "rw_fraction": (float, 0.0, _FRACTION),
+        "rw_writes": (int, 1, _ATLEAST1),
     },
     "server": {
         # per_host: one JVM for every server of the machine; per_dc: one per datacenter;
@@ -138,6 +143,11 @@ def _dist(field: str, value: Any, check) -> Any:
     if abs(total - 1.0) > 1e-3:
         raise ConfigError(field, f"probabilities sum to {total:g}, not 1")
     return {int(v): float(p) for v, p in value.items()}
+
+
+def dist_min(value) -> int:
+    """The smallest value a ``dist`` field can take."""
+    return value if isinstance(value, int) else min(value)
 
 
 def dist_max(value) -> int:

@@ -30,7 +30,7 @@ import yaml
 from . import rundir
 from .errors import ConfigError, RunFailed
 from . import checker, cpu
-from .experiment import check_pacing, server_jvm_args, client_shares, dist_text, pacing_interval_ms, points
+from .experiment import check_pacing, server_jvm_args, client_shares, dist_min, dist_text, pacing_interval_ms, points
 from .deploy import ALL_DCS, Deployment, LocalDeployment
 from .faults import FAULTS_FILE, FaultInjector, fault_windows, unavailability
 from .hosts import Host, InServerHost, LeaseKeeper, LocalHost, Proc
@@ -242,6 +242,16 @@ def validate(env: Env, exp: dict) -> dict:
     first, cache = None, {}
     for _, cfg in points(exp):
         check_system_options(env, cfg)  # per point: a sweep may change them
+        w = cfg["workload"]
+        if w["rw_fraction"] > 0:
+            lacking = [s for s in exp["systems"] if not env.system_info.get(s, {}).get("read_write_transactions")]
+            if lacking:
+                raise ConfigError("workload.rw_fraction", f"{', '.join(lacking)} ha{'ve' if len(lacking) > 1 else 's'} "
+                                  "no read-write transactions; set it to 0 or run systems that have them")
+            if dist_min(w["keys_per_op"]) <= w["rw_writes"]:
+                raise ConfigError("workload.rw_writes", f"{w['rw_writes']} writes leave no read in a read-write "
+                                  f"transaction of {dist_min(w['keys_per_op'])} keys; make it below "
+                                  "workload.keys_per_op")
         resolved = resolve_topology(env, cfg, cache)
         first = first or resolved
         for system in exp["systems"]:
@@ -699,6 +709,8 @@ class Orchestrator:
             "k2bench.zipf": w["zipf"],
             "k2bench.write_fraction": w["write_fraction"],
             "k2bench.wot_fraction": w["wot_fraction"],
+            "k2bench.rw_fraction": w["rw_fraction"],
+            "k2bench.rw_writes": w["rw_writes"],
             "k2bench.seed": 1_000 * t.trial + id_base,
             "status.interval": 1,
             # YCSB keeps the intended start time of paced operations only in this mode; the

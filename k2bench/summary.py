@@ -25,8 +25,9 @@ from dataclasses import dataclass
 from hdrh.histogram import HdrHistogram
 from hdrh.log import HistogramLogReader
 
-OPS = ("rot", "wot", "write")
-ERRORS = ("rot_error", "wot_error", "write_error")
+BASE_OPS = ("rot", "wot", "write")  # what every system runs
+OPS = BASE_OPS + ("rwt",)  # rwt: interactive read-write transactions (systems that have them)
+ERRORS = ("rot_error", "wot_error", "write_error", "rwt_error")
 HIGHEST_US = 3_600_000_000  # an hour, in microseconds
 
 
@@ -114,6 +115,12 @@ def _rot_block(intervals: list[Interval], window) -> dict:
         "all_local_fraction": None if n == 0 else round(rr.get_count_at_value(0) / n, 6),
         "wan_rounds": rounds(rr),
     }
+
+
+def _rwt_block(intervals: list[Interval], window_ms: tuple[float, float]) -> dict:
+    """Read-write transactions: count, latency (start to commit) and the wide-area rounds of their reads."""
+    rwt, rr = merge(intervals, "rwt", window_ms), merge(intervals, "rwt_rounds", window_ms)
+    return {"count": rwt.get_total_count(), "latency_ms": latency(rwt), "wan_rounds": rounds(rr)}
 
 
 def timeseries(intervals: list[Interval], origin_ms: float) -> dict:
@@ -330,6 +337,9 @@ def summarize(logs: dict[str, list[pathlib.Path]], *, system: str, experiment: s
                     "latency_ms": latency(merge(everything, "wot", window_ms))},
             "write": {"count": merge(everything, "write", window_ms).get_total_count(),
                       "latency_ms": latency(merge(everything, "write", window_ms))},
+            # only in runs with read-write transactions, so other summaries keep their shape
+            **({"rwt": _rwt_block(everything, window_ms)} if merge(everything, "rwt", window_ms).get_total_count()
+               else {}),
         },
         "staleness_ms": percentiles_ms(staleness),
         "snapshot_lag_ms": percentiles_ms(merge(everything, "snapshot_lag", window_ms)),

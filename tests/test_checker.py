@@ -36,6 +36,10 @@ class H:
     def rot(self, s, rounds=0, **r):
         return self._op(s, "rot", r=r, rounds=rounds)
 
+    def rwt(self, s, r, w, rounds=0):
+        """A read-write transaction: versions read, then the one version its writes got."""
+        return self._op(s, "rwt", r=r, w=w, rounds=rounds)
+
     def check(self, **kw):
         return checker.check(self.ops, **kw)
 
@@ -129,6 +133,42 @@ def test_monotonic_reads(h):
     h.rot(2, x=1)  # went back
     assert kinds(h.check()) == {"monotonic-reads": 1}
     h.ops[-1]["r"]["x"] = 10
+    assert h.check()["violations"]["count"] == 0
+
+
+def test_a_read_write_transaction_is_checked_as_reads_then_writes(h):
+    h.rwt(1, r={"x": 1}, w={"x": 10, "y": 10})  # read x, then wrote x and y: not its own read-your-writes
+    h.rot(2, x=10, y=10)
+    h.rwt(2, r={"y": 10}, w={"z": 20})  # z depends on y=10, hence on x=10 (one transaction)
+    h.rot(3, z=20, x=10, y=10)
+    r = h.check()
+    assert r["violations"]["count"] == 0, r["violations"]
+    assert r["checked"]["writes"] == 5  # x, y loaded; x, y, z written
+
+
+def test_read_write_transactions_break_guarantees_like_any_other(h):
+    h.rwt(1, r={"x": 1}, w={"x": 10, "y": 10})
+    h.rot(2, x=10, y=2)  # half of the read-write transaction's writes
+    assert kinds(h.check()) == {"atomic-visibility": 1}
+    h.ops.pop()
+    h.rwt(1, r={"y": 2}, w={"z": 30})  # its own earlier write of y=10 is missed
+    assert kinds(h.check()) == {"read-your-writes": 1}
+    h.ops[-1]["r"]["y"] = 10
+    assert h.check()["violations"]["count"] == 0
+    h.rwt(2, r={"z": 30}, w={"x": 40})
+    h.rot(3, x=40, y=2)  # x=40 follows z=30 (session 2 read it), which follows session 1's y=10
+    assert kinds(h.check()) == {"causality": 1}
+
+
+def test_a_read_write_transaction_must_commit_above_what_it_read(h):
+    h.write(1, "x", 50)
+    h.rwt(2, r={"x": 50}, w={"y": 40})  # commit 40 below the 50 it read: its writes would look older
+    r = h.check()
+    assert kinds(r) == {"causality": 1}
+    v = r["violations"]["listed"][0]
+    assert v["key"] == "x" and v["read_version"] == 50 and v["newer_version"] == 40
+    assert "committed at version 40, not above version 50" in v["message"]
+    h.ops[-1]["w"]["y"] = 60
     assert h.check()["violations"]["count"] == 0
 
 

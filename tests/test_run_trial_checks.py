@@ -267,3 +267,13 @@ def test_k2bench_systems_lists_claims_placements_and_options(jar, capsys):
             "private cache keeps its own writes") in out
     assert "rad: RAD" in out and "no round claim" in out
 
+
+def test_read_write_transactions_need_systems_that_have_them(jar):
+    from k2bench.orchestrator import validate
+    env = Env(repo=ROOT, jar=jar, deployment=LocalDeployment(LocalHost(jar)))
+    exp = experiment.resolve({"systems": ["k2", "rad"], "workload": {"rw_fraction": 0.1}}, "t", SYSTEMS)
+    with pytest.raises(ConfigError) as e:
+        validate(env, exp)
+    assert e.value.field == "workload.rw_fraction"
+    assert str(e.value).endswith("k2, rad have no read-write transactions; set it to 0 or run systems that have them")
+    assert all(info["read_write_transactions"] is False for info in env.system_info.values())

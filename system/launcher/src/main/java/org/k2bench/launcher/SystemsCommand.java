@@ -46,6 +46,7 @@ final class SystemsCommand implements Callable<Integer> {
           options.add(om);
         }
         m.put("options", options);
+        m.put("read_write_transactions", s.readWriteTransactions());
         m.put("placements", s.placements().stream().map(org.k2bench.core.topology.Placement.Scheme::fileName)
             .sorted().toList());
         all.add(m);

@@ -71,6 +71,15 @@ final class Discrete {
     return values[values.length - 1];
   }
 
+  /** The smallest value it can take (a value of probability 0 included). */
+  int min() {
+    int m = values[0];
+    for (int v : values) {
+      m = Math.min(m, v);
+    }
+    return m;
+  }
+
   int max() {
     int m = values[0];
     for (int v : values) {

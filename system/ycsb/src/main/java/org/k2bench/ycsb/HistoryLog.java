@@ -42,9 +42,9 @@ final class HistoryLog implements AutoCloseable {
   }
 
   /**
-   * @param reads key -> version read (read-only transactions), or null
+   * @param reads key -> version read (read-only and read-write transactions), or null
    * @param writes key -> version written (null values: the client never learned it), or null
-   * @param rounds wide-area rounds of a read-only transaction, or -1
+   * @param rounds wide-area rounds of a read-only transaction or of a read-write transaction's reads, or -1
    * @param error why the operation failed, or null
    */
   synchronized void record(long session, long index, String op, long startNanos, long endNanos,

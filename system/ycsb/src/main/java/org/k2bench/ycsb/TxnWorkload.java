@@ -47,7 +47,10 @@ import site.ycsb.measurements.Measurements;
  * <p>Properties (besides YCSB's recordcount, insertstart, insertcount, target):
  * {@code k2bench.keys_per_op} (5), {@code k2bench.columns} (5), {@code k2bench.value_bytes}
  * (128), {@code k2bench.zipf} (1.2), {@code k2bench.write_fraction} (0.01),
- * {@code k2bench.wot_fraction} (0.5, of writes), {@code k2bench.hlog} (the log to write),
+ * {@code k2bench.wot_fraction} (0.5, of writes), {@code k2bench.rw_fraction} (0: the
+ * share of operations that are interactive read-write transactions, for systems that have
+ * them: {@code keys_per_op} keys, the first read in parallel and then the last
+ * {@code k2bench.rw_writes} (1) written, then commit), {@code k2bench.hlog} (the log to write),
  * {@code k2bench.hlog_interval_ms} (1000), {@code k2bench.seed}.
  */
 public final class TxnWorkload extends Workload {
@@ -66,6 +69,8 @@ public final class TxnWorkload extends Workload {
   private Discrete valueBytes;
   private double writeFraction;
   private double wotFraction;
+  private double rwFraction;
+  private int rwWrites;
   private long seed;
   private IntervalLog recorder;
   private HistoryLog history;
@@ -147,6 +152,25 @@ public final class TxnWorkload extends Workload {
     valueBytes = Discrete.parse("k2bench.value_bytes", p.getProperty("k2bench.value_bytes", "128"), 0);
     writeFraction = fractionProp(p, "k2bench.write_fraction", 0.01);
     wotFraction = fractionProp(p, "k2bench.wot_fraction", 0.5);
+    rwFraction = fractionProp(p, "k2bench.rw_fraction", 0);
+    rwWrites = (int) Math.min(Integer.MAX_VALUE, longProp(p, "k2bench.rw_writes", 1, 1));
+    if (rwFraction > 0) {
+      if (rwWrites >= keysPerOp.min()) {
+        throw new WorkloadException("k2bench.rw_writes: " + rwWrites + " writes leave no read in a read-write "
+            + "transaction of " + keysPerOp.min() + " keys; make it below k2bench.keys_per_op");
+      }
+      String system = p.getProperty("k2bench.system");
+      boolean has;
+      try {
+        has = system == null || org.k2bench.core.api.Systems.byName("k2bench.system", system).readWriteTransactions();
+      } catch (org.k2bench.core.topology.ConfigException e) {
+        throw new WorkloadException(e.getMessage());
+      }
+      if (!has) {
+        throw new WorkloadException("k2bench.rw_fraction: " + system + " has no read-write transactions; "
+            + "set it to 0 or choose a system that has them");
+      }
+    }
     seed = longProp(p, "k2bench.seed", 42, Long.MIN_VALUE);
     long insertStart = longProp(p, INSERT_START_PROPERTY, 0, 0);
     long insertCount = longProp(p, INSERT_COUNT_PROPERTY, n - insertStart, 0);
@@ -347,7 +371,9 @@ public final class TxnWorkload extends Workload {
     long intended = Measurements.getMeasurements().getIntendedtartTimeNs();
     long start = intended > 0 ? intended : System.nanoTime();
     String op;
-    if (s.rng.nextDouble() < writeFraction) {
+    if (rwFraction > 0 && s.rng.nextDouble() < rwFraction) { // no draw without them: same streams as before
+      op = "rwt";
+    } else if (s.rng.nextDouble() < writeFraction) {
       op = s.rng.nextDouble() < wotFraction ? "wot" : "write";
     } else {
       op = "rot";
@@ -360,6 +386,13 @@ public final class TxnWorkload extends Workload {
       record("schedule_lag", Math.max(0, began - intended) / 1000);
     }
     List<String> keys = chooseKeys(s, op.equals("write") ? 1 : keysPerOp.sample(s.rng));
+    // The keys an operation writes: all but a read-only transaction's; a read-write
+    // transaction's last rwWrites (it reads the others first).
+    List<String> written = switch (op) {
+      case "rot" -> List.of();
+      case "rwt" -> keys.subList(keys.size() - rwWrites, keys.size());
+      default -> keys;
+    };
     try {
       switch (op) {
         case "rot" -> {
@@ -376,6 +409,22 @@ public final class TxnWorkload extends Workload {
             record("staleness", Math.round(ms * 1000));
           }
           log(s, "rot", began, r.versions(), null, r.wanRounds(), null);
+        }
+        case "rwt" -> {
+          org.k2bench.core.api.ReadWriteTxn txn = s.client.begin();
+          ReadResult r = txn.read(keys.subList(0, keys.size() - rwWrites));
+          Map<String, Row> writes = new LinkedHashMap<>();
+          for (String k : written) {
+            writes.put(k, randomRow(s.rng));
+          }
+          txn.write(writes);
+          long version = txn.commit().version();
+          record("rwt", (System.nanoTime() - start) / 1000);
+          record("rwt_rounds", r.wanRounds());
+          for (double ms : r.stalenessMs().values()) {
+            record("staleness", Math.round(ms * 1000));
+          }
+          log(s, "rwt", began, r.versions(), sameVersion(written, version), r.wanRounds(), null);
         }
         case "wot" -> {
           Map<String, Row> writes = new LinkedHashMap<>();
@@ -396,7 +445,7 @@ public final class TxnWorkload extends Workload {
     } catch (RuntimeException e) {
       // Recorded and counted; the thread goes on (returning false would end it for good).
       record(op + "_error", (System.nanoTime() - start) / 1000);
-      log(s, op, began, null, op.equals("rot") ? null : nullVersions(keys), -1, String.valueOf(e.getMessage()));
+      log(s, op, began, null, written.isEmpty() ? null : nullVersions(written), -1, String.valueOf(e.getMessage()));
       return true;
     }
   }

@@ -65,6 +65,36 @@ class TxnWorkloadTest {
       return new WriteResult(1, 0);
     }
 
+    /** Read-write transactions: reads as readTxn, writes counted at commit with version 7. */
+    @Override
+    public org.k2bench.core.api.ReadWriteTxn begin() {
+      Map<String, Row> buffered = new LinkedHashMap<>();
+      return new org.k2bench.core.api.ReadWriteTxn() {
+        @Override
+        public ReadResult read(Collection<String> keys) {
+          assertTrue(buffered.isEmpty(), "the workload reads before it writes");
+          ops.merge("rwt-read", 1, Integer::sum);
+          rwReadKeys.add(keys.size());
+          return readTxn(keys);
+        }
+
+        @Override
+        public void write(Map<String, Row> writes) {
+          buffered.putAll(writes);
+        }
+
+        @Override
+        public WriteResult commit() {
+          ops.merge("rwt", 1, Integer::sum);
+          rwWriteKeys.add(buffered.size());
+          return new WriteResult(7, 0);
+        }
+      };
+    }
+
+    final List<Integer> rwReadKeys = new java.util.ArrayList<>();
+    final List<Integer> rwWriteKeys = new java.util.ArrayList<>();
+
     @Override
     public int id() {
       return 4096;
@@ -121,6 +151,59 @@ class TxnWorkloadTest {
     assertEquals(1 / 3.0, remote, 0.01, "wide-area rounds recorded per transaction");
     assertEquals(c.ops.get("wot").longValue(), counts.get("wot"));
     assertEquals(c.ops.get("write").longValue(), counts.get("write"));
+  }
+
+  @Test
+  void readWriteTransactionsReadThenWriteAndReachTheHistory() throws Exception {
+    Properties p = props(0.0);
+    p.setProperty("k2bench.rw_fraction", "0.5");
+    p.setProperty("k2bench.keys_per_op", "20");
+    p.setProperty("k2bench.rw_writes", "1"); // the PaRiS paper's 95:5 transactions: 19 reads, 1 write
+    p.setProperty("k2bench.history", dir.resolve("h.jsonl").toString());
+    site.ycsb.measurements.Measurements.setProperties(p);
+    TxnWorkload w = new TxnWorkload();
+    w.init(p);
+    FakeClient c = new FakeClient();
+    Object s = new TxnWorkload.Session(c, org.apache.commons.rng.simple.RandomSource.XO_RO_SHI_RO_128_PP.create(1L),
+        new KeySpace(10_000, 1.2).ranks(org.apache.commons.rng.simple.RandomSource.XO_RO_SHI_RO_128_PP.create(2L)));
+    int n = 2_000;
+    for (int i = 0; i < n; i++) {
+      assertTrue(w.doTransaction(null, s));
+    }
+    w.cleanup();
+    assertEquals(0.5, c.ops.get("rwt") / (double) n, 0.04, "half are read-write transactions");
+    assertEquals(c.ops.get("rwt"), c.ops.get("rwt-read"), "each reads once, in parallel");
+    assertTrue(c.rwReadKeys.stream().allMatch(k -> k == 19) && c.rwWriteKeys.stream().allMatch(k -> k == 1));
+    List<String> rw = Files.readAllLines(dir.resolve("h.jsonl")).stream().filter(l -> l.contains("\"op\":\"rwt\""))
+        .toList();
+    assertEquals(c.ops.get("rwt").intValue(), rw.size(), "every one in the history");
+    String line = rw.get(0);
+    assertTrue(line.contains("\"ok\":true") && line.contains("\"r\":{") && line.contains("\"w\":{"), line);
+    assertEquals(19, line.substring(line.indexOf("\"r\":{"), line.indexOf("}")).split(",").length, line);
+    assertTrue(line.matches(".*\"w\":\\{\"[^\"]+\":7\\}.*"), "one write at the commit version: " + line);
+
+    Map<String, Long> counts = new HashMap<>();
+    HistogramLogReader r = new HistogramLogReader(dir.resolve("c.hlog").toFile());
+    for (Histogram h; (h = (Histogram) r.nextIntervalHistogram()) != null; ) {
+      counts.merge(h.getTag(), h.getTotalCount(), Long::sum);
+    }
+    assertEquals(c.ops.get("rwt").longValue(), counts.get("rwt"));
+    assertEquals(c.ops.get("rwt").longValue(), counts.get("rwt_rounds"));
+  }
+
+  @Test
+  void readWriteTransactionsNeedASystemThatHasThemAndAReadInEach() {
+    Properties p = props(0.0);
+    p.setProperty("k2bench.rw_fraction", "0.1");
+    p.setProperty("k2bench.system", "k2");
+    WorkloadException e = assertThrows(WorkloadException.class, () -> new TxnWorkload().init(p));
+    assertEquals("k2bench.rw_fraction: k2 has no read-write transactions; set it to 0 or choose a system that "
+        + "has them", e.getMessage());
+    Properties q = props(0.0);
+    q.setProperty("k2bench.rw_fraction", "0.1");
+    q.setProperty("k2bench.rw_writes", "5");
+    e = assertThrows(WorkloadException.class, () -> new TxnWorkload().init(q));
+    assertTrue(e.getMessage().startsWith("k2bench.rw_writes: 5 writes leave no read"), e.getMessage());
   }
 
   @Test

@@ -16,6 +16,15 @@ public interface KvClient extends AutoCloseable {
 
   WriteResult write(String key, Row row);
 
+  /**
+   * Starts an interactive read-write transaction, for systems that declare them
+   * ({@link StoreSystem#readWriteTransactions()}); the others throw
+   * {@link UnsupportedOperationException}.
+   */
+  default ReadWriteTxn begin() {
+    throw new UnsupportedOperationException("this system has no read-write transactions");
+  }
+
   int id();
 
   int dc();

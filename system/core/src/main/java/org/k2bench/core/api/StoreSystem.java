@@ -43,6 +43,14 @@ public interface StoreSystem {
     return java.util.List.of();
   }
 
+  /**
+   * Whether its clients run interactive read-write transactions ({@link KvClient#begin()}).
+   * Read-only transactions, write-only transactions and single writes every system has.
+   */
+  default boolean readWriteTransactions() {
+    return false;
+  }
+
   /** The clock this system's nodes keep and stamp messages with. */
   default org.k2bench.core.clock.ClockKind clock() {
     return org.k2bench.core.clock.ClockKind.LAMPORT;

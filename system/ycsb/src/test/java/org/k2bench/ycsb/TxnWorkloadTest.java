@@ -118,15 +118,26 @@ class TxnWorkloadTest {
     return p;
   }
 
+  /** A workload initialised as YCSB's Client does it. */
+  static TxnWorkload workload(Properties p) throws WorkloadException {
+    site.ycsb.measurements.Measurements.setProperties(p);
+    TxnWorkload w = new TxnWorkload();
+    w.init(p);
+    return w;
+  }
+
+  /** A session of {@code client} with fixed seeds. */
+  static Object session(KvClient client) {
+    return new TxnWorkload.Session(client, org.apache.commons.rng.simple.RandomSource.XO_RO_SHI_RO_128_PP.create(1L),
+        new KeySpace(10_000, 1.2).ranks(org.apache.commons.rng.simple.RandomSource.XO_RO_SHI_RO_128_PP.create(2L)));
+  }
+
   @Test
   void theMixFollowsTheConfiguredFractions() throws Exception {
     Properties p = props(0.2);
-    site.ycsb.measurements.Measurements.setProperties(p); // as YCSB's Client does
-    TxnWorkload w = new TxnWorkload();
-    w.init(p);
+    TxnWorkload w = workload(p);
     FakeClient c = new FakeClient();
-    Object s = new TxnWorkload.Session(c, org.apache.commons.rng.simple.RandomSource.XO_RO_SHI_RO_128_PP.create(1L),
-        new KeySpace(10_000, 1.2).ranks(org.apache.commons.rng.simple.RandomSource.XO_RO_SHI_RO_128_PP.create(2L)));
+    Object s = session(c);
     int n = 20_000;
     for (int i = 0; i < n; i++) {
       assertTrue(w.doTransaction(null, s));
@@ -160,12 +171,9 @@ class TxnWorkloadTest {
     p.setProperty("k2bench.keys_per_op", "20");
     p.setProperty("k2bench.rw_writes", "1"); // the PaRiS paper's 95:5 transactions: 19 reads, 1 write
     p.setProperty("k2bench.history", dir.resolve("h.jsonl").toString());
-    site.ycsb.measurements.Measurements.setProperties(p);
-    TxnWorkload w = new TxnWorkload();
-    w.init(p);
+    TxnWorkload w = workload(p);
     FakeClient c = new FakeClient();
-    Object s = new TxnWorkload.Session(c, org.apache.commons.rng.simple.RandomSource.XO_RO_SHI_RO_128_PP.create(1L),
-        new KeySpace(10_000, 1.2).ranks(org.apache.commons.rng.simple.RandomSource.XO_RO_SHI_RO_128_PP.create(2L)));
+    Object s = session(c);
     int n = 2_000;
     for (int i = 0; i < n; i++) {
       assertTrue(w.doTransaction(null, s));
@@ -212,12 +220,8 @@ class TxnWorkloadTest {
     Path start = dir.resolve("start");
     Files.writeString(start, System.currentTimeMillis() + "\n");
     p.setProperty("k2bench.start_file", start.toString());
-    site.ycsb.measurements.Measurements.setProperties(p);
-    TxnWorkload w = new TxnWorkload();
-    w.init(p);
-    Object s = new TxnWorkload.Session(new FakeClient(),
-        org.apache.commons.rng.simple.RandomSource.XO_RO_SHI_RO_128_PP.create(1L),
-        new KeySpace(10_000, 1.2).ranks(org.apache.commons.rng.simple.RandomSource.XO_RO_SHI_RO_128_PP.create(2L)));
+    TxnWorkload w = workload(p);
+    Object s = session(new FakeClient());
     java.io.PrintStream out = System.out;
     java.io.ByteArrayOutputStream captured = new java.io.ByteArrayOutputStream();
     long before = System.currentTimeMillis();

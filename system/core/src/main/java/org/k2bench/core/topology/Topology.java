@@ -35,28 +35,14 @@ public final class Topology {
       List<List<HostPort>> servers,
       double intraDcDelayMs,
       double jitterMs) {
-    this(dcs, rttMs, serversPerDc, replicationFactor, servers, intraDcDelayMs, jitterMs, true);
+    this(dcs, rttMs, serversPerDc, replicationFactor, servers, intraDcDelayMs, jitterMs, true,
+        Placement.Scheme.GROUPS, 0);
   }
 
   /**
    * @param wanEmulation whether the transport delays messages by the matrix (the
    *     embedded emulation); false where the network itself has the latency (real regions,
    *     or tc/netem on a cluster) and the matrix only ranks datacenters by distance
-   */
-  public Topology(
-      List<String> dcs,
-      double[][] rttMs,
-      int serversPerDc,
-      int replicationFactor,
-      List<List<HostPort>> servers,
-      double intraDcDelayMs,
-      double jitterMs,
-      boolean wanEmulation) {
-    this(dcs, rttMs, serversPerDc, replicationFactor, servers, intraDcDelayMs, jitterMs, wanEmulation,
-        Placement.Scheme.GROUPS, 0);
-  }
-
-  /**
    * @param placement how keys are placed ({@link Placement})
    * @param partitions with {@link Placement.Scheme#PARTITIONS}, their number N (servers_per_dc
    *     must then be N·f/D); 0 with groups

@@ -1,4 +1,5 @@
-"""The K2 paper's claims (§VII) checked against runs.
+"""The K2 paper's claims (§VII), and the PaRiS paper's (§V) on runs of its systems,
+checked against runs.
 
 Each claim names the workloads it is about (the paper's Fig. 8 panels, its default
 setting, the TAO-like mix, or the three settings where RAD's second round is common) and is
@@ -48,21 +49,31 @@ def rtt_scale_of(trial: load.Trial, manifest: dict | None = None) -> float:
     return float((trial.config.get("topology") or {}).get("rtt_scale") or 1.0)
 
 
+def _topology_rtts(trial: load.Trial, manifest: dict | None) -> list[float]:
+    """The wide-area RTTs of the trial's own topology file, ms, unscaled ([] on a real
+    wide-area network or without the file)."""
+    path = Path(trial.dir) / "topology.yaml"
+    if ((manifest or {}).get("deployment") or {}).get("latency") == "real" or not path.exists():
+        return []
+    doc = yaml.safe_load(path.read_text()) or {}
+    matrix = doc.get("rtt_ms") if isinstance(doc, dict) else None
+    return [float(v) for row in (matrix.values() if isinstance(matrix, dict) else [])
+            if isinstance(row, dict) for v in row.values()
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0]
+
+
 def smallest_rtt_of(trial: load.Trial, manifest: dict | None = None) -> float:
     """The smallest wide-area RTT the trial ran with, in ms: its topology's smallest
     ``rtt_ms`` times its ``rtt_scale`` (the paper's VA-CA 60 ms on its own matrix). On a
     real wide-area network, or without the trial's topology, the paper's times the scale."""
-    scale = rtt_scale_of(trial, manifest)
-    path = Path(trial.dir) / "topology.yaml"
-    if ((manifest or {}).get("deployment") or {}).get("latency") != "real" and path.exists():
-        doc = yaml.safe_load(path.read_text()) or {}
-        matrix = doc.get("rtt_ms") if isinstance(doc, dict) else None
-        rtts = [float(v) for row in (matrix.values() if isinstance(matrix, dict) else [])
-                if isinstance(row, dict) for v in row.values()
-                if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0]
-        if rtts:
-            return min(rtts) * scale
-    return paper.SMALLEST_RTT_MS * scale
+    rtts = _topology_rtts(trial, manifest)
+    return (min(rtts) if rtts else paper.SMALLEST_RTT_MS) * rtt_scale_of(trial, manifest)
+
+
+def largest_rtt_of(trial: load.Trial, manifest: dict | None = None) -> float | None:
+    """The largest wide-area RTT the trial ran with, ms (scaled); None without its topology."""
+    rtts = _topology_rtts(trial, manifest)
+    return max(rtts) * rtt_scale_of(trial, manifest) if rtts else None
 
 
 @dataclass
@@ -78,6 +89,7 @@ class Workload:
     point_values: dict
     faults: bool
     smallest_rtt: float = paper.SMALLEST_RTT_MS  # ms, of the RTTs the workload ran with
+    largest_rtt: float | None = None  # ms, of the RTTs the workload ran with (None: unknown)
     closed_loop: bool = False  # clients not paced: the load is whatever the systems sustain
     mutant: str | None = None  # a deliberately broken system (testing.mutant)
     systems: dict = field(default_factory=dict)  # system -> load.pooled(...)
@@ -126,7 +138,8 @@ def workloads(runs) -> list[Workload]:
                                     rtt_scale_of(t, r.manifest), axes, dict(t.point_values),
                                     bool(t.config.get("faults")), smallest_rtt_of(t, r.manifest),
                                     closed_loop=(t.config.get("clients") or {}).get("target_ops_per_s_per_dc") is None,
-                                    mutant=(t.config.get("testing") or {}).get("mutant"))
+                                    mutant=(t.config.get("testing") or {}).get("mutant"),
+                                    largest_rtt=largest_rtt_of(t, r.manifest))
             trials.setdefault(key + (t.system,), []).append(t)
     for (run, point, system), ts in trials.items():
         w = out[(run, point)]
@@ -422,16 +435,108 @@ def _throughput_claim(p: pd.DataFrame):
     return "; ".join(texts), (all(oks) if oks else None)
 
 
+# ------------------------------------------------------------------ the PaRiS paper's claims (its §V)
+
+PARIS_FAMILY = ("paris", "bpr", "nocc")
+# PaRiS has one more round than NoCC (its start, at a coordinator in the client's own
+# datacenter) and reads a version chain: "the same latency as NoCC" is taken as within
+# this factor (or 1 ms) of NoCC's mean.
+PARIS_SAME_LATENCY = 1.25
+
+
+def _paris_ws(ws, systems) -> list:
+    """The workloads of the PaRiS paper's kind (read-write transactions, no faults, no
+    mutant) that ran ``systems``, each with its emulation on time."""
+    return [w for w in ws if all(_get(w, x, "rwt_count") for x in systems)
+            and not w.faults and not w.mutant and not any(w.degraded.get(x) for x in systems)]
+
+
+def _paris_below_bpr(w):
+    a, b = _get(w, "paris", "rwt_mean_ms"), _get(w, "bpr", "rwt_mean_ms")
+    return f"{b / a:.2f}x ({_ms(a)} vs {_ms(b)})", a < b
+
+
+def _lowest_loads(ws) -> list:
+    """Of each load sweep's setting, its point with the fewest threads; other workloads as they are."""
+    first: dict[tuple, object] = {}
+    for w in ws:
+        threads = w.point_values.get("clients.threads_per_dc")
+        key = (w.run, w.key if w.load_sweep else w.point)
+        if key not in first or (threads is not None and threads < first[key].point_values["clients.threads_per_dc"]):
+            first[key] = w
+    return list(first.values())
+
+
+def _paris_as_nocc(w):
+    a, b = _get(w, "paris", "rwt_mean_ms"), _get(w, "nocc", "rwt_mean_ms")
+    return f"{a / b:.2f}x ({_ms(a)} vs {_ms(b)})", a <= max(PARIS_SAME_LATENCY * b, b + 1)
+
+
+def _visibility(w):
+    a, b = _get(w, "paris", "visibility_p50_ms"), _get(w, "bpr", "visibility_p50_ms")
+    a99, b99 = _get(w, "paris", "visibility_p99_ms"), _get(w, "bpr", "visibility_p99_ms")
+    if None in (a, b, a99, b99) or w.largest_rtt is None:
+        return None
+    return (f"p50 {_ms(a)} vs {_ms(b)}, p99 {_ms(a99)} vs {_ms(b99)} (largest RTT {w.largest_rtt:.0f} ms)",
+            a > b and 0.5 * w.largest_rtt <= a99 - b99 <= 2 * w.largest_rtt)
+
+
+def _bpr_blocks(w):
+    v = _get(w, "bpr", "read_phase_blocked_mean_ms")
+    return None if v is None else (f"mean {v:.1f} ms", v > 0)
+
+
+PARIS_CLAIMS = [
+    (Claim("PaRiS transaction latency below BPR's", "at every load: up to 5.91x lower (95:5), 20.56x (50:50) "
+           "(Fig. 2)", None, False, systems=("paris", "bpr")), _paris_below_bpr, False),
+    (Claim("PaRiS transaction latency as NoCC's below overload", "the same (Fig. 2)", None, False,
+           f"checked at each sweep's lowest load: within {PARIS_SAME_LATENCY:g}x (or 1 ms) of NoCC's mean; "
+           "PaRiS has one more round, to a coordinator in its own datacenter", systems=("paris", "nocc")),
+     _paris_as_nocc, True),
+    (Claim("PaRiS update visibility later than BPR's", "by up to about the farthest datacenters' latency "
+           "(~200 ms, Fig. 5)", None, True, "checked: PaRiS's p50 above BPR's, and its p99 above BPR's by the "
+           "order of the largest RTT (half to twice it): the UST waits for every partition's version clock to "
+           "reach its other replicas and for the roots to exchange them, and a prepared transaction holds its "
+           "partition's clock for its commit's round trip", systems=("paris", "bpr")), _visibility, False),
+    (Claim("BPR blocks its reads", "29 ms mean per transaction's read phase at peak throughput (§V-B)", None, False,
+           "checked that it blocks at all; the mean grows with load", systems=("bpr",)), _bpr_blocks, False),
+]
+
+
+def _paris_rows(ws) -> list[dict]:
+    """The PaRiS paper's claims, on the runs of its systems (none if no run has them)."""
+    if not any(x in w.systems for w in ws for x in PARIS_FAMILY):
+        return []
+    rows = []
+    for claim, fn, lowest in PARIS_CLAIMS:
+        covered = _paris_ws(ws, claim.systems)
+        covered = _lowest_loads(covered) if lowest else covered
+        got = _check_each(covered, fn)
+        rows.append({"claim": claim.what, "paper": claim.paper,
+                     "this run": got[0] if got else "not covered", "agrees": None if got is None else bool(got[1]),
+                     "scaled by": ", ".join(f"x{s:g}" for s in sorted({w.scale for w in covered}))
+                     if claim.scaled and got else "",
+                     "checked on": "" if got else ("needs read-write transactions of "
+                                                   + " and ".join(paper.SYSTEM_LABEL[x] for x in claim.systems)
+                                                   + " (make local-run EXPERIMENT=paris-default), no faults, "
+                                                   "the emulation on time"),
+                     "note": claim.note if got else ""})
+    return rows
+
+
 def table(runs) -> pd.DataFrame:
     """The paper-vs-run table: per claim, the paper's figure, this run's (per covered
     workload), whether it agrees, and what a claim not checked needs. The paper's §VII
     measured clients at "medium load" without faults: a workload that is not that
     (``Workload.left_out``: faults, a load sweep, closed loop, a mutant, or a degraded
     emulation of a system the claim reads) is not checked against those claims and is named in the note (the peak
-    claim is made of load sweeps instead)."""
+    claim is made of load sweeps instead). Runs of PaRiS, BPR or NoCC add the PaRiS paper's claims, which
+    its load sweeps cover; runs of those systems alone show only them."""
     ws = workloads(runs)
     rows = []
-    for claim, fn in CLAIMS:
+    k2_paper = any(x in w.systems for w in ws for x in ("k2", "rad", "paris-star")) \
+        or not any(x in w.systems for w in ws for x in PARIS_FAMILY)
+    for claim, fn in (CLAIMS if k2_paper else []):
         covered = [w for w in ws if w.setting in claim.covers and not w.left_out(claim.systems)]
         got = _check_each(covered, fn)
         scaled = sorted({w.scale for w in covered})
@@ -450,6 +555,8 @@ def table(runs) -> pd.DataFrame:
                                           f"{len(skipped)} workload(s) of the setting left out ({left})"
                                           if skipped else "") if x),
         })
+    if not k2_paper:  # runs of the PaRiS paper's systems only: its claims alone
+        return pd.DataFrame(_paris_rows(ws))
     p = peaks(runs, ws)
     got = _throughput_claim(p)
     left = int(p["degraded_points"].sum()) if not p.empty else 0
@@ -465,4 +572,5 @@ def table(runs) -> pd.DataFrame:
                  "note": (f"the order only, a tie within {100 * TIE:.0f}%: one machine here, one machine per "
                           "server in the paper; peaks picked by make bench-throughput's rules"
                           + (f"; {left} point(s) with degraded emulation" if left else "")) if got else ""})
+    rows += _paris_rows(ws)
     return pd.DataFrame(rows)

@@ -9,9 +9,10 @@ import seaborn as sns
 
 from . import claims, load, paper
 
-SYSTEM_ORDER = ["k2", "paris-star", "rad"]
+SYSTEM_ORDER = ["k2", "paris-star", "rad", "paris", "bpr", "nocc"]
 SYSTEM_LABEL = paper.SYSTEM_LABEL
-PALETTE = {"K2": "#1f77b4", "PaRiS*": "#2ca02c", "RAD": "#d62728"}
+PALETTE = {"K2": "#1f77b4", "PaRiS*": "#2ca02c", "RAD": "#d62728", "PaRiS": "#9467bd", "BPR": "#8c564b",
+           "NoCC": "#7f7f7f"}
 
 
 class MissingData(Exception):
@@ -170,18 +171,21 @@ def fig9_peaks(runs) -> plt.Figure:
 
 
 def latency_vs_throughput(runs) -> plt.Figure:
-    """Each load sweep as latency against throughput: ROT p50 (solid) and p99 (dashed) per
-    system, one panel per setting (and run); the knee is where the peak is."""
+    """Each load sweep as latency against throughput, one panel per setting (and run); the
+    knee is where the peak is. Read-write transactions where a system ran them (the PaRiS
+    paper's workloads, its Fig. 2): mean, as the paper plots, and p99; else read-only
+    transactions (the K2 paper's): p50 and p99."""
     rows = []
     for w in claims.workloads(runs):
         if "clients.threads_per_dc" not in w.sweep_axes:
             continue
         for system, p in w.systems.items():
-            for pct in ("p50", "p99"):
-                if p["throughput_ops_per_s"] is not None and p[f"rot_{pct}_ms"] is not None:
+            op, stats = ("rwt", ("mean", "p99")) if p.get("rwt_count") else ("rot", ("p50", "p99"))
+            for pct in stats:
+                if p["throughput_ops_per_s"] is not None and p.get(f"{op}_{pct}_ms") is not None:
                     rows.append({"run": w.run, "setting": w.key, "System": _label(system),
-                                 "percentile": pct, "ops_per_s": p["throughput_ops_per_s"],
-                                 "latency_ms": p[f"rot_{pct}_ms"], "point": w.point})
+                                 "percentile": f"{op.upper()} {pct}", "ops_per_s": p["throughput_ops_per_s"],
+                                 "latency_ms": p[f"{op}_{pct}_ms"], "point": w.point})
     if not rows:
         raise MissingData("no load sweep in these runs (a sweep over clients.threads_per_dc)")
     data = pd.DataFrame(rows).sort_values("ops_per_s")
@@ -192,7 +196,7 @@ def latency_vs_throughput(runs) -> plt.Figure:
                        markers=True, col="panel", col_wrap=min(3, data["panel"].nunique()), sort=False,
                        estimator=None, errorbar=None, height=3.6, aspect=1.3, facet_kws={"sharex": False})
     grid.set(yscale="log")
-    grid.set_axis_labels("throughput (ops/s)", "read-only transaction latency (ms, log)")
+    grid.set_axis_labels("throughput (transactions/s)", "transaction latency (ms, log)")
     grid.set_titles("{col_name}")
     grid.figure.suptitle("Latency against throughput along each load sweep", y=1.03)
     return grid.figure
@@ -229,6 +233,32 @@ def staleness_cdf(runs) -> plt.Figure:
     grid = _cdf_grid(_with_labels(data), "workload", "staleness of each key read (ms, symlog)", "fraction of keys read",
                      "Staleness: time since a newer version of the returned key was written (§VII-D)", "symlog")
     return grid.figure
+
+
+def visibility_cdf(runs) -> plt.Figure:
+    """Update visibility latency, the PaRiS paper's Fig. 5: PaRiS shows an update once the
+    UST passes it, so later than BPR, by up to about the largest RTT (the farthest
+    datacenters exchange what they installed); NoCC at once."""
+    data = load.visibility_frame(runs)
+    if data.empty:
+        raise MissingData("no server recorded visibility latency (PaRiS, BPR and NoCC do: "
+                          "make local-run EXPERIMENT=paris-default)")
+    grid = _cdf_grid(_with_labels(data), "workload", "from install at a server to visible there (ms, symlog)",
+                     "fraction of installed transactions", "Update visibility latency (PaRiS paper Fig. 5)",
+                     "symlog")  # NoCC's are 0
+    return grid.figure
+
+
+def transactions_table(runs) -> pd.DataFrame:
+    """Read-write transactions per trial (PaRiS paper workloads): latency, throughput,
+    visibility, BPR's blocking and the UST protocol's share of the bytes sent."""
+    frame = load.transactions_frame(runs)
+    if frame.empty:
+        raise MissingData("no read-write transactions in these runs (the PaRiS paper's workloads: "
+                          "make local-run EXPERIMENT=paris-default)")
+    frame = frame.copy()
+    frame["system"] = frame["system"].map(_label)
+    return frame
 
 
 def freshness_vs_write_rate(runs) -> plt.Figure:
@@ -464,6 +494,7 @@ DATA = {
     "latency-vs-throughput": load.pooled_frame,
     "throughput-timeseries": load.throughput_frame,
     "staleness-cdf": lambda runs: load.cdf_frame(runs, "staleness"),
+    "visibility-cdf": load.visibility_frame,
     "freshness": load.freshness_frame,
     "write-latency": _write_cdfs,
     "rounds": load.rounds_frame,

@@ -45,6 +45,7 @@ class Trial:
     summary: dict
     logs: dict[str, list[Path]]  # datacenter -> its client processes' HdrHistogram logs
     _intervals: dict[str, list[Interval]] | None = field(default=None, repr=False)
+    _server_intervals: list[Interval] | None = field(default=None, repr=False)
     _merged: dict = field(default_factory=dict, repr=False)
 
     @property
@@ -93,6 +94,24 @@ class Trial:
         if self._intervals is None:
             self._intervals = {dc: [iv for p in ps for iv in read_log(p)] for dc, ps in sorted(self.logs.items())}
         return self._intervals
+
+    def server_intervals(self) -> list[Interval]:
+        """Every interval histogram of the trial's server logs (``servers/*.hlog``: what
+        servers record, e.g. visibility latency), read once; a log cut short by a stopped
+        server is read up to its last whole line."""
+        if self._server_intervals is None:
+            self._server_intervals = [iv for p in sorted((self.dir / "servers").glob("*.hlog"))
+                                      for iv in read_log(p, tolerant=True)]
+        return self._server_intervals
+
+    def server_merged(self, prefix: str) -> HdrHistogram:
+        """Everything the servers recorded under tags starting with ``prefix`` in the window
+        (``visibility:`` merges every datacenter's)."""
+        ivs = self.server_intervals()
+        h = new_histogram()
+        for tag in sorted({iv.tag for iv in ivs if iv.tag.startswith(prefix)}):
+            h.add(merge(ivs, tag, self.window_ms))
+        return h
 
     def merged(self, tag: str, dc: str = ALL, window: bool = True) -> HdrHistogram:
         """Everything recorded under ``tag`` (in one datacenter, or all) in the window.
@@ -310,6 +329,75 @@ def cdf_frame(runs, tag: str = "rot", dc: str = ALL, merge_trials: bool = True) 
     return pd.concat(parts, ignore_index=True)[[*by, "latency_ms", "fraction"]]
 
 
+def visibility_frame(runs) -> pd.DataFrame:
+    """The CDF of update visibility latency per (run, experiment, point, system), the PaRiS
+    paper's Fig. 5: from a transaction's install at a server to when new transactions of
+    that server's datacenter see it (propagation factored out, as the paper does), over every
+    server of every datacenter and the point's trials. Only systems that record it (PaRiS,
+    BPR, NoCC). The paper plots the mean over nodes of each percentile; this is the merged
+    distribution of every install at every node."""
+    by = ["run", "experiment", "point", "system"]
+    groups: dict[tuple, HdrHistogram] = {}
+    for t in trials_of(runs):
+        h = t.server_merged("visibility:")
+        if h.get_total_count():
+            groups.setdefault((t.run, t.experiment, t.point, t.system), new_histogram()).add(h)
+    parts = []
+    for key, h in groups.items():
+        c = cdf(h).rename(columns={"value": "latency_ms"})
+        for col, v in zip(by, key):
+            c[col] = v
+        parts.append(c)
+    if not parts:
+        return pd.DataFrame(columns=[*by, "latency_ms", "fraction"])
+    return pd.concat(parts, ignore_index=True)[[*by, "latency_ms", "fraction"]]
+
+
+# Message types of the PaRiS family by what they are for (its paper's Fig. 6): the UST
+# protocol inside a datacenter (reports to the root, its announcements), between
+# datacenters (the roots' exchange), and replication (updates and heartbeats).
+UST_MESSAGES = {"StableReport": "UST intra-DC", "UstAnnounce": "UST intra-DC", "DcStable": "UST inter-DC",
+                "Replicate": "replication", "Heartbeat": "replication"}
+
+
+def transactions_frame(runs) -> pd.DataFrame:
+    """One row per (run, point, trial, system) that ran read-write transactions (the PaRiS
+    paper's workloads): their count, mean and percentiles (ms, from the merged logs),
+    throughput, wide-area reads, visibility latency, BPR's blocking (per read slice and per
+    transaction's read phase, whose mean the paper reports), and the bytes the UST protocol
+    and replication sent, as shares of their sum (the paper's Fig. 6)."""
+    rows = []
+    for t in trials_of(runs):
+        rwt = t.merged("rwt")
+        if not rwt.get_total_count():
+            continue
+        s = t.summary
+        committed = sum(t.merged(op).get_total_count() for op in OPS)
+        vis = s.get("visibility_ms") or {}
+        blocked = s.get("read_blocked_ms") or {}
+        phase = blocked.get("per_transaction") or {}
+        wan = (s.get("ops", {}).get("rwt") or {}).get("wan_rounds") or {}
+        sent: dict[str, float] = {}
+        for link in ("local", "wan"):
+            for msg, m in ((s.get("messages") or {}).get(link) or {}).items():
+                what = UST_MESSAGES.get(msg)
+                if what is not None and m.get("mean_bytes") is not None:
+                    sent[what] = sent.get(what, 0.0) + m["count"] * m["mean_bytes"]
+        total = sum(sent.values())
+        rows.append(t.ids() | t.point_values | {
+            "rwt_count": rwt.get_total_count(),
+            **{f"rwt_{k}_ms": v for k, v in latency(rwt, (50, 99)).items()},
+            "throughput_ops_per_s": committed / t.measured_s if t.measured_s else None,
+            "rwt_remote_fraction": (1 - wan.get("0", 0) / sum(wan.values())) if wan and sum(wan.values()) else None,
+            "visibility_p50_ms": vis.get("p50"), "visibility_p99_ms": vis.get("p99"),
+            "reads_blocked_share": blocked.get("blocked_share"),
+            "read_phase_blocked_mean_ms": phase.get("mean"), "read_phase_blocked_p99_ms": phase.get("p99"),
+            **{f"bytes_share_{k.replace(' ', '_').replace('-', '_').lower()}": (v / total if total else None)
+               for k, v in sorted(sent.items())},
+        })
+    return pd.DataFrame(rows)
+
+
 def throughput_frame(runs) -> pd.DataFrame:
     """Committed operations per second over each trial's run, with the phase of each second
     (warmup, measure, cooldown) from the manifest's durations."""
@@ -397,6 +485,10 @@ def trial_throughput(t: Trial) -> float | None:
     return sum(t.merged(op).get_total_count() for op in OPS) / t.measured_s if t.measured_s else None
 
 
+def _ms_mean(h: HdrHistogram) -> float | None:
+    return latency(h, ())["mean"]
+
+
 def pooled(trials) -> dict:
     """What the paper's claims and comparisons need of one system at one workload, over
     its trials: latencies from the trials' merged histograms (never averaged percentiles),
@@ -407,6 +499,17 @@ def pooled(trials) -> dict:
     r = latency(rot, (1, 50, 99))
     st = latency(merged_of(trials, "staleness"), (50, 75, 99))
     wot, write = latency(merged_of(trials, "wot"), (50, 99)), latency(merged_of(trials, "write"), (50, 99))
+    rwt = merged_of(trials, "rwt")
+    rw = latency(rwt, (50, 99))
+    vis = new_histogram()
+    for t in trials:
+        if "visibility_ms" in t.summary:  # the systems that record it (their servers' logs)
+            vis.add(t.server_merged("visibility:"))
+    v = latency(vis, (50, 99))
+    phase = merged_of(trials, "read_phase_blocked")
+    for t in trials:
+        if "read_blocked_ms" in t.summary:  # BPR: clients inside the server JVM record into its log
+            phase.add(t.server_merged("read_phase_blocked"))
     tps = [x for x in (trial_throughput(t) for t in trials) if x is not None]
     return {
         "trials": len(trials), "rot_count": rot.get_total_count(),
@@ -415,6 +518,9 @@ def pooled(trials) -> dict:
         "two_round_fraction": rounds.get_count_at_value(2) / n if n else None,
         "staleness_p50_ms": st["p50"], "staleness_p75_ms": st["p75"], "staleness_p99_ms": st["p99"],
         "wot_p50_ms": wot["p50"], "wot_p99_ms": wot["p99"], "write_p50_ms": write["p50"], "write_p99_ms": write["p99"],
+        "rwt_count": rwt.get_total_count(), "rwt_mean_ms": rw["mean"], "rwt_p50_ms": rw["p50"], "rwt_p99_ms": rw["p99"],
+        "visibility_p50_ms": v["p50"], "visibility_p99_ms": v["p99"],
+        "read_phase_blocked_mean_ms": _ms_mean(phase),
         "throughput_ops_per_s": sum(tps) / len(tps) if tps else None,
     }
 

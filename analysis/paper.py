@@ -22,7 +22,7 @@ def fig9_ratio(setting) -> float | None:
 
 
 # How the systems are named on figures and tables.
-SYSTEM_LABEL = {"k2": "K2", "paris-star": "PaRiS*", "rad": "RAD"}
+SYSTEM_LABEL = {"k2": "K2", "paris-star": "PaRiS*", "rad": "RAD", "paris": "PaRiS", "bpr": "BPR", "nocc": "NoCC"}
 
 # K2/RAD within these of 1 is a tie, not an order: a run here (one point's throughput varies
 # by about 10% between single trials on a 2-core machine), and the paper (its f=3: 53.7

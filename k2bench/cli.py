@@ -316,7 +316,9 @@ def cmd_systems(args) -> int:
         rounds = s.get("max_wan_rounds")
         print(f"{name}: {s['description']}")
         print(f"  placements: {', '.join(s.get('placements', []))}; read-only transactions: "
-              + (f"at most {rounds} wide-area round(s)" if rounds is not None else "no round claim"))
+              + (f"at most {rounds} wide-area round(s)" if rounds is not None else "no round claim")
+              + ("; read-write transactions" if s.get("read_write_transactions") else "")
+              + ("" if s.get("message_loss", True) else "; needs reliable channels (no partition with mode: drop)"))
         for o in s.get("options", []):
             bounds = "" if o["type"] == "boolean" else f", {o['min']}..{o['max']}"
             print(f"  server.options.{name}.{o['name']}: {o['type']}, default {o['default']}{bounds}: {o['description']}")

@@ -61,6 +61,11 @@ SCHEMA: dict[str, dict[str, tuple]] = {
         # reading the others (the PaRiS paper: 20 keys, 1 written for 95:5, 10 for 50:50)
         "rw_fraction": (float, 0.0, _FRACTION),
         "rw_writes": (int, 1, _ATLEAST1),
+        # the PaRiS paper's key choice: an operation's keys from this many partitions (0: by
+        # Zipf over the whole keyspace, the K2 paper's), all replicated in the client's
+        # datacenter with probability local_fraction (its local-DC:multi-DC ratio)
+        "partitions_per_op": (int, 0, _NONNEG),
+        "local_fraction": (float, 0.95, _FRACTION),
     },
     "server": {
         # per_host: one JVM for every server of the machine; per_dc: one per datacenter;
@@ -118,7 +123,8 @@ FAULT_KINDS = {
 }
 MUTANTS = ("skip-dependency-checks", "incoming-writes-visible", "rad-skip-second-round", "read-pending",
            "dep-check-gc-watermark", "replication-waits-every-replica", "paris-shared-pins", "cache-counts-versions",
-           "deps-max-per-key", "replication-not-carried-on", "cache-never-evicts")
+           "deps-max-per-key", "replication-not-carried-on", "cache-never-evicts",
+           "paris-above-ust", "paris-no-hwt", "paris-apply-past-prepared", "paris-gc-ignores-running")
 DEFAULT_SYSTEMS = ["k2", "rad", "paris-star"]
 
 

@@ -252,6 +252,12 @@ def validate(env: Env, exp: dict) -> dict:
                 raise ConfigError("workload.rw_writes", f"{w['rw_writes']} writes leave no read in a read-write "
                                   f"transaction of {dist_min(w['keys_per_op'])} keys; make it below "
                                   "workload.keys_per_op")
+        drops = [i for i, f in enumerate(cfg["faults"]) if f.get("mode") == "drop"]
+        lossless = [s for s in exp["systems"] if not env.system_info.get(s, {}).get("message_loss", True)]
+        if drops and lossless:
+            raise ConfigError(f"faults[{drops[0]}].mode", f"{', '.join(lossless)} assume{'s' if len(lossless) == 1 else ''} "
+                              "no message is lost (reliable FIFO channels, as their paper's model); use mode: hold "
+                              "(messages delivered when the partition heals) or other systems")
         resolved = resolve_topology(env, cfg, cache)
         first = first or resolved
         for system in exp["systems"]:
@@ -711,6 +717,8 @@ class Orchestrator:
             "k2bench.wot_fraction": w["wot_fraction"],
             "k2bench.rw_fraction": w["rw_fraction"],
             "k2bench.rw_writes": w["rw_writes"],
+            "k2bench.partitions_per_op": w["partitions_per_op"],
+            "k2bench.local_fraction": w["local_fraction"],
             "k2bench.seed": 1_000 * t.trial + id_base,
             "status.interval": 1,
             # YCSB keeps the intended start time of paced operations only in this mode; the

@@ -121,6 +121,22 @@ def summary_table(summaries: list[dict]) -> Table:
         row(f"{op.upper()} n, p50/p99", lambda s, op=op: f"{s['ops'][op]['count']}, "
             f"{f(s['ops'][op]['latency_ms']['p50'])}/{f(s['ops'][op]['latency_ms']['p99'])}"
             + (" *" if s["ops"][op].get("not_own") else ""))
+    if any("rwt" in s["ops"] for s in summaries):  # systems with read-write transactions
+        rwt = lambda s: s["ops"].get("rwt")  # noqa: E731
+        row("RWT n, p50/p99", lambda s: "-" if not rwt(s) else
+            f"{rwt(s)['count']}, {f(rwt(s)['latency_ms']['p50'])}/{f(rwt(s)['latency_ms']['p99'])}")
+        row("RWT WAN rounds 0/1", lambda s: "-" if not rwt(s) else
+            "/".join(str(rwt(s)["wan_rounds"][k]) for k in "01"))
+    if any("visibility_ms" in s for s in summaries):
+        row("visibility p50/p99", lambda s: "-" if not (s.get("visibility_ms") or {}).get("count")
+            else f"{f(s['visibility_ms']['p50'])}/{f(s['visibility_ms']['p99'])}")
+    if any("read_blocked_ms" in s for s in summaries):
+        row("reads blocked, p50/p99", lambda s: "-" if not s.get("read_blocked_ms") else
+            f"{100 * s['read_blocked_ms']['blocked_share']:.0f}%, "
+            f"{f(s['read_blocked_ms']['p50'])}/{f(s['read_blocked_ms']['p99'])}")
+        phase = lambda s: (s.get("read_blocked_ms") or {}).get("per_transaction") or {}  # noqa: E731
+        row("read phase blocked, mean/p99", lambda s: "-" if not phase(s).get("count") else
+            f"{f(phase(s)['mean'])}/{f(phase(s)['p99'])}")
     row("throughput ops/s", lambda s: f(s["throughput_ops_per_s"]))
     row("schedule lag p50/p99", lambda s: "-" if not (s.get("schedule_lag_ms") or {}).get("count")
         else f"{f(s['schedule_lag_ms']['p50'])}/{f(s['schedule_lag_ms']['p99'])}")

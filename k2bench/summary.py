@@ -170,6 +170,35 @@ def replication_lag(intervals: list[Interval], window: tuple[float, float], afte
     return out
 
 
+def visibility(intervals: list[Interval], window: tuple[float, float]) -> dict | None:
+    """Visibility latency (server logs, PaRiS, BPR and NoCC: from a transaction's install at
+    a server to when new transactions of its datacenter see it, the PaRiS paper's Fig. 5,
+    which factors out propagation) in the window:
+    overall and per datacenter; None for systems that do not record it."""
+    tags = sorted({iv.tag for iv in intervals if iv.tag.startswith("visibility:")})
+    if not tags:
+        return None
+    h = new_histogram()
+    for t in tags:
+        h.add(merge(intervals, t, window))
+    return spread_ms(h) | {"by_dc": {t.split(":", 1)[1]: spread_ms(merge(intervals, t, window)) for t in tags}}
+
+
+def read_blocked(intervals: list[Interval], window: tuple[float, float]) -> dict | None:
+    """How long BPR's reads blocked: every read slice at its partition (server logs, 0
+    included), and ``per_transaction`` the read phase of each transaction, i.e. its slowest
+    slice (client logs; the PaRiS paper reports its mean, §V-B); None for systems that never
+    block."""
+    h = merge(intervals, "read_blocked", window)
+    if not h.get_total_count():
+        return None
+    phase = merge(intervals, "read_phase_blocked", window)
+    per_txn = latency(phase, (50, 99)) | {"count": phase.get_total_count(),
+                                          "max": _ms(phase.get_max_value()) if phase.get_total_count() else None}
+    return spread_ms(h) | {"blocked_share": round(1 - h.get_count_at_value(0) / h.get_total_count(), 6),
+                           "per_transaction": per_txn}
+
+
 def cache_hit_rate(intervals: list[Interval], window: tuple[float, float]) -> dict | None:
     """The cache hit rate in the window from the clients' ``cache_miss`` values (one per key
     read that is not replicated in the reader's datacenter: 1 fetched from another
@@ -358,6 +387,11 @@ def summarize(logs: dict[str, list[pathlib.Path]], *, system: str, experiment: s
     server_intervals = [iv for ivs in per_server.values() for iv in ivs]
     summary["jvm_memory_mb"] = jvm_memory(per_process | per_server)
     summary["replication_lag_ms"] = replication_lag(server_intervals, window_ms, after_ms)
+    # only for systems that record them (PaRiS, BPR, NoCC), so other summaries keep their shape
+    if (v := visibility(everything + server_intervals, window_ms)) is not None:
+        summary["visibility_ms"] = v
+    if (b := read_blocked(everything + server_intervals, window_ms)) is not None:
+        summary["read_blocked_ms"] = b
     summary["emulation_lateness_ms"] = emulation(everything + server_intervals, window_ms, faults=after_ms is not None)
     summary["messages"] = messages(everything + server_intervals, window_ms, committed)
     origin = origin_ms if origin_ms is not None else window_ms[0]

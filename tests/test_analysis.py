@@ -13,6 +13,7 @@ from conftest import ROOT
 
 RUN = ROOT / "tests" / "fixtures" / "run-analysis"
 SWEEP = ROOT / "tests" / "fixtures" / "run-sweep"
+PARIS = ROOT / "tests" / "fixtures" / "run-paris"
 
 
 @pytest.fixture(scope="module")
@@ -135,7 +136,7 @@ def test_every_notebook_runs_end_to_end_and_the_report_has_every_figure(tmp_path
     import nbformat
 
     out = tmp_path / "report"
-    assert report.main([str(RUN), str(SWEEP), "--out", str(out)]) == 0
+    assert report.main([str(RUN), str(SWEEP), str(PARIS), "--out", str(out)]) == 0
     index = (out / "index.html").read_text()
     records = [json.loads(p.read_text()) for p in (out / "figures").glob("*.json")]
     names = {r["name"] for r in records}
@@ -576,3 +577,41 @@ def test_jupyterlab_serves_the_repository_notebooks():
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_the_paris_papers_figures_come_from_its_runs():
+    """Fig. 2 (transaction latency against throughput), Fig. 5 (visibility) and the
+    transactions table from a small load sweep of PaRiS, BPR and NoCC."""
+    runs = [load.load_run(PARIS)]
+    vis = load.visibility_frame(runs)
+    assert set(vis["system"]) == {"paris", "bpr", "nocc"}
+    for _, g in vis.groupby(["point", "system"]):
+        assert g["fraction"].is_monotonic_increasing and g["fraction"].iloc[-1] == pytest.approx(1.0)
+    nocc = vis[vis["system"] == "nocc"]
+    at_once = nocc[nocc["latency_ms"] <= 1.0].groupby("point")["fraction"].max()
+    assert len(at_once) == 4 and (at_once > 0.99).all(), f"NoCC shows what it installs at once: {at_once}"
+    t = load.transactions_frame(runs)
+    assert set(t["system"]) == {"paris", "bpr", "nocc"} and (t["rwt_count"] > 0).all()
+    assert set(t["workload.rw_writes"]) == {1, 10} and set(t["clients.threads_per_dc"]) == {1, 4}
+    bpr, paris = t[t["system"] == "bpr"], t[t["system"] == "paris"]
+    assert (bpr["reads_blocked_share"] > 0).all() and (bpr["read_phase_blocked_mean_ms"] > 0).all()
+    assert paris["reads_blocked_share"].isna().all(), "PaRiS never blocks"
+    shares = paris[[c for c in t.columns if c.startswith("bytes_share_")]]
+    assert set(shares.columns) == {"bytes_share_replication", "bytes_share_ust_intra_dc", "bytes_share_ust_inter_dc"}
+    assert (shares.sum(axis=1) - 1).abs().max() < 1e-9 and (shares > 0).all().all()
+    pooled = {(w.point_values["workload.rw_writes"], s): p for w in claims.workloads(runs) for s, p in w.systems.items()}
+    assert all(p["rot_count"] == 0 and p["rwt_count"] > 0 and p["rwt_mean_ms"] > 0 for p in pooled.values())
+    fig = figures.latency_vs_throughput(runs)
+    assert len(fig.axes) == 2, "one panel per read:write mix"
+    assert figures.visibility_cdf(runs) is not None
+
+
+def test_the_paris_papers_claims_are_checked_on_its_runs_only():
+    paris = claims.table([load.load_run(PARIS)]).set_index("claim")
+    assert list(paris.index) == [c.what for c, _, _ in claims.PARIS_CLAIMS], "its claims alone"
+    assert paris["agrees"].notna().all(), paris["this run"].to_dict()
+    low = paris.loc["PaRiS transaction latency as NoCC's below overload", "this run"]
+    assert "threads_per_dc=1" in low and "threads_per_dc=4" not in low, f"at each sweep's lowest load only: {low}"
+    assert "threads_per_dc=4" in paris.loc["PaRiS transaction latency below BPR's", "this run"], "at every load"
+    k2 = claims.table([load.load_run(RUN)])
+    assert not set(k2["claim"]) & {c.what for c, _, _ in claims.PARIS_CLAIMS}, "K2 runs: the K2 paper's claims"

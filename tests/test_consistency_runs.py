@@ -37,7 +37,12 @@ JAVA_CAUGHT = {
     "cache-never-evicts": ["k2/src/test/java/org/k2bench/k2/DcCacheTest.java"],
     "deps-max-per-key": ["k2/src/test/java/org/k2bench/k2/K2OneHopDepsTest.java"],
     "replication-not-carried-on": ["k2/src/test/java/org/k2bench/k2/K2CarryOnTest.java"],
+    "paris-above-ust": ["paris/src/test/java/org/k2bench/paris/ParisProtocolTest.java"],
+    "paris-no-hwt": ["paris/src/test/java/org/k2bench/paris/ParisProtocolTest.java"],
+    "paris-apply-past-prepared": ["paris/src/test/java/org/k2bench/paris/ParisInvariantsTest.java"],
+    "paris-gc-ignores-running": ["paris/src/test/java/org/k2bench/paris/ParisInvariantsTest.java"],
 }
+PARIS_STRESS = ROOT / "tests" / "fixtures" / "paris-stress.yaml"
 
 
 def run(tmp_path, experiment, *args):
@@ -101,6 +106,17 @@ def test_hot_keys_without_faults_wait_for_nothing_and_large_latencies_are_explai
             assert lag["p99"] > p99 / 2, (op, p99, lag)
             assert any("behind their schedule" in w for w in s["warnings"]), s["warnings"]
             assert "behind their schedule" in out
+
+
+def test_nocc_is_flagged_and_paris_and_bpr_pass_the_causality_stress(jar, tmp_path):
+    """NoCC is the PaRiS paper's negative control: the same transactions without causal
+    consistency. The checker must flag it on this workload, and pass PaRiS and BPR."""
+    run_dir, _ = run(tmp_path, PARIS_STRESS)
+    verdicts = {s: json.loads((run_dir / s / "consistency.json").read_text()) for s in ("nocc", "paris", "bpr")}
+    assert verdicts["nocc"]["violations"]["count"] > 0, "the negative control is caught"
+    assert verdicts["paris"]["violations"]["count"] == 0, verdicts["paris"]["violations"]["listed"][:3]
+    assert verdicts["bpr"]["violations"]["count"] == 0, verdicts["bpr"]["violations"]["listed"][:3]
+    assert all(v["checked"]["committed_ops"] > 500 for v in verdicts.values())
 
 
 def test_the_correct_systems_pass_the_races(jar, tmp_path):

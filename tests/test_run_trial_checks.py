@@ -231,8 +231,8 @@ def test_system_options_are_checked_against_what_each_system_declares_and_given_
     assert "whole number" in str(problem({"paris-star": {"private_cache_ttl_ms": float("inf")}}))
     e = problem({"k2": {"private_cache_ttl_ms": 5}})
     assert e.field == "server.options.k2.private_cache_ttl_ms" and "its options: none" in str(e)
-    e = problem({"paris": {"x": 1}})
-    assert e.field == "server.options.paris" and "bundled: k2, paris-star, rad" in str(e)
+    e = problem({"pariss": {"x": 1}})
+    assert e.field == "server.options.pariss" and "bundled: bpr, k2, nocc, paris, paris-star, rad" in str(e)
     assert [option_text(v) for v in (True, 5, 0.25)] == ["true", "5", "0.25"]
 
     exp = experiment.resolve({"server": {"options": {"paris-star": {"private_cache_ttl_ms": 100}}}}, "t", SYSTEMS)
@@ -266,6 +266,7 @@ def test_k2bench_systems_lists_claims_placements_and_options(jar, capsys):
     assert ("server.options.paris-star.private_cache_ttl_ms: integer, default 5000, 1..3600000: how long a client's "
             "private cache keeps its own writes") in out
     assert "rad: RAD" in out and "no round claim" in out
+    assert "read-write transactions; needs reliable channels (no partition with mode: drop)" in out  # PaRiS's
 
 
 def test_read_write_transactions_need_systems_that_have_them(jar):
@@ -276,4 +277,20 @@ def test_read_write_transactions_need_systems_that_have_them(jar):
         validate(env, exp)
     assert e.value.field == "workload.rw_fraction"
     assert str(e.value).endswith("k2, rad have no read-write transactions; set it to 0 or run systems that have them")
-    assert all(info["read_write_transactions"] is False for info in env.system_info.values())
+    assert {s for s, info in env.system_info.items() if info["read_write_transactions"]} == {"bpr", "nocc", "paris"}
+
+
+def test_systems_built_on_reliable_channels_refuse_faults_that_drop_messages(jar):
+    from k2bench.orchestrator import validate
+    env = Env(repo=ROOT, jar=jar, deployment=LocalDeployment(LocalHost(jar)))
+    assert {s for s, info in env.system_info.items() if not info["message_loss"]} == {"bpr", "nocc", "paris"}
+    faults = [{"kind": "delay", "at_s": 5, "for_s": 2, "dcs": ["VA", "CA"], "extra_ms": 50},
+              {"kind": "partition", "at_s": 10, "for_s": 5, "dcs": ["VA", "CA"], "mode": "drop"}]
+    exp = experiment.resolve({"systems": ["k2", "paris"], "faults": faults}, "t", SYSTEMS)
+    with pytest.raises(ConfigError) as e:
+        validate(env, exp)
+    assert e.value.field == "faults[1].mode"
+    assert "paris assumes no message is lost" in str(e.value) and "use mode: hold" in str(e.value)
+    faults[1]["mode"] = "hold"
+    validate(env, experiment.resolve({"systems": ["k2", "paris"], "faults": faults}, "t", SYSTEMS))
+    validate(env, experiment.resolve({"systems": ["k2", "rad"], "faults": [dict(faults[1], mode="drop")]}, "t", SYSTEMS))

@@ -330,3 +330,19 @@ def test_jvm_memory_is_the_largest_gauge_of_each_process_log():
 def test_a_run_without_lateness_values_is_not_degraded():
     e = S.emulation([], (0, 1))
     assert e["worst_p99"] is None and not e["degraded"]
+
+
+def test_visibility_and_blocking_are_merged_over_servers_and_clients():
+    # two servers (one per datacenter): visibility, BPR's read slices; a client: BPR's read phases
+    servers = (_lateness_intervals({"visibility:OR": [1000] * 99 + [300_000], "read_blocked": [0] * 60 + [50_000] * 40})
+               + _lateness_intervals({"visibility:SY": [2000] * 100}))
+    clients = _lateness_intervals({"read_phase_blocked": [0] * 50 + [50_000] * 40 + [90_000] * 10})
+    v = S.visibility(servers, (0, 10_000))
+    assert v["count"] == 200 and v["by_dc"]["OR"]["count"] == 100 and v["by_dc"]["SY"]["p50"] == pytest.approx(2.0, rel=0.01)
+    assert v["max"] == pytest.approx(300, rel=0.01)
+    b = S.read_blocked(servers + clients, (0, 10_000))
+    assert b["count"] == 100 and b["blocked_share"] == pytest.approx(0.4)
+    t = b["per_transaction"]
+    assert t["count"] == 100 and t["mean"] == pytest.approx(29.0, rel=0.01) and t["max"] == pytest.approx(90, rel=0.01)
+    assert S.read_blocked(_lateness_intervals({"visibility:OR": [1]}), (0, 10_000)) is None  # PaRiS never blocks
+    assert S.visibility(clients, (0, 10_000)) is None  # systems that do not record it

@@ -50,7 +50,10 @@ import site.ycsb.measurements.Measurements;
  * {@code k2bench.wot_fraction} (0.5, of writes), {@code k2bench.rw_fraction} (0: the
  * share of operations that are interactive read-write transactions, for systems that have
  * them: {@code keys_per_op} keys, the first read in parallel and then the last
- * {@code k2bench.rw_writes} (1) written, then commit), {@code k2bench.hlog} (the log to write),
+ * {@code k2bench.rw_writes} (1) written, then commit), {@code k2bench.partitions_per_op} (0:
+ * keys by Zipf over the whole keyspace, the K2 paper's; n: the PaRiS paper's choice over n
+ * partitions, {@link PartitionedKeys}) with {@code k2bench.local_fraction} (0.95),
+ * {@code k2bench.hlog} (the log to write),
  * {@code k2bench.hlog_interval_ms} (1000), {@code k2bench.seed}.
  */
 public final class TxnWorkload extends Workload {
@@ -71,6 +74,12 @@ public final class TxnWorkload extends Workload {
   private double wotFraction;
   private double rwFraction;
   private int rwWrites;
+  private double zipf;
+  private int partitionsPerOp;
+  private double localFraction;
+  /** With partitions_per_op: the partitions' keys, built once the placement is known. */
+  private volatile PartitionedKeys partitioned;
+  private final Object partitionLock = new Object();
   private long seed;
   private IntervalLog recorder;
   private HistoryLog history;
@@ -95,6 +104,7 @@ public final class TxnWorkload extends Workload {
     final KvClient client;
     final UniformRandomProvider rng;
     final RejectionInversionZipfSampler ranks;
+    final PartitionedKeys.Samplers partitionRanks = new PartitionedKeys.Samplers();
     /** Index of the session's next operation in its history. */
     long nextOp;
 
@@ -134,7 +144,6 @@ public final class TxnWorkload extends Workload {
   @Override
   public void init(Properties p) throws WorkloadException {
     long n = longProp(p, "recordcount", 1_000_000, 1);
-    double zipf;
     try {
       zipf = Double.parseDouble(p.getProperty("k2bench.zipf", "1.2"));
     } catch (NumberFormatException e) {
@@ -154,6 +163,8 @@ public final class TxnWorkload extends Workload {
     wotFraction = fractionProp(p, "k2bench.wot_fraction", 0.5);
     rwFraction = fractionProp(p, "k2bench.rw_fraction", 0);
     rwWrites = (int) Math.min(Integer.MAX_VALUE, longProp(p, "k2bench.rw_writes", 1, 1));
+    partitionsPerOp = (int) Math.min(Integer.MAX_VALUE, longProp(p, "k2bench.partitions_per_op", 0, 0));
+    localFraction = fractionProp(p, "k2bench.local_fraction", 0.95);
     if (rwFraction > 0) {
       if (rwWrites >= keysPerOp.min()) {
         throw new WorkloadException("k2bench.rw_writes: " + rwWrites + " writes leave no read in a read-write "
@@ -225,6 +236,16 @@ public final class TxnWorkload extends Workload {
   @Override
   public Object initThread(Properties p, int threadId, int threadCount) throws WorkloadException {
     KvClient client = K2BenchDB.current();
+    if (partitionsPerOp > 0 && partitioned == null) {
+      // Not on this workload's monitor: awaitStart holds it while it waits for the start file,
+      // and a thread waiting here would then never report ready.
+      synchronized (partitionLock) {
+        if (partitioned == null) {
+          partitioned = new PartitionedKeys(K2BenchDB.placement(), client.dc(), keys.size(), zipf, partitionsPerOp,
+              localFraction);
+        }
+      }
+    }
     UniformRandomProvider rng = RandomSource.XO_RO_SHI_RO_128_PP.create(seed * 1_000_003L + client.id());
     Session s = new Session(client, rng, keys.ranks(rng));
     if (startFile != null) {
@@ -307,6 +328,9 @@ public final class TxnWorkload extends Workload {
 
   /** {@code count} distinct keys by Zipf rank. */
   List<String> chooseKeys(Session s, int count) {
+    if (partitioned != null) {
+      return partitioned.choose(s.rng, s.partitionRanks, count);
+    }
     Set<String> out = new LinkedHashSet<>();
     while (out.size() < count) {
       out.add(KeySpace.key(keys.idOfRank(s.ranks.sample())));
@@ -421,6 +445,9 @@ public final class TxnWorkload extends Workload {
           long version = txn.commit().version();
           record("rwt", (System.nanoTime() - start) / 1000);
           record("rwt_rounds", r.wanRounds());
+          if (!Double.isNaN(r.snapshotLagMs())) {
+            record("snapshot_lag", Math.round(r.snapshotLagMs() * 1000)); // PaRiS: how far the UST lags
+          }
           for (double ms : r.stalenessMs().values()) {
             record("staleness", Math.round(ms * 1000));
           }

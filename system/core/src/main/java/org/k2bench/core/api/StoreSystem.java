@@ -51,6 +51,15 @@ public interface StoreSystem {
     return false;
   }
 
+  /**
+   * Whether experiments may drop this system's messages (a partition fault in {@code drop}
+   * mode). False where a lost message would break consistency silently rather than fail or
+   * stall operations, which a run reports: experiments that drop messages refuse to run it.
+   */
+  default boolean toleratesMessageLoss() {
+    return true;
+  }
+
   /** The clock this system's nodes keep and stamp messages with. */
   default org.k2bench.core.clock.ClockKind clock() {
     return org.k2bench.core.clock.ClockKind.LAMPORT;

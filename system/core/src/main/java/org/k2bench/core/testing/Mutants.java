@@ -36,10 +36,23 @@ public final class Mutants {
   /** K2: replicas never finish the replication of an origin datacenter that died mid-way. */
   public static final String REPLICATION_NOT_CARRIED_ON = "replication-not-carried-on";
 
+  /** PaRiS: transactions read at the coordinator's clock instead of the UST, and clients keep no private cache. */
+  public static final String PARIS_ABOVE_UST = "paris-above-ust";
+
+  /** PaRiS: the coordinator leaves the client's hwt out of ht (prepares only above the snapshot). */
+  public static final String PARIS_NO_HWT = "paris-no-hwt";
+
+  /** PaRiS: a partition applies committed transactions and raises its version clock past a prepared one. */
+  public static final String PARIS_APPLY_PAST_PREPARED = "paris-apply-past-prepared";
+
+  /** PaRiS: S_old leaves out the snapshots of running transactions (garbage collection follows the UST alone). */
+  public static final String PARIS_GC_IGNORES_RUNNING = "paris-gc-ignores-running";
+
   public static final Set<String> ALL = Set.of(SKIP_DEPENDENCY_CHECKS, INCOMING_WRITES_VISIBLE,
       RAD_SKIP_SECOND_ROUND, READ_PENDING, DEP_CHECK_GC_WATERMARK, REPLICATION_WAITS_EVERY_REPLICA,
       PARIS_SHARED_PINS, CACHE_COUNTS_VERSIONS, CACHE_NEVER_EVICTS, DEPS_MAX_PER_KEY,
-      REPLICATION_NOT_CARRIED_ON);
+      REPLICATION_NOT_CARRIED_ON, PARIS_ABOVE_UST, PARIS_NO_HWT, PARIS_APPLY_PAST_PREPARED,
+      PARIS_GC_IGNORES_RUNNING);
 
   private static final String ACTIVE = load();
   /** Set by tests in this JVM ({@link #runWith}); wins over the system property. */

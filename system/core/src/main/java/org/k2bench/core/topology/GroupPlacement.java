@@ -66,6 +66,12 @@ public final class GroupPlacement implements Placement {
     return out;
   }
 
+  @Override
+  public int partitionOfServer(int serverId) {
+    int dc = topology.dcOfServer(serverId);
+    return (dc / topology.replicationFactor()) * topology.serversPerDc() + topology.shardOfServer(serverId);
+  }
+
   /** A partition's shard is its server in every datacenter, replica or not. */
   @Override
   public int serverOf(int dc, int partition) {

@@ -22,6 +22,8 @@ public final class PartitionPlacement implements Placement {
   private final int[][] servers;
   /** [partition]: its replica datacenters in replica order. */
   private final int[][] replicas;
+  /** [server id]: the partition whose replica it holds. */
+  private final int[] partitionOfServer;
 
   PartitionPlacement(Topology topology) {
     this.topology = topology;
@@ -31,6 +33,7 @@ public final class PartitionPlacement implements Placement {
     int s = topology.serversPerDc();
     this.servers = new int[partitions][d];
     this.replicas = new int[partitions][f];
+    this.partitionOfServer = new int[topology.numServers()];
     int[] next = new int[d];
     for (int p = 0; p < partitions; p++) {
       for (int dc = 0; dc < d; dc++) {
@@ -40,6 +43,7 @@ public final class PartitionPlacement implements Placement {
         int dc = (p * f + i) % d;
         replicas[p][i] = dc;
         servers[p][dc] = topology.serverId(dc, next[dc]++);
+        partitionOfServer[servers[p][dc]] = p;
       }
     }
     for (int dc = 0; dc < d; dc++) {
@@ -72,6 +76,11 @@ public final class PartitionPlacement implements Placement {
   @Override
   public int serverOf(int dc, int partition) {
     return servers[partition][dc];
+  }
+
+  @Override
+  public int partitionOfServer(int serverId) {
+    return partitionOfServer[serverId];
   }
 
   @Override

@@ -58,6 +58,12 @@ public interface Placement {
   /** The server of a partition in datacenter {@code dc}: its replica there, or its home. */
   int serverOf(int dc, int partition);
 
+  /**
+   * The partition whose replica server {@code serverId} holds: with either scheme every
+   * server holds exactly one (groups: its datacenter's group position and its shard).
+   */
+  int partitionOfServer(int serverId);
+
   /** The server of {@code key} in datacenter {@code dc} (its replica there, or its home). */
   default int serverFor(int dc, String key) {
     return serverOf(dc, partitionOf(key));

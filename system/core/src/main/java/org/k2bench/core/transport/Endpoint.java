@@ -159,7 +159,10 @@ public final class Endpoint implements AutoCloseable {
       return;
     }
     OutChannel ch = out.computeIfAbsent(to, this::openChannel);
-    b.setFrom(id).setFromDc(dc).setTo(to).setLamport(clock.tick());
+    // A Lamport clock ticks on every send and receive, below the protocols; a hybrid logical
+    // clock moves only with physical time and where its protocol moves it (the PaRiS paper's
+    // HLC: at prepare and commit, Alg. 3), so messages carry it without advancing it.
+    b.setFrom(id).setFromDc(dc).setTo(to).setLamport(clock.isHybrid() ? clock.counter() : clock.tick());
     ch.send(b);
   }
 
@@ -172,7 +175,9 @@ public final class Endpoint implements AutoCloseable {
     if (closed) {
       return;
     }
-    clock.observeCounter(env.getLamport());
+    if (!clock.isHybrid()) {
+      clock.observeCounter(env.getLamport());
+    }
     if (env.getIsReply()) {
       CompletableFuture<Any> f = calls.get(env.getRpcId());
       if (f == null) {

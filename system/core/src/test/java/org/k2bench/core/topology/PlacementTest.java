@@ -129,6 +129,11 @@ class PlacementTest {
       }
     }
     assertArrayEquals(new int[] {0, 2, 4}, p.firstReplicaDcs(), "the first group loads");
+    for (int part = 0; part < p.numPartitions(); part++) {
+      for (int dc : p.partitionDcs(part)) {
+        assertEquals(part, p.partitionOfServer(p.serverOf(dc, part)), "server of partition " + part + " in " + dc);
+      }
+    }
   }
 
   @Test
@@ -153,6 +158,7 @@ class PlacementTest {
       }
     }
     assertEquals(t.numServers(), partitionOfServer.size(), "every server holds exactly one partition replica");
+    partitionOfServer.forEach((server, part) -> assertEquals(part, p.partitionOfServer(server)));
     assertArrayEquals(new int[] {0, 1, 2, 3, 4}, p.firstReplicaDcs(), "every datacenter loads some");
   }
 

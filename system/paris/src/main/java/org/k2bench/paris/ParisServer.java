@@ -1,0 +1,631 @@
+package org.k2bench.paris;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.PriorityQueue;
+import java.util.TreeMap;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.k2bench.core.api.ServerOptions;
+import org.k2bench.core.clock.LamportClock;
+import org.k2bench.core.server.ServerActor;
+import org.k2bench.core.testing.Mutants;
+import org.k2bench.core.transport.Incoming;
+import org.k2bench.core.transport.MalformedMessageException;
+import org.k2bench.core.transport.Transport;
+import org.k2bench.paris.proto.CommitAck;
+import org.k2bench.paris.proto.CommitReq;
+import org.k2bench.paris.proto.CommitResp;
+import org.k2bench.paris.proto.CommitTx;
+import org.k2bench.paris.proto.DcStable;
+import org.k2bench.paris.proto.Heartbeat;
+import org.k2bench.paris.proto.Item;
+import org.k2bench.paris.proto.KeyRow;
+import org.k2bench.paris.proto.PrepareReq;
+import org.k2bench.paris.proto.PrepareResp;
+import org.k2bench.paris.proto.ReadReq;
+import org.k2bench.paris.proto.ReadResp;
+import org.k2bench.paris.proto.ReadSliceReq;
+import org.k2bench.paris.proto.ReadSliceResp;
+import org.k2bench.paris.proto.Replicate;
+import org.k2bench.paris.proto.StableReport;
+import org.k2bench.paris.proto.StartTxReq;
+import org.k2bench.paris.proto.StartTxResp;
+import org.k2bench.paris.proto.TxnWrites;
+import org.k2bench.paris.proto.UstAnnounce;
+
+/**
+ * A server of PaRiS, BPR or NoCC ("PaRiS: Causally Consistent Transactions with Non-blocking
+ * Reads and Partial Replication", ICDCS 2019): the replica of one partition in one datacenter
+ * (§III: "each server is assigned a single partition"; with the groups placement a server's
+ * partition is its group position and shard), coordinator of its clients' transactions
+ * (Alg. 2) and cohort of others' (Alg. 3), applying and replicating in commit-time order and
+ * taking part in the UST protocol (Alg. 4).
+ *
+ * <p>Times are hybrid logical clock counters (the endpoint's clock, {@link
+ * org.k2bench.core.clock.ClockKind#HYBRID}). A version is a commit time with the
+ * coordinator's node id in its low 16 bits; a coordinator never gives two transactions one
+ * commit time, so versions are unique and ordered as the paper orders equal timestamps
+ * (by transaction).
+ */
+final class ParisServer extends ServerActor {
+  private final Mode mode;
+  private final int partition;
+  /** The partition's replica datacenters, replica order; this server is replica {@link #me}. */
+  private final int[] replicaDcs;
+  private final int me;
+  /** VV: the latest time received from each replica of the partition; vv[me] is the local snapshot installed. */
+  private final long[] vv;
+  /** ust_n^m: every partition in every datacenter has installed a snapshot at least this. */
+  private long ust;
+  /** S_old: no running transaction reads below it (garbage collection). */
+  private long sOld;
+  private final VersionChains items = new VersionChains();
+  private final long replicationMs;
+  private final long stabilizationMs;
+
+  // Coordinator (Alg. 2): TX, each transaction's snapshot, and the client's current one.
+  private long nextTxn;
+  private long lastCommitTime;
+  private final Map<Long, Txn> tx = new HashMap<>();
+  private final Map<Integer, Long> currentOfClient = new HashMap<>();
+
+  private record Txn(long snapshot, long startedMs, int client) {}
+
+  // Cohort (Alg. 3): Prepared (by transaction, and their proposals in order) and Committed by commit time.
+  private record TxnKey(int coordinator, long txnId) {}
+
+  private record Pending(long proposed, List<KeyRow> writes) {}
+
+  private final Map<TxnKey, Pending> prepared = new HashMap<>();
+  private final TreeMap<Long, Integer> proposals = new TreeMap<>();
+  private final TreeMap<Long, List<TxnWrites>> committed = new TreeMap<>();
+
+  // BPR: reads waiting for the local snapshot to reach theirs.
+  private record Blocked(long snapshot, long sinceNanos, Runnable answer, Runnable expire) {}
+
+  private final PriorityQueue<Blocked> blocked = new PriorityQueue<>((a, b) -> Long.compare(a.snapshot, b.snapshot));
+
+  /**
+   * Transactions installed here and not yet visible to new transactions of this datacenter
+   * (commit time, install time by the monotonic clock): PaRiS shows one once the UST passes it, BPR once this
+   * partition has installed every replica's updates up to it, NoCC at once. When one becomes
+   * visible its visibility latency is recorded as {@code visibility:<dc>}: from its install
+   * here to then, as the PaRiS paper's Fig. 5 measures it ("we factor out the latency of the
+   * update propagation", §V-E).
+   */
+  private record Installed(long commitTime, long installedNanos) {}
+
+  private final PriorityQueue<Installed> invisible =
+      new PriorityQueue<>((a, b) -> Long.compare(a.commitTime(), b.commitTime()));
+  private final String visibilityTag;
+
+  // UST root of the datacenter (server 0 of it): the latest report of each of its servers,
+  // and the latest GST and oldest snapshot of each datacenter.
+  private final boolean root;
+  private final long[] reportMin;
+  private final long[] reportOld;
+  private final long[] dcGst;
+  private final long[] dcOld;
+
+  ParisServer(Mode mode, Transport transport, int serverId, ServerOptions options) {
+    super(mode.systemName, transport, serverId, options, key -> false);
+    this.mode = mode;
+    this.partition = placement.partitionOfServer(serverId);
+    this.replicaDcs = placement.partitionDcs(partition);
+    int mine = -1;
+    for (int i = 0; i < replicaDcs.length; i++) {
+      if (replicaDcs[i] == dc) {
+        mine = i;
+      }
+    }
+    if (mine < 0) { // impossible with either placement: every server holds its partition
+      throw new IllegalStateException("server " + serverId + " holds no replica of partition " + partition);
+    }
+    this.me = mine;
+    this.vv = new long[replicaDcs.length];
+    this.replicationMs = options.system().integer(ParisOptions.REPLICATION_MS);
+    this.stabilizationMs = options.system().integer(ParisOptions.UST_MS);
+    this.root = shard == 0;
+    int servers = topology.serversPerDc();
+    this.reportMin = new long[root ? servers : 0];
+    this.reportOld = new long[root ? servers : 0];
+    this.dcGst = new long[root ? topology.numDcs() : 0];
+    this.dcOld = new long[root ? topology.numDcs() : 0];
+    this.visibilityTag = "visibility:" + topology.dcName(dc);
+    start();
+    every(replicationMs, TimeUnit.MILLISECONDS, this::applyAndReplicate);
+    if (mode == Mode.PARIS) {
+      every(stabilizationMs, TimeUnit.MILLISECONDS, this::report);
+    }
+  }
+
+  @Override
+  protected void handle(Incoming m) {
+    if (m.is(StartTxReq.class)) {
+      onStart(m, m.as(StartTxReq.class));
+    } else if (m.is(ReadReq.class)) {
+      onRead(m, m.as(ReadReq.class));
+    } else if (m.is(CommitReq.class)) {
+      onCommit(m, m.as(CommitReq.class));
+    } else if (m.is(ReadSliceReq.class)) {
+      onReadSlice(m, m.as(ReadSliceReq.class));
+    } else if (m.is(PrepareReq.class)) {
+      onPrepare(m, m.as(PrepareReq.class));
+    } else if (m.is(CommitTx.class)) {
+      onCommitTx(m.as(CommitTx.class));
+      if (m.expectsReply()) {
+        m.reply(CommitAck.getDefaultInstance());
+      }
+    } else if (m.is(Replicate.class)) {
+      onReplicate(m, m.as(Replicate.class));
+    } else if (m.is(Heartbeat.class)) {
+      setVv(replicaOf(m.from()), m.as(Heartbeat.class).getTime());
+    } else if (m.is(StableReport.class)) {
+      onReport(topology.shardOfServer(m.from()), m.as(StableReport.class));
+    } else if (m.is(DcStable.class)) {
+      DcStable s = m.as(DcStable.class);
+      dcGst[s.getDc()] = Math.max(dcGst[s.getDc()], s.getGst());
+      dcOld[s.getDc()] = Math.max(dcOld[s.getDc()], s.getOldestSnapshot());
+    } else if (m.is(UstAnnounce.class)) {
+      UstAnnounce a = m.as(UstAnnounce.class);
+      advanceUst(a.getUst(), a.getSOld());
+    } else {
+      throw new MalformedMessageException(mode.systemName + " server does not handle " + m.typeName());
+    }
+  }
+
+  // ---------------------------------------------------------------- coordinator (Alg. 2)
+
+  private void onStart(Incoming m, StartTxReq r) {
+    long snapshot;
+    if (mode == Mode.BPR || Mutants.active(Mutants.PARIS_ABOVE_UST)) {
+      // §V: the maximum of the client's highest snapshot seen and the coordinator's clock.
+      // (The mutant reads there too, without BPR's blocking.)
+      snapshot = Math.max(r.getClientSnapshot(), clock.counter());
+    } else {
+      advanceUst(r.getClientSnapshot(), sOld); // Alg. 2 line 2
+      snapshot = ust;
+    }
+    long id = ++nextTxn;
+    // A session runs one transaction at a time: its previous one (a read-only transaction
+    // never commits) ends here, and its context with it.
+    Long previous = currentOfClient.put(m.from(), id);
+    if (previous != null) {
+      tx.remove(previous);
+    }
+    tx.put(id, new Txn(snapshot, System.currentTimeMillis(), m.from()));
+    m.reply(StartTxResp.newBuilder().setTxnId(id).setSnapshot(snapshot).build());
+  }
+
+  private void onRead(Incoming m, ReadReq r) {
+    long snapshot;
+    if (r.getLatest()) {
+      snapshot = Long.MAX_VALUE >>> LamportClock.NODE_BITS;
+    } else {
+      Txn t = tx.get(r.getTxnId());
+      if (t == null) {
+        m.replyError("no transaction " + r.getTxnId() + " at coordinator " + ep.id()
+            + " (finished, or older than the transaction timeout)");
+        return;
+      }
+      snapshot = t.snapshot();
+    }
+    Map<Integer, List<String>> byServer = new LinkedHashMap<>();
+    for (String key : r.getKeysList()) {
+      byServer.computeIfAbsent(target(placement.partitionOf(key)), s -> new ArrayList<>()).add(key);
+    }
+    ReadResp.Builder out = ReadResp.newBuilder();
+    List<CompletableFuture<ReadSliceResp>> slices = new ArrayList<>();
+    for (Map.Entry<Integer, List<String>> e : byServer.entrySet()) {
+      ReadSliceReq slice = ReadSliceReq.newBuilder().addAllKeys(e.getValue()).setSnapshot(snapshot)
+          .setLatest(r.getLatest()).build();
+      if (topology.dcOfServer(e.getKey()) != dc) {
+        out.setRemote(true);
+      }
+      slices.add(ep.call(e.getKey(), slice, ReadSliceResp.class));
+    }
+    CompletableFuture<Void> all = CompletableFuture.allOf(slices.toArray(CompletableFuture[]::new));
+    onServer(all, cohortWaitMs(), (ok, err) -> {
+      if (err != null) {
+        m.replyError("read failed: " + err);
+        return;
+      }
+      double blocked = 0;
+      for (CompletableFuture<ReadSliceResp> f : slices) {
+        ReadSliceResp s = f.join();
+        out.addAllItems(s.getItemsList());
+        blocked = Math.max(blocked, s.getBlockedMs());
+      }
+      m.reply(out.setBlockedMs(blocked).build());
+    });
+  }
+
+  private void onCommit(Incoming m, CommitReq r) {
+    long snapshot = 0;
+    if (!r.getLatest()) {
+      Txn t = tx.remove(r.getTxnId()); // Alg. 2 line 31: the context goes
+      if (t == null) {
+        m.replyError("no transaction " + r.getTxnId() + " at coordinator " + ep.id());
+        return;
+      }
+      currentOfClient.remove(t.client(), r.getTxnId());
+      snapshot = t.snapshot();
+    }
+    long ht = Mutants.active(Mutants.PARIS_NO_HWT) ? snapshot : Math.max(snapshot, r.getHwt()); // Alg. 2 line 19
+    Map<Integer, List<KeyRow>> byServer = new LinkedHashMap<>();
+    for (KeyRow w : r.getWritesList()) {
+      byServer.computeIfAbsent(target(placement.partitionOf(w.getKey())), s -> new ArrayList<>()).add(w);
+    }
+    if (byServer.isEmpty()) {
+      m.replyError("a commit needs at least one write");
+      return;
+    }
+    long id = r.getLatest() ? ++nextTxn : r.getTxnId();
+    boolean remote = byServer.keySet().stream().anyMatch(s -> topology.dcOfServer(s) != dc);
+    List<CompletableFuture<PrepareResp>> prepares = new ArrayList<>();
+    for (Map.Entry<Integer, List<KeyRow>> e : byServer.entrySet()) {
+      prepares.add(ep.call(e.getKey(), PrepareReq.newBuilder().setTxnId(id).setCoordinator(ep.id())
+          .setSnapshot(snapshot).setHt(ht).addAllWrites(e.getValue()).build(), PrepareResp.class));
+    }
+    onServer(CompletableFuture.allOf(prepares.toArray(CompletableFuture[]::new)), cohortWaitMs(), (ok, err) -> {
+      if (err != null) {
+        // Abort at every cohort: one that prepared would otherwise hold the transaction
+        // pending, and stop applying past it, for good (the paper's 2PC has no failure path,
+        // §IV; a cohort never drops a prepared transaction by itself: the decision may be
+        // held back by a network partition and arrive later).
+        for (Integer server : byServer.keySet()) {
+          ep.send(server, CommitTx.newBuilder().setTxnId(id).setCoordinator(ep.id()).setAbort(true).build());
+        }
+        count("aborted_commits");
+        m.replyError("prepare failed: " + err);
+        return;
+      }
+      long ct = 0;
+      for (CompletableFuture<PrepareResp> f : prepares) {
+        ct = Math.max(ct, f.join().getProposed()); // Alg. 2 line 26
+      }
+      // One commit time per transaction of this coordinator, so versions (commit time, coordinator)
+      // stay unique; still at least every proposal. The coordinator's own clock does not move
+      // (Alg. 2 has no HLC update; the cohorts move theirs at commit, Alg. 3 line 16).
+      ct = Math.max(ct, lastCommitTime + 1);
+      lastCommitTime = ct;
+      for (Integer server : byServer.keySet()) {
+        ep.send(server, CommitTx.newBuilder().setTxnId(id).setCoordinator(ep.id()).setCommitTime(ct).build());
+      }
+      m.reply(CommitResp.newBuilder().setCommitTime(ct).setVersion(LamportClock.timestamp(ct, ep.id()))
+          .setRemote(remote).build());
+    });
+  }
+
+  /**
+   * How long a coordinator waits for its cohorts: half its clients' RPC timeout, so that it
+   * decides (commits, aborts, or fails a read) while its client still waits for the answer;
+   * a commit after the client gave up would leave the session without its own write.
+   */
+  private long cohortWaitMs() {
+    return Math.max(1, options.rpcTimeoutMs() / 2);
+  }
+
+  /**
+   * The server a coordinator of this datacenter sends a partition's reads and prepares to:
+   * the partition's replica here, else the datacenter's preferred remote replica of it. The
+   * paper assigns every client of a datacenter the same preferred replica per partition,
+   * round-robin over the datacenters to balance load (§V); here replica (dc + p) mod f among
+   * the partition's replicas.
+   */
+  private int target(int p) {
+    int[] dcs = placement.partitionDcs(p);
+    for (int d : dcs) {
+      if (d == dc) {
+        return placement.serverOf(d, p);
+      }
+    }
+    return placement.serverOf(dcs[Math.floorMod(dc + p, dcs.length)], p);
+  }
+
+  // ---------------------------------------------------------------- cohort (Alg. 3)
+
+  private void onReadSlice(Incoming m, ReadSliceReq r) {
+    if (r.getLatest()) {
+      answer(m, r, Long.MAX_VALUE >>> LamportClock.NODE_BITS, true, 0);
+      return;
+    }
+    long s = r.getSnapshot();
+    if (mode == Mode.PARIS) {
+      advanceUst(s, sOld); // Alg. 3 line 2
+      answer(m, r, s, false, 0);
+      return;
+    }
+    // BPR (§V): block until this partition has applied everything up to the snapshot.
+    // Every slice's blocking time, 0 included, is recorded as read_blocked (µs): BPR's cost per read.
+    long since = System.nanoTime();
+    if (installed() >= s) {
+      org.k2bench.core.metrics.ProcessMetrics.record("read_blocked", 0);
+      answer(m, r, s, false, 0);
+    } else {
+      count("blocked_reads");
+      blocked.add(new Blocked(s, since, () -> {
+        long waitedNanos = System.nanoTime() - since;
+        org.k2bench.core.metrics.ProcessMetrics.record("read_blocked", waitedNanos / 1000);
+        answer(m, r, s, false, waitedNanos / 1e6);
+      }, () -> m.replyError("snapshot " + s + " not installed here within " + cohortWaitMs() * 3 / 4 + " ms")));
+    }
+  }
+
+  /** Answers a read slice, or with an error if garbage collection removed what it reads. */
+  private void answer(Incoming m, ReadSliceReq r, long snapshot, boolean latest, double blockedMs) {
+    ReadSliceResp resp = slice(r, snapshot, latest, blockedMs);
+    if (resp == null) {
+      m.replyError("versions read at snapshot " + snapshot + " were garbage-collected at server " + ep.id()
+          + " (a snapshot older than its GC floor)");
+    } else {
+      m.reply(resp);
+    }
+  }
+
+  /** The items of a read slice; null if garbage collection removed a version it reads. */
+  private ReadSliceResp slice(ReadSliceReq r, long snapshot, boolean latest, double blockedMs) {
+    long now = System.currentTimeMillis();
+    ReadSliceResp.Builder b = ReadSliceResp.newBuilder().setBlockedMs(blockedMs);
+    for (String key : r.getKeysList()) {
+      VersionChains.Read read = latest ? items.latest(key) : items.at(key, snapshot, now);
+      if (read == null) {
+        count("reads_below_gc");
+        return null;
+      }
+      b.addItems(Item.newBuilder().setKey(key).setVersion(read.version().version())
+          .setValue(read.version().value()).setStalenessMs(read.stalenessMs()));
+    }
+    count("slices_read");
+    return b.build();
+  }
+
+  private void onPrepare(Incoming m, PrepareReq r) {
+    long pt;
+    if (mode == Mode.NOCC) {
+      pt = clock.tick(); // §V: "each participant just proposes its clock value + 1"
+    } else {
+      long hlc = clock.observeCounter(r.getHt()); // Alg. 3 line 10: max(Clock, ht + 1, HLC + 1)
+      advanceUst(r.getSnapshot(), sOld); // line 11
+      pt = Math.max(hlc, ust); // line 12
+    }
+    prepared.put(new TxnKey(r.getCoordinator(), r.getTxnId()), new Pending(pt, r.getWritesList()));
+    proposals.merge(pt, 1, Integer::sum);
+    m.reply(PrepareResp.newBuilder().setProposed(pt).build());
+  }
+
+  private void onCommitTx(CommitTx c) {
+    Pending p = prepared.remove(new TxnKey(c.getCoordinator(), c.getTxnId()));
+    if (p == null) {
+      return; // a duplicate, or an abort of a transaction that never prepared here
+    }
+    if (c.getAbort()) {
+      proposals.computeIfPresent(p.proposed(), (k, n) -> n == 1 ? null : n - 1);
+      return;
+    }
+    clock.observeCounter(c.getCommitTime() - 1); // Alg. 3 line 16: HLC at least ct
+    proposals.computeIfPresent(p.proposed(), (k, n) -> n == 1 ? null : n - 1);
+    committed.computeIfAbsent(c.getCommitTime(), k -> new ArrayList<>()).add(TxnWrites.newBuilder()
+        .setVersion(LamportClock.timestamp(c.getCommitTime(), c.getCoordinator())).addAllWrites(p.writes()).build());
+  }
+
+  // ---------------------------------------------------------------- apply, replicate, UST (Alg. 4)
+
+  /**
+   * Every Δ_R: applies the committed transactions below every pending proposal, in
+   * commit-time order, replicates each commit time's transactions to the partition's other
+   * replicas, and sets the local version clock; with nothing to replicate, sends it as a
+   * heartbeat (Alg. 4 lines 5-21).
+   */
+  private void applyAndReplicate() {
+    // Alg. 4 lines 6-7: below every prepared transaction's proposal, whose commit time will be
+    // at least it; with none prepared, up to the clock, which every later proposal exceeds.
+    long ub = proposals.isEmpty() || Mutants.active(Mutants.PARIS_APPLY_PAST_PREPARED)
+        ? clock.counter() : proposals.firstKey() - 1;
+    long now = System.currentTimeMillis();
+    boolean sent = false;
+    while (!committed.isEmpty() && committed.firstKey() <= ub) {
+      Map.Entry<Long, List<TxnWrites>> e = committed.pollFirstEntry();
+      for (TxnWrites t : e.getValue()) {
+        install(t, now);
+      }
+      Replicate rep = Replicate.newBuilder().setCommitTime(e.getKey()).addAllTxns(e.getValue()).setOriginMs(now).build();
+      for (int i = 0; i < replicaDcs.length; i++) {
+        if (i != me) {
+          ep.send(placement.serverOf(replicaDcs[i], partition), rep);
+        }
+      }
+      sent = true;
+    }
+    setVv(me, ub);
+    if (!sent) {
+      Heartbeat hb = Heartbeat.newBuilder().setTime(ub).build();
+      for (int i = 0; i < replicaDcs.length; i++) {
+        if (i != me) {
+          ep.send(placement.serverOf(replicaDcs[i], partition), hb);
+        }
+      }
+    }
+  }
+
+  private void onReplicate(Incoming m, Replicate r) {
+    long now = System.currentTimeMillis();
+    for (TxnWrites t : r.getTxnsList()) {
+      install(t, now);
+    }
+    if (r.getOriginMs() > 0) {
+      org.k2bench.core.metrics.ProcessMetrics.record("replication_lag:"
+          + topology.dcName(topology.dcOfServer(m.from())) + ">" + topology.dcName(dc),
+          Math.max(0, now - r.getOriginMs()) * 1000);
+    }
+    setVv(replicaOf(m.from()), r.getCommitTime()); // Alg. 4 line 30
+  }
+
+  private void install(TxnWrites t, long nowMs) {
+    // PaRiS collects below S_old; BPR and NoCC, without a stabilization protocol, below the GC
+    // window's start, and BPR never above a read still blocked here (it reads at its snapshot).
+    long floor = mode == Mode.PARIS ? sOld : LamportClock.hybridCounter(nowMs - options.gcWindowMs());
+    if (mode == Mode.BPR && !blocked.isEmpty()) {
+      floor = Math.min(floor, blocked.peek().snapshot());
+    }
+    for (KeyRow w : t.getWritesList()) {
+      items.install(w.getKey(), t.getVersion(), w.getValue(), nowMs, floor);
+    }
+    invisible.add(new Installed(LamportClock.counterOf(t.getVersion()), System.nanoTime()));
+    showVisible();
+  }
+
+  /** Records the visibility latency of every installed transaction new transactions now see. */
+  private void showVisible() {
+    long upTo = switch (mode) {
+      case PARIS -> ust;
+      case BPR -> installed();
+      case NOCC -> Long.MAX_VALUE;
+    };
+    long now = System.nanoTime();
+    while (!invisible.isEmpty() && invisible.peek().commitTime() <= upTo) {
+      org.k2bench.core.metrics.ProcessMetrics.record(visibilityTag,
+          Math.max(0, now - invisible.poll().installedNanos()) / 1000);
+    }
+  }
+
+  private int replicaOf(int server) {
+    int from = topology.dcOfServer(server);
+    for (int i = 0; i < replicaDcs.length; i++) {
+      if (replicaDcs[i] == from) {
+        return i;
+      }
+    }
+    throw new MalformedMessageException("server " + server + " holds no replica of partition " + partition);
+  }
+
+  private void setVv(int i, long t) {
+    vv[i] = Math.max(vv[i], t);
+    if (mode == Mode.BPR) {
+      long have = installed();
+      while (!blocked.isEmpty() && blocked.peek().snapshot() <= have) {
+        blocked.poll().answer().run();
+      }
+      showVisible();
+    }
+  }
+
+  private void advanceUst(long to, long sOldTo) {
+    if (to > ust) {
+      ust = to;
+      showVisible();
+    }
+    sOld = Math.max(sOld, sOldTo);
+  }
+
+  /** The snapshot this partition has installed: everything of every replica up to it. */
+  private long installed() {
+    long m = Long.MAX_VALUE;
+    for (long t : vv) {
+      m = Math.min(m, t);
+    }
+    return m;
+  }
+
+  /** The oldest snapshot a transaction this server coordinates may read, or the UST if none. */
+  private long oldestSnapshot() {
+    long m = ust;
+    if (Mutants.active(Mutants.PARIS_GC_IGNORES_RUNNING)) {
+      return m;
+    }
+    for (Txn t : tx.values()) {
+      m = Math.min(m, t.snapshot());
+    }
+    return m;
+  }
+
+  /**
+   * Every Δ_G (Alg. 4 lines 34-38, the tree flattened to a star): each server reports the
+   * minimum of its version vector and its oldest snapshot to its datacenter's root (server 0);
+   * the root sends its datacenter's GST (the minimum over its servers) to the other roots and
+   * announces to its servers the UST (the minimum over every datacenter's GST) and S_old.
+   */
+  private void report() {
+    StableReport r = StableReport.newBuilder().setMinVv(installed()).setOldestSnapshot(oldestSnapshot()).build();
+    if (root) {
+      onReport(shard, r);
+      stabilize();
+    } else {
+      ep.send(topology.serverId(dc, 0), r);
+    }
+  }
+
+  private void onReport(int fromShard, StableReport r) {
+    reportMin[fromShard] = Math.max(reportMin[fromShard], r.getMinVv());
+    reportOld[fromShard] = r.getOldestSnapshot();
+  }
+
+  private void stabilize() {
+    long gst = Long.MAX_VALUE;
+    long old = Long.MAX_VALUE;
+    for (int s = 0; s < reportMin.length; s++) {
+      gst = Math.min(gst, reportMin[s]);
+      old = Math.min(old, reportOld[s]);
+    }
+    dcGst[dc] = Math.max(dcGst[dc], gst);
+    dcOld[dc] = old;
+    DcStable mine = DcStable.newBuilder().setDc(dc).setGst(dcGst[dc]).setOldestSnapshot(old).build();
+    for (int d = 0; d < topology.numDcs(); d++) {
+      if (d != dc) {
+        ep.send(topology.serverId(d, 0), mine);
+      }
+    }
+    long u = Long.MAX_VALUE;
+    long o = Long.MAX_VALUE;
+    for (int d = 0; d < dcGst.length; d++) {
+      u = Math.min(u, dcGst[d]);
+      o = Math.min(o, dcOld[d]);
+    }
+    // S_old never passes the UST: a transaction that starts later reads at least the UST.
+    UstAnnounce a = UstAnnounce.newBuilder().setUst(u).setSOld(Math.min(o, u)).build();
+    for (int s = 0; s < topology.serversPerDc(); s++) {
+      if (s == shard) {
+        advanceUst(u, Math.min(o, u));
+      } else {
+        ep.send(topology.serverId(dc, s), a);
+      }
+    }
+  }
+
+  @Override
+  protected void tick() {
+    super.tick();
+    // Transactions whose client went away: their contexts would hold S_old back for good.
+    long now = System.currentTimeMillis();
+    // BPR: a read blocked for three quarters of its coordinator's wait is answered with an
+    // error (a network partition would otherwise pile them up here), before anyone gives up.
+    long nanos = System.nanoTime();
+    blocked.removeIf(b -> {
+      if (nanos - b.sinceNanos() > cohortWaitMs() * 3 / 4 * 1_000_000L) {
+        b.expire().run();
+        return true;
+      }
+      return false;
+    });
+    if (tx.values().removeIf(t -> now - t.startedMs() > options.txnTimeoutMs())) {
+      currentOfClient.values().removeIf(id -> !tx.containsKey(id));
+    }
+  }
+
+  @Override
+  protected void gauges(Map<String, Long> out) {
+    super.gauges(out);
+    out.put("ust", ust);
+    out.put("installed", installed());
+    out.put("prepared", (long) prepared.size());
+    out.put("committed_pending", (long) committed.size());
+    out.put("blocked", (long) blocked.size());
+    out.put("open_txns", (long) tx.size());
+    out.put("versions_kept", items.kept());
+    out.put("versions_collected", items.removed());
+  }
+}

@@ -79,8 +79,9 @@ class Host(Protocol):
 
     unreachable: str | None  # why the host stopped answering, None while it answers
 
-    def refresh_lease(self) -> None:
-        """Keeps the host's processes alive; they stop on their own once it goes stale."""
+    def refresh_lease(self) -> bool:
+        """Keeps the host's processes alive; they stop on their own once it goes stale.
+        False when the host could not be reached to refresh it."""
 
     def free_ports(self, count: int) -> list[int]: ...
 
@@ -98,8 +99,8 @@ class LocalHost:
         self._jar = Path(jar)
         self.run_dir: Path | None = None
 
-    def refresh_lease(self) -> None:
-        return None
+    def refresh_lease(self) -> bool:
+        return True  # local processes need no lease
 
     def bind_run(self, run_dir: Path) -> None:
         self.run_dir = Path(run_dir)
@@ -416,10 +417,30 @@ class SshHost:
     def lease(self) -> str:
         return f"{self.base}/{LEASE_FILE}"
 
-    def refresh_lease(self) -> None:
-        """Keeps this host's processes alive (see wrapper_script)."""
-        if self.base is not None:
-            self._run(f"touch {shlex.quote(self.lease())}", "refreshing the lease", timeout=20)
+    def refresh_lease(self, timeout: float = 20.0) -> bool:
+        """Keeps this host's processes alive (see wrapper_script): touches the lease on a
+        channel of its own, beside whatever command the run has going on this host (SSH
+        multiplexes channels over one connection), so a long command (a fetch, a slow
+        start) never lets the lease go stale behind it. A host that does not answer, or a
+        connection not open yet, is left to the run's next command on it; False then."""
+        transport = self.conn.transport
+        if self.base is None or self.unreachable is not None or transport is None or not transport.is_active():
+            return False
+        ch = None
+        try:
+            ch = transport.open_session(timeout=min(timeout, self.connect_timeout))
+            ch.exec_command(f"touch {shlex.quote(self.lease())}")
+            deadline = time.time() + timeout
+            while not ch.exit_status_ready():
+                if time.time() > deadline:
+                    return False
+                time.sleep(0.05)
+            return ch.recv_exit_status() == 0
+        except Exception:  # noqa: BLE001 - see the docstring
+            return False
+        finally:
+            if ch is not None:
+                ch.close()
 
     def path(self, rel: str) -> str:
         return f"{self.base}/{rel}"
@@ -502,14 +523,28 @@ class SshHost:
         self._status_at = 0.0
 
     def put_text(self, rel: str, text: str) -> None:
-        """Writes the file in one command: the text goes in on stdin, into a temporary file
-        that is then renamed (readers never see half of it)."""
+        """Writes the file over SFTP into a temporary file that is then renamed (readers
+        never see half of it). Not on a command's stdin: Invoke copies a stream that is not
+        a terminal one byte per 10 ms, 100 bytes a second."""
         target = self.path(rel)
+        self._ssh(lambda: self._put(target, text.encode()), f"writing {rel}")
+
+    def _put(self, target: str, data: bytes) -> None:
+        sftp = self.conn.sftp()
+        sftp.get_channel().settimeout(self.command_timeout)  # each SFTP request
+        missing, d = [], str(Path(target).parent)
+        while d not in ("/", self.base):
+            try:
+                sftp.stat(d)
+                break
+            except FileNotFoundError:
+                missing.append(d)
+                d = str(Path(d).parent)
+        for d in reversed(missing):
+            sftp.mkdir(d)
         tmp = f"{target}.tmp"
-        self._ssh(lambda: self.conn.run(
-            f"mkdir -p {shlex.quote(str(Path(target).parent))} && cat > {shlex.quote(tmp)} && "
-            f"mv -f {shlex.quote(tmp)} {shlex.quote(target)}",
-            hide=True, in_stream=io.StringIO(text), timeout=self.command_timeout), f"writing {rel}")
+        sftp.putfo(io.BytesIO(data), tmp, file_size=len(data), confirm=True)
+        sftp.posix_rename(tmp, target)
 
     def read_text(self, rel: str) -> str:
         r = self._run(f"cat {shlex.quote(self.path(rel))} 2>/dev/null || true", f"reading {rel}")
@@ -557,7 +592,8 @@ def _one_line(e) -> str:
 class LeaseKeeper:
     """Refreshes the lease of every remote host from a background thread, so that long
     waits (a slow phase, a fetch) never let it go stale while the orchestrator lives.
-    A host that does not answer is left to the command that needs it next."""
+    Each host on its own schedule: a host whose refresh hangs holds up no other. A host
+    that does not answer is left to the command that needs it next."""
 
     def __init__(self, hosts: list, interval_s: float):
         self.hosts = [h for h in hosts if hasattr(h, "refresh_lease") and h.lease_s]
@@ -576,17 +612,17 @@ class LeaseKeeper:
     def _loop(self) -> None:
         from concurrent.futures import ThreadPoolExecutor
 
+        pending: dict = {}  # host -> its refresh in flight
         with ThreadPoolExecutor(max_workers=min(32, len(self.hosts)), thread_name_prefix="lease") as pool:
             while not self._stop.wait(self.interval_s):
-                for f in [pool.submit(self._refresh, h) for h in self.hosts if h.unreachable is None]:
-                    f.result()
+                for h in self.hosts:
+                    f = pending.get(h)
+                    if h.unreachable is None and (f is None or f.done()):
+                        pending[h] = pool.submit(self._refresh, h)
 
     @staticmethod
     def _refresh(h) -> None:
-        try:
-            h.refresh_lease()
-        except RunFailed:
-            pass  # the next command of the run on this host says what is wrong
+        h.refresh_lease()  # when it fails, the next command of the run on this host says what is wrong
 
 
 class InServerHost:

@@ -88,6 +88,32 @@ def test_a_refreshed_lease_keeps_the_process_and_its_end_leaves_nothing(tmp_path
             os.kill(pid, signal.SIGKILL)
 
 
+def test_a_host_whose_lease_refresh_hangs_holds_up_no_other_host():
+    """The keeper refreshes each host on its own schedule: a host that takes 3 s to answer
+    (its refreshes back to back) leaves the other refreshed every interval meanwhile."""
+    import threading
+
+    from k2bench.hosts import LeaseKeeper
+
+    class Host:
+        lease_s, unreachable = 2.0, None
+
+        def __init__(self, hang_s):
+            self.hang_s, self.refreshed = hang_s, []
+
+        def refresh_lease(self):
+            self.refreshed.append(time.time())
+            threading.Event().wait(self.hang_s)
+            return True
+
+    slow, quick = Host(3.0), Host(0.0)
+    with LeaseKeeper([slow, quick], 0.2):
+        time.sleep(2.5)
+    assert len(slow.refreshed) == 1, "one refresh in flight per host"
+    gaps = [b - a for a, b in zip(quick.refreshed, quick.refreshed[1:])]
+    assert len(quick.refreshed) >= 6 and max(gaps) < 1.0, quick.refreshed
+
+
 # ------------------------------------------------------------------ the common start
 
 def test_t0_leaves_twice_the_measured_fan_out_plus_a_margin():

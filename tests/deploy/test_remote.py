@@ -3,7 +3,8 @@ namespaces with their own sshd, shaped like the default cloud cluster (two serve
 a client host per datacenter), reached as a non-root user with sudo and verified by their
 host keys; one of them answers SSH slowly. ansible/site.yml is applied to them, the smoke
 experiment runs through the Fabric backend into runs/, and the harness's own faults are
-shown: a host that stops answering mid-run and a start file that arrives late."""
+shown: a host that stops answering mid-run and a start file that arrives late. Files reach
+a host whole over SFTP, and its lease stays fresh behind a long command on it."""
 import json
 import os
 import re
@@ -101,6 +102,35 @@ def test_site_yml_prepares_every_test_host_and_is_idempotent(hosts, deployed):
     assert again.returncode == 0, again.stdout[-4000:]
     assert all(v["changed"] == 0 for v in recap(again.stdout).values()), \
         f"a second apply changes nothing: {recap(again.stdout)}"
+
+
+def test_a_long_command_on_a_host_lets_neither_its_files_nor_its_lease_wait(hosts, deployed, tmp_path):
+    """A file goes to a host whole over SFTP (a command's stdin took it at 100 bytes a
+    second), and the lease is touched beside a long command on the same host: its
+    processes live on under a lease far shorter than the command."""
+    from k2bench.hosts import LeaseKeeper, SshHost
+
+    m = hosts.machine(0)
+    h = SshHost(m["name"], m.get("ssh_host", m["public_ip"]), m["ssh_port"], USER, str(hosts.key), m["remote_dir"],
+                known_hosts=str(hosts.known_hosts), command_timeout=30, lease_s=4)
+    run = tmp_path / "20261126T000000Z_lease"
+    p = None
+    try:
+        h.bind_run(run)
+        text = "".join(f"k2bench.line{i}={'x' * 90}\n" for i in range(3000))  # 300 KB
+        h.put_text("a/b/c.properties", text)
+        assert (hosts.remote_dir(m["name"]) / "runs" / run.name / "a/b/c.properties").read_text() == text
+        assert h.read_text("a/b/c.properties") == text
+        p = h.start("sleeper", ["sleep", "120"], "logs/sleeper.out", "logs/sleeper.err")
+        with LeaseKeeper([h], 1.0):
+            h._run("sleep 12", "a long command")  # three times the lease, holding the host's command lock
+            assert h.poll(p) is None, "the lease lapsed behind the long command"
+    finally:
+        if p is not None:
+            h.stop(p)
+        h.close()
+    logs = hosts.remote_dir(m["name"]) / "runs" / run.name / "logs"
+    assert p.returncode == 143 and not (logs / "sleeper.out.lease-expired").exists(), "stopped by the test alone"
 
 
 def test_smoke_runs_through_the_fabric_backend_into_runs(hosts, deployed):

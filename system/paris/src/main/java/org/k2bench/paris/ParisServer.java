@@ -1,6 +1,9 @@
 package org.k2bench.paris;
 
+import com.google.protobuf.Message;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Comparator;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -11,6 +14,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.k2bench.core.api.ServerOptions;
 import org.k2bench.core.clock.LamportClock;
+import org.k2bench.core.server.FailureDetector;
 import org.k2bench.core.server.ServerActor;
 import org.k2bench.core.testing.Mutants;
 import org.k2bench.core.transport.Incoming;
@@ -111,6 +115,9 @@ final class ParisServer extends ServerActor {
   private final long[] dcGst;
   private final long[] dcOld;
 
+  /** Which other datacenters answer: a coordinator asks their replicas last (see {@link #targets}). */
+  private final FailureDetector detector;
+
   ParisServer(Mode mode, Transport transport, int serverId, ServerOptions options) {
     super(mode.systemName, transport, serverId, options, key -> false);
     this.mode = mode;
@@ -136,6 +143,8 @@ final class ParisServer extends ServerActor {
     this.dcGst = new long[root ? topology.numDcs() : 0];
     this.dcOld = new long[root ? topology.numDcs() : 0];
     this.visibilityTag = "visibility:" + topology.dcName(dc);
+    this.detector = new FailureDetector(ep, topology, shard, Runnable::run, options.failoverTimeoutMs(),
+        ParisServer::monotonicMs, d -> count("dcs_suspected"), d -> count("dcs_trusted_again"));
     start();
     every(replicationMs, TimeUnit.MILLISECONDS, this::applyAndReplicate);
     if (mode == Mode.PARIS) {
@@ -214,19 +223,18 @@ final class ParisServer extends ServerActor {
       }
       snapshot = t.snapshot();
     }
-    Map<Integer, List<String>> byServer = new LinkedHashMap<>();
+    Map<Integer, List<String>> byPartition = new LinkedHashMap<>();
     for (String key : r.getKeysList()) {
-      byServer.computeIfAbsent(target(placement.partitionOf(key)), s -> new ArrayList<>()).add(key);
+      byPartition.computeIfAbsent(placement.partitionOf(key), p -> new ArrayList<>()).add(key);
     }
-    ReadResp.Builder out = ReadResp.newBuilder();
-    List<CompletableFuture<ReadSliceResp>> slices = new ArrayList<>();
-    for (Map.Entry<Integer, List<String>> e : byServer.entrySet()) {
+    // A BPR read blocks at a replica that is alive and behind: its slow answer is no reason to
+    // ask another replica, which would block as well; only a suspected datacenter is skipped.
+    long failoverMs = mode == Mode.BPR && !r.getLatest() ? Long.MAX_VALUE : failoverWaitMs();
+    List<CompletableFuture<Answer<ReadSliceResp>>> slices = new ArrayList<>();
+    for (Map.Entry<Integer, List<String>> e : byPartition.entrySet()) {
       ReadSliceReq slice = ReadSliceReq.newBuilder().addAllKeys(e.getValue()).setSnapshot(snapshot)
           .setLatest(r.getLatest()).build();
-      if (topology.dcOfServer(e.getKey()) != dc) {
-        out.setRemote(true);
-      }
-      slices.add(ep.call(e.getKey(), slice, ReadSliceResp.class));
+      slices.add(callReplicas(targets(e.getKey()), slice, ReadSliceResp.class, failoverMs, new Asked("read", null)));
     }
     CompletableFuture<Void> all = CompletableFuture.allOf(slices.toArray(CompletableFuture[]::new));
     onServer(all, cohortWaitMs(), (ok, err) -> {
@@ -234,11 +242,13 @@ final class ParisServer extends ServerActor {
         m.replyError("read failed: " + err);
         return;
       }
+      ReadResp.Builder out = ReadResp.newBuilder();
       double blocked = 0;
-      for (CompletableFuture<ReadSliceResp> f : slices) {
-        ReadSliceResp s = f.join();
-        out.addAllItems(s.getItemsList());
-        blocked = Math.max(blocked, s.getBlockedMs());
+      for (CompletableFuture<Answer<ReadSliceResp>> f : slices) {
+        Answer<ReadSliceResp> a = f.join();
+        out.addAllItems(a.reply().getItemsList());
+        blocked = Math.max(blocked, a.reply().getBlockedMs());
+        out.setRemote(out.getRemote() || topology.dcOfServer(a.server()) != dc);
       }
       m.reply(out.setBlockedMs(blocked).build());
     });
@@ -256,44 +266,53 @@ final class ParisServer extends ServerActor {
       snapshot = t.snapshot();
     }
     long ht = Mutants.active(Mutants.PARIS_NO_HWT) ? snapshot : Math.max(snapshot, r.getHwt()); // Alg. 2 line 19
-    Map<Integer, List<KeyRow>> byServer = new LinkedHashMap<>();
+    Map<Integer, List<KeyRow>> byPartition = new LinkedHashMap<>();
     for (KeyRow w : r.getWritesList()) {
-      byServer.computeIfAbsent(target(placement.partitionOf(w.getKey())), s -> new ArrayList<>()).add(w);
+      byPartition.computeIfAbsent(placement.partitionOf(w.getKey()), p -> new ArrayList<>()).add(w);
     }
-    if (byServer.isEmpty()) {
+    if (byPartition.isEmpty()) {
       m.replyError("a commit needs at least one write");
       return;
     }
     long id = r.getLatest() ? ++nextTxn : r.getTxnId();
-    boolean remote = byServer.keySet().stream().anyMatch(s -> topology.dcOfServer(s) != dc);
-    List<CompletableFuture<PrepareResp>> prepares = new ArrayList<>();
-    for (Map.Entry<Integer, List<KeyRow>> e : byServer.entrySet()) {
-      prepares.add(ep.call(e.getKey(), PrepareReq.newBuilder().setTxnId(id).setCoordinator(ep.id())
-          .setSnapshot(snapshot).setHt(ht).addAllWrites(e.getValue()).build(), PrepareResp.class));
+    // Every server asked to prepare. One passed over for want of an answer may still prepare:
+    // it is told to abort at once (after the prepare, on the same FIFO link), so it never holds
+    // the transaction pending, even if this coordinator dies before deciding.
+    CommitTx abort = CommitTx.newBuilder().setTxnId(id).setCoordinator(ep.id()).setAbort(true).build();
+    Asked asked = new Asked("prepare", server -> ep.send(server, abort));
+    List<CompletableFuture<Answer<PrepareResp>>> prepares = new ArrayList<>();
+    for (Map.Entry<Integer, List<KeyRow>> e : byPartition.entrySet()) {
+      prepares.add(callReplicas(targets(e.getKey()), PrepareReq.newBuilder().setTxnId(id).setCoordinator(ep.id())
+          .setSnapshot(snapshot).setHt(ht).addAllWrites(e.getValue()).build(), PrepareResp.class,
+          failoverWaitMs(), asked));
     }
     onServer(CompletableFuture.allOf(prepares.toArray(CompletableFuture[]::new)), cohortWaitMs(), (ok, err) -> {
+      asked.decided = true; // no prepare goes out after the decision
       if (err != null) {
-        // Abort at every cohort: one that prepared would otherwise hold the transaction
-        // pending, and stop applying past it, for good (the paper's 2PC has no failure path,
-        // §IV; a cohort never drops a prepared transaction by itself: the decision may be
-        // held back by a network partition and arrive later).
-        for (Integer server : byServer.keySet()) {
-          ep.send(server, CommitTx.newBuilder().setTxnId(id).setCoordinator(ep.id()).setAbort(true).build());
+        // Abort at every server asked: one that prepared would otherwise hold the
+        // transaction pending, and stop applying past it, for good (the paper's 2PC has no
+        // failure path, §IV; a cohort never drops a prepared transaction by itself: the
+        // decision may be held back by a network partition and arrive later).
+        for (Integer server : asked.servers) {
+          ep.send(server, abort);
         }
         count("aborted_commits");
         m.replyError("prepare failed: " + err);
         return;
       }
       long ct = 0;
-      for (CompletableFuture<PrepareResp> f : prepares) {
-        ct = Math.max(ct, f.join().getProposed()); // Alg. 2 line 26
+      List<Integer> cohorts = new ArrayList<>();
+      for (CompletableFuture<Answer<PrepareResp>> f : prepares) {
+        ct = Math.max(ct, f.join().reply().getProposed()); // Alg. 2 line 26
+        cohorts.add(f.join().server());
       }
+      boolean remote = cohorts.stream().anyMatch(server -> topology.dcOfServer(server) != dc);
       // One commit time per transaction of this coordinator, so versions (commit time, coordinator)
       // stay unique; still at least every proposal. The coordinator's own clock does not move
       // (Alg. 2 has no HLC update; the cohorts move theirs at commit, Alg. 3 line 16).
       ct = Math.max(ct, lastCommitTime + 1);
       lastCommitTime = ct;
-      for (Integer server : byServer.keySet()) {
+      for (Integer server : cohorts) { // those passed over get the writes by replication
         ep.send(server, CommitTx.newBuilder().setTxnId(id).setCoordinator(ep.id()).setCommitTime(ct).build());
       }
       m.reply(CommitResp.newBuilder().setCommitTime(ct).setVersion(LamportClock.timestamp(ct, ep.id()))
@@ -311,20 +330,103 @@ final class ParisServer extends ServerActor {
   }
 
   /**
-   * The server a coordinator of this datacenter sends a partition's reads and prepares to:
-   * the partition's replica here, else the datacenter's preferred remote replica of it. The
-   * paper assigns every client of a datacenter the same preferred replica per partition,
-   * round-robin over the datacenters to balance load (§V); here replica (dc + p) mod f among
-   * the partition's replicas.
+   * How long a coordinator waits for one replica before it asks the partition's next:
+   * server.failover_timeout_ms, but at most half the cohort wait, so that a fail-over always
+   * has time (a fail-over timeout above the cohort wait would otherwise never fail over).
    */
-  private int target(int p) {
+  private long failoverWaitMs() {
+    return Math.min(options.failoverTimeoutMs(), cohortWaitMs() / 2);
+  }
+
+  /**
+   * The servers a coordinator of this datacenter sends a partition's reads and prepares to,
+   * in order: the partition's replica here, if there is one; then its remote replicas, the
+   * datacenter's preferred one first, those in datacenters the failure detector suspects
+   * last. The paper assigns every client of a datacenter the same preferred replica per
+   * partition, round-robin over the datacenters to balance load (§V); here replica (dc + p)
+   * mod f among the partition's replicas. The others are for fail-over: "PaRiS achieves
+   * availability in a DC as long as one replica per partition is reachable by the DC", and
+   * "remote reads can be performed without blocking by any replica, because the snapshot
+   * visible to a transaction is already installed in all DCs" (§III-C, availability among
+   * DCs). (The detector watches other datacenters only: a dead server here is passed over
+   * after the fail-over wait, every time.)
+   */
+  private int[] targets(int p) {
     int[] dcs = placement.partitionDcs(p);
-    for (int d : dcs) {
-      if (d == dc) {
-        return placement.serverOf(d, p);
-      }
+    int first = Math.floorMod(dc + p, dcs.length);
+    Integer[] order = new Integer[dcs.length];
+    for (int i = 0; i < dcs.length; i++) {
+      order[i] = dcs[(first + i) % dcs.length];
     }
-    return placement.serverOf(dcs[Math.floorMod(dc + p, dcs.length)], p);
+    Arrays.sort(order, Comparator.comparingInt(d -> d == dc ? 0 : detector.suspected(d) ? 2 : 1)); // stable
+    return Arrays.stream(order).mapToInt(d -> placement.serverOf(d, p)).toArray();
+  }
+
+  /** An answer and the server that gave it. */
+  private record Answer<T>(int server, T reply) {}
+
+  /**
+   * The servers a request went to; once its outcome is decided, it goes to no other. {@code
+   * passedOver} runs with each server moved on from ({@code null}: nothing to do).
+   */
+  private static final class Asked {
+    final String what;
+    final java.util.function.IntConsumer passedOver;
+    final List<Integer> servers = new ArrayList<>();
+    boolean decided;
+
+    Asked(String what, java.util.function.IntConsumer passedOver) {
+      this.what = what;
+      this.passedOver = passedOver;
+    }
+  }
+
+  /**
+   * Sends {@code request} to {@code servers} in order, moving on to the next when one has not
+   * answered within {@code failoverMs} (the last one asked gets what is left of the cohort
+   * wait), and only while the next one's round trip fits in what is left; records every
+   * server asked in {@code asked}. Completes on the server thread.
+   */
+  private <T extends Message> CompletableFuture<Answer<T>> callReplicas(int[] servers, Message request,
+      Class<T> type, long failoverMs, Asked asked) {
+    CompletableFuture<Answer<T>> out = new CompletableFuture<>();
+    ask(servers, 0, request, type, failoverMs, asked, System.nanoTime() + cohortWaitMs() * 1_000_000L, out);
+    return out;
+  }
+
+  private <T extends Message> void ask(int[] servers, int i, Message request, Class<T> type, long failoverMs,
+      Asked asked, long deadlineNanos, CompletableFuture<Answer<T>> out) {
+    boolean last = i == servers.length - 1;
+    long left = Math.max(1, (deadlineNanos - System.nanoTime()) / 1_000_000);
+    asked.servers.add(servers[i]);
+    onServer(ep.call(servers[i], request, type), last ? left : Math.min(left, failoverMs), (reply, err) -> {
+      if (err == null) {
+        out.complete(new Answer<>(servers[i], reply));
+      } else if (!last && !asked.decided && !answered(err) && (deadlineNanos - System.nanoTime()) / 1e6
+          > topology.rttMs(dc, topology.dcOfServer(servers[i + 1])) + 2 * topology.jitterMs()) {
+        count(asked.what + "_failovers");
+        if (asked.passedOver != null) {
+          asked.passedOver.accept(servers[i]);
+        }
+        ask(servers, i + 1, request, type, failoverMs, asked, deadlineNanos, out);
+      } else {
+        out.completeExceptionally(err);
+      }
+    });
+  }
+
+  /**
+   * Whether a call failed with the replica's own answer (an error it replied with: it is
+   * alive), not for want of an answer.
+   */
+  private static boolean answered(Throwable err) {
+    Throwable t = err instanceof java.util.concurrent.CompletionException && err.getCause() != null
+        ? err.getCause() : err;
+    return t instanceof org.k2bench.core.transport.RemoteException;
+  }
+
+  static long monotonicMs() {
+    return System.nanoTime() / 1_000_000;
   }
 
   // ---------------------------------------------------------------- cohort (Alg. 3)
@@ -599,6 +701,7 @@ final class ParisServer extends ServerActor {
   @Override
   protected void tick() {
     super.tick();
+    detector.tick(monotonicMs());
     // Transactions whose client went away: their contexts would hold S_old back for good.
     long now = System.currentTimeMillis();
     // BPR: a read blocked for three quarters of its coordinator's wait is answered with an
@@ -627,5 +730,7 @@ final class ParisServer extends ServerActor {
     out.put("open_txns", (long) tx.size());
     out.put("versions_kept", items.kept());
     out.put("versions_collected", items.removed());
+    out.put("suspected_dcs", (long) detector.suspectedCount());
+    out.put("dcs_never_answered", (long) detector.neverAnsweredCount());
   }
 }

@@ -3,14 +3,11 @@ package org.k2bench.paris;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.k2bench.core.testing.Clusters.CA;
 import static org.k2bench.core.testing.Clusters.SG;
 import static org.k2bench.core.testing.Clusters.TYO;
-import static org.k2bench.core.testing.Clusters.VA;
 import static org.k2bench.core.testing.Clusters.row;
 import static org.k2bench.core.testing.Clusters.str;
 
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
@@ -42,20 +39,16 @@ class ParisProtocolTest {
 
   static Outcome scenario(StoreSystem system, ServerOptions options) {
     try (LocalCluster cluster = Clusters.start(system, options)) {
-      List<String> used = new ArrayList<>();
-      String x = Clusters.key(cluster.placement(), "x", -1, new int[] {TYO, SG}, used);
-      String y = Clusters.key(cluster.placement(), "y", -1, new int[] {VA, CA}, used);
-      KvClient writer = cluster.client(CA);
-      KvClient reader = cluster.client(VA);
-      writer.writeTxn(Map.of(x, row("x0"), y, row("y0")));
-      Clusters.awaitValue(reader, x, "x0", 10_000);
-      Clusters.awaitValue(reader, y, "y0", 10_000);
+      Cast cast = Cast.of(cluster, "x", "y").seeded("x0", "y0");
+      String x = cast.far();
+      String y = cast.near();
+      KvClient writer = cast.writer();
       Clusters.slowLink(cluster, TYO, SG, HOLD_MS); // the replicas of x stop hearing each other
       writer.write(x, row("x1"));
       writer.write(y, row("y1")); // depends on x1 through session order
       Clusters.sleep(300); // y1 has long reached VA (its one-way delay here is 3 ms)
       long start = System.nanoTime();
-      ReadResult r = reader.readTxn(List.of(x, y));
+      ReadResult r = cast.reader().readTxn(List.of(x, y));
       long ms = (System.nanoTime() - start) / 1_000_000;
       return new Outcome(str(r.rows().get(x)), str(r.rows().get(y)), ms, r);
     }
@@ -103,23 +96,21 @@ class ParisProtocolTest {
     // Each transaction at the next coordinator (the paper's per-transaction choice, §IV-B): a
     // coordinator's own commit times only grow, so one coordinator would order them anyway.
     ServerOptions rotating = ServerOptions.defaults().withSystemOptions(org.k2bench.core.api.SystemOptions.parse(
-        system, java.util.Map.of("rotate_coordinator", "true"), "server.options.paris."));
+        system, Map.of("rotate_coordinator", "true"), "server.options.paris."));
     try (LocalCluster cluster = Clusters.start(system, rotating)) {
-      List<String> used = new ArrayList<>();
-      String x = Clusters.key(cluster.placement(), "x", -1, new int[] {TYO, SG}, used);
-      String y = Clusters.key(cluster.placement(), "y", -1, new int[] {VA, CA}, used);
-      KvClient writer = cluster.client(CA);
-      KvClient reader = cluster.client(VA);
+      Cast cast = Cast.of(cluster, "x", "y");
+      String x = cast.far();
+      String y = cast.near();
       int p = cluster.placement().partitionOf(x);
       long ahead = org.k2bench.core.clock.LamportClock.hybridCounter(System.currentTimeMillis() + 2_000);
       for (int d : new int[] {TYO, SG}) {
         cluster.server(cluster.placement().serverOf(d, p)).endpoint().clock().observeCounter(ahead);
       }
-      writer.write(x, row("x1"));
-      writer.write(y, row("y2"));
+      cast.writer().write(x, row("x1"));
+      cast.writer().write(y, row("y2"));
       long until = System.currentTimeMillis() + 1_500;
       while (System.currentTimeMillis() < until) {
-        ReadResult r = reader.readTxn(List.of(x, y));
+        ReadResult r = cast.reader().readTxn(List.of(x, y));
         if (str(r.rows().get(y)).equals("y2") && !str(r.rows().get(x)).equals("x1")) {
           return true;
         }
@@ -143,9 +134,9 @@ class ParisProtocolTest {
   @Test
   void ownWritesComeFromThePrivateCacheUntilTheUstPassesThem() {
     try (LocalCluster cluster = Clusters.start(new ParisSystem(), ServerOptions.defaults())) {
-      List<String> used = new ArrayList<>();
-      String x = Clusters.key(cluster.placement(), "x", -1, new int[] {TYO, SG}, used);
-      ParisClient writer = (ParisClient) cluster.client(CA);
+      Cast cast = Cast.of(cluster, "x", "y");
+      String x = cast.far();
+      ParisClient writer = (ParisClient) cast.writer();
       Clusters.slowLink(cluster, TYO, SG, HOLD_MS);
       writer.write(x, row("mine"));
       ReadResult r = writer.readTxn(List.of(x));
@@ -171,19 +162,16 @@ class ParisProtocolTest {
   void aUstFrozenLongerThanTheGcWindowStillReadsItsSnapshot() {
     ServerOptions shortGc = ServerOptions.defaults().withGc(500, 500, 500);
     try (LocalCluster cluster = Clusters.start(new ParisSystem(), shortGc)) {
-      List<String> used = new ArrayList<>();
-      String x = Clusters.key(cluster.placement(), "x", -1, new int[] {TYO, SG}, used);
-      String y = Clusters.key(cluster.placement(), "y", -1, new int[] {VA, CA}, used);
-      KvClient writer = cluster.client(CA);
-      KvClient reader = cluster.client(VA);
-      writer.writeTxn(Map.of(x, row("x0"), y, row("y0")));
-      Clusters.awaitValue(reader, y, "y0", 10_000);
+      Cast cast = Cast.of(cluster, "x", "y").seeded("x0", "y0");
+      String x = cast.far();
+      String y = cast.near();
+      KvClient writer = cast.writer();
       Clusters.slowLink(cluster, TYO, SG, 3_000);
       for (int i = 1; i <= 20; i++) { // many newer versions of y, over twice the GC window
         writer.write(y, row("y" + i));
         Clusters.sleep(60);
       }
-      ReadResult r = reader.readTxn(List.of(x, y));
+      ReadResult r = cast.reader().readTxn(List.of(x, y));
       assertEquals("y0", str(r.rows().get(y)), "the version at the frozen UST is still there");
     }
   }

@@ -14,6 +14,7 @@ import java.util.function.Predicate;
 import org.k2bench.core.api.ServerOptions;
 import org.k2bench.core.clock.LamportClock;
 import org.k2bench.core.data.Row;
+import org.k2bench.core.server.FailureDetector;
 import org.k2bench.core.server.ServerActor;
 import org.k2bench.core.store.MultiVersionStore;
 import org.k2bench.core.store.MultiVersionStore.VersionView;
@@ -66,7 +67,7 @@ public final class K2Server extends ServerActor {
    * reads ask suspected replicas last, replication does not wait for suspected replicas,
    * and the first replication phases of a suspected origin are carried on from here.
    */
-  private final org.k2bench.core.server.FailureDetector detector;
+  private final FailureDetector detector;
   /**
    * First-phase sub-requests received lately (this server has their data), by arrival:
    * if their origin datacenter dies before its second phase reached everyone, this server
@@ -168,8 +169,8 @@ public final class K2Server extends ServerActor {
         K2Server.this.received(r, from);
       }
     }, options.rpcTimeoutMs());
-    this.detector = new org.k2bench.core.server.FailureDetector(ep, topology, shard, Runnable::run,
-        options.failoverTimeoutMs(), K2Server::monotonicMs, this::suspect, this::trust);
+    this.detector = new FailureDetector(ep, topology, shard, Runnable::run,
+        options.failoverTimeoutMs(), FailureDetector::monotonicMs, this::suspect, this::trust);
     double maxRtt = 0;
     for (int d = 0; d < topology.numDcs(); d++) {
       maxRtt = Math.max(maxRtt, topology.rttMs(dc, d));
@@ -181,11 +182,6 @@ public final class K2Server extends ServerActor {
     // the origin sends all of them on again.)
     this.carryOnWindowMs = 3 * options.failoverTimeoutMs() + 2 * (long) Math.ceil(maxRtt) + 1_000;
     start();
-  }
-
-  /** Milliseconds of a clock that never steps back (the failure detector's and carry-on's). */
-  static long monotonicMs() {
-    return System.nanoTime() / 1_000_000;
   }
 
   /** A replica list that says every replica datacenter has the version. */
@@ -456,7 +452,7 @@ public final class K2Server extends ServerActor {
     super.tick();
     long now = System.currentTimeMillis();
     writes.expire(now);
-    long mono = monotonicMs();
+    long mono = FailureDetector.monotonicMs();
     detector.tick(mono);
     // Counted from this server's own last stall as well: entries it kept while stopped
     // are still needed if the origin died meanwhile (its suspicion comes after the resume).
@@ -722,7 +718,7 @@ public final class K2Server extends ServerActor {
     if (!firstPhase || topology.dcOfServer(from) != r.getOriginDc() || !recentFirstPhaseVersions.add(r.getVersion())) {
       return;
     }
-    Received e = new Received(monotonicMs(), r);
+    Received e = new Received(FailureDetector.monotonicMs(), r);
     recentFirstPhases.addLast(e);
     if (recentFirstPhases.size() > MAX_RECENT_FIRST_PHASES) {
       recentFirstPhaseVersions.remove(recentFirstPhases.removeFirst().r.getVersion());
@@ -804,7 +800,7 @@ public final class K2Server extends ServerActor {
     out.put("replicating", (long) replicating.values().stream().mapToInt(List::size).sum());
     out.put("suspected_dcs", (long) detector.suspectedCount());
     out.put("dcs_never_answered", (long) detector.neverAnsweredCount());
-    out.put("detector_resumed_ms_ago", monotonicMs() - detector.resumedMs());
+    out.put("detector_resumed_ms_ago", FailureDetector.monotonicMs() - detector.resumedMs());
     out.put("recent_first_phases", (long) recentFirstPhases.size());
     out.put("waiting_remote_reads", (long) waitingRemoteReads.values().stream().mapToInt(List::size).sum());
     // The protocol's calls; heartbeats to a dead datacenter are always a few in flight.

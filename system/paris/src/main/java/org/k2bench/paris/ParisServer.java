@@ -144,7 +144,7 @@ final class ParisServer extends ServerActor {
     this.dcOld = new long[root ? topology.numDcs() : 0];
     this.visibilityTag = "visibility:" + topology.dcName(dc);
     this.detector = new FailureDetector(ep, topology, shard, Runnable::run, options.failoverTimeoutMs(),
-        ParisServer::monotonicMs, d -> count("dcs_suspected"), d -> count("dcs_trusted_again"));
+        FailureDetector::monotonicMs, d -> count("dcs_suspected"), d -> count("dcs_trusted_again"));
     start();
     every(replicationMs, TimeUnit.MILLISECONDS, this::applyAndReplicate);
     if (mode == Mode.PARIS) {
@@ -425,10 +425,6 @@ final class ParisServer extends ServerActor {
     return t instanceof org.k2bench.core.transport.RemoteException;
   }
 
-  static long monotonicMs() {
-    return System.nanoTime() / 1_000_000;
-  }
-
   // ---------------------------------------------------------------- cohort (Alg. 3)
 
   private void onReadSlice(Incoming m, ReadSliceReq r) {
@@ -701,7 +697,7 @@ final class ParisServer extends ServerActor {
   @Override
   protected void tick() {
     super.tick();
-    detector.tick(monotonicMs());
+    detector.tick(FailureDetector.monotonicMs());
     // Transactions whose client went away: their contexts would hold S_old back for good.
     long now = System.currentTimeMillis();
     // BPR: a read blocked for three quarters of its coordinator's wait is answered with an

@@ -108,6 +108,11 @@ public final class FailureDetector {
     this.onTrust = onTrust;
   }
 
+  /** Milliseconds of a clock that never steps back: the one servers give a detector and its {@link #tick}. */
+  public static long monotonicMs() {
+    return System.nanoTime() / 1_000_000;
+  }
+
   /** Sends the heartbeats that are due and updates suspicions (on the server thread). */
   public void tick(long nowMs) {
     if (nowMs - lastTickMs > stallMs) {

@@ -29,6 +29,8 @@ public final class LamportClock {
   private final AtomicLong counter = new AtomicLong();
   /** Wall-clock milliseconds for a hybrid clock; null for a pure Lamport clock. */
   private final LongSupplier wallMs;
+  /** A sleeping {@link ClockHistory} sampler that the next advance wakes (null: none). */
+  private volatile Thread watcher;
 
   public LamportClock(int nodeId) {
     this(nodeId, null);
@@ -73,7 +75,7 @@ public final class LamportClock {
   /** Advances the clock for a local event or a send and returns the new counter. */
   public long tick() {
     if (wallMs == null) {
-      return counter.incrementAndGet();
+      return advanced(counter.incrementAndGet());
     }
     long f = floor();
     return counter.accumulateAndGet(f, (mine, physical) -> Math.max(mine + 1, physical));
@@ -99,7 +101,21 @@ public final class LamportClock {
   /** Receive rule: counter = max(counter, remote) + 1 (and at least wall time, hybrid). */
   public long observeCounter(long remoteCounter) {
     long f = floor();
-    return counter.accumulateAndGet(remoteCounter, (mine, theirs) -> Math.max(Math.max(mine, theirs) + 1, f));
+    return advanced(counter.accumulateAndGet(remoteCounter, (mine, theirs) -> Math.max(Math.max(mine, theirs) + 1, f)));
+  }
+
+  /** Wakes a sleeping sampler at the next advance ({@code null}: no longer). */
+  void watch(Thread sampler) {
+    watcher = sampler;
+  }
+
+  private long advanced(long c) {
+    Thread w = watcher;
+    if (w != null) {
+      watcher = null;
+      java.util.concurrent.locks.LockSupport.unpark(w);
+    }
+    return c;
   }
 
   /** Advances past a timestamp seen in a message body (e.g. a read timestamp). */

@@ -1,0 +1,62 @@
+package org.k2bench.core.clock;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import org.junit.jupiter.api.Test;
+
+/**
+ * When a clock reached a time: answered to within a few sample intervals, also for an advance
+ * that ends a long idle spell, without the sampler waking every interval meanwhile.
+ */
+class ClockHistoryTest {
+  @Test
+  void anAdvanceAfterAnIdleSpellIsDatedWhenItHappened() throws Exception {
+    LamportClock clock = new LamportClock(3);
+    try (ClockHistory h = ClockHistory.track(clock)) {
+      clock.tick();
+      Thread.sleep(300); // idle: the sampler sleeps
+      long ts = clock.nextTimestamp();
+      Thread.sleep(100);
+      double ago = h.msSince(ts);
+      // Sampled only when the sampler next looked (never, if nothing woke it) it would read 0.
+      assertTrue(ago >= 90 && ago <= 130, "reached " + ago + " ms ago, not about 100");
+      assertEquals(0, h.msSince(LamportClock.timestamp(clock.counter() + 1, 3)), "not reached yet");
+      double older = h.msSince(LamportClock.timestamp(1, 3));
+      assertTrue(older >= 390 && older <= 450, "the first tick, about 400 ms ago: " + older);
+    }
+  }
+
+  @Test
+  void anIdleClockDoesNotWakeTheSamplerEveryInterval() throws Exception {
+    LamportClock clock = new LamportClock(4);
+    try (ClockHistory h = ClockHistory.track(clock)) {
+      clock.tick();
+      Thread.sleep(50);
+      long before = ClockHistory.rounds();
+      Thread.sleep(500); // 250 intervals of 2 ms
+      long idle = ClockHistory.rounds() - before;
+      assertTrue(idle <= 5, idle + " sampling rounds in 500 ms of an idle clock");
+      // and a moving clock is sampled every interval
+      long start = System.nanoTime();
+      long busyBefore = ClockHistory.rounds();
+      while (System.nanoTime() - start < 200_000_000L) {
+        clock.tick();
+        Thread.sleep(1);
+      }
+      long busy = ClockHistory.rounds() - busyBefore;
+      assertTrue(busy >= 40, busy + " sampling rounds in 200 ms of a moving clock");
+    }
+  }
+
+  @Test
+  void aHybridClockIsReadFromItsWallTime() {
+    long now = System.currentTimeMillis();
+    LamportClock clock = LamportClock.hybrid(5, System::currentTimeMillis);
+    try (ClockHistory h = ClockHistory.track(clock)) {
+      long ts = LamportClock.timestamp(LamportClock.hybridCounter(now - 250), 5);
+      double ago = h.msSince(ts);
+      assertTrue(ago >= 250 && ago <= 300, "250 ms ago by its wall time: " + ago);
+    }
+  }
+}

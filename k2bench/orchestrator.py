@@ -9,6 +9,7 @@ exits non-zero.
 """
 from __future__ import annotations
 
+import collections
 import contextlib
 import copy
 import functools
@@ -290,6 +291,17 @@ def server_processes(cfg: dict) -> str:
     return "per_dc" if any(f["kind"] in ("kill", "pause") for f in cfg["faults"]) else "per_host"
 
 
+def remote_split(slots: list) -> str:
+    """How a cluster's server JVMs fall on its machines: "per_host" when each machine runs
+    one (a cloud or Emulab cluster: C2 and ZGC, as for a local run's one JVM), "per_server"
+    when an inventory puts several server hosts on one machine (the local SSH test hosts:
+    twelve server JVMs on this machine's two cores spent more CPU in C2's compilers than
+    the servers did, and the emulation went late by 50-150 ms), which takes the several-JVM
+    defaults (C1) as a local per_server run does."""
+    per_machine = collections.Counter(s.host.name for s in slots)
+    return "per_host" if max(per_machine.values(), default=1) == 1 else "per_server"
+
+
 def client_processes_split(cfg: dict, local: bool, server_split: str) -> str:
     """clients.processes with auto resolved: "in_server" (every client inside the one server
     JVM of its machine) for a local run whose servers are per_host, else "own"."""
@@ -447,13 +459,14 @@ class Orchestrator:
             self.progress.update(system=t.system, point=t.point, trial=t.trial, phase="starting servers",
                                  elapsed=0, expected=None, ops_per_s=None)
             listen = ["--listen-host", dep.listen_host] if dep.listen_host else []
-            # Clusters run one server JVM per machine whatever server.processes says.
-            t.server_processes = server_processes(cfg) if isinstance(dep, LocalDeployment) else "per_host"
+            local = isinstance(dep, LocalDeployment)
+            slots = dep.servers(dcs, doc["servers_per_dc"], server_processes(cfg) if local else "per_server")
+            # Clusters run one JVM per server host whatever server.processes says.
+            t.server_processes = server_processes(cfg) if local else remote_split(slots)
             t.server_jvm_args = server_jvm_args(cfg, t.server_processes)
-            t.client_split = client_processes_split(cfg, isinstance(dep, LocalDeployment), t.server_processes)
+            t.client_split = client_processes_split(cfg, local, t.server_processes)
             in_server = t.client_split == "in_server"
             in_server_rel = f"{t.rel}/clients/in-server"
-            slots = dep.servers(dcs, doc["servers_per_dc"], t.server_processes)
             client_slots = sum(len(dep.clients(dc)) for dc in dcs)
             servers = [self._start(t, stack, s.host, s.name, java(
                 s.host, srv["heap_mb"] * (len(dcs) if s.dc == ALL_DCS else 1) + (cl["heap_mb"] * client_slots if in_server else 0),

@@ -11,7 +11,8 @@ import yaml
 from conftest import ROOT
 from k2bench import inventory
 from k2bench.deploy import ClientSlot, LocalDeployment, RemoteDeployment, check_shape
-from k2bench.experiment import ClientShare, client_shares
+from k2bench.experiment import ClientShare, client_shares, server_jvm_args
+from k2bench.orchestrator import remote_split
 from k2bench.errors import ConfigError
 from k2bench.hosts import LocalHost
 
@@ -70,6 +71,7 @@ def test_one_server_jvm_per_server_host_at_the_public_addresses():
     assert [(s.name, s.select) for s in slots if s.dc == "VA"] == [
         ("server-VA-0", ("--server", "VA:0")), ("server-VA-1", ("--server", "VA:1"))]
     assert len({s.host.name for s in slots}) == 12
+    assert remote_split(slots) == "per_host", "one server JVM per machine: C2 and ZGC, as one local JVM"
     pingers = dep.pingers(DCS)
     assert [p.from_dc for p in pingers] == DCS, "real latency: each row measured from its datacenter"
 
@@ -157,6 +159,12 @@ def test_embedded_latency_machines_in_several_datacenters():
     ports = [a for dc in DCS for a in topo["servers"][dc]]
     assert len(set(ports)) == len(ports), "two datacenters on one machine get distinct ports"
     assert len(dep.hosts()) == 3 and len(dep.pingers(DCS)) == 1
+    # four server JVMs per machine: the several-JVM defaults (C1), as a local per_server run
+    split = remote_split(dep.servers(DCS, 1))
+    assert split == "per_server"
+    cfg = {"server": {"jvm_args": None}}
+    assert server_jvm_args(cfg, split) == ["-XX:TieredStopAtLevel=1"]
+    assert server_jvm_args(cfg, remote_split(remote().servers(DCS, 2))) == ["-XX:+UseZGC", "-XX:ZCollectionInterval=5"]
 
 
 def test_the_local_deployment_is_one_jvm_per_datacenter_on_loopback(tmp_path):

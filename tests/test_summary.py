@@ -346,3 +346,20 @@ def test_visibility_and_blocking_are_merged_over_servers_and_clients():
     assert t["count"] == 100 and t["mean"] == pytest.approx(29.0, rel=0.01) and t["max"] == pytest.approx(90, rel=0.01)
     assert S.read_blocked(_lateness_intervals({"visibility:OR": [1]}), (0, 10_000)) is None  # PaRiS never blocks
     assert S.visibility(clients, (0, 10_000)) is None  # systems that do not record it
+
+
+def test_mean_and_percentiles_are_hdrhs_own_numbers():
+    """summary's mean and percentiles read the counts array at once; they must equal what
+    hdrh's own (per-value Python) walks give, on histograms of very different shapes."""
+    import random
+
+    rng = random.Random(7)
+    for _ in range(25):
+        h = S.new_histogram()
+        for _ in range(rng.randint(1, 2000)):
+            v = int(rng.lognormvariate(rng.uniform(0, 15), rng.uniform(0.1, 3))) % S.HIGHEST_US
+            h.record_value(max(v, 1), rng.randint(1, 5))
+        assert S.mean_value(h) == h.get_mean_value()
+        for p in (0, 1, 50, 90, 99, 99.9, 100):
+            assert S.value_at_percentile(h, p) == h.get_value_at_percentile(p), p
+    assert S.mean_value(S.new_histogram()) == 0.0 and S.value_at_percentile(S.new_histogram(), 50) == 0

@@ -135,6 +135,12 @@ def test_every_mutant_is_caught(jar, tmp_path, mutant):
         # These show dozens to hundreds of anomalies in the stress run's 14 s; 8 s is plenty
         # (and keeps make test short). The latency spike still falls inside it.
         exp["duration"] = exp["duration"] | {"measure_s": 8}
+    if fixture == LONG_PARTITION:
+        # The partitions alone expose this mutant. Without the pause and the kill the run
+        # needs no JVM per datacenter: in one JVM it keeps its 120 ops/s with the emulation
+        # on time and showed 17-42 anomalies in three runs; with them (twelve JVMs on two
+        # cores, lateness p99 0.4-0.7 s) 0, 2, 13, 16 and 18.
+        exp["faults"] = [f for f in exp["faults"] if f["kind"] == "partition"]
     f = tmp_path / f"mutant-{mutant}.yaml"
     f.write_text(yaml.safe_dump(exp))
     rundir, out = run(tmp_path / "runs", f)

@@ -124,7 +124,7 @@ public final class K2BenchDB extends DB {
           shared = new Transport(topology);
           shared.useClock(system.clock());
           int threads = Integer.parseInt(p.getProperty("threadcount", "1"));
-          connectToEveryServer(shared, base + threads, dc, timeout);
+          connectToEveryServer(shared, topology, base + threads, dc, timeout, START_PATIENCE_MS);
         }
         users++;
         t = shared;
@@ -143,13 +143,24 @@ public final class K2BenchDB extends DB {
   }
 
   /**
+   * How long a client waits at start-up for every server to answer its pings, at least: a
+   * machine starting a dozen JVMs at once (every datacenter's servers and clients on two
+   * cores) left a ready server unanswered for over 2 s, the RPC timeout of a fault test.
+   */
+  static final long START_PATIENCE_MS = 60_000;
+
+  /**
    * Opens this process's connections to every server and exercises the transport before
    * the first operation, so connection set-up and a cold JVM's first messages (seconds on
-   * a loaded machine) are not measured; also fails early, naming the server, if one is
-   * unreachable. Uses one client id past the sessions' ids ({@code base + threadcount}).
+   * a loaded machine) are not measured; also fails, naming the server, if one is
+   * unreachable for max(RPC timeout, {@code startPatienceMs}: {@link #START_PATIENCE_MS}) (the orchestrator waits
+   * longer for its clients). Uses one client id past the sessions' ids ({@code base + threadcount}).
    */
-  private static void connectToEveryServer(Transport t, int warmUpId, int dc, long timeoutMs) throws DBException {
+  static void connectToEveryServer(Transport t, Topology topology, int warmUpId, int dc, long timeoutMs,
+      long startPatienceMs) throws DBException {
     org.k2bench.core.transport.Endpoint ep = t.openClient(warmUpId, dc, Runnable::run, m -> { });
+    long patienceMs = Math.max(timeoutMs, startPatienceMs);
+    long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(patienceMs);
     try {
       for (int round = 0; round < 3; round++) {
         List<java.util.concurrent.CompletableFuture<Long>> pings = new java.util.ArrayList<>();
@@ -158,10 +169,10 @@ public final class K2BenchDB extends DB {
         }
         for (int server = 0; server < topology.numServers(); server++) {
           try {
-            pings.get(server).get(timeoutMs, java.util.concurrent.TimeUnit.MILLISECONDS);
+            pings.get(server).get(Math.max(0, deadline - System.nanoTime()), java.util.concurrent.TimeUnit.NANOSECONDS);
           } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
             throw new DBException(topology.addressField(server) + ": server " + topology.address(server)
-                + " did not answer a ping within " + timeoutMs + " ms");
+                + " did not answer a ping within " + patienceMs + " ms");
           } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new DBException("interrupted while connecting to the servers");

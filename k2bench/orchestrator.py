@@ -530,10 +530,16 @@ class Orchestrator:
                           "k2bench.load_local": "true",
                           "k2bench.load_report": slot.host.path(f"{t.rel}/clients/load-{dc}.json"),
                           "k2bench.history": slot.host.path(f"{t.rel}/clients/history-load-{dc}.jsonl")}
-                loaders.append((slot.host, dc, self._start(t, stack, slot.host, f"load-{dc}", ycsb(
-                    slot.host, cl["heap_mb"], "-load", "-s", "-P", self._props_file(t, slot.host, f"load-{dc}", props),
-                    "-threads", str(cfg["load"]["threads_per_dc"]), props=jvm_props(slot.host, t),
-                    jvm_args=cl["jvm_args"]))))
+                if in_server:
+                    props["k2bench.colocated"] = "true"
+                args = ["-load", "-s", "-P", self._props_file(t, slot.host, f"load-{dc}", props),
+                        "-threads", str(cfg["load"]["threads_per_dc"])]
+                if in_server:  # as the clients below: no JVM to start (3-5 s each), messages in process
+                    loader = self._start(t, stack, InServerHost(slot.host, servers[0], in_server_rel), f"load-{dc}", args)
+                else:
+                    loader = self._start(t, stack, slot.host, f"load-{dc}", ycsb(
+                        slot.host, cl["heap_mb"], *args, props=jvm_props(slot.host, t), jvm_args=cl["jvm_args"]))
+                loaders.append((slot.host, dc, loader))
             self._wait_exit(t, [p for _, _, p in loaders], servers, max(600, w["keys"] / 20), "loading keys", None)
             reports = [json.loads(h.read_text(f"{t.rel}/clients/load-{dc}.json")) for h, dc, _ in loaders]
             loaded, failed = sum(r["loaded"] for r in reports), sum(r["failed"] for r in reports)

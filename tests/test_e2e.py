@@ -163,6 +163,7 @@ def test_an_unknown_experiment_lists_the_known_ones(jar):
 def test_resume_skips_completed_points(jar, tmp_path):
     exp = yaml.safe_load(TINY.read_text())
     exp["systems"] = ["k2"]
+    exp["server"].pop("processes")  # one JVM: resuming is the point here, not the gRPC path
     exp["sweep"] = {"workload.zipf": [0.9, 1.4]}
     exp["duration"] = {"warmup_s": 0.5, "measure_s": 1, "cooldown_s": 0.5}  # what is kept matters, not how much
     f = tmp_path / "sweep.yaml"

@@ -61,6 +61,8 @@ class Env:
     jar: Path
     deployment: Deployment
     java: str = "java"
+    # Topologies the launcher resolved, by their document: validation and the run ask once.
+    topologies: dict = field(default_factory=dict, repr=False)
 
     @property
     def workloads(self) -> Path:
@@ -186,18 +188,16 @@ def check_topology(env: Env, doc: dict, source: str = "the topology") -> dict:
         tmp.unlink()
 
 
-def resolve_topology(env: Env, cfg: dict, cache: dict | None = None) -> dict:
+def resolve_topology(env: Env, cfg: dict) -> dict:
     """A point's topology as the servers' own loader resolves it (``check_topology``, with
-    placeholder ports), once per distinct topology when ``cache`` is given."""
+    placeholder ports), once per distinct topology and Env (a launcher JVM each)."""
     doc = topology_doc(env, cfg)
     key = json.dumps(doc, sort_keys=True, default=str)
-    if cache is not None and key in cache:
-        return cache[key]
-    n = len(doc.get("datacenters") or []) * int(doc.get("servers_per_dc") or 0)
-    resolved = check_topology(env, with_ports(doc, list(range(20000, 20000 + n))), cfg["topology"]["file"])
-    if cache is not None:
-        cache[key] = resolved
-    return resolved
+    if key not in env.topologies:
+        n = len(doc.get("datacenters") or []) * int(doc.get("servers_per_dc") or 0)
+        env.topologies[key] = check_topology(env, with_ports(doc, list(range(20000, 20000 + n))),
+                                             cfg["topology"]["file"])
+    return env.topologies[key]
 
 
 def placement_of(resolved: dict) -> dict:
@@ -240,7 +240,7 @@ def validate(env: Env, exp: dict) -> dict:
     """Everything that can be checked before a process starts; returns the first point's
     resolved topology. Every point's topology is checked (a sweep may change it), and every
     system against its placement."""
-    first, cache = None, {}
+    first = None
     for _, cfg in points(exp):
         check_system_options(env, cfg)  # per point: a sweep may change them
         w = cfg["workload"]
@@ -259,7 +259,7 @@ def validate(env: Env, exp: dict) -> dict:
             raise ConfigError(f"faults[{drops[0]}].mode", f"{', '.join(lossless)} assume{'s' if len(lossless) == 1 else ''} "
                               "no message is lost (reliable FIFO channels, as their paper's model); use mode: hold "
                               "(messages delivered when the partition heals) or other systems")
-        resolved = resolve_topology(env, cfg, cache)
+        resolved = resolve_topology(env, cfg)
         first = first or resolved
         for system in exp["systems"]:
             runs_on = env.system_info.get(system, {}).get("placements", [])
@@ -778,8 +778,7 @@ class Orchestrator:
         # Every trial of the run and where it lives, so readers (analysis/) never parse
         # directory names.
         dcs = topology_doc(self.env, exp)["datacenters"]
-        resolved: dict = {}
-        placement = {pid: placement_of(resolve_topology(self.env, cfg, resolved)) for pid, cfg in points(exp)}
+        placement = {pid: placement_of(resolve_topology(self.env, cfg)) for pid, cfg in points(exp)}
         manifest["trials"] = [
             {"system": system, "point": pid, "point_values": point_values(exp, cfg), "trial": k,
              "dir": str(trial_dir(run_dir, system, pid, k, exp["trials"]).relative_to(run_dir)),

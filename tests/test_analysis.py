@@ -69,18 +69,22 @@ def test_frames_agree_with_the_harness_summaries(run):
     assert (r[r["dc"] == "all"].groupby("system")["fraction"].sum().round(9) == 1).all()
 
 
-@pytest.mark.parametrize("p", [1, 50, 90, 99, 99.9])
-def test_merged_percentiles_equal_those_of_the_concatenated_samples(run, p):
-    # Across clients within a trial ...
-    t = run.trials[0]
-    everything = [iv for ivs in t.intervals().values() for iv in ivs]
-    values = samples(everything, "rot", t.window_ms)
-    assert t.merged("rot").get_value_at_percentile(p) == percentile(values, p)
-    # ... and across trials and systems, through merge_rows.
+@pytest.fixture(scope="module")
+def concatenated(run):
+    """The first trial's ROT latencies and every trial's, as samples (expanding them takes
+    seconds: once for all percentiles), and the merged histograms to compare them with."""
+    per_trial = [samples([iv for ivs in tr.intervals().values() for iv in ivs], "rot", tr.window_ms)
+                 for tr in run.trials]
     lat = load.latency_frame(run, ops=("rot",), per_dc=False)
-    merged = load.merge_rows(lat, ["run"]).iloc[0]
-    all_values = sorted(v for tr in run.trials
-                        for v in samples([iv for ivs in tr.intervals().values() for iv in ivs], "rot", tr.window_ms))
+    return per_trial[0], sorted(v for values in per_trial for v in values), load.merge_rows(lat, ["run"]).iloc[0]
+
+
+@pytest.mark.parametrize("p", [1, 50, 90, 99, 99.9])
+def test_merged_percentiles_equal_those_of_the_concatenated_samples(run, concatenated, p):
+    first, all_values, merged = concatenated
+    # Across clients within a trial ...
+    assert run.trials[0].merged("rot").get_value_at_percentile(p) == percentile(first, p)
+    # ... and across trials and systems, through merge_rows.
     assert merged["count"] == len(all_values)
     assert merged["histogram"].get_value_at_percentile(p) == percentile(all_values, p)
 

@@ -70,7 +70,7 @@ SCHEMA: dict[str, dict[str, tuple]] = {
     "server": {
         # per_host: one JVM for every server of the machine; per_dc: one per datacenter;
         # per_server: one per server (faults on one server); auto: per_host, or per_dc when
-        # a fault kills or pauses servers. Clusters run one server per machine whatever it says.
+        # a fault kills or pauses servers. Clusters run one JVM per server host whatever it says.
         "processes": (str, "auto", lambda v: None if v in ("auto", "per_host", "per_dc", "per_server")
                       else "must be auto, per_host, per_dc or per_server"),
         "failover_timeout_ms": (int, 2000, _ATLEAST1),

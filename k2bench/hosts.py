@@ -9,6 +9,7 @@ its pid: SIGTERM, then SIGKILL after a grace period. Never by name.
 """
 from __future__ import annotations
 
+import functools
 import io
 import os
 import shlex
@@ -84,6 +85,9 @@ class Host(Protocol):
         False when the host could not be reached to refresh it."""
 
     def free_ports(self, count: int) -> list[int]: ...
+
+    def cores(self) -> int:
+        """The machine's processors (what its server JVMs share)."""
 
     def close(self) -> None: ...
 
@@ -172,6 +176,9 @@ class LocalHost:
             for s in socks:
                 s.close()
         return ports
+
+    def cores(self) -> int:
+        return os.cpu_count() or 1
 
     def close(self) -> None:
         return None
@@ -577,6 +584,11 @@ class SshHost:
 
     def free_ports(self, count: int) -> list[int]:
         raise NotImplementedError("remote ports come from the deployment's base port")
+
+    @functools.cache
+    def cores(self) -> int:
+        out = self._run("nproc", "counting processors").stdout.strip()
+        return int(out) if out.isdigit() and int(out) > 0 else 1
 
     def close(self) -> None:
         if self.unreachable is None:

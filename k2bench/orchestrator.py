@@ -9,7 +9,6 @@ exits non-zero.
 """
 from __future__ import annotations
 
-import collections
 import contextlib
 import copy
 import functools
@@ -292,14 +291,16 @@ def server_processes(cfg: dict) -> str:
 
 
 def remote_split(slots: list) -> str:
-    """How a cluster's server JVMs fall on its machines: "per_host" when each machine runs
-    one (a cloud or Emulab cluster: C2 and ZGC, as for a local run's one JVM), "per_server"
-    when an inventory puts several server hosts on one machine (the local SSH test hosts:
-    twelve server JVMs on this machine's two cores spent more CPU in C2's compilers than
-    the servers did, and the emulation went late by 50-150 ms), which takes the several-JVM
-    defaults (C1) as a local per_server run does."""
-    per_machine = collections.Counter(s.host.name for s in slots)
-    return "per_host" if max(per_machine.values(), default=1) == 1 else "per_server"
+    """How a cluster's server JVMs fall on its machines: "per_host" when no machine runs
+    more of them than it has processors (a cloud or Emulab cluster, one per machine: C2 and
+    ZGC, as for a local run's one JVM), "per_server" when one does (the local SSH test
+    hosts: three server JVMs on each of four hosts that share this machine's two cores spent
+    more CPU in C2's compilers than the servers did, and the emulation went late by 50-150
+    ms), which takes the several-JVM defaults (C1) as a local per_server run does."""
+    machines: dict[int, list] = {}
+    for s in slots:
+        machines.setdefault(id(s.host), []).append(s.host)
+    return "per_host" if all(len(on) <= on[0].cores() for on in machines.values()) else "per_server"
 
 
 def client_processes_split(cfg: dict, local: bool, server_split: str) -> str:
@@ -541,10 +542,16 @@ class Orchestrator:
                         slot.host, cl["heap_mb"], *args, props=jvm_props(slot.host, t), jvm_args=cl["jvm_args"]))
                 loaders.append((slot.host, dc, loader))
             self._wait_exit(t, [p for _, _, p in loaders], servers, max(600, w["keys"] / 20), "loading keys", None)
-            reports = [json.loads(h.read_text(f"{t.rel}/clients/load-{dc}.json")) for h, dc, _ in loaders]
-            loaded, failed = sum(r["loaded"] for r in reports), sum(r["failed"] for r in reports)
+            reports = {}
+            for h, dc, p in loaders:
+                text = h.read_text(f"{t.rel}/clients/load-{dc}.json")
+                if not text.strip():  # its threads died before the report (DB.init failed)
+                    raise RunFailed(f"{p.name} wrote no load report (exit code {p.returncode}): {tail(p)}")
+                reports[p.name] = json.loads(text)
+            loaded, failed = sum(r["loaded"] for r in reports.values()), sum(r["failed"] for r in reports.values())
             if loaded != w["keys"] or failed:
-                raise RunFailed(f"load wrote {loaded} of {w['keys']} keys ({failed} failed)")
+                worst = max(loaders, key=lambda x: reports[x[2].name]["failed"])[2]
+                raise RunFailed(f"load wrote {loaded} of {w['keys']} keys ({failed} failed); {worst.name}: {tail(worst)}")
 
             # Clients connect, then wait at a start barrier: JVM start-up (seconds on a
             # loaded machine) must not eat into the warm-up, and every client process

@@ -71,7 +71,6 @@ def test_one_server_jvm_per_server_host_at_the_public_addresses():
     assert [(s.name, s.select) for s in slots if s.dc == "VA"] == [
         ("server-VA-0", ("--server", "VA:0")), ("server-VA-1", ("--server", "VA:1"))]
     assert len({s.host.name for s in slots}) == 12
-    assert remote_split(slots) == "per_host", "one server JVM per machine: C2 and ZGC, as one local JVM"
     pingers = dep.pingers(DCS)
     assert [p.from_dc for p in pingers] == DCS, "real latency: each row measured from its datacenter"
 
@@ -159,12 +158,21 @@ def test_embedded_latency_machines_in_several_datacenters():
     ports = [a for dc in DCS for a in topo["servers"][dc]]
     assert len(set(ports)) == len(ports), "two datacenters on one machine get distinct ports"
     assert len(dep.hosts()) == 3 and len(dep.pingers(DCS)) == 1
-    # four server JVMs per machine: the several-JVM defaults (C1), as a local per_server run
-    split = remote_split(dep.servers(DCS, 1))
-    assert split == "per_server"
+    # two server JVMs per machine: more than one processor each has takes the several-JVM
+    # defaults (C1), as a local per_server run; as many processors as JVMs keeps C2 and ZGC
+    slots = dep.servers(DCS, 1)
     cfg = {"server": {"jvm_args": None}}
-    assert server_jvm_args(cfg, split) == ["-XX:TieredStopAtLevel=1"]
-    assert server_jvm_args(cfg, remote_split(remote().servers(DCS, 2))) == ["-XX:+UseZGC", "-XX:ZCollectionInterval=5"]
+    for host in {id(s.host): s.host for s in slots}.values():
+        host.cores = lambda: 1
+    assert remote_split(slots) == "per_server"
+    assert server_jvm_args(cfg, "per_server") == ["-XX:TieredStopAtLevel=1"]
+    for s in slots:
+        s.host.cores = lambda: 2
+    assert remote_split(slots) == "per_host"
+    ec2 = remote().servers(DCS, 2)
+    for s in ec2:
+        s.host.cores = lambda: 1  # one server per machine: never a reason for C1
+    assert server_jvm_args(cfg, remote_split(ec2)) == ["-XX:+UseZGC", "-XX:ZCollectionInterval=5"]
 
 
 def test_the_local_deployment_is_one_jvm_per_datacenter_on_loopback(tmp_path):

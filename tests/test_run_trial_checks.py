@@ -37,6 +37,10 @@ STUB = textwrap.dedent(f'''
         key, _, value = line.rstrip("\\n").partition("=")
         props[key] = value
     if "-load" in argv:
+        if os.environ["STUB_CLIENT"] == "load-init-fails":  # YCSB's threads died: no report, exit 0
+            print("site.ycsb.DBException: servers.SG[0]: server 127.0.0.1:7005 did not answer a ping within "
+                  "60000 ms", file=sys.stderr, flush=True)
+            sys.exit(0)
         keys = int(props["insertcount"]) if props["k2bench.dc"] == "VA" else 0
         json.dump({{"loaded": keys, "failed": 0}}, open(props["k2bench.load_report"], "w"))
         sys.exit(0)
@@ -173,6 +177,16 @@ def test_a_client_whose_init_failed_fails_the_trial_at_once_saying_why(tmp_path,
     # not "clients not ready after 300 s": the error YCSB printed, as soon as it printed it
     assert re.search(r"^client-\w+ failed before it was ready: servers.VA\[0\]: server 127.0.0.1:7000 did not "
                      r"answer a ping within 3000 ms$", str(e.value)), str(e.value)
+
+
+def test_a_loader_whose_init_failed_fails_the_trial_saying_why(tmp_path, monkeypatch):
+    with pytest.raises(RunFailed) as e:
+        run_trial(tmp_path, monkeypatch, "load-init-fails", {
+            "clients": {"threads_per_dc": 1, "target_ops_per_s_per_dc": 2, "heap_mb": 64},
+            "duration": {"warmup_s": 0, "measure_s": 1, "cooldown_s": 0}})
+    # not a JSON error on the missing report: the loader, and the error YCSB printed
+    assert re.search(r"^load-\w+ wrote no load report \(exit code 0\): site.ycsb.DBException: servers.SG\[0\]: "
+                     r"server 127.0.0.1:7005 did not answer a ping within 60000 ms$", str(e.value)), str(e.value)
 
 
 def test_validate_refuses_a_system_on_a_placement_it_does_not_run_on(jar, tmp_path):

@@ -170,9 +170,12 @@ public final class K2BenchDB extends DB {
         for (int server = 0; server < topology.numServers(); server++) {
           try {
             pings.get(server).get(Math.max(0, deadline - System.nanoTime()), java.util.concurrent.TimeUnit.NANOSECONDS);
-          } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
+          } catch (java.util.concurrent.TimeoutException e) {
             throw new DBException(topology.addressField(server) + ": server " + topology.address(server)
                 + " did not answer a ping within " + patienceMs + " ms");
+          } catch (java.util.concurrent.ExecutionException e) {
+            throw new DBException(topology.addressField(server) + ": server " + topology.address(server)
+                + " answered a ping with an error: " + e.getCause());
           } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new DBException("interrupted while connecting to the servers");

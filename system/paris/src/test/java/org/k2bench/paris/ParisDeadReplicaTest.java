@@ -37,6 +37,13 @@ import org.k2bench.core.topology.Placement;
  */
 class ParisDeadReplicaTest {
   static final long FAILOVER_MS = 300;
+  /**
+   * The kill test's detector timeout: TYO is suspected 1.5 s plus a round trip after it dies,
+   * long after the first transaction's prepares went to it (the fail-over wait stays at half
+   * the cohort wait, 500 ms). At 300 ms the first read's fail-over raced the suspicion, and a
+   * prepare sent after it went straight to SG on a busy machine, with nothing failed over.
+   */
+  static final long SLOW_SUSPICION_MS = 1_500;
   static final long RPC_TIMEOUT_MS = 2_000; // a coordinator waits half of it for its cohorts
 
   /** A key replicated at TYO and SG whose preferred replica from {@code dc} is TYO (ParisServer#targets). */
@@ -50,7 +57,11 @@ class ParisDeadReplicaTest {
 
   /** A cluster of {@code system} once every server has heard from every datacenter (TYO dies after start-up). */
   static LocalCluster started(StoreSystem system, long rpcTimeoutMs) {
-    LocalCluster c = Clusters.start(system, ServerOptions.defaults().withFailoverTimeoutMs(FAILOVER_MS)
+    return started(system, rpcTimeoutMs, FAILOVER_MS);
+  }
+
+  static LocalCluster started(StoreSystem system, long rpcTimeoutMs, long failoverMs) {
+    LocalCluster c = Clusters.start(system, ServerOptions.defaults().withFailoverTimeoutMs(failoverMs)
         .withRpcTimeoutMs(rpcTimeoutMs));
     long deadline = System.currentTimeMillis() + 15_000;
     while (c.stat(-1, "dcs_never_answered") != 0) {
@@ -58,6 +69,15 @@ class ParisDeadReplicaTest {
       Clusters.sleep(20);
     }
     return c;
+  }
+
+  /** Waits until every server of {@code dc} suspects TYO (the only dead datacenter). */
+  static void awaitSuspected(LocalCluster c, int dc) {
+    long deadline = System.currentTimeMillis() + 10_000;
+    while (c.stat(dc, "suspected_dcs") < c.topology().serversPerDc()) {
+      assertTrue(System.currentTimeMillis() < deadline, "every server of dc " + dc + " suspects TYO");
+      Clusters.sleep(20);
+    }
   }
 
   static void killTyo(LocalCluster c) {
@@ -68,7 +88,7 @@ class ParisDeadReplicaTest {
 
   @Test
   void commitsAndReadsFailOverToTheLiveReplicaWhileTheUstStandsStill() {
-    try (LocalCluster c = started(new ParisSystem(), RPC_TIMEOUT_MS)) {
+    try (LocalCluster c = started(new ParisSystem(), RPC_TIMEOUT_MS, SLOW_SUSPICION_MS)) {
       List<String> used = new ArrayList<>();
       List<String> far = new ArrayList<>();
       List<String> near = new ArrayList<>();
@@ -92,13 +112,13 @@ class ParisDeadReplicaTest {
         assertEquals("w" + i, str(own.rows().get(far.get(i))), "the writer reads its own writes (private cache)");
       }
       assertTrue(c.stat(VA, "prepare_failovers") > 0, "the first prepares waited for TYO, then asked SG");
-      assertTrue(c.stat(VA, "suspected_dcs") >= c.topology().serversPerDc(), "every VA server suspects TYO");
+      awaitSuspected(c, VA);
 
       List<String> tyoFirstFromSp = new ArrayList<>();
       for (int i = 0; i < 10; i++) {
         tyoFirstFromSp.add(tyoFirst(c.placement(), "spfar" + i, SP, used));
       }
-      Clusters.sleep(FAILOVER_MS * 3); // SP suspects TYO too
+      awaitSuspected(c, SP);
       long failovers = c.stat(SP, "read_failovers");
       ReadResult r = reader.readTxn(tyoFirstFromSp);
       assertEquals(10, r.rows().size());

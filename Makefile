@@ -12,7 +12,7 @@ JAR := system/launcher/target/k2bench.jar
 SOURCES := $(shell find system -name '*.java' -o -name '*.proto' -o -name 'pom.xml' -o -path '*/src/main/resources/*' -type f | grep -v /target/)
 RUN_STAMP = $(shell date -u +%Y%m%dT%H%M%SZ)
 
-.PHONY: help test test-java test-python deploy-test build venv local-run analyze compare figures notebook bench-emulation bench-throughput \
+.PHONY: help test test-java test-python deploy-test build venv venvs local-run analyze compare figures notebook bench-emulation bench-throughput \
 	ec2-up ec2-run ec2-down ec2-status emulab-up emulab-run emulab-extend emulab-down netem-reset clean
 
 help:
@@ -32,7 +32,13 @@ help:
 	@echo "make emulab-extend HOURS=<n>                 n more hours for the running Emulab experiment"
 	@echo "make netem-reset      remove k2bench's tc qdiscs from a cluster (INVENTORY=<inventory.json>, default Emulab's)"
 
-test: test-java test-python
+# The virtualenvs are installed (at low priority) while the Java build and tests run: pip
+# mostly waits on downloads and disk, and the Java tests leave a core idle much of the time.
+test:
+	$(MAKE) --no-print-directory -j2 test-java venvs
+	$(MAKE) --no-print-directory test-python
+
+venvs: $(VENV)/.installed $(LINT_VENV)/.installed
 
 test-java:
 	mvn -B -ntp -f system/pom.xml install | grep -E "Tests run:|FAIL|ERROR|BUILD"
@@ -63,13 +69,13 @@ venv: $(VENV)/.installed
 
 $(LINT_VENV)/.installed: requirements-lint.txt
 	$(PYTHON) -m venv $(LINT_VENV)
-	$(LINT_VENV)/bin/pip install -q -r requirements-lint.txt
+	nice -n 19 $(LINT_VENV)/bin/pip install -q -r requirements-lint.txt
 	touch $@
 
 $(VENV)/.installed: requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/pip install -q -r requirements.txt
-	$(VENV)/bin/pip install -q --no-build-isolation --no-deps -e .
+	nice -n 19 $(VENV)/bin/pip install -q -r requirements.txt
+	nice -n 19 $(VENV)/bin/pip install -q --no-build-isolation --no-deps -e .
 	touch $@
 
 EXPERIMENT ?= default

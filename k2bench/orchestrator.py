@@ -542,15 +542,15 @@ class Orchestrator:
                         slot.host, cl["heap_mb"], *args, props=jvm_props(slot.host, t), jvm_args=cl["jvm_args"]))
                 loaders.append((slot.host, dc, loader))
             self._wait_exit(t, [p for _, _, p in loaders], servers, max(600, w["keys"] / 20), "loading keys", None)
-            reports = {}
+            reports = []  # (loader, its report)
             for h, dc, p in loaders:
                 text = h.read_text(f"{t.rel}/clients/load-{dc}.json")
                 if not text.strip():  # its threads died before the report (DB.init failed)
                     raise RunFailed(f"{p.name} wrote no load report (exit code {p.returncode}): {tail(p)}")
-                reports[p.name] = json.loads(text)
-            loaded, failed = sum(r["loaded"] for r in reports.values()), sum(r["failed"] for r in reports.values())
+                reports.append((p, json.loads(text)))
+            loaded, failed = sum(r["loaded"] for _, r in reports), sum(r["failed"] for _, r in reports)
             if loaded != w["keys"] or failed:
-                worst = max(loaders, key=lambda x: reports[x[2].name]["failed"])[2]
+                worst = max(reports, key=lambda pr: pr[1]["failed"])[0]
                 raise RunFailed(f"load wrote {loaded} of {w['keys']} keys ({failed} failed); {worst.name}: {tail(worst)}")
 
             # Clients connect, then wait at a start barrier: JVM start-up (seconds on a

@@ -124,11 +124,14 @@ def test_a_client_that_stops_early_fails_the_trial_saying_why(tmp_path, monkeypa
     assert "ThreadPriorityPolicy" not in str(e.value)  # the JVM's priority warning is not the cause
 
 
+# One paced client thread per datacenter for a second: the trial fails (a stand-in's mode) or ends at once.
+ONE_THREAD_ONE_SECOND = {"clients": {"threads_per_dc": 1, "target_ops_per_s_per_dc": 2, "heap_mb": 64},
+                         "duration": {"warmup_s": 0, "measure_s": 1, "cooldown_s": 0}}
+
+
 def test_a_worker_thread_that_died_in_a_client_that_ran_to_the_end_fails_the_trial(tmp_path, monkeypatch):
     with pytest.raises(RunFailed) as e:
-        run_trial(tmp_path, monkeypatch, "dead-worker", {
-            "clients": {"threads_per_dc": 1, "target_ops_per_s_per_dc": 2, "heap_mb": 64},
-            "duration": {"warmup_s": 0, "measure_s": 1, "cooldown_s": 0}})
+        run_trial(tmp_path, monkeypatch, "dead-worker", ONE_THREAD_ONE_SECOND)
     assert "a client thread died, so its load fell short: Exception in thread \"Thread-3\"" in str(e.value)
 
 
@@ -171,9 +174,7 @@ def test_validate_checks_pacing_with_the_deployments_client_processes(jar):
 
 def test_a_client_whose_init_failed_fails_the_trial_at_once_saying_why(tmp_path, monkeypatch):
     with pytest.raises(RunFailed) as e:
-        run_trial(tmp_path, monkeypatch, "init-fails", {
-            "clients": {"threads_per_dc": 1, "target_ops_per_s_per_dc": 2, "heap_mb": 64},
-            "duration": {"warmup_s": 0, "measure_s": 1, "cooldown_s": 0}})
+        run_trial(tmp_path, monkeypatch, "init-fails", ONE_THREAD_ONE_SECOND)
     # not "clients not ready after 300 s": the error YCSB printed, as soon as it printed it
     assert re.search(r"^client-\w+ failed before it was ready: servers.VA\[0\]: server 127.0.0.1:7000 did not "
                      r"answer a ping within 3000 ms$", str(e.value)), str(e.value)
@@ -181,9 +182,7 @@ def test_a_client_whose_init_failed_fails_the_trial_at_once_saying_why(tmp_path,
 
 def test_a_loader_whose_init_failed_fails_the_trial_saying_why(tmp_path, monkeypatch):
     with pytest.raises(RunFailed) as e:
-        run_trial(tmp_path, monkeypatch, "load-init-fails", {
-            "clients": {"threads_per_dc": 1, "target_ops_per_s_per_dc": 2, "heap_mb": 64},
-            "duration": {"warmup_s": 0, "measure_s": 1, "cooldown_s": 0}})
+        run_trial(tmp_path, monkeypatch, "load-init-fails", ONE_THREAD_ONE_SECOND)
     # not a JSON error on the missing report: the loader, and the error YCSB printed
     assert re.search(r"^load-\w+ wrote no load report \(exit code 0\): site.ycsb.DBException: servers.SG\[0\]: "
                      r"server 127.0.0.1:7005 did not answer a ping within 60000 ms$", str(e.value)), str(e.value)
@@ -260,9 +259,8 @@ def test_system_options_are_checked_against_what_each_system_declares_and_given_
 def test_a_systems_options_reach_its_servers_and_clients(tmp_path, monkeypatch):
     with pytest.raises(RunFailed):
         run_trial(tmp_path, monkeypatch, "dead-worker", {
-            "server": {"heap_mb": 64, "options": {"k2": {"gossip_ms": 5, "fast": True}, "rad": {"other": 1}}},
-            "clients": {"threads_per_dc": 1, "target_ops_per_s_per_dc": 2, "heap_mb": 64},
-            "duration": {"warmup_s": 0, "measure_s": 1, "cooldown_s": 0}})
+            **ONE_THREAD_ONE_SECOND,
+            "server": {"heap_mb": 64, "options": {"k2": {"gossip_ms": 5, "fast": True}, "rad": {"other": 1}}}})
     records = [json.loads(p.read_text()) for p in (tmp_path / "k2" / "processes").glob("*.json")]
     servers = [r["argv"] for r in records if "serve" in r["argv"]]
     assert servers and all(" ".join(a).count("--option") == 2 for a in servers)

@@ -13,14 +13,16 @@ where it applies, ``dc`` ("all" for every datacenter together) and ``op``.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 from hdrh.histogram import HdrHistogram
 
-from k2bench.summary import BASE_OPS, OPS, Interval, latency, merge, new_histogram, read_log
+from k2bench.summary import BASE_OPS, OPS, Interval, iter_log, latency, new_histogram
 
 ALL = "all"
 PERCENTILES = (1, 50, 75, 90, 99, 99.9)
@@ -28,6 +30,45 @@ PERCENTILES = (1, 50, 75, 90, 99, 99.9)
 
 class RunError(Exception):
     """A directory that is not a usable run; the message says what is missing."""
+
+
+@dataclass(frozen=True)
+class Buckets:
+    """An interval's histogram kept as its non-zero buckets (``new_histogram``'s layout).
+    A decoded HdrHistogram holds every bucket, ~180 KB at its range and precision, and a
+    trial has thousands of intervals: a six-run report (make figures) held more than 24 GiB
+    of them and was killed for memory; this keeps the few dozen buckets an interval uses."""
+    index: np.ndarray
+    count: np.ndarray
+
+    @classmethod
+    def of(cls, h: HdrHistogram) -> Buckets:
+        counts = np.ctypeslib.as_array(h.counts)  # a view: a decoded log's may be shorter than counts_len
+        index = np.flatnonzero(counts)
+        return cls(index, counts[index].astype(np.int64))
+
+    def get_total_count(self) -> int:
+        return int(self.count.sum())
+
+
+def _read_compact(path: Path, tolerant: bool = False) -> list[Interval]:
+    """A log's intervals, each compacted as soon as it is decoded."""
+    return [dataclasses.replace(iv, histogram=Buckets.of(iv.histogram)) for iv in iter_log(path, tolerant)]
+
+
+def merge(intervals: list[Interval], tag: str, window: tuple[float, float] | None) -> HdrHistogram:
+    """One histogram of everything recorded under ``tag`` inside ``window`` (ms, [start,
+    end)), from compacted intervals: bucket counts are summed, then recorded once per
+    bucket at its value, which lands in the same bucket, so counts, percentiles, mean, min
+    and max are those of merging the decoded histograms (k2bench.summary.merge)."""
+    out = new_histogram()
+    total = np.zeros(out.counts_len, np.int64)
+    for iv in intervals:
+        if iv.tag == tag and (window is None or window[0] <= iv.midpoint_ms < window[1]):
+            total[iv.histogram.index] += iv.histogram.count
+    for i in np.flatnonzero(total):
+        out.record_value(out.get_value_from_index(int(i)), int(total[i]))
+    return out
 
 
 @dataclass
@@ -90,18 +131,19 @@ class Trial:
         return (cpu.steal_share(self.summary.get("cpu")) or 0.0) > cpu.STEAL_LIMIT
 
     def intervals(self) -> dict[str, list[Interval]]:
-        """Every interval histogram of every client log, by datacenter (read once)."""
+        """Every interval of every client log, by datacenter (read once, kept as Buckets)."""
         if self._intervals is None:
-            self._intervals = {dc: [iv for p in ps for iv in read_log(p)] for dc, ps in sorted(self.logs.items())}
+            self._intervals = {dc: [iv for p in ps for iv in _read_compact(p)]
+                               for dc, ps in sorted(self.logs.items())}
         return self._intervals
 
     def server_intervals(self) -> list[Interval]:
         """Every interval histogram of the trial's server logs (``servers/*.hlog``: what
         servers record, e.g. visibility latency), read once; a log cut short by a stopped
-        server is read up to its last whole line."""
+        server is read up to its last whole line. Kept as Buckets."""
         if self._server_intervals is None:
             self._server_intervals = [iv for p in sorted((self.dir / "servers").glob("*.hlog"))
-                                      for iv in read_log(p, tolerant=True)]
+                                      for iv in _read_compact(p, tolerant=True)]
         return self._server_intervals
 
     def server_merged(self, prefix: str) -> HdrHistogram:

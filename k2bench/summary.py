@@ -21,6 +21,7 @@ import functools
 import json
 import math
 import pathlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -52,18 +53,23 @@ class Interval:
 def read_log(path: pathlib.Path, tolerant: bool = False) -> list[Interval]:
     """Every interval histogram of one log, with absolute timestamps. ``tolerant``: a log
     whose process was killed may end in a half-written line; keep what precedes it."""
+    return list(iter_log(path, tolerant))
+
+
+def iter_log(path: pathlib.Path, tolerant: bool = False) -> Iterator[Interval]:
+    """read_log one interval at a time (a decoded histogram is ~180 KB: a caller that keeps
+    less of each need not hold them all)."""
     reader = HistogramLogReader(str(path), new_histogram())
-    out = []
     while True:
         try:
             h = reader.get_next_interval_histogram(absolute=True)
         except Exception:  # noqa: BLE001 - hdrh raises several kinds on a torn line
             if tolerant:
-                return out
+                return
             raise
         if h is None:
-            return out
-        out.append(Interval(h.get_tag(), h.get_start_time_stamp(), h.get_end_time_stamp(), h))
+            return
+        yield Interval(h.get_tag(), h.get_start_time_stamp(), h.get_end_time_stamp(), h)
 
 
 def server_totals_hit_rate(stats: dict) -> dict | None:

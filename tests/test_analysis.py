@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from analysis import claims, figures, load, paper, report
+from k2bench import summary
 from conftest import ROOT
 
 RUN = ROOT / "tests" / "fixtures" / "run-analysis"
@@ -73,8 +74,7 @@ def test_frames_agree_with_the_harness_summaries(run):
 def concatenated(run):
     """The first trial's ROT latencies and every trial's, as samples (expanding them takes
     seconds: once for all percentiles), and the merged histograms to compare them with."""
-    per_trial = [samples([iv for ivs in tr.intervals().values() for iv in ivs], "rot", tr.window_ms)
-                 for tr in run.trials]
+    per_trial = [samples(_raw(tr), "rot", tr.window_ms) for tr in run.trials]
     lat = load.latency_frame(run, ops=("rot",), per_dc=False)
     return per_trial[0], sorted(v for values in per_trial for v in values), load.merge_rows(lat, ["run"]).iloc[0]
 
@@ -87,6 +87,30 @@ def test_merged_percentiles_equal_those_of_the_concatenated_samples(run, concate
     # ... and across trials and systems, through merge_rows.
     assert merged["count"] == len(all_values)
     assert merged["histogram"].get_value_at_percentile(p) == percentile(all_values, p)
+
+
+def _raw(trial):
+    """The trial's client intervals as the logs decode them (what Trial keeps is compacted)."""
+    return [iv for paths in trial.logs.values() for p in paths for iv in summary.read_log(p)]
+
+
+def test_compacted_intervals_merge_to_the_decoded_histograms(run):
+    """Trial keeps each interval's non-zero buckets only (a decoded one is ~180 KB; six runs
+    of them outgrew 24 GiB): merged, they give what merging the decoded histograms gives."""
+    t = run.trials[0]
+    raw = _raw(t)
+    compact = [iv for ivs in t.intervals().values() for iv in ivs]
+    assert len(compact) == len(raw) and all(isinstance(iv.histogram, load.Buckets) for iv in compact)
+    tags = sorted({iv.tag for iv in raw})
+    assert {"rot", "staleness"} <= set(tags)
+    for tag in tags:
+        for window in (t.window_ms, None):
+            a, b = summary.merge(raw, tag, window), load.merge(compact, tag, window)
+            assert b.get_total_count() == a.get_total_count(), tag
+            assert (b.get_min_value(), b.get_max_value(), b.get_mean_value()) == \
+                (a.get_min_value(), a.get_max_value(), a.get_mean_value()), tag
+            for p in (1, 50, 90, 99, 99.9, 100):
+                assert b.get_value_at_percentile(p) == a.get_value_at_percentile(p), (tag, p)
 
 
 def test_trimming_changes_with_the_manifest(tmp_path, run):

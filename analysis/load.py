@@ -43,12 +43,23 @@ class Buckets:
 
     @classmethod
     def of(cls, h: HdrHistogram) -> Buckets:
+        if (h.sub_bucket_count, h.unit_magnitude) != _LAYOUT:  # a log of another precision
+            h = _into_layout(h)
         counts = np.ctypeslib.as_array(h.counts)  # a view: a decoded log's may be shorter than counts_len
         index = np.flatnonzero(counts)
         return cls(index, counts[index].astype(np.int64))
 
     def get_total_count(self) -> int:
         return int(self.count.sum())
+
+
+_LAYOUT = (new_histogram().sub_bucket_count, new_histogram().unit_magnitude)
+
+
+def _into_layout(h: HdrHistogram) -> HdrHistogram:
+    out = new_histogram()
+    out.add(h)  # value by value where the layouts differ
+    return out
 
 
 def _read_compact(path: Path, tolerant: bool = False) -> list[Interval]:

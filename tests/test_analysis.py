@@ -1,12 +1,14 @@
 """analysis/ against a small real run the harness produced (tests/fixtures/run-analysis,
 made by `k2bench run tests/fixtures/analysis.yaml`): loaders, histogram merging, trimming
 by the manifest's durations, and every notebook executed end to end."""
+import dataclasses
 import json
 import shutil
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from hdrh.histogram import HdrHistogram
 
 from analysis import claims, figures, load, paper, report
 from k2bench import summary
@@ -111,6 +113,21 @@ def test_compacted_intervals_merge_to_the_decoded_histograms(run):
                 (a.get_min_value(), a.get_max_value(), a.get_mean_value()), tag
             for p in (1, 50, 90, 99, 99.9, 100):
                 assert b.get_value_at_percentile(p) == a.get_value_at_percentile(p), (tag, p)
+
+
+def test_an_interval_of_another_precision_is_kept_in_the_common_layout():
+    """Two significant digits instead of three: its bucket indices mean other values, so it
+    is re-recorded in new_histogram's layout before it is compacted."""
+    h = HdrHistogram(1, summary.HIGHEST_US, 2)
+    for v in (5, 1234, 98_765, 1_234_567):
+        h.record_value(v, 3)
+    iv = summary.Interval("rot", 0.0, 1000.0, h)
+    a = summary.merge([iv], "rot", None)
+    b = load.merge([dataclasses.replace(iv, histogram=load.Buckets.of(h))], "rot", None)
+    assert b.get_total_count() == a.get_total_count() == 12
+    assert [b.get_value_at_percentile(p) for p in (10, 30, 60, 90, 100)] == \
+        [a.get_value_at_percentile(p) for p in (10, 30, 60, 90, 100)]
+    assert (b.get_min_value(), b.get_max_value()) == (a.get_min_value(), a.get_max_value())
 
 
 def test_trimming_changes_with_the_manifest(tmp_path, run):

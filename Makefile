@@ -12,7 +12,7 @@ JAR := system/launcher/target/k2bench.jar
 SOURCES := $(shell find system -name '*.java' -o -name '*.proto' -o -name 'pom.xml' -o -path '*/src/main/resources/*' -type f | grep -v /target/)
 RUN_STAMP = $(shell date -u +%Y%m%dT%H%M%SZ)
 
-.PHONY: help test test-java test-python test-python-unit test-python-cluster deploy-test build venv venvs local-run analyze compare figures notebook bench-emulation bench-throughput \
+.PHONY: help test test-java test-python deploy-test build venv venvs local-run analyze compare figures notebook bench-emulation bench-throughput \
 	ec2-up ec2-run ec2-down ec2-status emulab-up emulab-run emulab-extend emulab-down netem-reset clean
 
 help:
@@ -32,29 +32,22 @@ help:
 	@echo "make emulab-extend HOURS=<n>                 n more hours for the running Emulab experiment"
 	@echo "make netem-reset      remove k2bench's tc qdiscs from a cluster (INVENTORY=<inventory.json>, default Emulab's)"
 
-# Two phases on the 2 cores. First the Java build and tests, with the virtualenvs installed
-# beside them at low priority (pip waits mostly on downloads and disk; the Java tests leave
-# a core idle much of the time). Then the cluster runs, one at a time at normal priority,
-# with the Python tests that start no cluster beside them at nice 10: the clusters wait on
-# emulated wide-area delays most of the time, and a nice-0 thread that wakes up preempts a
-# nice-10 one at once, so their timings keep the machine. -O keeps each part's output whole.
+# The virtualenvs are installed (at low priority) while the Java build and tests run: pip
+# mostly waits on downloads and disk, and the Java tests leave a core idle much of the time.
 test:
 	$(MAKE) --no-print-directory -j2 test-java venvs
-	$(MAKE) --no-print-directory -j2 -O test-python-cluster test-python-unit
+	$(MAKE) --no-print-directory test-python
 
 venvs: $(VENV)/.installed $(LINT_VENV)/.installed
 
 test-java:
 	mvn -B -ntp -f system/pom.xml install | grep -E "Tests run:|FAIL|ERROR|BUILD"
 
-# The Python tests, the ones that start no cluster first (two at a time, file by file: a
-# file's tests share their fixtures), then the cluster runs one at a time.
-test-python: test-python-unit test-python-cluster
-
-test-python-unit: $(VENV)/.installed $(LINT_VENV)/.installed
-	nice -n 10 $(VENV)/bin/python -m pytest -q -n 2 --dist loadfile -m "not cluster" tests --ignore=tests/deploy
-
-test-python-cluster: $(VENV)/.installed
+# Two phases: the tests that start no cluster, two at a time (file by file: a file's tests
+# share its fixtures); then the cluster runs one at a time, alone on the machine, as their
+# latencies and fault timings assume.
+test-python: $(VENV)/.installed $(LINT_VENV)/.installed
+	$(VENV)/bin/python -m pytest -q -n 2 --dist loadfile -m "not cluster" tests --ignore=tests/deploy
 	$(VENV)/bin/python -m pytest -q -m cluster tests --ignore=tests/deploy
 
 # The remote path for real on this machine: four test hosts (network namespaces with

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 from hdrh.histogram import HdrHistogram
 
-from k2bench.summary import BASE_OPS, OPS, Interval, iter_log, latency, new_histogram
+from k2bench.summary import BASE_OPS, OPS, Interval, iter_log, latency, new_histogram, selected
 
 ALL = "all"
 PERCENTILES = (1, 50, 75, 90, 99, 99.9)
@@ -53,7 +53,8 @@ class Buckets:
         return int(self.count.sum())
 
 
-_LAYOUT = (new_histogram().sub_bucket_count, new_histogram().unit_magnitude)
+_REFERENCE = new_histogram()
+_LAYOUT = (_REFERENCE.sub_bucket_count, _REFERENCE.unit_magnitude)
 
 
 def _into_layout(h: HdrHistogram) -> HdrHistogram:
@@ -74,9 +75,8 @@ def merge(intervals: list[Interval], tag: str, window: tuple[float, float] | Non
     and max are those of merging the decoded histograms (k2bench.summary.merge)."""
     out = new_histogram()
     total = np.zeros(out.counts_len, np.int64)
-    for iv in intervals:
-        if iv.tag == tag and (window is None or window[0] <= iv.midpoint_ms < window[1]):
-            total[iv.histogram.index] += iv.histogram.count
+    for iv in selected(intervals, tag, window):
+        total[iv.histogram.index] += iv.histogram.count
     for i in np.flatnonzero(total):
         out.record_value(out.get_value_from_index(int(i)), int(total[i]))
     return out

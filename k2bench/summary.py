@@ -87,10 +87,14 @@ def server_totals_hit_rate(stats: dict) -> dict | None:
 def merge(intervals: list[Interval], tag: str, window: tuple[float, float] | None) -> HdrHistogram:
     """One histogram of everything recorded under ``tag`` inside ``window`` (ms, [start, end))."""
     out = new_histogram()
-    for iv in intervals:
-        if iv.tag == tag and (window is None or window[0] <= iv.midpoint_ms < window[1]):
-            out.add(iv.histogram)
+    for iv in selected(intervals, tag, window):
+        out.add(iv.histogram)
     return out
+
+
+def selected(intervals: list[Interval], tag: str, window: tuple[float, float] | None) -> Iterator[Interval]:
+    """The intervals of ``tag`` whose midpoint is inside ``window`` (ms, [start, end); None: all)."""
+    return (iv for iv in intervals if iv.tag == tag and (window is None or window[0] <= iv.midpoint_ms < window[1]))
 
 
 def _ms(us: float | None) -> float | None:

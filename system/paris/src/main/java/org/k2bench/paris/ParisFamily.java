@@ -62,8 +62,10 @@ abstract class ParisFamily implements StoreSystem {
 
   @Override
   public List<SystemOption> options() {
-    return mode == Mode.PARIS ? List.of(ParisOptions.REPLICATION_MS, ParisOptions.UST_MS, ParisOptions.ROTATE_COORDINATOR)
-        : List.of(ParisOptions.REPLICATION_MS, ParisOptions.ROTATE_COORDINATOR);
+    return mode == Mode.PARIS
+        ? List.of(ParisOptions.REPLICATION_MS, ParisOptions.UST_MS, ParisOptions.ROTATE_COORDINATOR,
+            ParisOptions.NEAREST_REPLICA)
+        : List.of(ParisOptions.REPLICATION_MS, ParisOptions.ROTATE_COORDINATOR, ParisOptions.NEAREST_REPLICA);
   }
 
   @Override

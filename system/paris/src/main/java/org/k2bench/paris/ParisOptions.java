@@ -23,6 +23,16 @@ final class ParisOptions {
       "coordinate each transaction at the next server of the client's datacenter (the paper's §IV-B picks one "
           + "at random) instead of always the co-located one (its evaluation)");
 
+  /**
+   * Which remote replica of a partition a datacenter reads from and prepares at first: false,
+   * its preferred one, assigned round-robin over the datacenters to balance load (the paper's
+   * evaluation, §V); true, the nearest by round-trip time (as PaRiS* and K2 pick it). For
+   * measuring what the paper's choice costs in latency against the nearest replica.
+   */
+  static final SystemOption NEAREST_REPLICA = SystemOption.flag("nearest_replica", false,
+      "read from and prepare at a partition's nearest remote replica instead of the datacenter's preferred "
+          + "one, assigned round-robin (the paper's evaluation)");
+
   /** Δ_G and Δ_U: how often the UST protocol runs (§V: "every 5 milliseconds"). */
   static final SystemOption UST_MS = SystemOption.integer("ust_interval_ms", 5, 1, 10_000,
       "how often the UST is gathered and announced (the paper's Δ_G and Δ_U: 5), ms");

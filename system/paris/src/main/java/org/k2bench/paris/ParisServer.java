@@ -70,6 +70,8 @@ final class ParisServer extends ServerActor {
   private final VersionChains items = new VersionChains();
   private final long replicationMs;
   private final long stabilizationMs;
+  /** Remote replicas by round-trip time instead of round-robin (ParisOptions.NEAREST_REPLICA). */
+  private final boolean nearestReplica;
 
   // Coordinator (Alg. 2): TX, each transaction's snapshot, and the client's current one.
   private long nextTxn;
@@ -136,6 +138,7 @@ final class ParisServer extends ServerActor {
     this.vv = new long[replicaDcs.length];
     this.replicationMs = options.system().integer(ParisOptions.REPLICATION_MS);
     this.stabilizationMs = options.system().integer(ParisOptions.UST_MS);
+    this.nearestReplica = options.system().flag(ParisOptions.NEAREST_REPLICA);
     this.root = shard == 0;
     int servers = topology.serversPerDc();
     this.reportMin = new long[root ? servers : 0];
@@ -344,7 +347,8 @@ final class ParisServer extends ServerActor {
    * datacenter's preferred one first, those in datacenters the failure detector suspects
    * last. The paper assigns every client of a datacenter the same preferred replica per
    * partition, round-robin over the datacenters to balance load (§V); here replica (dc + p)
-   * mod f among the partition's replicas. The others are for fail-over: "PaRiS achieves
+   * mod f among the partition's replicas (with server.options.<system>.nearest_replica, the
+   * nearest by round-trip time instead, ties to the lower datacenter). The others are for fail-over: "PaRiS achieves
    * availability in a DC as long as one replica per partition is reachable by the DC", and
    * "remote reads can be performed without blocking by any replica, because the snapshot
    * visible to a transaction is already installed in all DCs" (§III-C, availability among
@@ -357,6 +361,9 @@ final class ParisServer extends ServerActor {
     Integer[] order = new Integer[dcs.length];
     for (int i = 0; i < dcs.length; i++) {
       order[i] = dcs[(first + i) % dcs.length];
+    }
+    if (nearestReplica) {
+      Arrays.sort(order, Comparator.<Integer>comparingDouble(d -> topology.rttMs(dc, d)).thenComparingInt(d -> d));
     }
     Arrays.sort(order, Comparator.comparingInt(d -> d == dc ? 0 : detector.suspected(d) ? 2 : 1)); // stable
     return Arrays.stream(order).mapToInt(d -> placement.serverOf(d, p)).toArray();

@@ -32,6 +32,22 @@ def test_every_shipped_experiment_resolves(path):
     assert experiment.points(exp)
 
 
+@pytest.mark.parametrize("name", ["paris-default", "paris-50-50", "paris-locality"])
+def test_the_paris_papers_figures_are_load_sweeps_at_every_locality(name):
+    """Its Fig. 2 and Fig. 4 are latency against throughput as client threads grow: an
+    experiment's own sweep replaces the inherited one whole, so locality must sweep both."""
+    exp = experiment.resolve(experiment.load_file(WORKLOADS / f"{name}.yaml"), name, SYSTEMS)
+    points = [(cfg["clients"]["threads_per_dc"], cfg["workload"]["local_fraction"])
+              for _, cfg in experiment.points(exp)]
+    threads = {t for t, _ in points}
+    assert len(threads) >= 3, f"{name}: a load sweep over client threads, got {points}"
+    ratios = {r for _, r in points}
+    for r in ratios:
+        assert {t for t, rr in points if rr == r} == threads, f"{name}: the whole load sweep at {r}"
+    if name == "paris-locality":
+        assert ratios == {1.0, 0.95, 0.9, 0.5}, "the paper's 100:0, 95:5, 90:10 and 50:50"
+
+
 def test_defaults_are_the_papers():
     exp = resolve({})
     w = exp["workload"]

@@ -101,7 +101,8 @@ class _Report:
 def check(ops: list[dict], max_wan_rounds: int | None = None,
           fault_windows: Iterable[tuple[float, float]] = ()) -> dict:
     """Checks a history; returns what consistency.json holds. ``max_wan_rounds``: the
-    system's claim for read-only transactions outside ``fault_windows`` (None: no claim)."""
+    system's claim for read-only transactions and read-write transactions' reads outside
+    ``fault_windows`` (None: no claim)."""
     report = _Report()
     ok_ops = [o for o in ops if o.get("ok", True)]
     # Sessions and their operations in session order.
@@ -250,20 +251,22 @@ def check(ops: list[dict], max_wan_rounds: int | None = None,
             report.add("causality", f"committed at version {min(committed)}, not above version {v} of {k!r}, "
                        "which it had read", [o], key=k, read_version=v, newer_version=min(committed))
 
-    # Wide-area rounds (K2 and PaRiS* claim at most one), outside fault windows.
+    # Wide-area rounds of a read-only transaction, or of a read-write transaction's reads (K2,
+    # PaRiS* and PaRiS claim at most one), outside fault windows.
     claimed = max_wan_rounds is not None
     windows = [(a - FAULT_SLACK_MS, b + FAULT_SLACK_MS) for a, b in fault_windows]
-    rot_rounds = defaultdict(int)
+    rounds_of = {"rot": defaultdict(int), "rwt": defaultdict(int)}
+    what = {"rot": "a read-only transaction", "rwt": "a read-write transaction's reads"}
     excused = 0
     for o in order:
-        if o["op"] != "rot" or "rounds" not in o:
+        if o["op"] not in rounds_of or "rounds" not in o:
             continue
-        rot_rounds[str(o["rounds"])] += 1
+        rounds_of[o["op"]][str(o["rounds"])] += 1
         if claimed and o["rounds"] > max_wan_rounds:
             if any(o["t0"] < b and o["t1"] > a for a, b in windows):
                 excused += 1
             else:
-                report.add("wan-rounds", f"a read-only transaction took {o['rounds']} wide-area rounds; "
+                report.add("wan-rounds", f"{what[o['op']]} took {o['rounds']} wide-area rounds; "
                            f"the system claims at most {max_wan_rounds}", [o])
 
     total = sum(report.count.values())
@@ -273,7 +276,9 @@ def check(ops: list[dict], max_wan_rounds: int | None = None,
                     "reads_of_unacknowledged_writes": unknown_reads},
         "guarantees": ["atomic-visibility", "causality", "read-your-writes", "monotonic-reads"]
         + ([f"at-most-{max_wan_rounds}-wan-rounds"] if claimed else []),
-        "round_claim": {"max_wan_rounds": max_wan_rounds, "rot_rounds": dict(sorted(rot_rounds.items())),
+        "round_claim": {"max_wan_rounds": max_wan_rounds,
+                        "rot_rounds": dict(sorted(rounds_of["rot"].items())),
+                        "rwt_rounds": dict(sorted(rounds_of["rwt"].items())),
                         "excused_in_fault_windows": excused},
         "violations": {"count": total, "by_kind": {k: report.count[k] for k in KINDS if report.count[k]},
                        "listed": report.listed},

@@ -217,6 +217,15 @@ def test_wide_area_rounds_claim_and_fault_windows(h):
     assert kinds(r) == {"wan-rounds": 1}, "a fault long over excuses nothing"
 
 
+def test_a_read_write_transactions_reads_are_held_to_the_round_claim(h):
+    h.rwt(1, r={"x": 1}, w={"y": 10}, rounds=1)
+    h.rwt(2, r={"x": 1}, w={"z": 11}, rounds=2)
+    r = h.check(max_wan_rounds=1)
+    assert kinds(r) == {"wan-rounds": 1}
+    assert "read-write transaction's reads took 2" in r["violations"]["listed"][0]["message"]
+    assert r["round_claim"]["rwt_rounds"] == {"1": 1, "2": 1} and r["round_claim"]["rot_rounds"] == {}
+
+
 def test_violations_are_counted_in_full_and_listed_up_to_a_limit(h):
     h.wot(1, x=10, y=10)
     for _ in range(checker.MAX_LISTED + 5):

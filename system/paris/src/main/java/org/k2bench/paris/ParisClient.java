@@ -153,6 +153,8 @@ final class ParisClient implements KvClient {
           } else if (rs.containsKey(k)) {
             put(rs.get(k), rows, versions, staleness);
           } else if (mode == Mode.PARIS && cache.containsKey(k) && !Mutants.active(Mutants.PARIS_ABOVE_UST)) {
+            // Alg. 1 line 18 also adds what the cache gave to RS_c; not needed here: the cache
+            // is pruned only at start, so a repeated read finds the same entry again.
             Own o = cache.get(k);
             rows.put(k, o.row());
             versions.put(k, o.version());
@@ -161,7 +163,7 @@ final class ParisClient implements KvClient {
             ask.add(k);
           }
         }
-        boolean remote = false;
+        int wanRounds = 0;
         if (!ask.isEmpty()) {
           ReadResp r = Calls.await(ep.call(coordinator, ReadReq.newBuilder().setTxnId(id).addAllKeys(ask)
               .setLatest(mode == Mode.NOCC).build(), ReadResp.class), "read", timeoutMs);
@@ -169,14 +171,14 @@ final class ParisClient implements KvClient {
             rs.put(it.getKey(), it);
             put(it, rows, versions, staleness);
           }
-          remote = r.getRemote();
+          wanRounds = r.getWanRounds();
           if (mode == Mode.BPR) { // the read phase blocks as long as its slowest slice (§V-B)
             org.k2bench.core.metrics.ProcessMetrics.record("read_phase_blocked", Math.round(r.getBlockedMs() * 1000));
           }
         }
         double lag = mode == Mode.NOCC ? Double.NaN
             : Math.max(0, System.currentTimeMillis() - LamportClock.wallMsOf(LamportClock.timestamp(snapshot, 0)));
-        return new ReadResult(rows, versions, remote ? 1 : 0, staleness, lag, 0, 0);
+        return new ReadResult(rows, versions, wanRounds, staleness, lag, 0, 0);
       }
     }
 
@@ -208,7 +210,7 @@ final class ParisClient implements KvClient {
         } else if (mode == Mode.BPR) {
           snapshotSeen = Math.max(snapshotSeen, r.getCommitTime());
         }
-        return new WriteResult(r.getVersion(), r.getRemote() ? 1 : 0);
+        return new WriteResult(r.getVersion(), r.getWanRounds());
       }
     }
   }

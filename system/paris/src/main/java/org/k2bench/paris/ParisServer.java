@@ -79,7 +79,8 @@ final class ParisServer extends ServerActor {
   private final Map<Long, Txn> tx = new HashMap<>();
   private final Map<Integer, Long> currentOfClient = new HashMap<>();
 
-  private record Txn(long snapshot, long startedMs, int client) {}
+  /** A running transaction: its snapshot, when its client last used it, and the client. */
+  private record Txn(long snapshot, long activeMs, int client) {}
 
   // Cohort (Alg. 3): Prepared (by transaction, and their proposals in order) and Committed by commit time.
   private record TxnKey(int coordinator, long txnId) {}
@@ -87,6 +88,14 @@ final class ParisServer extends ServerActor {
   private record Pending(long proposed, List<KeyRow> writes) {}
 
   private final Map<TxnKey, Pending> prepared = new HashMap<>();
+  /**
+   * Aborts that came before their prepare (ms received): the prepare is refused when it
+   * comes, or it would stay prepared, and hold ub, the UST and garbage collection back, for
+   * good. A passed-over replica's abort follows its prepare on one link, so this needs a link
+   * that lost its order (a stream opened again); kept ten RPC timeouts, long past the
+   * coordinator's decision.
+   */
+  private final Map<TxnKey, Long> abortedUnprepared = new LinkedHashMap<>();
   private final TreeMap<Long, Integer> proposals = new TreeMap<>();
   private final TreeMap<Long, List<TxnWrites>> committed = new TreeMap<>();
 
@@ -225,6 +234,9 @@ final class ParisServer extends ServerActor {
         return;
       }
       snapshot = t.snapshot();
+      // Its context expires a timeout after its client last used it, not after its start: a
+      // BPR read phase may block for most of the cohort wait, and a second one must find it.
+      tx.put(r.getTxnId(), new Txn(snapshot, System.currentTimeMillis(), t.client()));
     }
     Map<Integer, List<String>> byPartition = new LinkedHashMap<>();
     for (String key : r.getKeysList()) {
@@ -234,13 +246,17 @@ final class ParisServer extends ServerActor {
     // ask another replica, which would block as well; only a suspected datacenter is skipped.
     long failoverMs = mode == Mode.BPR && !r.getLatest() ? Long.MAX_VALUE : failoverWaitMs();
     List<CompletableFuture<Answer<ReadSliceResp>>> slices = new ArrayList<>();
+    List<Asked> askedAll = new ArrayList<>();
     for (Map.Entry<Integer, List<String>> e : byPartition.entrySet()) {
       ReadSliceReq slice = ReadSliceReq.newBuilder().addAllKeys(e.getValue()).setSnapshot(snapshot)
           .setLatest(r.getLatest()).build();
-      slices.add(callReplicas(targets(e.getKey()), slice, ReadSliceResp.class, failoverMs, new Asked("read", null)));
+      Asked asked = new Asked("read", null);
+      askedAll.add(asked);
+      slices.add(callReplicas(targets(e.getKey()), slice, ReadSliceResp.class, failoverMs, asked));
     }
     CompletableFuture<Void> all = CompletableFuture.allOf(slices.toArray(CompletableFuture[]::new));
     onServer(all, cohortWaitMs(), (ok, err) -> {
+      askedAll.forEach(a -> a.decided = true); // answered or given up: no slice fails over after it
       if (err != null) {
         m.replyError("read failed: " + err);
         return;
@@ -251,16 +267,20 @@ final class ParisServer extends ServerActor {
         Answer<ReadSliceResp> a = f.join();
         out.addAllItems(a.reply().getItemsList());
         blocked = Math.max(blocked, a.reply().getBlockedMs());
-        out.setRemote(out.getRemote() || topology.dcOfServer(a.server()) != dc);
+        out.setWanRounds(Math.max(out.getWanRounds(), a.wanRounds()));
       }
       m.reply(out.setBlockedMs(blocked).build());
     });
   }
 
   private void onCommit(Incoming m, CommitReq r) {
+    long receivedNanos = System.nanoTime();
     long snapshot = 0;
     if (!r.getLatest()) {
-      Txn t = tx.remove(r.getTxnId()); // Alg. 2 line 31: the context goes
+      // Alg. 2 line 31 removes the context after the commit; here at its start, which is the
+      // same: nothing of the transaction reads it after its commit request, and a commit that
+      // fails ends the transaction too.
+      Txn t = tx.remove(r.getTxnId());
       if (t == null) {
         m.replyError("no transaction " + r.getTxnId() + " at coordinator " + ep.id());
         return;
@@ -291,25 +311,34 @@ final class ParisServer extends ServerActor {
     }
     onServer(CompletableFuture.allOf(prepares.toArray(CompletableFuture[]::new)), cohortWaitMs(), (ok, err) -> {
       asked.decided = true; // no prepare goes out after the decision
-      if (err != null) {
+      long tookMs = (System.nanoTime() - receivedNanos) / 1_000_000;
+      // Held up past its cohort wait (a paused or stalled server), a coordinator aborts: its
+      // client may have given up (it waits twice as long), and a commit it never hears of is
+      // missing from its hwt and private cache (Alg. 1 lines 29-31), so its next transaction
+      // could commit below it. (The paper's 2PC has no failure path, §IV.)
+      String failed = err != null ? "prepare failed: " + err
+          : tookMs > cohortWaitMs() ? "decided " + tookMs + " ms after the commit request, past the cohort wait of "
+              + cohortWaitMs() + " ms" : null;
+      if (failed != null) {
         // Abort at every server asked: one that prepared would otherwise hold the
-        // transaction pending, and stop applying past it, for good (the paper's 2PC has no
-        // failure path, §IV; a cohort never drops a prepared transaction by itself: the
-        // decision may be held back by a network partition and arrive later).
+        // transaction pending, and stop applying past it, for good (a cohort never drops a
+        // prepared transaction by itself: the decision may be held back by a network
+        // partition and arrive later).
         for (Integer server : asked.servers) {
           ep.send(server, abort);
         }
         count("aborted_commits");
-        m.replyError("prepare failed: " + err);
+        m.replyError(failed);
         return;
       }
       long ct = 0;
+      int wanRounds = 0;
       List<Integer> cohorts = new ArrayList<>();
       for (CompletableFuture<Answer<PrepareResp>> f : prepares) {
         ct = Math.max(ct, f.join().reply().getProposed()); // Alg. 2 line 26
         cohorts.add(f.join().server());
+        wanRounds = Math.max(wanRounds, f.join().wanRounds());
       }
-      boolean remote = cohorts.stream().anyMatch(server -> topology.dcOfServer(server) != dc);
       // One commit time per transaction of this coordinator, so versions (commit time, coordinator)
       // stay unique; still at least every proposal. The coordinator's own clock does not move
       // (Alg. 2 has no HLC update; the cohorts move theirs at commit, Alg. 3 line 16).
@@ -319,7 +348,7 @@ final class ParisServer extends ServerActor {
         ep.send(server, CommitTx.newBuilder().setTxnId(id).setCoordinator(ep.id()).setCommitTime(ct).build());
       }
       m.reply(CommitResp.newBuilder().setCommitTime(ct).setVersion(LamportClock.timestamp(ct, ep.id()))
-          .setRemote(remote).build());
+          .setWanRounds(wanRounds).build());
     });
   }
 
@@ -369,8 +398,11 @@ final class ParisServer extends ServerActor {
     return Arrays.stream(order).mapToInt(d -> placement.serverOf(d, p)).toArray();
   }
 
-  /** An answer and the server that gave it. */
-  private record Answer<T>(int server, T reply) {}
+  /**
+   * An answer, the server that gave it, and the wide-area rounds it took: the remote replicas
+   * asked in turn up to and including it (a fail-over adds one; the local replica none).
+   */
+  private record Answer<T>(int server, T reply, int wanRounds) {}
 
   /**
    * The servers a request went to; once its outcome is decided, it goes to no other. {@code
@@ -408,7 +440,11 @@ final class ParisServer extends ServerActor {
     asked.servers.add(servers[i]);
     onServer(ep.call(servers[i], request, type), last ? left : Math.min(left, failoverMs), (reply, err) -> {
       if (err == null) {
-        out.complete(new Answer<>(servers[i], reply));
+        int rounds = 0;
+        for (int j = 0; j <= i; j++) {
+          rounds += topology.dcOfServer(servers[j]) != dc ? 1 : 0;
+        }
+        out.complete(new Answer<>(servers[i], reply, rounds));
       } else if (!last && !asked.decided && !answered(err) && (deadlineNanos - System.nanoTime()) / 1e6
           > topology.rttMs(dc, topology.dcOfServer(servers[i + 1])) + 2 * topology.jitterMs()) {
         count(asked.what + "_failovers");
@@ -498,21 +534,36 @@ final class ParisServer extends ServerActor {
       advanceUst(r.getSnapshot(), sOld); // line 11
       pt = Math.max(hlc, ust); // line 12
     }
-    prepared.put(new TxnKey(r.getCoordinator(), r.getTxnId()), new Pending(pt, r.getWritesList()));
+    TxnKey key = new TxnKey(r.getCoordinator(), r.getTxnId());
+    if (abortedUnprepared.remove(key) != null) {
+      count("prepares_after_abort");
+      m.replyError("transaction " + r.getTxnId() + " of coordinator " + r.getCoordinator() + " was aborted here before "
+          + "its prepare came");
+      return;
+    }
+    prepared.put(key, new Pending(pt, r.getWritesList()));
     proposals.merge(pt, 1, Integer::sum);
     m.reply(PrepareResp.newBuilder().setProposed(pt).build());
   }
 
   private void onCommitTx(CommitTx c) {
-    Pending p = prepared.remove(new TxnKey(c.getCoordinator(), c.getTxnId()));
-    if (p == null) {
-      return; // a duplicate, or an abort of a transaction that never prepared here
+    TxnKey key = new TxnKey(c.getCoordinator(), c.getTxnId());
+    Pending p = prepared.remove(key);
+    if (p == null) { // a duplicate, or an abort of a transaction that has not prepared here
+      if (c.getAbort()) {
+        abortedUnprepared.put(key, System.currentTimeMillis());
+      }
+      return;
     }
     if (c.getAbort()) {
       proposals.computeIfPresent(p.proposed(), (k, n) -> n == 1 ? null : n - 1);
+      count("cohort_aborts");
       return;
     }
-    clock.observeCounter(c.getCommitTime() - 1); // Alg. 3 line 16: HLC at least ct
+    count("cohort_commits");
+    // Alg. 3 line 16: HLC at least ct. (The clock's receive rule also ticks it by one when it
+    // is already past ct, where the paper keeps it: harmless, clocks only need to grow.)
+    clock.observeCounter(c.getCommitTime() - 1);
     proposals.computeIfPresent(p.proposed(), (k, n) -> n == 1 ? null : n - 1);
     committed.computeIfAbsent(c.getCommitTime(), k -> new ArrayList<>()).add(TxnWrites.newBuilder()
         .setVersion(LamportClock.timestamp(c.getCommitTime(), c.getCoordinator())).addAllWrites(p.writes()).build());
@@ -533,6 +584,10 @@ final class ParisServer extends ServerActor {
         ? clock.counter() : proposals.firstKey() - 1;
     long now = System.currentTimeMillis();
     boolean sent = false;
+    // ct <= ub, where Alg. 4 line 11 has ct < ub: ub is below every proposal to come (pending
+    // ones by the minus one above; later ones are above the clock and at least the UST, which
+    // only grow and bounded every pending proposal), so nothing can still commit at ub; applying it too makes VV[m] = ub mean exactly
+    // "everything up to ub applied here".
     while (!committed.isEmpty() && committed.firstKey() <= ub) {
       Map.Entry<Long, List<TxnWrites>> e = committed.pollFirstEntry();
       for (TxnWrites t : e.getValue()) {
@@ -717,7 +772,8 @@ final class ParisServer extends ServerActor {
       }
       return false;
     });
-    if (tx.values().removeIf(t -> now - t.startedMs() > options.txnTimeoutMs())) {
+    abortedUnprepared.values().removeIf(at -> now - at > 10 * options.rpcTimeoutMs());
+    if (tx.values().removeIf(t -> now - t.activeMs() > options.txnTimeoutMs())) {
       currentOfClient.values().removeIf(id -> !tx.containsKey(id));
     }
   }

@@ -16,6 +16,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
+import org.k2bench.core.api.Calls;
 import org.k2bench.core.api.KvClient;
 import org.k2bench.core.api.ReadResult;
 import org.k2bench.core.api.ReadWriteTxn;
@@ -24,6 +25,11 @@ import org.k2bench.core.api.StoreSystem;
 import org.k2bench.core.cluster.LocalCluster;
 import org.k2bench.core.testing.Clusters;
 import org.k2bench.core.topology.Placement;
+import org.k2bench.core.transport.Endpoint;
+import org.k2bench.paris.proto.CommitTx;
+import org.k2bench.paris.proto.KeyRow;
+import org.k2bench.paris.proto.PrepareReq;
+import org.k2bench.paris.proto.PrepareResp;
 
 /**
  * The PaRiS paper, §III-C (availability among DCs): "PaRiS achieves availability in a DC as
@@ -103,7 +109,10 @@ class ParisDeadReplicaTest {
 
       for (int i = 0; i < 10; i++) { // without fail-over, every prepare at TYO fails the commit
         ReadWriteTxn t = writer.begin();
-        t.read(List.of(far.get(i), near.get(i)));
+        ReadResult read = t.read(List.of(far.get(i), near.get(i)));
+        if (i == 0) {
+          assertEquals(2, read.wanRounds(), "TYO asked, then SG: two wide-area rounds, reported as such");
+        }
         t.write(Map.of(far.get(i), row("w" + i), near.get(i), row("w" + i)));
         t.commit();
       }
@@ -159,6 +168,29 @@ class ParisDeadReplicaTest {
   }
 
   /**
+   * A passed-over replica's abort follows its prepare on one link; should a link lose that
+   * order, the abort comes first and finds nothing. The prepare that follows must then be
+   * refused: accepted, it would stay prepared for good and hold the partition's applied time,
+   * the UST and garbage collection back.
+   */
+  @Test
+  void aPrepareThatComesAfterItsAbortIsRefused() {
+    try (LocalCluster c = Clusters.start(new ParisSystem(), ServerOptions.defaults())) {
+      int cohort = c.topology().serverId(VA, 0);
+      Endpoint raw = c.transport().openClient(60_000, VA, Runnable::run, m -> { });
+      String key = Clusters.key("late", k -> c.placement().partitionOf(k)
+          == c.placement().partitionOfServer(cohort), new ArrayList<>());
+      raw.send(cohort, CommitTx.newBuilder().setTxnId(7).setCoordinator(raw.id()).setAbort(true).build());
+      RuntimeException e = assertThrows(RuntimeException.class, () -> Calls.await(raw.call(cohort,
+          PrepareReq.newBuilder().setTxnId(7).setCoordinator(raw.id()).addWrites(KeyRow.newBuilder().setKey(key)
+              .setValue(row("late"))).build(), PrepareResp.class), "prepare", 5_000));
+      assertTrue(e.getMessage().contains("aborted here before its prepare came"), e.getMessage());
+      assertEquals(0, c.stat(VA, "prepared"), "nothing left prepared");
+      raw.close();
+    }
+  }
+
+  /**
    * TYO slow, not dead (400 ms more each way): the first prepares at TYO go unanswered for the
    * fail-over timeout and SG prepares instead. TYO still gets each prepare, and the abort
    * right behind it; once TYO is fast again nothing is left prepared there, and TYO reads the
@@ -184,6 +216,15 @@ class ParisDeadReplicaTest {
       Clusters.sleep(300); // the last decisions (one-way) reach their cohorts
       assertEquals(0, c.stat(TYO, "prepared"), "TYO aborted every prepare it was passed over for");
       assertEquals(0, c.stat(TYO, "committed_pending"));
+      assertEquals(0, c.stat(TYO, "cohort_commits"), "nothing committed at a replica passed over");
+      assertTrue(c.stat(TYO, "cohort_aborts") >= c.stat(VA, "prepare_failovers"),
+          "an abort for every prepare passed over");
+      KvClient sg = c.client(SG);
+      for (int i = 0; i < 5; i++) {
+        Clusters.awaitValue(sg, far.get(i), "s" + i, 10_000);
+      }
+      assertEquals(sg.readTxn(far).versions(), tyo.readTxn(far).versions(),
+          "TYO has SG's versions (one commit, at one time), by replication");
     }
   }
 }

@@ -138,13 +138,16 @@ class ParisInvariantsTest {
    * written over 1.2 s and the UST passed them: it still reads y0, the version at its
    * snapshot, because S_old is below every running transaction's snapshot (§IV-B; PaRiS
    * collects by S_old, not by the store's GC window, and a transaction's context lives up to
-   * the 5 s transaction timeout). Once it ends, garbage collection catches up.
+   * the 5 s transaction timeout), and y's replicas are in other datacenters than the reader's
+   * coordinator, so S_old must cross datacenters. Once it ends, garbage collection catches up.
    */
   static String readAfterOverwrites(StoreSystem system, long[] collected) {
     try (LocalCluster c = cluster(system, ServerOptions.defaults(), Placement.Scheme.PARTITIONS)) {
-      Cast cast = Cast.of(c, "x", "y").seeded("x0", "y0");
-      String x = cast.far();
-      String y = cast.near();
+      // y far from the reader (at TYO and SG): its replicas keep y0 only if the oldest
+      // snapshot of the reader's datacenter reaches them through the roots' exchange.
+      Cast cast = Cast.of(c, "y", "x").seeded("y0", "x0");
+      String x = cast.near();
+      String y = cast.far();
       KvClient writer = cast.writer();
       KvClient reader = cast.reader();
       ReadWriteTxn t = reader.begin();

@@ -17,16 +17,19 @@ import org.k2bench.core.cluster.LocalCluster;
 import org.k2bench.core.testing.Clusters;
 
 /**
- * Which remote replica a datacenter reads a partition from: by default the datacenter's
- * preferred one, round-robin over datacenters (the PaRiS paper's evaluation, §V), even when
- * the other replica is nearer; with nearest_replica, the nearest. From VA, of a partition at
- * TYO (162 ms) and SG (243 ms), keys whose preferred replica from VA is SG.
+ * Which remote replica a datacenter reads a partition from and prepares at: by default the
+ * datacenter's preferred one, round-robin over datacenters (the PaRiS paper's evaluation,
+ * §V), even when the other replica is nearer; with nearest_replica, the nearest. From VA, of
+ * a partition at TYO (162 ms) and SG (243 ms), keys whose preferred replica from VA is SG.
  */
 class ParisReplicaChoiceTest {
   static final int READS = 10;
 
-  /** The slices TYO and SG served for VA's reads of keys whose preferred replica from VA is SG. */
-  static long[] slicesServed(boolean nearest) {
+  /**
+   * The slices TYO and SG served for VA's reads of keys whose preferred replica from VA is SG,
+   * then the commits of VA's writes to them at TYO and at SG as cohorts.
+   */
+  static List<Long> served(boolean nearest) {
     ParisSystem system = new ParisSystem();
     ServerOptions options = ServerOptions.defaults().withSystemOptions(
         SystemOptions.parse(system, Map.of("nearest_replica", Boolean.toString(nearest)), "server.options.paris."));
@@ -46,17 +49,28 @@ class ParisReplicaChoiceTest {
       for (String k : keys) {
         assertEquals(1, reader.readTxn(List.of(k)).rows().size());
       }
-      return new long[] {c.stat(TYO, "slices_read") - tyo, c.stat(SG, "slices_read") - sg};
+      long tyoCommits = c.stat(TYO, "cohort_commits");
+      long sgCommits = c.stat(SG, "cohort_commits");
+      for (String k : keys) {
+        reader.writeTxn(Map.of(k, Clusters.row("w")));
+      }
+      long deadline = System.currentTimeMillis() + 5_000; // the last commit decision is one-way
+      while (c.stat(TYO, "cohort_commits") - tyoCommits + c.stat(SG, "cohort_commits") - sgCommits < READS
+          && System.currentTimeMillis() < deadline) {
+        Clusters.sleep(20);
+      }
+      return List.of(c.stat(TYO, "slices_read") - tyo, c.stat(SG, "slices_read") - sg,
+          c.stat(TYO, "cohort_commits") - tyoCommits, c.stat(SG, "cohort_commits") - sgCommits);
     }
   }
 
   @Test
-  void readsGoToThePreferredReplicaEvenWhenTheOtherIsNearer() {
-    assertEquals(List.of(0L, (long) READS), Arrays.stream(slicesServed(false)).boxed().toList());
+  void readsAndPreparesGoToThePreferredReplicaEvenWhenTheOtherIsNearer() {
+    assertEquals(List.of(0L, (long) READS, 0L, (long) READS), served(false));
   }
 
   @Test
-  void withNearestReplicaReadsGoToTheNearestOne() {
-    assertEquals(List.of((long) READS, 0L), Arrays.stream(slicesServed(true)).boxed().toList());
+  void withNearestReplicaReadsAndPreparesGoToTheNearestOne() {
+    assertEquals(List.of((long) READS, 0L, (long) READS, 0L), served(true));
   }
 }

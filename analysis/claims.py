@@ -116,11 +116,14 @@ class Workload:
 
     @property
     def key(self) -> str:
-        """The setting a load sweep's point belongs to: its paper setting, or its non-load
-        sweep values (a threads x zipf sweep has one peak per zipf)."""
-        other = {a: v for a, v in self.point_values.items() if a not in LOAD_AXES}
-        return self.setting or ("(other) " + ", ".join(f"{a.split('.')[1]}={v}" for a, v in sorted(other.items()))
-                                if other else "(other)")
+        """The setting a load sweep's point belongs to: its paper setting (the K2 paper's), or
+        its experiment and non-load sweep values (a threads x zipf sweep has one peak per
+        zipf)."""
+        if self.setting:
+            return self.setting
+        values = ", ".join(f"{a.split('.')[1]}={v}" for a, v in sorted(self.point_values.items())
+                           if a not in LOAD_AXES)
+        return f"{self.experiment} ({values})" if values else self.experiment
 
 
 def workloads(runs) -> list[Workload]:
@@ -351,7 +354,7 @@ def peaks(runs, ws: list[Workload] | None = None) -> pd.DataFrame:
     directory beside the bench's throughput.json) takes the bench's own climb instead, whose
     retries of disturbed points live in other directories; those ``<setting>.retry<k>``
     directories add no peak of their own. ``setting`` is the paper setting, or
-    "(other) <non-load values>"."""
+    "<experiment> (<non-load values>)"."""
     runs = runs if isinstance(runs, list) else [runs]
     dirs = {r.name: Path(r.dir) for r in runs}
     records = {name: _bench_record(d) for name, d in dirs.items()}

@@ -651,6 +651,21 @@ def test_the_paris_papers_figures_come_from_its_runs():
     assert figures.visibility_cdf(runs) is not None
 
 
+def test_latency_against_throughput_joins_points_in_order_of_load(monkeypatch):
+    """Past its peak a sweep's throughput falls as threads grow: the line goes back, as the
+    paper's curves do, instead of being redrawn in order of throughput."""
+    ws = claims.workloads([load.load_run(PARIS)])
+    for w in ws:
+        if w.point_values["clients.threads_per_dc"] == 4:
+            for p in w.systems.values():
+                p["throughput_ops_per_s"] = 0.5  # below every 1-thread point
+    monkeypatch.setattr(claims, "workloads", lambda runs: ws)
+    fig = figures.latency_vs_throughput([])
+    lines = [ln for ax in fig.axes for ln in ax.get_lines() if len(ln.get_xdata()) == 2]
+    assert lines and all(ln.get_xdata()[0] > ln.get_xdata()[1] for ln in lines), "1 thread first, then 4"
+    assert "paris" in fig.axes[0].get_title(), f"a panel is named by its experiment: {fig.axes[0].get_title()}"
+
+
 def test_the_paris_papers_claims_are_checked_on_its_runs_only():
     paris = claims.table([load.load_run(PARIS)]).set_index("claim")
     assert list(paris.index) == [c.what for c, _, _ in claims.PARIS_CLAIMS], "its claims alone"

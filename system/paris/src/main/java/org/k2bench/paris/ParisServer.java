@@ -377,8 +377,8 @@ final class ParisServer extends ServerActor {
    * last. The paper assigns every client of a datacenter the same preferred replica per
    * partition, round-robin over the datacenters to balance load (§V); here replica (dc + p)
    * mod f among the partition's replicas (with server.options.<system>.nearest_replica, the
-   * nearest by round-trip time instead, ties to the lower datacenter). The others are for fail-over: "PaRiS achieves
-   * availability in a DC as long as one replica per partition is reachable by the DC", and
+   * nearest by round-trip time instead, ties to the lower datacenter). The others are for
+   * fail-over: "PaRiS achieves availability in a DC as long as one replica per partition is reachable by the DC", and
    * "remote reads can be performed without blocking by any replica, because the snapshot
    * visible to a transaction is already installed in all DCs" (§III-C, availability among
    * DCs). (The detector watches other datacenters only: a dead server here is passed over
@@ -586,8 +586,8 @@ final class ParisServer extends ServerActor {
     boolean sent = false;
     // ct <= ub, where Alg. 4 line 11 has ct < ub: ub is below every proposal to come (pending
     // ones by the minus one above; later ones are above the clock and at least the UST, which
-    // only grow and bounded every pending proposal), so nothing can still commit at ub; applying it too makes VV[m] = ub mean exactly
-    // "everything up to ub applied here".
+    // only grow and bounded every pending proposal), so nothing can still commit at ub;
+    // applying it too makes VV[m] = ub mean exactly "everything up to ub applied here".
     while (!committed.isEmpty() && committed.firstKey() <= ub) {
       Map.Entry<Long, List<TxnWrites>> e = committed.pollFirstEntry();
       for (TxnWrites t : e.getValue()) {

@@ -173,9 +173,9 @@ def fig9_peaks(runs) -> plt.Figure:
 def latency_vs_throughput(runs) -> plt.Figure:
     """Each load sweep as latency against throughput, one panel per setting (and run); the
     knee is where the peak is. Points are joined in order of load (client threads), so a
-    sweep past its peak bends back as the paper's curves do. Read-write transactions where a system ran them (the PaRiS
-    paper's workloads, its Fig. 2): mean, as the paper plots, and p99; else read-only
-    transactions (the K2 paper's): p50 and p99."""
+    sweep past its peak bends back as the paper's curves do. Read-write transactions where
+    a system ran them (the PaRiS paper's workloads, its Fig. 2): mean, as the paper plots,
+    and p99; else read-only transactions (the K2 paper's): p50 and p99."""
     rows = []
     for w in claims.workloads(runs):
         if "clients.threads_per_dc" not in w.sweep_axes:

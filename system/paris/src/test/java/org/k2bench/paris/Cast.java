@@ -7,11 +7,13 @@ import static org.k2bench.core.testing.Clusters.VA;
 import static org.k2bench.core.testing.Clusters.row;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import org.k2bench.core.api.KvClient;
 import org.k2bench.core.cluster.LocalCluster;
 import org.k2bench.core.testing.Clusters;
+import org.k2bench.core.topology.Placement;
 
 /**
  * Who takes part in the PaRiS tests, on the K2 paper's six datacenters: a key replicated at
@@ -25,6 +27,18 @@ record Cast(String far, String near, KvClient writer, KvClient reader) {
     String far = Clusters.key(c.placement(), farName, -1, new int[] {TYO, SG}, used);
     String near = Clusters.key(c.placement(), nearName, -1, new int[] {VA, CA}, used);
     return new Cast(far, near, c.client(CA), c.client(VA));
+  }
+
+  /**
+   * A key replicated at TYO and SG (a far one) whose preferred replica from {@code dc} is
+   * {@code preferred} (ParisServer#targets: replica (dc + partition) mod f).
+   */
+  static String farPreferring(Placement placement, String name, int dc, int preferred, List<String> used) {
+    return Clusters.key(name, k -> {
+      int[] dcs = placement.replicaDcs(k);
+      return Arrays.equals(dcs, new int[] {TYO, SG})
+          && dcs[Math.floorMod(dc + placement.partitionOf(k), dcs.length)] == preferred;
+    }, used);
   }
 
   /** The writer writes both keys in one transaction; returns once the reader sees both values. */

@@ -12,7 +12,6 @@ import static org.k2bench.core.testing.Clusters.row;
 import static org.k2bench.core.testing.Clusters.str;
 
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
@@ -54,11 +53,7 @@ class ParisDeadReplicaTest {
 
   /** A key replicated at TYO and SG whose preferred replica from {@code dc} is TYO (ParisServer#targets). */
   static String tyoFirst(Placement placement, String name, int dc, List<String> used) {
-    return Clusters.key(name, k -> {
-      int[] dcs = placement.replicaDcs(k);
-      return Arrays.equals(dcs, new int[] {TYO, SG})
-          && dcs[Math.floorMod(dc + placement.partitionOf(k), dcs.length)] == TYO;
-    }, used);
+    return Cast.farPreferring(placement, name, dc, TYO, used);
   }
 
   /** A cluster of {@code system} once every server has heard from every datacenter (TYO dies after start-up). */

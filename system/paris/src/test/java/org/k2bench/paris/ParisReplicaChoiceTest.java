@@ -6,7 +6,6 @@ import static org.k2bench.core.testing.Clusters.TYO;
 import static org.k2bench.core.testing.Clusters.VA;
 
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
@@ -37,11 +36,7 @@ class ParisReplicaChoiceTest {
       List<String> used = new ArrayList<>();
       List<String> keys = new ArrayList<>();
       for (int i = 0; i < READS; i++) {
-        keys.add(Clusters.key("sgFirst" + i, k -> {
-          int[] dcs = c.placement().replicaDcs(k);
-          return Arrays.equals(dcs, new int[] {TYO, SG})
-              && dcs[Math.floorMod(VA + c.placement().partitionOf(k), dcs.length)] == SG;
-        }, used));
+        keys.add(Cast.farPreferring(c.placement(), "sgFirst" + i, VA, SG, used));
       }
       KvClient reader = c.client(VA);
       long tyo = c.stat(TYO, "slices_read");

@@ -9,10 +9,10 @@ import seaborn as sns
 
 from . import claims, load, paper
 
-SYSTEM_ORDER = ["k2", "paris-star", "rad", "paris", "bpr", "nocc"]
+SYSTEM_ORDER = ["k2", "paris-star", "rad", "paris", "bpr", "nocc", "karma", "cops-pr"]
 SYSTEM_LABEL = paper.SYSTEM_LABEL
 PALETTE = {"K2": "#1f77b4", "PaRiS*": "#2ca02c", "RAD": "#d62728", "PaRiS": "#9467bd", "BPR": "#8c564b",
-           "NoCC": "#7f7f7f"}
+           "NoCC": "#7f7f7f", "Karma": "#ff7f0e", "COPS-PR": "#17becf"}
 
 
 class MissingData(Exception):

@@ -318,6 +318,7 @@ def cmd_systems(args) -> int:
         print(f"  placements: {', '.join(s.get('placements', []))}; read-only transactions: "
               + (f"at most {rounds} wide-area round(s)" if rounds is not None else "no round claim")
               + ("; read-write transactions" if s.get("read_write_transactions") else "")
+              + ("" if s.get("write_only_transactions", True) else "; no write-only transactions")
               + ("" if s.get("message_loss", True) else "; needs reliable channels (no partition with mode: drop)"))
         for o in s.get("options", []):
             bounds = "" if o["type"] == "boolean" else f", {o['min']}..{o['max']}"

@@ -44,7 +44,8 @@ SCHEMA: dict[str, dict[str, tuple]] = {
         "intra_dc_delay_ms": (float, None, _NONNEG),
         "jitter_ms": (float, None, _NONNEG),
         # None: as the topology file says (groups when it says nothing).
-        "placement": (str, None, lambda v: None if v in ("groups", "partitions") else "must be groups or partitions"),
+        "placement": (str, None, lambda v: None if v in ("groups", "partitions", "rings")
+                       else "must be groups, partitions or rings"),
         "partitions": (int, None, _ATLEAST1),
     },
     # "dist": an integer, or a discrete distribution {value: probability, ...}.
@@ -124,7 +125,8 @@ FAULT_KINDS = {
 MUTANTS = ("skip-dependency-checks", "incoming-writes-visible", "rad-skip-second-round", "read-pending",
            "dep-check-gc-watermark", "replication-waits-every-replica", "paris-shared-pins", "cache-counts-versions",
            "deps-max-per-key", "replication-not-carried-on", "cache-never-evicts",
-           "paris-above-ust", "paris-no-hwt", "paris-apply-past-prepared", "paris-gc-ignores-running")
+           "paris-above-ust", "paris-no-hwt", "paris-apply-past-prepared", "paris-gc-ignores-running",
+           "karma-no-restrictions", "karma-no-invalidation")
 DEFAULT_SYSTEMS = ["k2", "rad", "paris-star"]
 
 

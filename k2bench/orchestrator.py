@@ -34,7 +34,7 @@ from .experiment import check_pacing, server_jvm_args, client_shares, dist_min, 
 from .deploy import ALL_DCS, Deployment, LocalDeployment
 from .faults import FAULTS_FILE, FaultInjector, fault_windows, unavailability
 from .hosts import Host, InServerHost, LeaseKeeper, LocalHost, Proc
-from .summary import replication_pending_at_end, server_totals_hit_rate, summarize
+from .summary import replication_pending_at_end, ring_invalidations, server_totals_hit_rate, summarize
 
 CLIENT_ID_BASE = 4096
 IDS_PER_PROCESS = 1000
@@ -201,7 +201,10 @@ def resolve_topology(env: Env, cfg: dict) -> dict:
 
 def placement_of(resolved: dict) -> dict:
     """What a trial records of its placement (manifest ``trials[].placement``)."""
-    return {k: resolved[k] for k in ("placement", "partitions", "first_replica_dcs")}
+    out = {k: resolved[k] for k in ("placement", "partitions", "first_replica_dcs")}
+    if "rings" in resolved:
+        out["rings"] = resolved["rings"]
+    return out
 
 
 def option_text(value) -> str:
@@ -252,6 +255,12 @@ def validate(env: Env, exp: dict) -> dict:
                 raise ConfigError("workload.rw_writes", f"{w['rw_writes']} writes leave no read in a read-write "
                                   f"transaction of {dist_min(w['keys_per_op'])} keys; make it below "
                                   "workload.keys_per_op")
+        if w["write_fraction"] > 0 and w["wot_fraction"] > 0 and w["rw_fraction"] < 1:
+            lacking = [s for s in exp["systems"] if not env.system_info.get(s, {}).get("write_only_transactions", True)]
+            if lacking:
+                raise ConfigError("workload.wot_fraction", f"{', '.join(lacking)} ha{'ve' if len(lacking) > 1 else 's'} "
+                                  "no write-only transactions; set it to 0 (writes are single writes) or run systems "
+                                  "that have them")
         drops = [i for i, f in enumerate(cfg["faults"]) if f.get("mode") == "drop"]
         lossless = [s for s in exp["systems"] if not env.system_info.get(s, {}).get("message_loss", True)]
         if drops and lossless:
@@ -706,6 +715,9 @@ class Orchestrator:
         summary["server_stats"] = server_totals(t.dir / "servers")
         if (counted := server_totals_hit_rate(summary["server_stats"])):
             summary["server_stats"]["cache_hit_rate"] = counted["hit_rate"]  # whole run; ``cache``: the window
+        if "rings" in summary and (inv := ring_invalidations(summary["server_stats"],
+                                                             len((t.placement or {}).get("rings") or []) or 1)):
+            summary["rings"]["invalidations"] = inv
         summary["replication_pending_at_end"] = replication_pending_at_end(t.dir / "servers", cfg["faults"])
         histories = {dc: [t.dir / "clients" / f"history-{s.name}.jsonl" for s in dep.clients(dc)] for dc in dcs}
         ops_by_dc = {dc: checker.load_history(paths) for dc, paths in histories.items()}

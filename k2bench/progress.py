@@ -143,6 +143,16 @@ def summary_table(summaries: list[dict]) -> Table:
     row("staleness p50/p75/p99", lambda s: "/".join(f(s["staleness_ms"][k]) for k in ("p50", "p75", "p99")))
     row("snapshot lag p50/p75/p99", lambda s: "-" if not (s.get("snapshot_lag_ms") or {}).get("count")
         else "/".join(f(s["snapshot_lag_ms"][k]) for k in ("p50", "p75", "p99")))
+    if any("rings" in s for s in summaries):  # Karma, COPS-PR
+        rg = lambda s: s.get("rings") or {}  # noqa: E731
+        pct = lambda v: "-" if v is None else f"{100 * v:.1f}%"  # noqa: E731
+        row("local access (WB/cache)", lambda s: "-" if not rg(s) else f"{pct(rg(s)['local_access_fraction'])} "
+            f"({pct(rg(s)['write_buffer_fraction'])}/{pct(rg(s)['cache_fraction'])})")
+        row("reads restricted", lambda s: "-" if not rg(s) else pct(rg(s)["restricted_fraction"]))
+        row("write completion p50/p99", lambda s: "-" if not rg(s).get("write_completion_ms", {}).get("count") else
+            f"{f(rg(s)['write_completion_ms']['p50'])}/{f(rg(s)['write_completion_ms']['p99'])}")
+        row("invalidations per write", lambda s: "-" if not rg(s).get("invalidations") else
+            f"{rg(s)['invalidations']['per_write']:.3f}")
     row("cache hit rate", lambda s: "-" if not s.get("cache") else f"{100 * s['cache']['hit_rate']:.1f}%")
     row("replication lag p50/p99", lambda s: "-" if not (s.get("replication_lag_ms") or {}).get("count")
         else f"{f(s['replication_lag_ms']['p50'])}/{f(s['replication_lag_ms']['p99'])}")

@@ -266,6 +266,43 @@ def cache_hit_rate(intervals: list[Interval], window: tuple[float, float]) -> di
     return {"hit_rate": round(1 - fetches / reads, 6), "nonreplica_key_reads": reads, "remote_fetches": fetches}
 
 
+def _share(h: HdrHistogram) -> float | None:
+    """The share of 1s among a 0/1 measurement's values."""
+    n = h.get_total_count()
+    return round(h.get_count_at_value(1) / n, 6) if n else None
+
+
+def rings(intervals: list[Interval], window: tuple[float, float]) -> dict | None:
+    """Karma and COPS-PR (the Karma paper's Figs. 10 and 11): per key read in the window, the
+    share served in the reader's datacenter (its write buffer, its datacenter's cache, or a
+    replica there: ``local_access_fraction``) and by each of the first two; per read, the
+    share made while the session was restricted to one ring (``restricted_fraction``); and
+    how long writes took to complete in every ring (``write_completion_ms``). None for
+    systems that record none of them."""
+    local = merge(intervals, "access_local", window)
+    if not local.get_total_count():
+        return None
+    completion = merge(intervals, "write_completion", window)
+    return {"key_reads": local.get_total_count(),
+            "local_access_fraction": _share(local),
+            "write_buffer_fraction": _share(merge(intervals, "access_wb", window)),
+            "cache_fraction": _share(merge(intervals, "access_cache", window)),
+            "restricted_fraction": _share(merge(intervals, "ring_restricted", window)),
+            "notify_afters": merge(intervals, "notify_after", window).get_total_count(),
+            "write_completion_ms": latency(completion, (50, 90, 99)) | {"count": completion.get_total_count()}}
+
+
+def ring_invalidations(stats: dict, replicas: int) -> dict | None:
+    """Karma's cache invalidations (§4.3) from the servers' counters at shutdown: per write
+    (each write is put once in each of ``replicas`` rings) and per put."""
+    puts = stats.get("puts_applied")
+    if not puts:
+        return None
+    sent = stats.get("invalidations_sent", 0)
+    return {"puts_applied": puts, "invalidations_sent": sent, "per_put": round(sent / puts, 6),
+            "per_write": round(sent * replicas / puts, 6)}
+
+
 def schedule_lag(intervals: list[Interval], window: tuple[float, float]) -> dict:
     """How late paced operations started against YCSB's schedule, in the window (ms)."""
     h = merge(intervals, "schedule_lag", window)
@@ -446,6 +483,8 @@ def summarize(logs: dict[str, list[pathlib.Path]], *, system: str, experiment: s
         summary["visibility_ms"] = v
     if (b := read_blocked(everything + server_intervals, window_ms)) is not None:
         summary["read_blocked_ms"] = b
+    if (r := rings(everything + server_intervals, window_ms)) is not None:
+        summary["rings"] = r
     summary["emulation_lateness_ms"] = emulation(everything + server_intervals, window_ms, faults=after_ms is not None)
     summary["messages"] = messages(everything + server_intervals, window_ms, committed)
     origin = origin_ms if origin_ms is not None else window_ms[0]

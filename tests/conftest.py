@@ -4,7 +4,7 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 JAR = ROOT / "system" / "launcher" / "target" / "k2bench.jar"
-SYSTEMS = ["bpr", "k2", "nocc", "paris", "paris-star", "rad"]
+SYSTEMS = ["bpr", "cops-pr", "k2", "karma", "nocc", "paris", "paris-star", "rad"]
 
 # Files whose tests run whole clusters of server and client JVMs.
 CLUSTER_FILES = {"test_e2e.py", "test_consistency_runs.py"}

@@ -16,6 +16,7 @@ DC_KILL = ROOT / "tests" / "fixtures" / "dc-kill.yaml"
 LONG_PARTITION = ROOT / "tests" / "fixtures" / "long-partition.yaml"
 RACES = ROOT / "tests" / "fixtures" / "races.yaml"
 HOT = ROOT / "tests" / "fixtures" / "hot.yaml"
+KARMA_STRESS = ROOT / "tests" / "fixtures" / "karma-stress.yaml"
 
 # mutant -> the system it breaks, the anomalies it must produce (at least one of them) and
 # the run that shows them
@@ -25,6 +26,7 @@ MUTANTS = {
     "read-pending": ("k2", {"atomic-visibility", "causality", "read-your-writes", "monotonic-reads"}, RACES),
     "rad-skip-second-round": ("rad", {"atomic-visibility", "causality", "monotonic-reads"}, STRESS),
     "dep-check-gc-watermark": ("k2", {"causality", "atomic-visibility", "monotonic-reads"}, LONG_PARTITION),
+    "karma-no-restrictions": ("karma", {"causality", "monotonic-reads"}, KARMA_STRESS),
 }
 # Mutants whose damage is not an anomaly of the history (a frozen replication, a shared
 # private cache, a cache policy): Java scenario tests run them (Mutants.runWith) and
@@ -41,6 +43,8 @@ JAVA_CAUGHT = {
     "paris-no-hwt": ["paris/src/test/java/org/k2bench/paris/ParisProtocolTest.java"],
     "paris-apply-past-prepared": ["paris/src/test/java/org/k2bench/paris/ParisInvariantsTest.java"],
     "paris-gc-ignores-running": ["paris/src/test/java/org/k2bench/paris/ParisInvariantsTest.java"],
+    "karma-no-restrictions": ["karma/src/test/java/org/k2bench/karma/KarmaRestrictionTest.java"],
+    "karma-no-invalidation": ["karma/src/test/java/org/k2bench/karma/KarmaCacheTest.java"],
 }
 PARIS_STRESS = ROOT / "tests" / "fixtures" / "paris-stress.yaml"
 
@@ -117,6 +121,22 @@ def test_nocc_is_flagged_and_paris_and_bpr_pass_the_causality_stress(jar, tmp_pa
     assert verdicts["paris"]["violations"]["count"] == 0, verdicts["paris"]["violations"]["listed"][:3]
     assert verdicts["bpr"]["violations"]["count"] == 0, verdicts["bpr"]["violations"]["listed"][:3]
     assert all(v["checked"]["committed_ops"] > 500 for v in verdicts.values())
+
+
+def test_karma_and_cops_pr_pass_the_ring_stress(jar, tmp_path):
+    """Hot keys, 30% puts and a spike inside ring 0: the interleavings dynamic ring
+    restrictions and put-after exist for. Karma reads in flight and is restricted on many
+    reads; neither system breaks causality, and COPS-PR is never restricted (it is bound)."""
+    rundir, out = run(tmp_path, KARMA_STRESS)
+    for system in ("karma", "cops-pr"):
+        c = json.loads((rundir / system / "consistency.json").read_text())
+        assert c["checked"]["reads"] > 1000 and c["checked"]["writes"] > 400, (system, c["checked"])
+        assert c["violations"]["count"] == 0, (system, c["violations"]["listed"][:3])
+    karma = json.loads((rundir / "karma" / "summary.json").read_text())["rings"]
+    cops = json.loads((rundir / "cops-pr" / "summary.json").read_text())["rings"]
+    assert karma["restricted_fraction"] > 0.05 and karma["notify_afters"] > 0, karma
+    assert cops["restricted_fraction"] == 0 and cops["cache_fraction"] == 0, cops
+    assert karma["write_completion_ms"]["count"] > 100, karma
 
 
 def test_the_correct_systems_pass_the_races(jar, tmp_path):

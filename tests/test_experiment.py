@@ -101,7 +101,7 @@ def test_jvm_args_are_options_before_the_jar():
 
 def test_unknown_system_lists_the_known_ones():
     e = error({"systems": ["k2", "k3"]})
-    assert e.field == "systems[1]" and "bpr, k2, nocc, paris, paris-star, rad" in str(e)
+    assert e.field == "systems[1]" and "bpr, cops-pr, k2, karma, nocc, paris, paris-star, rad" in str(e)
 
 
 def test_distributions_must_sum_to_one():

@@ -245,7 +245,7 @@ def test_system_options_are_checked_against_what_each_system_declares_and_given_
     e = problem({"k2": {"private_cache_ttl_ms": 5}})
     assert e.field == "server.options.k2.private_cache_ttl_ms" and "its options: none" in str(e)
     e = problem({"pariss": {"x": 1}})
-    assert e.field == "server.options.pariss" and "bundled: bpr, k2, nocc, paris, paris-star, rad" in str(e)
+    assert e.field == "server.options.pariss" and "bundled: bpr, cops-pr, k2, karma, nocc, paris, paris-star, rad" in str(e)
     assert [option_text(v) for v in (True, 5, 0.25)] == ["true", "5", "0.25"]
 
     exp = experiment.resolve({"server": {"options": {"paris-star": {"private_cache_ttl_ms": 100}}}}, "t", SYSTEMS)
@@ -290,6 +290,23 @@ def test_read_write_transactions_need_systems_that_have_them(jar):
     assert e.value.field == "workload.rw_fraction"
     assert str(e.value).endswith("k2, rad have no read-write transactions; set it to 0 or run systems that have them")
     assert {s for s, info in env.system_info.items() if info["read_write_transactions"]} == {"bpr", "nocc", "paris"}
+
+
+def test_write_only_transactions_need_systems_that_have_them(jar):
+    from k2bench.orchestrator import validate
+    env = Env(repo=ROOT, jar=jar, deployment=LocalDeployment(LocalHost(jar)))
+    exp = experiment.resolve({"systems": ["karma", "cops-pr"], "topology": {"file": "topologies/karma-rings.yaml"},
+                              "workload": {"write_fraction": 0.05, "wot_fraction": 0.5}}, "t", SYSTEMS)
+    with pytest.raises(ConfigError) as e:
+        validate(env, exp)
+    assert e.value.field == "workload.wot_fraction"
+    assert str(e.value).endswith("karma, cops-pr have no write-only transactions; set it to 0 (writes are single "
+                                 "writes) or run systems that have them")
+    assert {s for s, info in env.system_info.items() if not info["write_only_transactions"]} == {"karma", "cops-pr"}
+    exp = experiment.resolve({"systems": ["karma", "cops-pr"], "topology": {"file": "topologies/karma-rings.yaml"},
+                              "workload": {"write_fraction": 0.05, "wot_fraction": 0.0}}, "t", SYSTEMS)
+    resolved = validate(env, exp)  # single puts only: accepted, on the rings the topology names
+    assert resolved["placement"] == "rings" and resolved["rings"] == [["VA", "CA", "LDN"], ["TYO", "SG"], ["SP"]]
 
 
 def test_systems_built_on_reliable_channels_refuse_faults_that_drop_messages(jar):

@@ -43,8 +43,12 @@ def test_topology_is_complete_and_consistent(path):
     doc = yaml.safe_load(path.read_text())
     matrix(doc)
     d, f = len(doc["datacenters"]), doc["replication_factor"]
-    if doc.get("placement", "groups") == "groups":
+    placement = doc.get("placement", "groups")
+    if placement == "groups":
         assert d % f == 0
+    elif placement == "rings":  # every datacenter in exactly one ring, one replica per ring
+        members = [dc for ring in doc["rings"] for dc in ring]
+        assert sorted(members) == sorted(doc["datacenters"]) and len(doc["rings"]) == f
     else:  # one server per partition replica
         assert doc["servers_per_dc"] * d == doc["partitions"] * f
     assert doc["servers_per_dc"] >= 1

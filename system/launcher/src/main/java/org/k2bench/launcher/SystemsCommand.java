@@ -47,6 +47,7 @@ final class SystemsCommand implements Callable<Integer> {
         }
         m.put("options", options);
         m.put("read_write_transactions", s.readWriteTransactions());
+        m.put("write_only_transactions", s.writeOnlyTransactions());
         m.put("message_loss", s.toleratesMessageLoss());
         m.put("placements", s.placements().stream().map(org.k2bench.core.topology.Placement.Scheme::fileName)
             .sorted().toList());

@@ -41,6 +41,10 @@ final class TopologyCommand implements Callable<Integer> {
     Placement placement = Placement.of(t);
     out.put("placement", t.placementScheme().fileName());
     out.put("partitions", placement.numPartitions());
+    if (t.rings() != null) {
+      out.put("rings", java.util.Arrays.stream(t.rings())
+          .map(r -> java.util.Arrays.stream(r).mapToObj(t::dcName).toList()).toList());
+    }
     // Where loaders run: each datacenter that holds the first replica of some partition.
     out.put("first_replica_dcs", java.util.Arrays.stream(placement.firstReplicaDcs()).mapToObj(t::dcName).toList());
     out.put("intra_dc_delay_ms", t.intraDcDelayMs());

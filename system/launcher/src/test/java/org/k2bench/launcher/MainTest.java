@@ -52,7 +52,7 @@ class MainTest {
   void unknownSystemListsTheValidOnes() throws Exception {
     Result r = run("serve", "--topology", topologyFile(THREE_DCS).toString(), "--system", "k3", "--all");
     assertOneLine(r);
-    assertTrue(r.err().contains("unknown system 'k3'; available: bpr, k2, nocc, paris, paris-star, rad"), r.err());
+    assertTrue(r.err().contains("unknown system 'k3'; available: bpr, cops-pr, k2, karma, nocc, paris, paris-star, rad"), r.err());
   }
 
   @Test

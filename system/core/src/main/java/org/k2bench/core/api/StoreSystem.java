@@ -44,8 +44,17 @@ public interface StoreSystem {
   }
 
   /**
+   * Whether its clients run write-only transactions ({@link KvClient#writeTxn}); false for a
+   * system whose paper leaves them out (Karma, §4.5), whose {@code writeTxn} then throws.
+   * Experiments with write-only transactions refuse to run it.
+   */
+  default boolean writeOnlyTransactions() {
+    return true;
+  }
+
+  /**
    * Whether its clients run interactive read-write transactions ({@link KvClient#begin()}).
-   * Read-only transactions, write-only transactions and single writes every system has.
+   * Read-only transactions and single writes every system has.
    */
   default boolean readWriteTransactions() {
     return false;

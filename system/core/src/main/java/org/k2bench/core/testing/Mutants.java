@@ -48,11 +48,18 @@ public final class Mutants {
   /** PaRiS: S_old leaves out the snapshots of running transactions (garbage collection follows the UST alone). */
   public static final String PARIS_GC_IGNORES_RUNNING = "paris-gc-ignores-running";
 
+  /** Karma: no version is ever reported in flight, so no read restricts its client to a ring (§4.2). */
+  public static final String KARMA_NO_RESTRICTIONS = "karma-no-restrictions";
+
+  /** Karma: a ring replica completes a put without invalidating the caches that may hold the key (§4.3). */
+  public static final String KARMA_NO_INVALIDATION = "karma-no-invalidation";
+
   public static final Set<String> ALL = Set.of(SKIP_DEPENDENCY_CHECKS, INCOMING_WRITES_VISIBLE,
       RAD_SKIP_SECOND_ROUND, READ_PENDING, DEP_CHECK_GC_WATERMARK, REPLICATION_WAITS_EVERY_REPLICA,
       PARIS_SHARED_PINS, CACHE_COUNTS_VERSIONS, CACHE_NEVER_EVICTS, DEPS_MAX_PER_KEY,
       REPLICATION_NOT_CARRIED_ON, PARIS_ABOVE_UST, PARIS_NO_HWT, PARIS_APPLY_PAST_PREPARED,
-      PARIS_GC_IGNORES_RUNNING);
+      PARIS_GC_IGNORES_RUNNING, KARMA_NO_RESTRICTIONS,
+      KARMA_NO_INVALIDATION);
 
   private static final String ACTIVE = load();
   /** Set by tests in this JVM ({@link #runWith}); wins over the system property. */

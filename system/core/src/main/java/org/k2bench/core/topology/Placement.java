@@ -19,7 +19,9 @@ public interface Placement {
     /** Replica groups by datacenter index modulo f (the K2 paper; {@link GroupPlacement}). */
     GROUPS,
     /** N hash partitions, each on f datacenters (the PaRiS paper; {@link PartitionPlacement}). */
-    PARTITIONS;
+    PARTITIONS,
+    /** Rings of nearby datacenters, each one full replica (the Karma paper; {@link RingPlacement}). */
+    RINGS;
 
     /** The name in topology files and the manifest. */
     public String fileName() {
@@ -33,7 +35,7 @@ public interface Placement {
           return s;
         }
       }
-      throw new ConfigException(field, "must be groups or partitions, got '" + name + "'");
+      throw new ConfigException(field, "must be groups, partitions or rings, got '" + name + "'");
     }
   }
 
@@ -42,6 +44,7 @@ public interface Placement {
     return switch (topology.placementScheme()) {
       case GROUPS -> new GroupPlacement(topology);
       case PARTITIONS -> new PartitionPlacement(topology);
+      case RINGS -> new RingPlacement(topology);
     };
   }
 
@@ -59,8 +62,9 @@ public interface Placement {
   int serverOf(int dc, int partition);
 
   /**
-   * The partition whose replica server {@code serverId} holds: with either scheme every
-   * server holds exactly one (groups: its datacenter's group position and its shard).
+   * The partition whose replica server {@code serverId} holds: with groups and partitions every
+   * server holds exactly one (groups: its datacenter's group position and its shard); with
+   * rings a server holds several, and this throws {@link UnsupportedOperationException}.
    */
   int partitionOfServer(int serverId);
 

@@ -25,6 +25,8 @@ public final class Topology {
   private final boolean wanEmulation;
   private final Placement.Scheme placement;
   private final int partitions;
+  /** With {@link Placement.Scheme#RINGS}: each ring's datacenters, in ring order; else null. */
+  private final int[][] rings;
   private final int[][] nearestFirst;
 
   public Topology(
@@ -58,6 +60,27 @@ public final class Topology {
       boolean wanEmulation,
       Placement.Scheme placement,
       int partitions) {
+    this(dcs, rttMs, serversPerDc, replicationFactor, servers, intraDcDelayMs, jitterMs, wanEmulation, placement,
+        partitions, null);
+  }
+
+  /**
+   * @param rings with {@link Placement.Scheme#RINGS}, the datacenters of each ring (indexes,
+   *     every datacenter in exactly one ring; f must be the number of rings); null otherwise
+   */
+  public Topology(
+      List<String> dcs,
+      double[][] rttMs,
+      int serversPerDc,
+      int replicationFactor,
+      List<List<HostPort>> servers,
+      double intraDcDelayMs,
+      double jitterMs,
+      boolean wanEmulation,
+      Placement.Scheme placement,
+      int partitions,
+      int[][] rings) {
+    this.rings = rings == null ? null : java.util.Arrays.stream(rings).map(int[]::clone).toArray(int[][]::new);
     this.wanEmulation = wanEmulation;
     this.placement = java.util.Objects.requireNonNull(placement, "placement");
     this.partitions = partitions;
@@ -105,6 +128,7 @@ public final class Topology {
           "replication_factor", "must be between 1 and the number of datacenters (" + d + "), got "
               + replicationFactor);
     }
+    validateRings(d);
     if (placement == Placement.Scheme.GROUPS && d % replicationFactor != 0) {
       throw new ConfigException(
           "replication_factor",
@@ -181,6 +205,42 @@ public final class Topology {
     }
   }
 
+  private void validateRings(int d) {
+    if (placement != Placement.Scheme.RINGS) {
+      if (rings != null) {
+        throw new ConfigException("rings", "applies only to placement: rings; remove it or set placement: rings");
+      }
+      return;
+    }
+    if (rings == null || rings.length == 0) {
+      throw new ConfigException("rings", "missing; placement: rings needs the rings, e.g. rings: [[VA, CA, LDN], "
+          + "[TYO, SG], [SP]]");
+    }
+    int[] ringOf = new int[d];
+    java.util.Arrays.fill(ringOf, -1);
+    for (int r = 0; r < rings.length; r++) {
+      if (rings[r].length == 0) {
+        throw new ConfigException("rings[" + r + "]", "empty; a ring needs at least one datacenter");
+      }
+      for (int dc : rings[r]) {
+        if (ringOf[dc] >= 0) {
+          throw new ConfigException("rings[" + r + "]", dcs.get(dc) + " is already in rings[" + ringOf[dc]
+              + "]; every datacenter belongs to exactly one ring");
+        }
+        ringOf[dc] = r;
+      }
+    }
+    for (int dc = 0; dc < d; dc++) {
+      if (ringOf[dc] < 0) {
+        throw new ConfigException("rings", dcs.get(dc) + " is in no ring; every datacenter belongs to exactly one");
+      }
+    }
+    if (replicationFactor != rings.length) {
+      throw new ConfigException("replication_factor", "must be the number of rings (" + rings.length
+          + ": one full replica per ring) with placement: rings, got " + replicationFactor);
+    }
+  }
+
   public List<String> dcs() {
     return dcs;
   }
@@ -231,6 +291,11 @@ public final class Topology {
   /** The placement scheme ({@link Placement#of} builds it). */
   public Placement.Scheme placementScheme() {
     return placement;
+  }
+
+  /** With placement: rings, each ring's datacenters (a copy); null with another placement. */
+  public int[][] rings() {
+    return rings == null ? null : java.util.Arrays.stream(rings).map(int[]::clone).toArray(int[][]::new);
   }
 
   /** The number of partitions with placement: partitions; 0 with groups (their count follows from D, f and S). */
@@ -299,7 +364,7 @@ public final class Topology {
       }
     }
     return new Topology(dcs, m, serversPerDc, replicationFactor, servers, intraDcDelayMs, jitterMs, wanEmulation,
-        placement, partitions);
+        placement, partitions, rings);
   }
 
   /** The same topology with servers on {@code host} at consecutive ports from {@code basePort}. */
@@ -309,18 +374,18 @@ public final class Topology {
 
   public Topology withJitterMs(double jitter) {
     return new Topology(dcs, rttMs, serversPerDc, replicationFactor, servers, intraDcDelayMs, jitter, wanEmulation,
-        placement, partitions);
+        placement, partitions, rings);
   }
 
   /** The same topology with servers at these addresses. */
   public Topology withServers(List<List<HostPort>> addresses) {
     return new Topology(dcs, rttMs, serversPerDc, replicationFactor, addresses, intraDcDelayMs, jitterMs,
-        wanEmulation, placement, partitions);
+        wanEmulation, placement, partitions, rings);
   }
 
   public Topology withWanEmulation(boolean on) {
     return new Topology(dcs, rttMs, serversPerDc, replicationFactor, servers, intraDcDelayMs, jitterMs, on,
-        placement, partitions);
+        placement, partitions, rings);
   }
 
   /**
@@ -350,6 +415,7 @@ public final class Topology {
   public String toString() {
     return "Topology{dcs=" + dcs + ", S=" + serversPerDc + ", f=" + replicationFactor
         + (placement == Placement.Scheme.PARTITIONS ? ", partitions=" + partitions : "")
+        + (rings != null ? ", rings=" + Arrays.deepToString(rings) : "")
         + ", rtt=" + Arrays.deepToString(rttMs) + (wanEmulation ? "" : ", no WAN emulation") + "}";
   }
 }

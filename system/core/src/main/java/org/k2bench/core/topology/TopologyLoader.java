@@ -27,6 +27,8 @@ import java.util.Set;
  * placement: groups    # optional: replica groups by index modulo f (default, K2 paper), or
  * partitions: 12       #   placement: partitions with N partitions on f datacenters each
  *                      #   (PaRiS paper); servers_per_dc must then be N x f / D
+ * rings: [[VA, CA, LDN], [TYO, SG], [SP]]  # placement: rings (Karma paper): each ring one
+ *                      #   full replica over its datacenters; f = the number of rings
  * intra_dc_delay_ms: 0 # optional
  * jitter_ms: 0         # optional, added per message without reordering
  * rtt_scale: 1.0       # optional, multiplies every RTT
@@ -41,7 +43,8 @@ import java.util.Set;
 public final class TopologyLoader {
   private static final Set<String> FIELDS = Set.of(
       "datacenters", "rtt_ms", "servers_per_dc", "replication_factor", "intra_dc_delay_ms",
-      "jitter_ms", "rtt_scale", "servers", "base_port", "host", "wan_emulation", "placement", "partitions");
+      "jitter_ms", "rtt_scale", "servers", "base_port", "host", "wan_emulation", "placement", "partitions",
+      "rings");
 
   private TopologyLoader() {}
 
@@ -137,6 +140,19 @@ public final class TopologyLoader {
     } else if (placement == Placement.Scheme.PARTITIONS) {
       throw new ConfigException("partitions", "missing; placement: partitions needs the number of partitions");
     }
+    int[][] rings = null;
+    if (root.has("rings")) {
+      List<int[]> list = new ArrayList<>();
+      for (ConfigNode ring : root.get("rings").elements()) {
+        List<ConfigNode> members = ring.elements();
+        int[] r = new int[members.size()];
+        for (int i = 0; i < r.length; i++) {
+          r[i] = index(dcs, members.get(i).path(), members.get(i).asText());
+        }
+        list.add(r);
+      }
+      rings = list.toArray(int[][]::new);
+    }
     int s = root.get("servers_per_dc").asInt();
     List<List<HostPort>> servers;
     if (root.has("servers")) {
@@ -175,7 +191,7 @@ public final class TopologyLoader {
     }
     return new Topology(dcs, rtt, s, f, servers,
         root.getDouble("intra_dc_delay_ms", 0), root.getDouble("jitter_ms", 0), emulation.equals("embedded"),
-        placement, partitions);
+        placement, partitions, rings);
   }
 
   private static int index(List<String> dcs, String field, String name) {

@@ -31,6 +31,16 @@ public final class Clusters {
     return FreePorts.assign(TopologyLoader.paperDefault(serversPerDc, 2, 7000).withRttScale(0.1));
   }
 
+  /**
+   * The paper's six datacenters (matrix / 10) in the Karma paper's three rings: {VA, CA, LDN},
+   * {TYO, SG}, {SP} (placement: rings, f = 3).
+   */
+  public static Topology ringTopology(int serversPerDc) {
+    Topology t = TopologyLoader.paperDefault(serversPerDc, 3, 7000);
+    return FreePorts.assign(new Topology(t.dcs(), t.rttMatrixMs(), serversPerDc, 3, t.servers(), 0, 0, true,
+        Placement.Scheme.RINGS, 0, new int[][] {{VA, CA, LDN}, {TYO, SG}, {SP}}).withRttScale(0.1));
+  }
+
   /** Two servers per datacenter, so transactions span shards. */
   public static LocalCluster start(StoreSystem system, ServerOptions options) {
     return LocalCluster.start(system, topology(2), options.withNumKeys(10_000));

@@ -1,0 +1,673 @@
+package org.k2bench.karma;
+
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.k2bench.core.api.Calls;
+import org.k2bench.core.api.KvClient;
+import org.k2bench.core.api.OperationFailedException;
+import org.k2bench.core.api.ReadResult;
+import org.k2bench.core.api.ServerOptions;
+import org.k2bench.core.api.WriteResult;
+import org.k2bench.core.data.Dep;
+import org.k2bench.core.data.Row;
+import org.k2bench.core.metrics.ProcessMetrics;
+import org.k2bench.core.topology.RingPlacement;
+import org.k2bench.core.topology.Topology;
+import org.k2bench.core.transport.Endpoint;
+import org.k2bench.core.transport.Transport;
+import org.k2bench.karma.proto.CacheGet;
+import org.k2bench.karma.proto.CacheGetReply;
+import org.k2bench.karma.proto.DepCheck;
+import org.k2bench.karma.proto.DepsComplete;
+import org.k2bench.karma.proto.Put;
+import org.k2bench.karma.proto.PutDone;
+import org.k2bench.karma.proto.RingRead;
+import org.k2bench.karma.proto.RingReadAt;
+import org.k2bench.karma.proto.RingReadReply;
+import org.k2bench.karma.proto.RingValue;
+import org.k2bench.karma.proto.Stable;
+
+/**
+ * A client session with its client coordinator (CC, §4.1.1): the CC's per-client state lives
+ * with the session, in the client's process in the client's datacenter.
+ *
+ * <p><b>Writes</b> (§4.1.2): a put enters the session's private write buffer (WB) and the tail
+ * of one propagation queue per ring, and returns. Each ring's propagator sends the queue's
+ * entries in order, one at a time (the next once the ring answered the previous one complete),
+ * so a ring receives the session's puts in program order without put-after between them. A
+ * put carries as dependencies (put-after) the in-flight values the session read and is still
+ * restricted by (Karma, §4.1.2 "only includes items that are in-flight"), or every value it
+ * read since its previous put (COPS-PR, COPS's nearest dependencies). Once every ring
+ * answered, the write is complete: the CC notifies each ring's middle-man that the version is
+ * stable, evicts it from the WB and lifts the session's restrictions from reads before it.
+ *
+ * <p><b>Reads</b> (§3, Fig. 2): a get first looks in the WB (an entry already propagated to the
+ * ring the session is restricted to is skipped: that ring has it, §4.1.2); then, unrestricted,
+ * at the key's replica in the local datacenter if there is one, else through the datacenter
+ * cache (which serves stable values and fills from the replica of the nearest ring, by
+ * measured latency); restricted, at the bound ring, bypassing the cache. A value the replica
+ * reports in flight restricts the session to that ring (Dynamic Ring Restrictions, §4.2),
+ * tied to the key and version, until a put or a notify-after issued after the read completes.
+ * A get-transaction of several keys is Eiger's (§4.5) at one ring, bypassing the cache: the
+ * bound ring, or the ring nearest for all its keys. COPS-PR is always bound to its
+ * datacenter's ring and has no cache.
+ */
+final class KarmaClient implements KvClient {
+  private static final long RETRY_MS = 200;
+  /** A datacenter whose probe went unanswered: avoided until it answers again. */
+  private static final double UNREACHABLE_MS = 1e7;
+
+  private final Mode mode;
+  private final RingPlacement rings;
+  private final Topology topology;
+  private final Endpoint ep;
+  private final int dc;
+  private final int homeRing;
+  private final boolean dcCache;
+  private final long timeoutMs;
+  private final long notifyAfterMs;
+  private final long probeMs;
+  private final long bufferEntries;
+
+  /** Measured round trip to each datacenter, ms (the matrix until measured). */
+  private final double[] rttMs;
+  private final long[] lastProbeMs;
+
+  /** Guards everything below; never held while waiting for a reply. */
+  private final Object state = new Object();
+  private long seq;
+  /** The WB: key -> the session's newest write of it not yet complete. */
+  private final Map<String, Entry> wb = new HashMap<>();
+  private final ArrayDeque<Entry>[] queues;
+  private final boolean[] sending;
+  private int incomplete;
+  /** DRRs (§4.2): in-flight values read, with the ring read from; all name the same ring. */
+  private final List<Restriction> restrictions = new ArrayList<>();
+  /**
+   * COPS-PR: the values read since the session's last put (its put-after dependencies), every
+   * version of a key read, not only the newest (see {@link #restrictionDeps}). A session that
+   * never writes keeps one entry per distinct version it reads.
+   */
+  private final LinkedHashSet<Dep> readsSincePut = new LinkedHashSet<>();
+  /** The {@link #seq} of the session's last read from a ring or cache. */
+  private long lastRingReadSeq;
+  /** The session's newest put. */
+  private Entry lastPut;
+  private boolean notifyPending;
+  /** When the session became restricted, and when it last inserted a notify-after. */
+  private long restrictedSinceMs;
+  private long lastNotifyMs;
+  private volatile boolean closed;
+
+  /** A put on its way to every ring. */
+  private static final class Entry {
+    final long seq;
+    final String key;
+    final long version;
+    final Row row;
+    final List<Dep> deps;
+    final boolean[] inRing;
+    int rings;
+    final long startNanos = System.nanoTime();
+
+    Entry(long seq, String key, long version, Row row, List<Dep> deps, int numRings) {
+      this.seq = seq;
+      this.key = key;
+      this.version = version;
+      this.row = row;
+      this.deps = deps;
+      this.inRing = new boolean[numRings];
+    }
+  }
+
+  private record Restriction(String key, long version, int ring, long seq) {}
+
+  @SuppressWarnings("unchecked")
+  KarmaClient(Mode mode, Transport transport, int clientId, int dc, ServerOptions options) {
+    this.mode = mode;
+    this.topology = transport.topology();
+    this.rings = RingPlacement.of(topology, mode.systemName);
+    this.dc = dc;
+    this.homeRing = rings.ringOf(dc);
+    this.dcCache = mode == Mode.KARMA && options.system().flag(KarmaOptions.DC_CACHE);
+    this.timeoutMs = options.rpcTimeoutMs();
+    this.notifyAfterMs = mode == Mode.KARMA ? options.system().integer(KarmaOptions.NOTIFY_AFTER_MS) : 0;
+    this.probeMs = mode == Mode.KARMA ? options.system().integer(KarmaOptions.LATENCY_PROBE_MS) : 0;
+    this.bufferEntries = options.system().integer(KarmaOptions.WRITE_BUFFER_ENTRIES);
+    this.ep = transport.openClient(clientId, dc, Runnable::run, m -> { });
+    int n = rings.numRings();
+    this.queues = new ArrayDeque[n];
+    for (int r = 0; r < n; r++) {
+      queues[r] = new ArrayDeque<>();
+    }
+    this.sending = new boolean[n];
+    this.rttMs = new double[topology.numDcs()];
+    this.lastProbeMs = new long[topology.numDcs()];
+    for (int d = 0; d < rttMs.length; d++) {
+      rttMs[d] = topology.rttMs(dc, d);
+    }
+    this.lastProbeMs[dc] = Long.MAX_VALUE;
+  }
+
+  @Override
+  public int id() {
+    return ep.id();
+  }
+
+  @Override
+  public int dc() {
+    return dc;
+  }
+
+  // ------------------------------------------------------------------ ring choice
+
+  /** The ring the session must read from: its own for COPS-PR, its DRR ring if restricted, else -1. */
+  private int boundRing() {
+    if (mode == Mode.COPS_PR) {
+      return homeRing;
+    }
+    synchronized (state) {
+      return restrictions.isEmpty() ? -1 : restrictions.get(0).ring();
+    }
+  }
+
+  private double distanceMs(int toDc) {
+    if (toDc == dc) {
+      return 0;
+    }
+    synchronized (rttMs) {
+      return rttMs[toDc];
+    }
+  }
+
+  /** The ring whose replica of every key is nearest: the smallest worst round trip (own ring on ties). */
+  private int nearestRing(Collection<String> keys) {
+    int best = homeRing;
+    double bestMs = Double.MAX_VALUE;
+    for (int k = 0; k < rings.numRings(); k++) {
+      int r = (homeRing + k) % rings.numRings();
+      double worst = 0;
+      for (String key : keys) {
+        worst = Math.max(worst, distanceMs(rings.replicaInRing(r, key)));
+      }
+      if (worst < bestMs) {
+        best = r;
+        bestMs = worst;
+      }
+    }
+    return best;
+  }
+
+  /** Measures the round trip to each datacenter whose last measurement is older than the probe period. */
+  private void probe() {
+    if (mode != Mode.KARMA) {
+      return;
+    }
+    long now = System.currentTimeMillis();
+    for (int d = 0; d < rttMs.length; d++) {
+      final int to = d;
+      synchronized (rttMs) {
+        if (now - lastProbeMs[d] < probeMs) {
+          continue;
+        }
+        lastProbeMs[d] = now;
+      }
+      ep.ping(topology.serverId(d, 0), 0).orTimeout(Math.max(probeMs * 4, 1000), TimeUnit.MILLISECONDS)
+          .whenComplete((nanos, error) -> {
+            synchronized (rttMs) {
+              rttMs[to] = error != null ? UNREACHABLE_MS
+                  : rttMs[to] >= UNREACHABLE_MS ? nanos / 1e6 : 0.3 * rttMs[to] + 0.7 * (nanos / 1e6);
+            }
+          });
+    }
+  }
+
+  /** A read at a datacenter failed: avoid it until a probe answers. */
+  private void unreachable(int toDc) {
+    synchronized (rttMs) {
+      rttMs[toDc] = UNREACHABLE_MS;
+    }
+  }
+
+  // ------------------------------------------------------------------ reads
+
+  @Override
+  public synchronized ReadResult readTxn(Collection<String> keysIn) {
+    if (keysIn.isEmpty()) {
+      throw new IllegalArgumentException("a read needs at least one key");
+    }
+    probe();
+    maybeNotifyAfter();
+    List<String> keys = List.copyOf(new LinkedHashSet<>(keysIn));
+    boolean restricted = boundRing() >= 0 && mode == Mode.KARMA;
+    ProcessMetrics.record("ring_restricted", restricted ? 1 : 0);
+    try {
+      return keys.size() == 1 ? get(keys.get(0)) : getTransaction(keys);
+    } catch (OperationFailedException e) {
+      if (boundRing() >= 0) {
+        throw e; // restricted (or COPS-PR): no other ring may serve it
+      }
+      // §4.5: an unrestricted read that failed at one ring is tried again at another.
+      ProcessMetrics.record("ring_retries", 1);
+      return keys.size() == 1 ? get(keys.get(0)) : getTransaction(keys);
+    }
+  }
+
+  /** The session's own write of {@code key} to read, unless {@code ring} (if any) already has it. */
+  private Entry own(String key, int ring) {
+    synchronized (state) {
+      Entry e = wb.get(key);
+      return e == null || (ring >= 0 && e.inRing[ring]) ? null : e;
+    }
+  }
+
+  /**
+   * Whether an own write may be read from the WB alone: only if the session has read nothing
+   * from a ring or cache since writing it. A read there may have brought into the session's
+   * causal past a concurrent write of the same key with a larger version (a value whose
+   * writer read it), which wins everywhere (last writer wins) and which the ring then holds:
+   * the WB's older value would break causality (the checker found it on hot keys with puts
+   * held up in the queues). Then the key is read from the ring too and the newer version
+   * returned. The paper's WB check (§4.1.2) has only the ring-restriction rule.
+   */
+  private boolean ownAlone(Entry e) {
+    synchronized (state) {
+      return e.seq > lastRingReadSeq;
+    }
+  }
+
+  private static boolean newer(Entry own, long version) {
+    return own != null && own.version > version;
+  }
+
+  private ReadResult get(String key) {
+    int bound = boundRing();
+    Entry own = own(key, bound);
+    if (own != null && ownAlone(own)) {
+      access(true, true, false);
+      return new ReadResult(Map.of(key, own.row), Map.of(key, own.version), 0, Map.of(), Double.NaN, 0, 0);
+    }
+    int ring = bound >= 0 ? bound : nearestRing(List.of(key));
+    int server = rings.serverInRing(ring, key);
+    int replicaDc = topology.dcOfServer(server);
+    boolean local = replicaDc == dc;
+    RingValue v;
+    boolean cacheHit = false;
+    boolean cacheable = dcCache && bound < 0 && !local;
+    try {
+      if (cacheable) {
+        CacheGetReply r = Calls.await(ep.call(rings.serverFor(dc, key),
+            CacheGet.newBuilder().setKey(key).setReplicaServer(server).build(), CacheGetReply.class),
+            "get of " + key + " through the datacenter cache", timeoutMs);
+        v = r.getValue();
+        cacheHit = r.getHit();
+      } else {
+        v = Calls.await(ep.call(server, RingRead.newBuilder().addKeys(key).build(), RingReadReply.class),
+            "get of " + key, timeoutMs).getValues(0);
+      }
+    } catch (OperationFailedException e) {
+      unreachable(replicaDc);
+      throw e;
+    }
+    read(v, ring);
+    boolean servedHere = local || cacheHit;
+    access(servedHere, false, cacheHit);
+    if (newer(own, v.getVersion())) { // the ring does not have the session's write yet
+      return new ReadResult(Map.of(key, own.row), Map.of(key, own.version), servedHere ? 0 : 1, Map.of(),
+          Double.NaN, cacheable ? 1 : 0, cacheable && !cacheHit ? 1 : 0);
+    }
+    Map<String, Double> staleness = cacheHit ? Map.of() : Map.of(key, v.getStalenessMs());
+    return new ReadResult(Map.of(key, v.getValue()), Map.of(key, v.getVersion()), servedHere ? 0 : 1, staleness,
+        Double.NaN, cacheable ? 1 : 0, cacheable && !cacheHit ? 1 : 0);
+  }
+
+  /** Eiger's get-transaction (§4.5) at one ring, bypassing the cache. */
+  private ReadResult getTransaction(List<String> keys) {
+    int bound = boundRing();
+    int ring = bound >= 0 ? bound : nearestRing(keys);
+    Map<String, Row> rows = new HashMap<>();
+    Map<String, Long> versions = new HashMap<>();
+    Map<String, Double> staleness = new HashMap<>();
+    Map<Integer, List<String>> byServer = new HashMap<>();
+    Map<String, Entry> ownToCompare = new HashMap<>();
+    for (String k : keys) {
+      Entry own = own(k, ring);
+      if (own != null && ownAlone(own)) {
+        rows.put(k, own.row);
+        versions.put(k, own.version);
+        access(true, true, false);
+      } else {
+        if (own != null) {
+          ownToCompare.put(k, own);
+        }
+        byServer.computeIfAbsent(rings.serverInRing(ring, k), s -> new ArrayList<>()).add(k);
+      }
+    }
+    boolean round1Remote = false;
+    Map<Integer, CompletableFuture<RingReadReply>> round1 = new HashMap<>();
+    for (Map.Entry<Integer, List<String>> e : byServer.entrySet()) {
+      round1Remote |= topology.dcOfServer(e.getKey()) != dc;
+      round1.put(e.getKey(), ep.call(e.getKey(), RingRead.newBuilder().addAllKeys(e.getValue()).build(),
+          RingReadReply.class));
+    }
+    Map<String, RingValue> first = new HashMap<>();
+    long effective = 0;
+    for (Map.Entry<Integer, CompletableFuture<RingReadReply>> e : round1.entrySet()) {
+      RingReadReply reply;
+      try {
+        reply = Calls.await(e.getValue(), "get-transaction, first round", timeoutMs);
+      } catch (OperationFailedException failed) {
+        unreachable(topology.dcOfServer(e.getKey()));
+        throw failed;
+      }
+      for (RingValue v : reply.getValuesList()) {
+        first.put(v.getKey(), v);
+        effective = Math.max(effective, v.getEvt());
+      }
+    }
+    Map<Integer, List<String>> again = new HashMap<>();
+    for (RingValue v : first.values()) {
+      if (v.getLvt() < effective) {
+        again.computeIfAbsent(rings.serverInRing(ring, v.getKey()), s -> new ArrayList<>()).add(v.getKey());
+      } else {
+        take(v, ring, rows, versions, staleness);
+      }
+    }
+    boolean round2Remote = false;
+    List<CompletableFuture<RingReadReply>> round2 = new ArrayList<>();
+    for (Map.Entry<Integer, List<String>> e : again.entrySet()) {
+      round2Remote |= topology.dcOfServer(e.getKey()) != dc;
+      round2.add(ep.call(e.getKey(), RingReadAt.newBuilder().addAllKeys(e.getValue()).setTs(effective).build(),
+          RingReadReply.class));
+    }
+    for (CompletableFuture<RingReadReply> f : round2) {
+      for (RingValue v : Calls.await(f, "get-transaction, second round", timeoutMs).getValuesList()) {
+        take(v, ring, rows, versions, staleness);
+      }
+    }
+    ownToCompare.forEach((k, own) -> {
+      if (newer(own, versions.get(k))) { // the ring does not have the session's write yet
+        rows.put(k, own.row);
+        versions.put(k, own.version);
+        staleness.remove(k);
+      }
+    });
+    Map<String, Row> orderedRows = new LinkedHashMap<>();
+    Map<String, Long> orderedVersions = new LinkedHashMap<>();
+    for (String k : keys) {
+      orderedRows.put(k, rows.get(k));
+      orderedVersions.put(k, versions.get(k));
+    }
+    return new ReadResult(orderedRows, orderedVersions, (round1Remote ? 1 : 0) + (round2Remote ? 1 : 0), staleness);
+  }
+
+  private void take(RingValue v, int ring, Map<String, Row> rows, Map<String, Long> versions,
+      Map<String, Double> staleness) {
+    rows.put(v.getKey(), v.getValue());
+    versions.put(v.getKey(), v.getVersion());
+    staleness.put(v.getKey(), v.getStalenessMs());
+    read(v, ring);
+    access(rings.replicaInRing(ring, v.getKey()) == dc, false, false);
+  }
+
+  /** A value read at a ring: an in-flight one restricts the session to that ring (§4.2). */
+  private void read(RingValue v, int ring) {
+    synchronized (state) {
+      lastRingReadSeq = ++seq;
+      if (mode == Mode.COPS_PR) {
+        if (v.getVersion() != 0) {
+          readsSincePut.add(Dep.newBuilder().setKey(v.getKey()).setVersion(v.getVersion()).build());
+        }
+      } else if (v.getInFlight()) {
+        if (restrictions.isEmpty()) {
+          restrictedSinceMs = System.currentTimeMillis();
+        }
+        restrictions.add(new Restriction(v.getKey(), v.getVersion(), ring, seq));
+      }
+    }
+  }
+
+  /** Where a key was read from: the local access fraction of the paper's Fig. 11. */
+  private static void access(boolean local, boolean fromWb, boolean fromCache) {
+    ProcessMetrics.record("access_local", local ? 1 : 0);
+    ProcessMetrics.record("access_wb", fromWb ? 1 : 0);
+    ProcessMetrics.record("access_cache", fromCache ? 1 : 0);
+  }
+
+  // ------------------------------------------------------------------ writes
+
+  @Override
+  public synchronized WriteResult write(String key, Row row) {
+    if (closed) {
+      throw new OperationFailedException("session closed", null);
+    }
+    probe();
+    synchronized (state) {
+      long deadline = System.currentTimeMillis() + timeoutMs;
+      while (incomplete >= bufferEntries) { // the write buffer is full: wait for room
+        long left = deadline - System.currentTimeMillis();
+        if (left <= 0) {
+          throw new OperationFailedException("put of " + key + ": the write buffer stayed full for " + timeoutMs
+              + " ms (a ring does not take the session's puts)", null);
+        }
+        try {
+          state.wait(left);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          throw new OperationFailedException("put of " + key + " interrupted", e);
+        }
+      }
+      long version = ep.clock().nextTimestamp();
+      List<Dep> deps = new ArrayList<>();
+      if (mode == Mode.COPS_PR) {
+        deps.addAll(readsSincePut);
+        readsSincePut.clear();
+      } else {
+        deps.addAll(restrictionDeps());
+      }
+      Entry e = new Entry(++seq, key, version, row, deps, rings.numRings());
+      wb.put(key, e);
+      lastPut = e;
+      enqueue(e);
+      return new WriteResult(version, 0);
+    }
+  }
+
+  /** Karma has no write-only transactions (§4.5); experiments refuse to run them with it. */
+  @Override
+  public WriteResult writeTxn(Map<String, Row> writes) {
+    if (writes.size() == 1) {
+      Map.Entry<String, Row> only = writes.entrySet().iterator().next();
+      return write(only.getKey(), only.getValue());
+    }
+    throw new UnsupportedOperationException(mode.systemName + " has no write-only transactions (Karma paper §4.5)");
+  }
+
+  /**
+   * The restricting values, every version read of every key: not only a key's newest, since
+   * a newer version read later may be a concurrent write that says nothing of the older one's
+   * causal past (keeping the newest per key let a put-after overtake that past on a hot key,
+   * a violation the checker found on karma-default). Holds {@link #state}.
+   */
+  private List<Dep> restrictionDeps() {
+    LinkedHashSet<Dep> deps = new LinkedHashSet<>();
+    for (Restriction r : restrictions) {
+      deps.add(Dep.newBuilder().setKey(r.key()).setVersion(r.version()).build());
+    }
+    return new ArrayList<>(deps);
+  }
+
+  /**
+   * Write insertion (§4.2): a restricted session that has not lifted its restrictions for a
+   * period inserts a notify-after: the dependency checks of a put-after carrying the
+   * restrictions, in every ring, without a write. It is sent at once rather than queued
+   * behind the session's puts: it checks the values the session read, not its writes, and
+   * waiting in the queues would hold up the puts behind it as well.
+   */
+  private void maybeNotifyAfter() {
+    if (mode != Mode.KARMA) {
+      return;
+    }
+    long now = System.currentTimeMillis();
+    synchronized (state) {
+      if (restrictions.isEmpty() || notifyPending || now - Math.max(lastNotifyMs, restrictedSinceMs) < notifyAfterMs) {
+        return;
+      }
+      if (lastPut != null && lastPut.rings < queues.length && lastPut.seq > restrictions.get(restrictions.size() - 1).seq()) {
+        return; // a put on its way carries every restriction and lifts them when it completes
+      }
+      notifyPending = true;
+      lastNotifyMs = now;
+      long notifySeq = ++seq;
+      List<CompletableFuture<DepsComplete>> checks = new ArrayList<>();
+      for (int r = 0; r < queues.length; r++) {
+        Map<Integer, DepCheck.Builder> byServer = new HashMap<>();
+        for (Dep d : restrictionDeps()) {
+          byServer.computeIfAbsent(rings.serverInRing(r, d.getKey()), x -> DepCheck.newBuilder()).addDeps(d);
+        }
+        byServer.forEach((server, check) -> checks.add(ep.call(server, check.build(), DepsComplete.class)));
+      }
+      ProcessMetrics.record("notify_after", 1);
+      CompletableFuture.allOf(checks.toArray(CompletableFuture[]::new))
+          .orTimeout(timeoutMs, TimeUnit.MILLISECONDS).whenComplete((ok, error) -> {
+            synchronized (state) {
+              notifyPending = false;
+              if (error == null) {
+                restrictions.removeIf(x -> x.seq() < notifySeq);
+              }
+            }
+          });
+    }
+  }
+
+  /** Holds {@link #state}. */
+  private void enqueue(Entry e) {
+    incomplete++;
+    for (int r = 0; r < queues.length; r++) {
+      queues[r].add(e);
+      pump(r);
+    }
+  }
+
+  /** Sends ring {@code r}'s next entry if none is on its way. Holds {@link #state}. */
+  private void pump(int r) {
+    if (sending[r] || queues[r].isEmpty() || closedHard) {
+      return;
+    }
+    sending[r] = true;
+    send(r, queues[r].peek());
+  }
+
+  private volatile boolean closedHard;
+
+  private void send(int r, Entry e) {
+    CompletableFuture<PutDone> done = ep.call(rings.serverInRing(r, e.key), Put.newBuilder().setKey(e.key)
+        .setVersion(e.version).setValue(e.row).addAllDeps(e.deps).build(), PutDone.class);
+    done.orTimeout(timeoutMs, TimeUnit.MILLISECONDS).whenComplete((ok, error) -> {
+      if (error != null) {
+        // The ring's server is down or cut off: the entry waits (later ones behind it, in order).
+        ProcessMetrics.record("propagation_retries", 1);
+        CompletableFuture.delayedExecutor(RETRY_MS, TimeUnit.MILLISECONDS).execute(() -> {
+          synchronized (state) {
+            if (!closedHard) {
+              send(r, e);
+            }
+          }
+        });
+        return;
+      }
+      synchronized (state) {
+        queues[r].poll();
+        sending[r] = false;
+        e.inRing[r] = true;
+        if (++e.rings == queues.length) {
+          completed(e);
+        }
+        pump(r);
+      }
+    });
+  }
+
+  /** Every ring has the entry (§4.1.2 write completion). Holds {@link #state}. */
+  private void completed(Entry e) {
+    incomplete--;
+    if (mode == Mode.KARMA) {
+      for (int r = 0; r < queues.length; r++) {
+        ep.send(rings.serverInRing(r, e.key), Stable.newBuilder().setKey(e.key).setVersion(e.version).build());
+      }
+    }
+    wb.remove(e.key, e);
+    ProcessMetrics.record("write_completion", (System.nanoTime() - e.startNanos) / 1000);
+    // The entry carried every restriction from reads before it, now complete in every ring.
+    restrictions.removeIf(x -> x.seq() < e.seq);
+    state.notifyAll();
+  }
+
+  // ------------------------------------------------------------------ lifecycle and tests
+
+  /** The session's Lamport clock (tests: a session whose next version is far ahead). */
+  org.k2bench.core.clock.LamportClock clock() {
+    return ep.clock();
+  }
+
+  /** The session's restrictions (tests). */
+  int restrictions() {
+    synchronized (state) {
+      return restrictions.size();
+    }
+  }
+
+  /** The ring the session is restricted to, or -1 (tests). */
+  int restrictedRing() {
+    return mode == Mode.KARMA ? boundRing() : -1;
+  }
+
+  /** Waits until every write of the session is complete, at most {@code ms}; whether they are. */
+  boolean drain(long ms) {
+    long deadline = System.currentTimeMillis() + ms;
+    synchronized (state) {
+      while (incomplete > 0) {
+        long left = deadline - System.currentTimeMillis();
+        if (left <= 0) {
+          return false;
+        }
+        try {
+          state.wait(left);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          return false;
+        }
+      }
+      return true;
+    }
+  }
+
+  /**
+   * Closes the session after its buffered writes reached every ring (the CC's write buffer is
+   * persistent in the paper; here it lives with the session, so closing waits for it), at
+   * most the RPC timeout times the number of writes left, capped at two minutes.
+   */
+  @Override
+  public void close() {
+    closed = true;
+    int left;
+    synchronized (state) {
+      left = incomplete;
+    }
+    if (left > 0 && !drain(Math.min(120_000, timeoutMs * left))) {
+      System.err.println(mode.systemName + " client " + ep.id() + ": closing with writes not yet in every ring");
+    }
+    synchronized (state) {
+      closedHard = true;
+    }
+    ep.close();
+  }
+}

@@ -1,0 +1,43 @@
+package org.k2bench.karma;
+
+import org.k2bench.core.api.SystemOption;
+
+/** The options the two systems declare (server.options.<system>.<name>). */
+final class KarmaOptions {
+  private KarmaOptions() {}
+
+  /**
+   * Whether datacenters cache stable values (§4.3). False gives the paper's Karma-NC (§5
+   * "Schemes": Karma without caches, with write buffering), which its congestion experiment
+   * (§6.2) compares with COPS-PR.
+   */
+  static final SystemOption DC_CACHE = SystemOption.flag("dc_cache", true,
+      "cache stable values in each datacenter (false: the paper's Karma-NC)");
+
+  /**
+   * How often a restricted client that has not written inserts a notify-after (§4.2, "write
+   * insertion"); the paper leaves the period to tune. 100 ms, a fraction of its 300-400 ms
+   * write-propagation window.
+   */
+  static final SystemOption NOTIFY_AFTER_MS = SystemOption.integer("notify_after_ms", 100, 1, 600_000,
+      "how long a restricted client waits before inserting a notify-after to lift its ring restrictions, ms");
+
+  /**
+   * How often a client measures its round trip to each datacenter, by which it picks the
+   * nearest ring in unrestricted mode (§6.2: "background processes continually monitor the
+   * delays between DCs, and feed the information to the systems").
+   */
+  static final SystemOption LATENCY_PROBE_MS = SystemOption.integer("latency_probe_ms", 500, 10, 600_000,
+      "how often a client measures its round trip to each datacenter to pick the nearest ring, ms");
+
+  /**
+   * The most writes of a session on their way to the rings (its write buffer's size). A put
+   * returns at once while there is room (§4.1.2: the client "is free to proceed"); a session
+   * whose puts arrive faster than its propagators deliver them waits for room. The paper's
+   * buffer is persistent and its size not given; without a bound a closed-loop client whose
+   * reads are local writes faster than one put per ring round trip, and its buffer (and the
+   * share of reads it serves) grows without end.
+   */
+  static final SystemOption WRITE_BUFFER_ENTRIES = SystemOption.integer("write_buffer_entries", 16, 1, 1_000_000,
+      "the most puts of a session buffered on their way to the rings; a put waits for room beyond it");
+}

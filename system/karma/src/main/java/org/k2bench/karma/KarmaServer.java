@@ -1,0 +1,428 @@
+package org.k2bench.karma;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import org.k2bench.core.api.ServerOptions;
+import org.k2bench.core.data.Dep;
+import org.k2bench.core.data.Row;
+import org.k2bench.core.server.ServerActor;
+import org.k2bench.core.store.MultiVersionStore;
+import org.k2bench.core.testing.Mutants;
+import org.k2bench.core.topology.RingPlacement;
+import org.k2bench.core.transport.Incoming;
+import org.k2bench.core.transport.MalformedMessageException;
+import org.k2bench.core.transport.Transport;
+import org.k2bench.karma.proto.CacheGet;
+import org.k2bench.karma.proto.CacheGetReply;
+import org.k2bench.karma.proto.DepCheck;
+import org.k2bench.karma.proto.DepsComplete;
+import org.k2bench.karma.proto.FillRead;
+import org.k2bench.karma.proto.Invalidate;
+import org.k2bench.karma.proto.Invalidated;
+import org.k2bench.karma.proto.Put;
+import org.k2bench.karma.proto.PutDone;
+import org.k2bench.karma.proto.RingRead;
+import org.k2bench.karma.proto.RingReadAt;
+import org.k2bench.karma.proto.RingReadReply;
+import org.k2bench.karma.proto.RingValue;
+import org.k2bench.karma.proto.Stable;
+
+/**
+ * One server of a datacenter: the storage server and the middle-man (MM, §4.1.1) of the keys
+ * it holds for its ring, and the datacenter cache (§4.3) of the keys it is home of.
+ *
+ * <p>As the MM it keeps each key's <em>in-flight</em> state (§4.1.2: a version is stable once
+ * it, or a later one, is in every ring; the client coordinator that wrote it says so with a
+ * {@link Stable} notification), the <em>cached-at</em> set (the caches that read a stable
+ * value of the key here and may hold it), and when each put is <em>complete</em> here:
+ * applied and every cache in the cached-at set invalidated and acknowledged (§4.3). A
+ * put-after (and a notify-after) waits until its dependencies are complete in this ring.
+ *
+ * <p>Each version is stored with an EVT this replica assigns when it applies it, after its
+ * dependencies: EVTs follow causal order inside the ring, so Eiger's get-transactions (§4.5)
+ * read a causally consistent snapshot of the ring.
+ *
+ * <p>As a cache it holds stable values only (demand fills of in-flight values are refused,
+ * §3 "Read Case 3"), evicts least recently used keys silently, and drops a key on an
+ * invalidation. A fill that was in flight when an invalidation of the key arrived is not
+ * kept: the replica's reply and its later invalidation may be handled in either order here.
+ */
+final class KarmaServer extends ServerActor {
+  /** How long a propagation step waits before trying a dead or slow peer again. */
+  private static final long RETRY_MS = 200;
+
+  private final Mode mode;
+  private final RingPlacement rings;
+  private final int ring;
+
+  // ---- middle-man state (§4.1.2, §4.3)
+  /** key -> the highest version applied here that is not known to be stable. */
+  private final Map<String, Long> inFlight = new HashMap<>();
+  /** key -> the caches (server ids) that read a stable value of it here since its last put. */
+  private final Map<String, Set<Integer>> cachedAt = new HashMap<>();
+  /** key -> invalidations not yet acknowledged, and the puts waiting for them. */
+  private final Map<String, Invalidating> invalidating = new HashMap<>();
+  /** key -> dependency checks waiting for a version of it to complete here. */
+  private final Map<String, List<DepWaiter>> depWaiters = new HashMap<>();
+
+  // ---- datacenter cache (§4.3)
+  private final int cacheCapacity;
+  private final LinkedHashMap<String, RingValue> cache;
+  /** key -> {fills outstanding, invalidated meanwhile (0/1)}. */
+  private final Map<String, int[]> fills = new HashMap<>();
+
+  private static final class Invalidating {
+    int outstanding;
+    final List<Long> versions = new ArrayList<>();
+    final List<Incoming> waiting = new ArrayList<>();
+  }
+
+  private record DepWaiter(long version, Runnable done) {}
+
+  KarmaServer(Mode mode, Transport transport, int serverId, ServerOptions options) {
+    super(mode.systemName, transport, serverId, options, k -> false);
+    this.mode = mode;
+    this.rings = RingPlacement.of(topology, mode.systemName);
+    this.ring = rings.ringOf(dc);
+    boolean caches = mode == Mode.KARMA && options.system().flag(KarmaOptions.DC_CACHE);
+    this.cacheCapacity = caches ? Math.max(1, options.cacheKeysPerServer(topology.serversPerDc())) : 0;
+    this.cache = new LinkedHashMap<>(16, 0.75f, true) {
+      @Override
+      protected boolean removeEldestEntry(Map.Entry<String, RingValue> eldest) {
+        return size() > cacheCapacity; // silent replacement (§4.3)
+      }
+    };
+    start();
+  }
+
+  @Override
+  protected void handle(Incoming m) {
+    if (m.is(RingRead.class)) {
+      onRingRead(m, m.as(RingRead.class));
+    } else if (m.is(RingReadAt.class)) {
+      onRingReadAt(m, m.as(RingReadAt.class));
+    } else if (m.is(CacheGet.class)) {
+      onCacheGet(m, m.as(CacheGet.class));
+    } else if (m.is(FillRead.class)) {
+      onFillRead(m, m.as(FillRead.class));
+    } else if (m.is(Put.class)) {
+      onPut(m, m.as(Put.class));
+    } else if (m.is(DepCheck.class)) {
+      onDepCheck(m, m.as(DepCheck.class).getDepsList());
+    } else if (m.is(Stable.class)) {
+      onStable(m.as(Stable.class));
+    } else if (m.is(Invalidate.class)) {
+      onInvalidate(m, m.as(Invalidate.class).getKey());
+    } else {
+      throw new MalformedMessageException(mode.systemName + " server does not handle " + m.typeName());
+    }
+  }
+
+  private void requireHeld(String key) {
+    if (rings.serverInRing(ring, key) != ep.id()) {
+      throw new MalformedMessageException("key '" + key + "' is not held by server " + ep.id());
+    }
+  }
+
+  // ------------------------------------------------------------------ reads
+
+  /** The newest version of a key here, as a get or a get-transaction's first round reads it. */
+  private RingValue newest(String key) {
+    MultiVersionStore.Version<Row> v = store.latestForFirstRound(key);
+    return RingValue.newBuilder().setKey(key).setVersion(v.version()).setEvt(v.evt())
+        .setLvt(Math.max(clock.now(), v.evt())).setValue(v.value()).setInFlight(isInFlight(key)).build();
+  }
+
+  /**
+   * Whether a get of the key's newest version here must restrict the reader (§4.2). The
+   * newest version is stable once a version at least as new was notified stable; this server
+   * forgets a key's in-flight mark then (a conservative test: a version notified stable that
+   * is not the newest keeps the mark).
+   */
+  private boolean isInFlight(String key) {
+    return inFlight.containsKey(key) && !Mutants.active(Mutants.KARMA_NO_RESTRICTIONS);
+  }
+
+  private void onRingRead(Incoming m, RingRead req) {
+    RingReadReply.Builder out = RingReadReply.newBuilder();
+    for (String key : req.getKeysList()) {
+      requireHeld(key);
+      out.addValues(newest(key));
+    }
+    count("ring_reads");
+    m.reply(out.build());
+  }
+
+  /**
+   * Second round of a get-transaction: each key's version valid at the effective time. A
+   * version older than the key's newest is reported in flight whatever its state: whether
+   * its own causal past is in every ring is not tracked (only the newest version's is), so
+   * the reader is restricted to this ring, which is safe.
+   */
+  private void onRingReadAt(Incoming m, RingReadAt req) {
+    clock.observeTimestamp(req.getTs());
+    RingReadReply.Builder out = RingReadReply.newBuilder();
+    for (String key : req.getKeysList()) {
+      requireHeld(key);
+      MultiVersionStore.VersionView<Row> v = store.versionAt(key, req.getTs(), clock.now());
+      if (v == null) {
+        m.replyError("no version of '" + key + "' at the effective time is left (garbage-collected)");
+        return;
+      }
+      boolean newest = v.version() == store.latest(key).version();
+      out.addValues(RingValue.newBuilder().setKey(key).setVersion(v.version()).setEvt(v.evt()).setLvt(v.lvt())
+          .setValue(v.value()).setInFlight(!newest || isInFlight(key)).setStalenessMs(v.stalenessMs()));
+    }
+    count("ring_reads_at");
+    m.reply(out.build());
+  }
+
+  /** A cache's demand fill (§4.3): the cache's datacenter joins the cached-at set if the value is stable. */
+  private void onFillRead(Incoming m, FillRead req) {
+    requireHeld(req.getKey());
+    RingValue v = newest(req.getKey());
+    if (!v.getInFlight()) {
+      cachedAt.computeIfAbsent(req.getKey(), k -> new HashSet<>(2)).add(m.from());
+    }
+    count("fill_reads");
+    m.reply(RingReadReply.newBuilder().addValues(v).build());
+  }
+
+  // ------------------------------------------------------------------ cache
+
+  private void onCacheGet(Incoming m, CacheGet req) {
+    String key = req.getKey();
+    RingValue hit = cacheCapacity > 0 ? cache.get(key) : null;
+    if (hit != null) {
+      count("cache_hits");
+      m.reply(CacheGetReply.newBuilder().setValue(hit).setHit(true).build());
+      return;
+    }
+    count("cache_misses");
+    int[] fill = fills.computeIfAbsent(key, k -> new int[2]);
+    fill[0]++;
+    onServer(ep.call(req.getReplicaServer(), FillRead.newBuilder().setKey(key).build(), RingReadReply.class),
+        (reply, error) -> {
+          int[] f = fills.get(key);
+          boolean invalidatedMeanwhile = f[1] != 0;
+          if (--f[0] == 0) {
+            fills.remove(key);
+          }
+          if (error != null) {
+            m.replyError("cache fill of '" + key + "' from server " + req.getReplicaServer() + ": " + error.getMessage());
+            return;
+          }
+          RingValue v = reply.getValues(0);
+          if (cacheCapacity > 0 && !v.getInFlight() && !invalidatedMeanwhile) {
+            cache.put(key, v.toBuilder().setStalenessMs(0).build());
+          }
+          m.reply(CacheGetReply.newBuilder().setValue(v).build());
+        });
+  }
+
+  private void onInvalidate(Incoming m, String key) {
+    cache.remove(key);
+    int[] f = fills.get(key);
+    if (f != null) {
+      f[1] = 1;
+    }
+    count("invalidations_received");
+    m.reply(Invalidated.getDefaultInstance());
+  }
+
+  // ------------------------------------------------------------------ puts
+
+  /** A put or put-after (§4.1.2): applied once its dependencies are complete in this ring. */
+  private void onPut(Incoming m, Put put) {
+    requireHeld(put.getKey());
+    long start = System.nanoTime();
+    awaitDeps(put.getDepsList(), () -> {
+      if (!put.getDepsList().isEmpty()) { // how long put-afters wait for their dependencies here
+        org.k2bench.core.metrics.ProcessMetrics.record("put_after_wait", (System.nanoTime() - start) / 1000);
+      }
+      apply(m, put);
+    });
+  }
+
+  /** notify-after (§4.2), or a put-after's checks from another server of the ring. */
+  private void onDepCheck(Incoming m, List<Dep> deps) {
+    count("dep_checks");
+    awaitDeps(deps, () -> m.reply(DepsComplete.getDefaultInstance()));
+  }
+
+  /**
+   * Runs {@code then} once every dependency is complete in this ring: those held here are
+   * waited for here, the others asked of the servers of this ring holding them (and asked
+   * again while one does not answer).
+   */
+  private void awaitDeps(List<Dep> deps, Runnable then) {
+    if (deps.isEmpty() || Mutants.active(Mutants.SKIP_DEPENDENCY_CHECKS)) {
+      then.run();
+      return;
+    }
+    Map<Integer, List<Dep>> byServer = new HashMap<>();
+    for (Dep d : deps) {
+      byServer.computeIfAbsent(rings.serverInRing(ring, d.getKey()), s -> new ArrayList<>()).add(d);
+    }
+    int[] left = {byServer.size()};
+    Runnable one = () -> {
+      if (--left[0] == 0) {
+        then.run();
+      }
+    };
+    for (Map.Entry<Integer, List<Dep>> e : byServer.entrySet()) {
+      if (e.getKey() == ep.id()) {
+        int[] mine = {e.getValue().size()};
+        for (Dep d : e.getValue()) {
+          whenComplete(d.getKey(), d.getVersion(), () -> {
+            if (--mine[0] == 0) {
+              one.run();
+            }
+          });
+        }
+      } else {
+        count("dep_checks_sent");
+        askUntilComplete(e.getKey(), DepCheck.newBuilder().addAllDeps(e.getValue()).build(), one);
+      }
+    }
+  }
+
+  private void askUntilComplete(int server, DepCheck check, Runnable done) {
+    onServer(ep.call(server, check, DepsComplete.class), (ok, error) -> {
+      if (error == null) {
+        done.run();
+      } else {
+        later(RETRY_MS, () -> askUntilComplete(server, check, done));
+      }
+    });
+  }
+
+  /**
+   * Whether the put of exactly {@code <key, version>} is complete here: applied (visible, or
+   * hidden behind a newer version, or since collected) and its invalidations acknowledged.
+   * Exact, not "some version at least as new" (COPS's check): a concurrent newer version of a
+   * hot key from another session says nothing of this version's own causal past, and
+   * taking it for the dependency let a put-after overtake what the dependency depends on
+   * (a causality violation the checker found on karma-default).
+   */
+  private boolean isComplete(String key, long version) {
+    if (!store.isCommitted(key, version)) {
+      return false;
+    }
+    Invalidating inv = invalidating.get(key);
+    return inv == null || !inv.versions.contains(version);
+  }
+
+  private void whenComplete(String key, long version, Runnable done) {
+    if (isComplete(key, version)) {
+      done.run();
+    } else {
+      depWaiters.computeIfAbsent(key, k -> new ArrayList<>()).add(new DepWaiter(version, done));
+    }
+  }
+
+  private void apply(Incoming m, Put put) {
+    String key = put.getKey();
+    long version = put.getVersion();
+    clock.observeTimestamp(version);
+    long evt = clock.nextTimestamp(); // after the dependencies: EVTs follow causal order in the ring
+    store.commit(key, version, version, evt, put.getValue());
+    inFlight.merge(key, version, Math::max);
+    count("puts_applied");
+    if (!put.getDepsList().isEmpty()) {
+      count("put_afters");
+    }
+    Set<Integer> caches = cachedAt.remove(key);
+    if (Mutants.active(Mutants.KARMA_NO_INVALIDATION)) {
+      caches = null; // the bug: caches keep the older value
+    }
+    Invalidating inv = invalidating.get(key);
+    if ((caches == null || caches.isEmpty()) && inv == null) {
+      completed(key, version, m);
+      return;
+    }
+    if (inv == null) {
+      inv = new Invalidating();
+      invalidating.put(key, inv);
+    }
+    inv.versions.add(version);
+    inv.waiting.add(m);
+    if (caches != null) {
+      for (int cacheServer : caches) {
+        inv.outstanding++;
+        count("invalidations_sent");
+        invalidate(cacheServer, key);
+      }
+    }
+  }
+
+  /**
+   * Invalidates a cache's copy, asking again until it answers: a put is complete in this ring
+   * only when no cache can serve an older value (§4.3; a cache that is down holds the ring's
+   * puts of its keys, and with them the writes' completion, until it answers, as §4.4 says).
+   */
+  private void invalidate(int cacheServer, String key) {
+    onServer(ep.call(cacheServer, Invalidate.newBuilder().setKey(key).build(), Invalidated.class), (ok, error) -> {
+      if (error != null) {
+        later(RETRY_MS, () -> invalidate(cacheServer, key));
+        return;
+      }
+      Invalidating inv = invalidating.get(key);
+      if (--inv.outstanding == 0) {
+        invalidating.remove(key);
+        for (int i = 0; i < inv.waiting.size(); i++) {
+          completed(key, inv.versions.get(i), inv.waiting.get(i));
+        }
+      }
+    });
+  }
+
+  private void completed(String key, long version, Incoming put) {
+    put.reply(PutDone.getDefaultInstance());
+    List<DepWaiter> waiters = depWaiters.get(key);
+    if (waiters == null) {
+      return;
+    }
+    List<DepWaiter> ready = new ArrayList<>();
+    waiters.removeIf(w -> {
+      if (isComplete(key, w.version())) {
+        ready.add(w);
+        return true;
+      }
+      return false;
+    });
+    if (waiters.isEmpty()) {
+      depWaiters.remove(key);
+    }
+    ready.forEach(w -> w.done().run());
+  }
+
+  /** The client coordinator's write-completion notification (§4.1.2). */
+  private void onStable(Stable s) {
+    inFlight.computeIfPresent(s.getKey(), (k, v) -> v <= s.getVersion() ? null : v);
+    count("stable_notifications");
+  }
+
+  @Override
+  protected void gauges(Map<String, Long> out) {
+    super.gauges(out);
+    out.put("in_flight_keys", (long) inFlight.size());
+    out.put("cache_keys", (long) cache.size());
+    out.put("cache_capacity_keys", (long) cacheCapacity);
+    out.put("dep_waiters", depWaiters.values().stream().mapToLong(List::size).sum());
+    out.put("invalidating_keys", (long) invalidating.size());
+  }
+
+  /** For tests: whether this server's cache holds the key. */
+  boolean cached(String key) {
+    CompletableFuture<Boolean> f = new CompletableFuture<>();
+    thread.execute(() -> f.complete(cache.containsKey(key)));
+    return f.join();
+  }
+}

@@ -338,9 +338,15 @@ final class KarmaClient implements KvClient {
     Map<String, Double> staleness = new HashMap<>();
     Map<Integer, List<String>> byServer = new HashMap<>();
     Map<String, Entry> ownToCompare = new HashMap<>();
+    // Own writes come from the WB alone only if every key does: a key read from the ring may
+    // bring a concurrent, newer version of a buffered key into the transaction's causal past.
+    boolean allOwn = keys.stream().allMatch(k -> {
+      Entry own = own(k, ring);
+      return own != null && ownAlone(own);
+    });
     for (String k : keys) {
       Entry own = own(k, ring);
-      if (own != null && ownAlone(own)) {
+      if (own != null && allOwn) {
         rows.put(k, own.row);
         versions.put(k, own.version);
         access(true, true, false);
@@ -616,6 +622,11 @@ final class KarmaClient implements KvClient {
   /** The session's Lamport clock (tests: a session whose next version is far ahead). */
   org.k2bench.core.clock.LamportClock clock() {
     return ep.clock();
+  }
+
+  /** The ring an unrestricted get-transaction of {@code keys} would read (tests). */
+  int nearestRingFor(List<String> keys) {
+    return nearestRing(keys);
   }
 
   /** The session's restrictions (tests). */

@@ -332,8 +332,17 @@ final class KarmaServer extends ServerActor {
     long version = put.getVersion();
     clock.observeTimestamp(version);
     long evt = clock.nextTimestamp(); // after the dependencies: EVTs follow causal order in the ring
-    store.commit(key, version, version, evt, put.getValue());
-    inFlight.merge(key, version, Math::max);
+    if (store.commit(key, version, version, evt, put.getValue()) == MultiVersionStore.Applied.DUPLICATE) {
+      // A propagator's retry of a put already applied: answer once it is complete, and leave
+      // the key's state alone (it may be stable by now; marking it in flight again would
+      // restrict its readers until the key's next write).
+      count("duplicate_puts");
+      whenComplete(key, version, () -> m.reply(PutDone.getDefaultInstance()));
+      return;
+    }
+    if (mode == Mode.KARMA) { // COPS-PR's clients never ask, and never send stable notifications
+      inFlight.merge(key, version, Math::max);
+    }
     count("puts_applied");
     if (!put.getDepsList().isEmpty()) {
       count("put_afters");

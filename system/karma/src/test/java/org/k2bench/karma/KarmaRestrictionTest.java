@@ -164,6 +164,32 @@ class KarmaRestrictionTest extends KarmaClusterTest {
     assertEquals(want, str(client.readTxn(List.of(key)).rows().get(key)), "datacenter " + client.dc() + " reads " + want);
   }
 
+  /**
+   * A get-transaction of a buffered own write x and a key y read from the ring: B (TYO) wrote
+   * x with a larger version and then y, so reading y's new value puts B's x in the
+   * transaction's causal past, and x must come back as B's, not the buffered older one. S's
+   * put of x waits in its ring-0 queue behind a put to LDN, whose link is slowed.
+   */
+  @Test
+  void aGetTransactionDoesNotReturnABufferedWriteOlderThanOneItDependsOn() {
+    String blocker = key("gt-k", LDN, TYO);
+    String x = key("gt-x", CA, SG); // both in S's datacenter in ring 0: the transaction reads ring 0
+    String y = key("gt-y", CA, TYO);
+    KarmaClient s = client(CA, 600_000);
+    KarmaClient b = (KarmaClient) cluster.client(TYO);
+    Clusters.slowLink(cluster, CA, LDN, 2_000);
+    s.write(blocker, row("s-k"));
+    long v2 = s.write(x, row("s-x")).version();
+    b.clock().observeTimestamp(v2 + (1_000L << 16));
+    b.write(x, row("b-x"));
+    b.write(y, row("b-y"));
+    assertTrue(b.drain(5_000), "B's puts are in every ring");
+    assertEquals(0, s.nearestRingFor(List.of(x, y)));
+    ReadResult r = s.readTxn(List.of(x, y));
+    assertEquals("b-y", str(r.rows().get(y)));
+    assertEquals("b-x", str(r.rows().get(x)), "y's writer wrote x after S did, with a larger version");
+  }
+
   /** §4.2: a restricted client's own put lifts the restrictions from its earlier reads once it completes. */
   @Test
   void theClientsOwnWriteLiftsItsRestrictions() {

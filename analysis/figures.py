@@ -172,13 +172,14 @@ def fig9_peaks(runs) -> plt.Figure:
 
 def latency_vs_throughput(runs) -> plt.Figure:
     """Each load sweep as latency against throughput, one panel per setting (and run); the
-    knee is where the peak is. Points are joined in order of load (client threads), so a
-    sweep past its peak bends back as the paper's curves do. Read-write transactions where
+    knee is where the peak is. Points are joined in order of load (client threads, or the
+    offered rate of a paced sweep), so a sweep past its peak bends back as the paper's curves do. Read-write transactions where
     a system ran them (the PaRiS paper's workloads, its Fig. 2): mean, as the paper plots,
     and p99; else read-only transactions (the K2 paper's): p50 and p99."""
     rows = []
     for w in claims.workloads(runs):
-        if "clients.threads_per_dc" not in w.sweep_axes:
+        axis = next((a for a in claims.LOAD_AXES if a in w.sweep_axes), None)
+        if axis is None:
             continue
         for system, p in w.systems.items():
             op, stats = ("rwt", ("mean", "p99")) if p.get("rwt_count") else ("rot", ("p50", "p99"))
@@ -187,10 +188,11 @@ def latency_vs_throughput(runs) -> plt.Figure:
                     rows.append({"run": w.run, "setting": w.key, "System": _label(system),
                                  "percentile": f"{op.upper()} {pct}", "ops_per_s": p["throughput_ops_per_s"],
                                  "latency_ms": p[f"{op}_{pct}_ms"], "point": w.point,
-                                 "threads": w.point_values["clients.threads_per_dc"]})
+                                 "load": w.point_values[axis]})
     if not rows:
-        raise MissingData("no load sweep in these runs (a sweep over clients.threads_per_dc)")
-    data = pd.DataFrame(rows).sort_values(["threads", "ops_per_s"])
+        raise MissingData("no load sweep in these runs (a sweep over clients.threads_per_dc or "
+                          "clients.target_ops_per_s_per_dc)")
+    data = pd.DataFrame(rows).sort_values(["load", "ops_per_s"])
     several = data["run"].nunique() > 1
     data["panel"] = data["setting"] + (" - " + data["run"] if several else "")
     grid = sns.relplot(data=data, kind="line", x="ops_per_s", y="latency_ms", hue="System",

@@ -666,6 +666,21 @@ def test_latency_against_throughput_joins_points_in_order_of_load(monkeypatch):
     assert "paris" in fig.axes[0].get_title(), f"a panel is named by its experiment: {fig.axes[0].get_title()}"
 
 
+def test_a_paced_sweep_is_a_load_sweep_too(monkeypatch):
+    """A sweep of the offered rate (clients.target_ops_per_s_per_dc, karma-default's) is drawn
+    as latency against throughput like a sweep of client threads, in order of the rate."""
+    ws = claims.workloads([load.load_run(PARIS)])
+    for w in ws:
+        rate = 100.0 * w.point_values.pop("clients.threads_per_dc")
+        w.point_values["clients.target_ops_per_s_per_dc"] = rate
+        w.sweep_axes = tuple("clients.target_ops_per_s_per_dc" if a == "clients.threads_per_dc" else a
+                             for a in w.sweep_axes)
+    monkeypatch.setattr(claims, "workloads", lambda runs: ws)
+    fig = figures.latency_vs_throughput([])
+    assert len(fig.axes) == 2, "one panel per read:write mix, as with threads"
+    assert all(len(ln.get_xdata()) == 2 for ax in fig.axes for ln in ax.get_lines() if len(ln.get_xdata()))
+
+
 def test_the_paris_papers_claims_are_checked_on_its_runs_only():
     paris = claims.table([load.load_run(PARIS)]).set_index("claim")
     assert list(paris.index) == [c.what for c, _, _ in claims.PARIS_CLAIMS], "its claims alone"

@@ -137,7 +137,9 @@ def workloads(runs) -> list[Workload]:
         for t in r.trials:
             key = (t.run, t.point)
             if key not in out:
-                out[key] = Workload(t.run, t.point, t.experiment, paper.setting_of(t.config),
+                # the setting of the point, not of one system's per_system overrides
+                base = load._point_config(r.manifest["config"], t.point_values)
+                out[key] = Workload(t.run, t.point, t.experiment, paper.setting_of(base),
                                     rtt_scale_of(t, r.manifest), axes, dict(t.point_values),
                                     bool(t.config.get("faults")), smallest_rtt_of(t, r.manifest),
                                     closed_loop=(t.config.get("clients") or {}).get("target_ops_per_s_per_dc") is None,

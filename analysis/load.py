@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 from hdrh.histogram import HdrHistogram
 
+from k2bench.experiment import for_system
 from k2bench.summary import BASE_OPS, OPS, Interval, iter_log, latency, new_histogram, selected
 
 ALL = "all"
@@ -227,12 +228,14 @@ class Run:
         return str(d.get("provider") or d.get("kind") or "local")
 
 
-def _point_config(config: dict, point_values: dict) -> dict:
+def _point_config(config: dict, point_values: dict, system: str | None = None) -> dict:
+    """A point's configuration (its sweep values applied), as ``system`` runs it (the
+    experiment's per_system overrides) when given."""
     cfg = copy.deepcopy(config)
     for axis, value in point_values.items():
         section, name = axis.split(".")
         cfg[section][name] = value
-    return cfg
+    return for_system(cfg, system) if system else cfg
 
 
 REPO = Path(__file__).resolve().parent.parent
@@ -281,10 +284,11 @@ def load_run(path: str | Path, name: str | None = None) -> Run:
         if start is None:
             raise RunError(f"{summary_path}: no start_ms; cannot place the measurement window")
         values = e.get("point_values", summary.get("point_values", {}))
+        system = e.get("system", summary["system"])
         trials.append(Trial(run=name, experiment=manifest.get("experiment", "?"),
-                            system=e.get("system", summary["system"]), point=e.get("point", summary.get("point", "")),
+                            system=system, point=e.get("point", summary.get("point", "")),
                             point_values=values, trial=e.get("trial", summary.get("trial", 1)), dir=tdir,
-                            config=_point_config(config, values), start_ms=float(start), summary=summary,
+                            config=_point_config(config, values, system), start_ms=float(start), summary=summary,
                             logs=logs))
     return Run(d, manifest, trials, label=None if name == d.name else name, listed=len(seen))
 

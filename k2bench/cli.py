@@ -71,7 +71,7 @@ def servers_per_dc_override(exp: dict, n: int | None) -> dict:
 def check_cluster_shape(exp: dict, inv: inventory.Inventory, inventory_file: str) -> None:
     """Every point of the experiment fits the inventory: one server host per server."""
     env = Env(repo=REPO, jar=Path("-"), deployment=None)
-    for _, cfg in experiment.points(exp):
+    for _, _, cfg in experiment.system_points(exp):
         doc = topology_doc(env, cfg)
         if not isinstance(doc.get("servers_per_dc"), int) or not isinstance(doc.get("datacenters"), list):
             continue  # malformed: validate names the field
@@ -431,10 +431,9 @@ def _tc_rtt_ms(args, exp: dict | None = None) -> dict:
     if exp is None:
         exp = _deploy_experiment(args)
     if exp is not None:
-        from .orchestrator import points
         env = Env(repo=REPO, jar=Path(args.jar), deployment=None, java=args.java)
         matrices: list[dict] = []
-        for _, cfg in points(exp):
+        for _, _, cfg in experiment.system_points(exp):
             m = rtt_matrix(topology_doc(env, cfg), "topology")
             if m not in matrices:
                 matrices.append(m)

@@ -114,7 +114,10 @@ SCHEMA: dict[str, dict[str, tuple]] = {
     },
 }
 TOP_LEVEL = {"name", "description", "extends", "systems", "trials", "sweep", "check", "faults", "testing",
-             *SCHEMA}
+             "per_system", *SCHEMA}
+# The sections ``per_system`` may override for one system (not duration: every system of
+# a run shares its timeline and faults).
+PER_SYSTEM_SECTIONS = ("topology", "workload", "server", "clients", "load")
 FAULT_KINDS = {
     # kind: (required fields, optional fields)
     "kill": ({"at_s"}, {"dc", "server"}),          # kill -9, for the rest of the trial
@@ -350,6 +353,11 @@ def resolve(doc: dict, name: str, known_systems: list[str]) -> dict:
     if dist_max(out["workload"]["keys_per_op"]) > out["workload"]["keys"]:
         raise ConfigError("workload.keys_per_op", "is larger than workload.keys")
     out["sweep"] = _sweep(doc.get("sweep"), out)
+    out["per_system"] = _per_system(doc.get("per_system"), out)
+    for system in out["per_system"]:
+        w = for_system(out, system)["workload"]
+        if dist_max(w["keys_per_op"]) > w["keys"]:
+            raise ConfigError(f"per_system.{system}.workload.keys_per_op", "is larger than workload.keys")
     _check_pacing(out)
     _check_timeouts(out)
     check = doc.get("check", True)
@@ -358,6 +366,56 @@ def resolve(doc: dict, name: str, known_systems: list[str]) -> dict:
     out["check"] = check
     out["faults"] = _faults(doc.get("faults"), out["duration"])
     out["testing"] = _testing(doc.get("testing"))
+    return out
+
+
+def _per_system(given: Any, resolved: dict) -> dict:
+    """What one system runs differently from the others of the experiment:
+    ``{system: {section: {field: value}}}``, e.g. a ring topology for Karma beside K2's
+    replica groups, or single writes where the others run write-only transactions. Each
+    value is checked as the section's field; a swept field cannot be overridden."""
+    if given is None:
+        return {}
+    if not isinstance(given, dict):
+        raise ConfigError("per_system", "must map systems to sections they run differently, e.g. "
+                          "{karma: {topology: {file: topologies/karma-rings.yaml}}}")
+    out: dict[str, dict] = {}
+    for system, sections in given.items():
+        where = f"per_system.{system}"
+        if system not in resolved["systems"]:
+            raise ConfigError(where, f"{system!r} is not one of the experiment's systems "
+                              f"({', '.join(resolved['systems'])}); add it to systems or drop this entry")
+        if not isinstance(sections, dict):
+            raise ConfigError(where, f"must map sections ({', '.join(PER_SYSTEM_SECTIONS)}) to fields, got {sections!r}")
+        out[system] = {}
+        for section, fields in sections.items():
+            if section not in PER_SYSTEM_SECTIONS:
+                raise ConfigError(f"{where}.{section}", f"not a section a system can override; allowed: "
+                                  f"{', '.join(PER_SYSTEM_SECTIONS)}")
+            if not isinstance(fields, dict) or not fields:
+                raise ConfigError(f"{where}.{section}", f"must be a non-empty mapping of fields, got {fields!r}")
+            for field in fields:
+                if f"{section}.{field}" in resolved["sweep"]:
+                    raise ConfigError(f"{where}.{section}.{field}", f"is swept (sweep.{section}.{field}); a system "
+                                      "cannot override a swept field: drop one of the two")
+            probe = {**copy.deepcopy(resolved[section]), **fields}
+            try:
+                checked = _section(section, probe)
+            except ConfigError as e:
+                raise ConfigError(f"{where}.{e.field}", e.problem) from None
+            out[system][section] = {field: checked[field] for field in fields}
+    return out
+
+
+def for_system(cfg: dict, system: str) -> dict:
+    """A point's configuration as ``system`` runs it: the experiment's ``per_system``
+    overrides applied (the configuration itself when it has none for the system)."""
+    overrides = cfg.get("per_system", {}).get(system)
+    if not overrides:
+        return cfg
+    out = copy.deepcopy(cfg)
+    for section, fields in overrides.items():
+        out[section].update(copy.deepcopy(fields))
     return out
 
 
@@ -564,7 +622,7 @@ def check_pacing(exp: dict, cfg: dict, processes_by_dc: dict[str, int] | None = 
 def _check_pacing(exp: dict) -> None:
     """Every point's pacing, one client process per datacenter (the orchestrator checks
     again with the deployment's client processes)."""
-    for _, cfg in points(exp):
+    for _, _, cfg in system_points(exp):
         check_pacing(exp, cfg)
 
 
@@ -578,7 +636,7 @@ def _check_timeouts(exp: dict) -> None:
     """A remote read fails over after server.failover_timeout_ms, within the RPC timeout
     (clients.rpc_timeout_ms, which the servers get as --rpc-timeout-ms too): at or above it,
     the read times out before it can fail over."""
-    for _, cfg in points(exp):
+    for _, _, cfg in system_points(exp):
         failover, rpc = cfg["server"]["failover_timeout_ms"], cfg["clients"]["rpc_timeout_ms"]
         if failover < MIN_FAILOVER_TIMEOUT_MS:
             field = _swept_field(exp, cfg, ("server.failover_timeout_ms",), "server.failover_timeout_ms")
@@ -610,6 +668,11 @@ def points(exp: dict) -> list[tuple[str, dict]]:
         cfg["sweep"] = {}
         out.append(("_".join(labels), cfg))
     return out
+
+
+def system_points(exp: dict) -> list[tuple[str, str, dict]]:
+    """(point id, system, configuration as the system runs it) for every point and system."""
+    return [(pid, system, for_system(cfg, system)) for pid, cfg in points(exp) for system in exp["systems"]]
 
 
 def find(workloads_dir: pathlib.Path, name_or_path: str) -> pathlib.Path:

@@ -30,7 +30,8 @@ import yaml
 from . import rundir
 from .errors import ConfigError, RunFailed
 from . import checker, cpu
-from .experiment import check_pacing, server_jvm_args, client_shares, dist_min, dist_text, pacing_interval_ms, points
+from .experiment import (check_pacing, server_jvm_args, client_shares, dist_min, dist_text, pacing_interval_ms,
+                         for_system, points, system_points)
 from .deploy import ALL_DCS, Deployment, LocalDeployment
 from .faults import FAULTS_FILE, FaultInjector, fault_windows, unavailability
 from .hosts import Host, InServerHost, LeaseKeeper, LocalHost, Proc
@@ -207,6 +208,12 @@ def placement_of(resolved: dict) -> dict:
     return out
 
 
+def placements(env: Env, exp: dict) -> dict[tuple[str, str], dict]:
+    """(point id, system) -> the placement its trials record: each system's own topology
+    (``per_system``) at each point (a sweep may change it)."""
+    return {(pid, system): placement_of(resolve_topology(env, cfg)) for pid, system, cfg in system_points(exp)}
+
+
 def option_text(value) -> str:
     """A system option's value as the launcher reads it (true/false, or a number)."""
     return ("true" if value else "false") if isinstance(value, bool) else str(value)
@@ -240,46 +247,74 @@ def check_system_options(env: Env, cfg: dict) -> None:
 
 def validate(env: Env, exp: dict) -> dict:
     """Everything that can be checked before a process starts; returns the first point's
-    resolved topology. Every point's topology is checked (a sweep may change it), and every
-    system against its placement."""
+    resolved topology (of the first system). Every point's topology is checked (a sweep may
+    change it), and every system against its placement and workload, as it runs them (its
+    ``per_system`` overrides)."""
     first = None
-    for _, cfg in points(exp):
-        check_system_options(env, cfg)  # per point: a sweep may change them
-        w = cfg["workload"]
-        if w["rw_fraction"] > 0:
-            lacking = [s for s in exp["systems"] if not env.system_info.get(s, {}).get("read_write_transactions")]
-            if lacking:
-                raise ConfigError("workload.rw_fraction", f"{', '.join(lacking)} ha{'ve' if len(lacking) > 1 else 's'} "
-                                  "no read-write transactions; set it to 0 or run systems that have them")
-            if dist_min(w["keys_per_op"]) <= w["rw_writes"]:
-                raise ConfigError("workload.rw_writes", f"{w['rw_writes']} writes leave no read in a read-write "
-                                  f"transaction of {dist_min(w['keys_per_op'])} keys; make it below "
+    datacenters = None
+    for _, point in points(exp):
+        by_system = {system: for_system(point, system) for system in exp["systems"]}
+
+        def named(systems: list[str], section: str, field: str) -> str:
+            """The field a problem of these systems' configuration names: the per_system
+            override of the first that has one, else the experiment's."""
+            mine = [s for s in systems if field in exp.get("per_system", {}).get(s, {}).get(section, {})]
+            return f"per_system.{mine[0]}.{section}.{field}" if mine else f"{section}.{field}"
+
+        def lacking(wanted, claim: str, default=False) -> list[str]:
+            return [s for s, c in by_system.items() if wanted(c) and not env.system_info.get(s, {}).get(claim, default)]
+
+        def they(systems: list[str], verb: str) -> str:
+            return f"{', '.join(systems)} {verb if len(systems) > 1 else verb.replace('have', 'has')}"
+
+        for cfg in by_system.values():
+            check_system_options(env, cfg)  # per point: a sweep may change them
+        no_rw = lacking(lambda c: c["workload"]["rw_fraction"] > 0, "read_write_transactions")
+        if no_rw:
+            raise ConfigError(named(no_rw, "workload", "rw_fraction"), f"{they(no_rw, 'have')} no read-write "
+                              "transactions; set it to 0 or run systems that have them")
+        for system, cfg in by_system.items():
+            w = cfg["workload"]
+            if w["rw_fraction"] > 0 and dist_min(w["keys_per_op"]) <= w["rw_writes"]:
+                raise ConfigError(named([system], "workload", "rw_writes"), f"{w['rw_writes']} writes leave no read in a "
+                                  f"read-write transaction of {dist_min(w['keys_per_op'])} keys; make it below "
                                   "workload.keys_per_op")
-        if w["write_fraction"] > 0 and w["wot_fraction"] > 0 and w["rw_fraction"] < 1:
-            lacking = [s for s in exp["systems"] if not env.system_info.get(s, {}).get("write_only_transactions", True)]
-            if lacking:
-                raise ConfigError("workload.wot_fraction", f"{', '.join(lacking)} ha{'ve' if len(lacking) > 1 else 's'} "
-                                  "no write-only transactions; set it to 0 (writes are single writes) or run systems "
-                                  "that have them")
-        drops = [i for i, f in enumerate(cfg["faults"]) if f.get("mode") == "drop"]
-        lossless = [s for s in exp["systems"] if not env.system_info.get(s, {}).get("message_loss", True)]
-        if drops and lossless:
+        no_wot = lacking(lambda c: (c["workload"]["write_fraction"] > 0 and c["workload"]["wot_fraction"] > 0
+                                    and c["workload"]["rw_fraction"] < 1), "write_only_transactions", True)
+        if no_wot:
+            raise ConfigError(named(no_wot, "workload", "wot_fraction"), f"{they(no_wot, 'have')} no write-only "
+                              "transactions; set it to 0 (writes are single writes) or run systems that have them "
+                              "(per_system.<system>.workload sets it for one system)")
+        drops = [i for i, f in enumerate(point["faults"]) if f.get("mode") == "drop"]
+        lossless = lacking(lambda c: bool(drops), "message_loss", True)
+        if lossless:
             raise ConfigError(f"faults[{drops[0]}].mode", f"{', '.join(lossless)} assume{'s' if len(lossless) == 1 else ''} "
                               "no message is lost (reliable FIFO channels, as their paper's model); use mode: hold "
                               "(messages delivered when the partition heals) or other systems")
-        resolved = resolve_topology(env, cfg)
-        first = first or resolved
-        for system in exp["systems"]:
+        for system, cfg in by_system.items():
+            resolved = resolve_topology(env, cfg)
+            first = first or resolved
             runs_on = env.system_info.get(system, {}).get("placements", [])
+            own = "topology" in exp.get("per_system", {}).get(system, {})
             if resolved["placement"] not in runs_on:
-                raise ConfigError("systems", f"{system} does not run on placement: {resolved['placement']} "
+                raise ConfigError(f"per_system.{system}.topology" if own else "systems",
+                                  f"{system} does not run on placement: {resolved['placement']} "
                                   f"(topology {cfg['topology']['file']}; it runs on {', '.join(runs_on) or 'nothing'}); "
-                                  "choose other systems or another placement")
-        doc = topology_doc(env, cfg)
-        if isinstance(doc.get("datacenters"), list) and isinstance(doc.get("servers_per_dc"), int):
-            env.deployment.topology(doc, doc["servers_per_dc"])  # the inventory fits the topology
-            check_fault_targets(cfg["faults"], doc["datacenters"], doc["servers_per_dc"])
-            check_pacing(exp, cfg, client_processes(env.deployment, doc["datacenters"]))
+                                  "choose other systems or another placement (per_system.<system>.topology gives one "
+                                  "system its own)")
+            if datacenters is None:
+                datacenters = resolved["datacenters"]
+            elif resolved["datacenters"] != datacenters:
+                raise ConfigError(f"per_system.{system}.topology" if own else "topology.file",
+                                  f"{system}'s topology ({cfg['topology']['file']}) has datacenters "
+                                  f"{', '.join(resolved['datacenters'])}, another system's "
+                                  f"{', '.join(datacenters)}: the systems of a run share its datacenters and "
+                                  "clients; give every topology the same datacenters")
+            doc = topology_doc(env, cfg)
+            if isinstance(doc.get("datacenters"), list) and isinstance(doc.get("servers_per_dc"), int):
+                env.deployment.topology(doc, doc["servers_per_dc"])  # the inventory fits the topology
+                check_fault_targets(cfg["faults"], doc["datacenters"], doc["servers_per_dc"])
+                check_pacing(exp, cfg, client_processes(env.deployment, doc["datacenters"]))
     if not env.jar.exists():
         raise ConfigError("jar", f"{env.jar} is missing; run `make build`")
     return first
@@ -792,17 +827,17 @@ class Orchestrator:
         rundir.write_json(manifest_path, manifest)
         if getattr(dep, "inventory", None) is not None:
             rundir.write_json(run_dir / "inventory.json", dep.inventory.doc)
-        trials = [(pid, cfg, system, k) for pid, cfg in points(exp)
-                  for system in exp["systems"] for k in range(1, exp["trials"] + 1)]
+        trials = [(pid, cfg, system, k) for pid, system, cfg in system_points(exp)
+                  for k in range(1, exp["trials"] + 1)]
         # Every trial of the run and where it lives, so readers (analysis/) never parse
         # directory names.
         dcs = topology_doc(self.env, exp)["datacenters"]
-        placement = {pid: placement_of(resolve_topology(self.env, cfg)) for pid, cfg in points(exp)}
+        placement = placements(self.env, exp)
         manifest["trials"] = [
             {"system": system, "point": pid, "point_values": point_values(exp, cfg), "trial": k,
              "dir": str(trial_dir(run_dir, system, pid, k, exp["trials"]).relative_to(run_dir)),
              "client_logs": {dc: [f"clients/{s.name}.hlog" for s in dep.clients(dc)] for dc in dcs},
-             "placement": placement[pid]}
+             "placement": placement[pid, system]}
             for pid, cfg, system, k in trials]
         self.progress.start(exp["name"], len(trials), eta_per_trial(exp))
         status, reason, code = "completed", None, 0
@@ -822,7 +857,7 @@ class Orchestrator:
                     shutil.rmtree(tdir)  # a trial that did not finish starts over
                 self.progress.begin_trial(i, system, pid, k)
                 self.run_trial(Trial(system, pid, k, cfg, tdir, str(tdir.relative_to(run_dir)),
-                                     placement=placement[pid]), manifest)
+                                     placement=placement[pid, system]), manifest)
                 rundir.write_json(manifest_path, manifest)
             for pid, cfg in points(exp):
                 for system in exp["systems"]:

@@ -149,6 +149,23 @@ def test_trimming_changes_with_the_manifest(tmp_path, run):
     assert tp[tp["phase"] == "measure"]["t_s"].min() == m["config"]["duration"]["warmup_s"]
 
 
+def test_each_trial_reads_its_configuration_as_its_system_ran_it(tmp_path, run):
+    """per_system overrides (partial-replication: Karma on rings with single puts) reach the
+    trials of that system only; the workload's paper setting is the experiment's own."""
+    copy = tmp_path / RUN.name
+    shutil.copytree(RUN, copy)
+    m = json.loads((copy / "manifest.json").read_text())
+    system = run.trials[0].system
+    m["config"]["per_system"] = {system: {"workload": {"write_fraction": 0.03, "wot_fraction": 0.0}}}
+    (copy / "manifest.json").write_text(json.dumps(m))
+    again = load.load_run(copy)
+    for t in again.trials:
+        mine = t.system == system
+        assert t.config["workload"]["write_fraction"] == (0.03 if mine else run.trials[0].config["workload"]["write_fraction"])
+        assert (t.config["workload"]["wot_fraction"] == 0.0) == mine
+    assert {w.setting for w in claims.workloads(again)} == {"write 5%"}, "the experiment's setting, not the override's"
+
+
 def test_cdf_is_monotone_and_ends_at_one(run):
     c = load.cdf_frame(run, "rot")
     for _, part in c.groupby("system"):

@@ -124,6 +124,41 @@ def test_sweeps_expand_to_the_cartesian_product():
     assert error({"sweep": {"workload.zipf": [0.9, -1]}}).field == "sweep.workload.zipf[1]"
 
 
+def test_per_system_overrides_apply_to_their_system_only_and_are_checked_as_their_fields():
+    exp = resolve({"systems": ["k2", "karma"], "sweep": {"workload.zipf": [0.9, 1.2]},
+                   "per_system": {"karma": {"topology": {"file": "topologies/karma-rings.yaml",
+                                                         "replication_factor": None},
+                                            "workload": {"wot_fraction": 0, "write_fraction": 0.03}}}})
+    by = {(pid, system): cfg for pid, system, cfg in experiment.system_points(exp)}
+    assert len(by) == 4
+    karma, k2 = by["zipf=0.9", "karma"], by["zipf=0.9", "k2"]
+    assert karma["topology"]["file"] == "topologies/karma-rings.yaml" and karma["topology"]["replication_factor"] is None
+    assert karma["workload"]["wot_fraction"] == 0.0 and karma["workload"]["write_fraction"] == 0.03
+    assert karma["workload"]["zipf"] == 0.9 and by["zipf=1.2", "karma"]["workload"]["zipf"] == 1.2  # sweep kept
+    assert k2["topology"]["file"] == "topologies/paper-local.yaml" and k2["workload"]["wot_fraction"] == 0.5
+    assert experiment.for_system(exp, "k2") is exp  # no overrides: the configuration itself
+    # the experiment's own sections are untouched
+    assert exp["workload"]["wot_fraction"] == 0.5 and exp["topology"]["file"] == "topologies/paper-local.yaml"
+
+    e = error({"systems": ["k2"], "per_system": {"karma": {"workload": {"zipf": 1}}}})
+    assert e.field == "per_system.karma" and "not one of the experiment's systems (k2)" in str(e)
+    e = error({"systems": ["k2"], "per_system": {"k2": {"duration": {"measure_s": 5}}}})
+    assert e.field == "per_system.k2.duration" and "allowed: topology, workload, server, clients, load" in str(e)
+    e = error({"systems": ["k2"], "per_system": {"k2": {"workload": {"zipf": -1}}}})
+    assert e.field == "per_system.k2.workload.zipf" and "must be > 0" in str(e)
+    e = error({"systems": ["k2"], "per_system": {"k2": {"workload": {"nope": 1}}}})
+    assert e.field == "per_system.k2.workload.nope" and "unknown field" in str(e)
+    e = error({"systems": ["k2"], "per_system": {"k2": {"workload": {"keys": 2, "keys_per_op": 3}}}})
+    assert e.field == "per_system.k2.workload.keys_per_op"
+    e = error({"systems": ["k2"], "sweep": {"workload.zipf": [1, 2]}, "per_system": {"k2": {"workload": {"zipf": 1}}}})
+    assert e.field == "per_system.k2.workload.zipf" and "is swept" in str(e)
+    assert error({"systems": ["k2"], "per_system": {"k2": []}}).field == "per_system.k2"
+    assert error({"systems": ["k2"], "per_system": {"k2": {"workload": {}}}}).field == "per_system.k2.workload"
+    # one system's pacing is checked with its own threads and target
+    e = error({"systems": ["k2"], "per_system": {"k2": {"clients": {"threads_per_dc": 100, "target_ops_per_s_per_dc": 1}}}})
+    assert "YCSB 0.17 can pace" in str(e)
+
+
 def test_extends_inherits_and_overrides(tmp_path):
     (tmp_path / "base.yaml").write_text(yaml.safe_dump({"workload": {"keys": 10, "zipf": 0.9}, "trials": 2}))
     (tmp_path / "child.yaml").write_text(yaml.safe_dump({"extends": "base", "workload": {"zipf": 1.4}}))

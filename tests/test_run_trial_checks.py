@@ -300,13 +300,58 @@ def test_write_only_transactions_need_systems_that_have_them(jar):
     with pytest.raises(ConfigError) as e:
         validate(env, exp)
     assert e.value.field == "workload.wot_fraction"
-    assert str(e.value).endswith("karma, cops-pr have no write-only transactions; set it to 0 (writes are single "
-                                 "writes) or run systems that have them")
+    assert "karma, cops-pr have no write-only transactions; set it to 0 (writes are single writes) or run systems " \
+           "that have them (per_system.<system>.workload sets it for one system)" in str(e.value)
     assert {s for s, info in env.system_info.items() if not info["write_only_transactions"]} == {"karma", "cops-pr"}
     exp = experiment.resolve({"systems": ["karma", "cops-pr"], "topology": {"file": "topologies/karma-rings.yaml"},
                               "workload": {"write_fraction": 0.05, "wot_fraction": 0.0}}, "t", SYSTEMS)
     resolved = validate(env, exp)  # single puts only: accepted, on the rings the topology names
     assert resolved["placement"] == "rings" and resolved["rings"] == [["VA", "CA", "LDN"], ["TYO", "SG"], ["SP"]]
+
+
+def test_systems_of_one_run_on_their_own_placements_each_through_per_system(jar):
+    """partial-replication: K2, RAD, PaRiS*, PaRiS on replica groups, Karma and COPS-PR on
+    rings with single puts; each system validated against its own topology and workload,
+    and each trial records its own placement (the manifest's trials[].placement)."""
+    from k2bench.orchestrator import placements, validate
+    env = Env(repo=ROOT, jar=jar, deployment=LocalDeployment(LocalHost(jar)))
+    path = experiment.find(ROOT / "workloads", "partial-replication")
+    exp = experiment.resolve(experiment.load_file(path), "partial-replication", SYSTEMS)
+    assert validate(env, exp)["placement"] == "groups"
+    by = placements(env, exp)
+    assert {s: p["placement"] for (_, s), p in by.items()} == {
+        "k2": "groups", "rad": "groups", "paris-star": "groups", "paris": "groups", "karma": "rings", "cops-pr": "rings"}
+    assert by["", "karma"]["rings"] == [["VA", "CA", "LDN"], ["TYO", "SG"], ["SP"]] and "rings" not in by["", "k2"]
+    # Without the override Karma would run on K2's replica groups, and with K2's workload.
+    doc = experiment.load_file(path)
+    del doc["per_system"]["karma"]["topology"]
+    with pytest.raises(ConfigError) as e:
+        validate(env, experiment.resolve(doc, "t", SYSTEMS))
+    assert e.value.field == "systems" and "karma does not run on placement: groups" in str(e.value)
+    doc = experiment.load_file(path)
+    del doc["per_system"]["cops-pr"]
+    with pytest.raises(ConfigError) as e:
+        validate(env, experiment.resolve(doc, "t", SYSTEMS))
+    assert e.value.field == "workload.wot_fraction" and str(e.value).startswith("workload.wot_fraction: cops-pr has no")
+    # An override is named as the user wrote it: a placement the system does not run on ...
+    doc = experiment.load_file(path)
+    doc["per_system"]["karma"]["topology"] = {"file": "topologies/paper-local.yaml"}
+    with pytest.raises(ConfigError) as e:
+        validate(env, experiment.resolve(doc, "t", SYSTEMS))
+    assert e.value.field == "per_system.karma.topology" and "karma does not run on placement: groups" in str(e.value)
+    # ... and a topology with other datacenters: one run's systems share its clients.
+    doc = experiment.load_file(path)
+    doc["per_system"]["karma"]["workload"]["wot_fraction"] = 0.5
+    with pytest.raises(ConfigError) as e:
+        validate(env, experiment.resolve(doc, "t", SYSTEMS))
+    assert e.value.field == "per_system.karma.workload.wot_fraction"
+    doc = experiment.load_file(path)
+    doc["per_system"]["paris"] = {"topology": {"file": "topologies/paris-5dc.yaml", "replication_factor": None,
+                                               "servers_per_dc": 4}}
+    with pytest.raises(ConfigError) as e:
+        validate(env, experiment.resolve(doc, "t", SYSTEMS))
+    assert e.value.field == "per_system.paris.topology"
+    assert "the systems of a run share its datacenters" in str(e.value)
 
 
 def test_systems_built_on_reliable_channels_refuse_faults_that_drop_messages(jar):

@@ -485,6 +485,38 @@ def rtt_heatmaps(runs) -> plt.Figure:
     return fig
 
 
+def congestion(runs) -> plt.Figure:
+    """The Karma paper's Fig. 7 and 8 for runs with delay faults (karma-congestion): mean
+    read latency per second with each congestion event shaded, and each event's latency
+    increase and throughput drop against the trial's uncongested seconds."""
+    events = load.congestion_frame(runs)
+    if events.empty:
+        raise MissingData("no trial of these runs has delay faults (karma-congestion has)")
+    series = _with_labels(load.latency_timeseries_frame(runs))
+    events = _with_labels(events)
+    order = _order(events)
+    fig, axes = plt.subplots(1, 3, figsize=(17, 4.2), gridspec_kw={"width_ratios": [2.2, 1, 1]})
+    sns.lineplot(data=series, x="t_s", y="mean_ms", hue="System", hue_order=order, palette=PALETTE,
+                 style="run" if series["run"].nunique() > 1 else None, estimator=None, ax=axes[0])
+    for t in load.trials_of(runs)[:1]:
+        for at, for_s, extra in load._delay_events(t):
+            axes[0].axvspan(at, at + for_s, color="grey", alpha=0.15)
+            axes[0].text(at, 1.0, f"+{extra:g} ms", transform=axes[0].get_xaxis_transform(), va="bottom",
+                         fontsize=8, color="grey")
+    axes[0].set(yscale="log", xlabel="time since the clients started (s)", ylabel="mean read latency (ms, log)")
+    congested = events[events["event"] != "uncongested"]
+    for ax, col, what in ((axes[1], "latency_increase_pct", "mean latency increase (%)"),
+                          (axes[2], "throughput_drop_pct", "throughput drop (%)")):
+        sns.barplot(data=congested, x="extra_ms", y=col, hue="System", hue_order=order, palette=PALETTE,
+                    errorbar=None, ax=ax)
+        ax.set(xlabel="added delay on every link of the congested datacenter (ms)", ylabel=what)
+        ax.legend_.remove() if ax.legend_ else None
+    fig.suptitle("Under congestion (Karma paper Fig. 7 and 8): shaded, the congestion events; bars, each event "
+                 "against the uncongested seconds", y=1.02)
+    fig.tight_layout()
+    return fig
+
+
 def _write_cdfs(runs) -> pd.DataFrame:
     return pd.concat([load.cdf_frame(runs, op).assign(op=op) for op in ("write", "wot")], ignore_index=True)
 
@@ -502,4 +534,5 @@ DATA = {
     "freshness": load.freshness_frame,
     "write-latency": _write_cdfs,
     "rounds": load.rounds_frame,
+    "congestion": load.congestion_frame,
 }

@@ -474,6 +474,80 @@ def throughput_frame(runs) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["run", "experiment", "point", "trial", "system", "t_s", "ops_per_s", "phase"])
 
 
+CONGESTION_COLUMNS = ["run", "experiment", "point", "trial", "system", "event", "extra_ms", "seconds", "ops_per_s",
+                      "reads", "mean_ms", "p50_ms", "p99_ms", "latency_increase_pct", "throughput_drop_pct"]
+
+
+def _delay_events(t: Trial) -> list[tuple[float, float, float]]:
+    """A trial's congestion events: its delay faults grouped by (at_s, for_s, extra_ms),
+    whatever datacenter pairs each names (the Karma paper's Fig. 7: every link of one)."""
+    return sorted({(f["at_s"], f["for_s"], f["extra_ms"]) for f in t.config.get("faults") or []
+                   if f["kind"] == "delay"})
+
+
+def congestion_frame(runs, tag: str = "rot") -> pd.DataFrame:
+    """Each congestion event of each trial against the trial's uncongested seconds (the
+    measured ones before its first fault): throughput and ``tag`` latency merged over each,
+    and the degradation in percent (the Karma paper's Fig. 8: latency increase and
+    throughput drop, averaged over the event). Whole seconds since the clients' start; an
+    interval counts where its midpoint falls."""
+    rows = []
+    for t in trials_of(runs):
+        events = _delay_events(t)
+        if not events:
+            continue
+        d = t.config["duration"]
+        measured = range(int(d["warmup_s"]), int(d["warmup_s"] + d["measure_s"]))
+        spans = [(f["at_s"], f["at_s"] + f.get("for_s", float("inf"))) for f in t.config["faults"]]
+        everything = [iv for ivs in t.intervals().values() for iv in ivs]
+
+        def second(iv) -> int:
+            return int((iv.midpoint_ms - t.start_ms) // 1000)
+
+        def figures_over(seconds: set[int]) -> dict:
+            ivs = [iv for iv in everything if second(iv) in seconds]
+            ops = sum(iv.histogram.get_total_count() for iv in ivs if iv.tag in OPS)
+            h = merge(ivs, tag, None)
+            lat = latency(h, (50, 99))
+            return {"seconds": len(seconds), "ops_per_s": ops / len(seconds) if seconds else None,
+                    "reads": h.get_total_count(), "mean_ms": lat["mean"], "p50_ms": lat["p50"], "p99_ms": lat["p99"]}
+
+        # uncongested: the measured seconds before the first fault (after one, paced clients
+        # work off what it held back for a while, which is not the uncongested state)
+        first = min(a for a, _ in spans)
+        base = figures_over({s for s in measured if s < first})
+        rows.append(t.ids() | {"event": "uncongested", "extra_ms": 0.0, **base,
+                               "latency_increase_pct": 0.0, "throughput_drop_pct": 0.0})
+        for at, for_s, extra in events:
+            e = figures_over({s for s in measured if at <= s < at + for_s})
+            rows.append(t.ids() | {"event": f"+{extra:g} ms", "extra_ms": float(extra), **e,
+                                   "latency_increase_pct": _pct(e["mean_ms"], base["mean_ms"]),
+                                   "throughput_drop_pct": -_pct(e["ops_per_s"], base["ops_per_s"])
+                                   if _pct(e["ops_per_s"], base["ops_per_s"]) is not None else None})
+    return pd.DataFrame(rows, columns=CONGESTION_COLUMNS)
+
+
+def _pct(value, base) -> float | None:
+    return None if value is None or not base else round(100.0 * (value / base - 1.0), 1)
+
+
+def latency_timeseries_frame(runs, tag: str = "rot") -> pd.DataFrame:
+    """Mean ``tag`` latency per second since the clients' start (merged over the trial's
+    datacenters), for trials with faults: how a fault moves latency over time."""
+    rows = []
+    for t in trials_of(runs):
+        if not t.config.get("faults"):
+            continue
+        bins: dict[int, list] = {}
+        for ivs in t.intervals().values():
+            for iv in ivs:
+                if iv.tag == tag:
+                    bins.setdefault(int((iv.midpoint_ms - t.start_ms) // 1000), []).append(iv)
+        for s in sorted(bins):
+            rows.append(t.ids() | {"t_s": s, "mean_ms": latency(merge(bins[s], tag, None), ())["mean"]})
+    return pd.DataFrame(rows, columns=["run", "experiment", "point", "trial", "system", "t_s", "mean_ms"])
+
+
 def summary_frame(runs) -> pd.DataFrame:
     """One row per (run, point, trial, system): throughput over the window, ROT mean and
     percentiles, all-local fraction, wide-area rounds, write latencies, staleness, snapshot

@@ -166,6 +166,44 @@ def test_each_trial_reads_its_configuration_as_its_system_ran_it(tmp_path, run):
     assert {w.setting for w in claims.workloads(again)} == {"write 5%"}, "the experiment's setting, not the override's"
 
 
+def test_congestion_events_are_measured_against_the_seconds_before_the_first(tmp_path, run):
+    """Two delay events (one of two datacenter pairs, as karma-congestion's every link of LDN)
+    in a copy of the fixture: each event's and the uncongested seconds' (before the first
+    event) operations and latencies are those of their windows' intervals merged, and the
+    degradation is against the uncongested seconds."""
+    copy = tmp_path / RUN.name
+    shutil.copytree(RUN, copy)
+    m = json.loads((copy / "manifest.json").read_text())
+    d = m["config"]["duration"]
+    at1, at2 = int(d["warmup_s"]) + 2, int(d["warmup_s"]) + 6
+    m["config"]["faults"] = [{"kind": "delay", "dcs": ["VA", "CA"], "extra_ms": 300, "at_s": at1, "for_s": 3},
+                             {"kind": "delay", "dcs": ["VA", "SP"], "extra_ms": 300, "at_s": at1, "for_s": 3},
+                             {"kind": "delay", "dcs": ["VA", "CA"], "extra_ms": 600, "at_s": at2, "for_s": 2}]
+    (copy / "manifest.json").write_text(json.dumps(m))
+    shifted = load.load_run(copy)
+    frame = load.congestion_frame(shifted)
+    for t in shifted.trials:
+        rows = frame[frame["system"] == t.system].set_index("event")
+        assert list(rows.index) == ["uncongested", "+300 ms", "+600 ms"]
+        assert list(rows["seconds"]) == [2, 3, 2], "uncongested: the measured seconds before the first event"
+        everything = [iv for ivs in t.intervals().values() for iv in ivs]
+        for event, (a, b) in {"uncongested": (d["warmup_s"], at1), "+300 ms": (at1, at1 + 3),
+                              "+600 ms": (at2, at2 + 2)}.items():
+            h = load.merge(everything, "rot", (t.start_ms + 1000 * a, t.start_ms + 1000 * b))
+            assert rows.loc[event, "reads"] == h.get_total_count()
+            assert rows.loc[event, "mean_ms"] == pytest.approx(load.latency(h, ())["mean"], abs=1e-3)
+            ops = sum(iv.histogram.get_total_count() for iv in everything if iv.tag in load.OPS
+                      and t.start_ms + 1000 * a <= iv.midpoint_ms < t.start_ms + 1000 * b)
+            assert rows.loc[event, "ops_per_s"] * rows.loc[event, "seconds"] == pytest.approx(ops)
+        base, e = rows.loc["uncongested"], rows.loc["+300 ms"]
+        assert e["latency_increase_pct"] == pytest.approx(100 * (e["mean_ms"] / base["mean_ms"] - 1), abs=0.06)
+    assert load.congestion_frame(run).empty, "no delay faults, no rows"
+    fig = figures.congestion(shifted)
+    assert len(fig.axes) == 3 and fig.axes[1].patches, "latency over time and one bar per event and system"
+    with pytest.raises(figures.MissingData, match="delay faults"):
+        figures.congestion(run)
+
+
 def test_cdf_is_monotone_and_ends_at_one(run):
     c = load.cdf_frame(run, "rot")
     for _, part in c.groupby("system"):
@@ -204,8 +242,8 @@ def test_every_notebook_runs_end_to_end_and_the_report_has_every_figure(tmp_path
     names = {r["name"] for r in records}
     assert set(figures.DATA) <= names
     for r in records:
-        if r["name"] == "freshness":  # needs the freshness experiments' histories
-            continue
+        if r["name"] in ("freshness", "congestion"):  # need the freshness experiments' histories, delay
+            continue                                   # faults (test_congestion_events_...: drawn there)
         assert "png" in r, f"{r['name']}: {r.get('note')}"
         assert (out / r["png"]).stat().st_size > 10_000
         assert r["png"] in index

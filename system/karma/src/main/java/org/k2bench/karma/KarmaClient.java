@@ -88,6 +88,8 @@ final class KarmaClient implements KvClient {
   private final Map<String, Entry> wb = new HashMap<>();
   private final ArrayDeque<Entry>[] queues;
   private final boolean[] sending;
+  /** Per ring: whether the head of its queue failed to reach the ring and waits to be sent again. */
+  private final boolean[] stalled;
   private int incomplete;
   /** DRRs (§4.2): in-flight values read, with the ring read from; all name the same ring. */
   private final List<Restriction> restrictions = new ArrayList<>();
@@ -101,11 +103,24 @@ final class KarmaClient implements KvClient {
   private long lastRingReadSeq;
   /** The session's newest put. */
   private Entry lastPut;
-  private boolean notifyPending;
+  /** The notify-after on its way, if any: completes true if it lifted the restrictions before it. */
+  private CompletableFuture<Boolean> notifyPending;
+  /** The forced notify-after on its way (see liftNow), if any. */
+  private CompletableFuture<Boolean> forcedPending;
   /** When the session became restricted, and when it last inserted a notify-after. */
   private long restrictedSinceMs;
   private long lastNotifyMs;
+  /**
+   * Restrictions lifted by a failed read (see {@link #liftNow}) without the check in the ring
+   * they were read from: dependencies of the session's puts until one of those completes
+   * (then they are complete in that ring too), from the lift's {@link #seq} on.
+   */
+  private final List<Dep> carried = new ArrayList<>();
+  private long carriedSince;
+  /** Until when the datacenter cache is passed over: a cache get failed (ms, wall clock). */
+  private volatile long cacheDownUntilMs;
   private volatile boolean closed;
+  private volatile boolean closedHard;
 
   /** A put on its way to every ring. */
   private static final class Entry {
@@ -149,12 +164,12 @@ final class KarmaClient implements KvClient {
       queues[r] = new ArrayDeque<>();
     }
     this.sending = new boolean[n];
+    this.stalled = new boolean[n];
     this.rttMs = new double[topology.numDcs()];
     this.lastProbeMs = new long[topology.numDcs()];
     for (int d = 0; d < rttMs.length; d++) {
-      rttMs[d] = topology.rttMs(dc, d);
+      rttMs[d] = d == dc ? 0 : topology.rttMs(dc, d);
     }
-    this.lastProbeMs[dc] = Long.MAX_VALUE;
   }
 
   @Override
@@ -179,10 +194,8 @@ final class KarmaClient implements KvClient {
     }
   }
 
+  /** The measured round trip to a datacenter; the session's own is probed too (its servers may be down). */
   private double distanceMs(int toDc) {
-    if (toDc == dc) {
-      return 0;
-    }
     synchronized (rttMs) {
       return rttMs[toDc];
     }
@@ -220,7 +233,7 @@ final class KarmaClient implements KvClient {
         }
         lastProbeMs[d] = now;
       }
-      ep.ping(topology.serverId(d, 0), 0).orTimeout(Math.max(probeMs * 4, 1000), TimeUnit.MILLISECONDS)
+      ep.ping(topology.serverId(d, 0), 0).orTimeout(probeTimeoutMs(), TimeUnit.MILLISECONDS)
           .whenComplete((nanos, error) -> {
             synchronized (rttMs) {
               rttMs[to] = error != null ? UNREACHABLE_MS
@@ -228,6 +241,11 @@ final class KarmaClient implements KvClient {
             }
           });
     }
+  }
+
+  /** How long a latency probe waits for its answer before it takes the datacenter for down. */
+  private long probeTimeoutMs() {
+    return Math.max(probeMs * 4, 1000);
   }
 
   /** A read at a datacenter failed: avoid it until a probe answers. */
@@ -252,12 +270,49 @@ final class KarmaClient implements KvClient {
     try {
       return keys.size() == 1 ? get(keys.get(0)) : getTransaction(keys);
     } catch (OperationFailedException e) {
-      if (boundRing() >= 0) {
-        throw e; // restricted (or COPS-PR): no other ring may serve it
+      if (mode == Mode.COPS_PR || (boundRing() >= 0 && !liftNow())) {
+        throw e; // COPS-PR, or restricted to a ring the values read have not left: no other ring may serve it
       }
       // §4.5: an unrestricted read that failed at one ring is tried again at another.
       ProcessMetrics.record("ring_retries", 1);
       return keys.size() == 1 ? get(keys.get(0)) : getTransaction(keys);
+    }
+  }
+
+  /**
+   * A read at the ring R the session is restricted to failed (a server of R is down or cut
+   * off). §4.4 Observation 2: the values the session read there in flight were applied in R
+   * after their dependencies were complete in R, so once they are complete in every other
+   * ring the restriction can go. A notify-after to the other rings, at once; if it answers,
+   * the restrictions are lifted and the read tried at another ring. What R did not confirm
+   * is kept: R may not have had every cache's invalidation of those values acknowledged, so
+   * (1) they stay dependencies of the session's puts until one of those completes (then R
+   * has them complete too), so nobody reads the session's later writes without them, and
+   * (2) the session bypasses its cache until then too: a copy filled from R before they were
+   * applied there may be served until its lease ends, and only their completion in R says it
+   * has (a bound from the client's own lease setting would be as wrong as that setting).
+   * Whether the session is unrestricted now.
+   */
+  private boolean liftNow() {
+    CompletableFuture<Boolean> check;
+    synchronized (state) {
+      if (restrictions.isEmpty()) {
+        return true;
+      }
+      check = forcedPending != null ? forcedPending : notifyAfter(System.currentTimeMillis(), restrictions.get(0).ring());
+    }
+    try {
+      if (!check.get(timeoutMs, TimeUnit.MILLISECONDS)) {
+        return false; // not answered in some other ring: still restricted
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return false;
+    } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
+      return false;
+    }
+    synchronized (state) {
+      return restrictions.isEmpty();
     }
   }
 
@@ -301,14 +356,31 @@ final class KarmaClient implements KvClient {
     boolean local = replicaDc == dc;
     RingValue v;
     boolean cacheHit = false;
-    boolean cacheable = dcCache && bound < 0 && !local;
+    long now = System.currentTimeMillis();
+    boolean cacheable = dcCache && bound < 0 && !local && now >= cacheDownUntilMs && !carrying()
+        && distanceMs(dc) < UNREACHABLE_MS; // the cache is on the datacenter's own servers
     try {
       if (cacheable) {
-        CacheGetReply r = Calls.await(ep.call(rings.serverFor(dc, key),
-            CacheGet.newBuilder().setKey(key).setReplicaServer(server).build(), CacheGetReply.class),
-            "get of " + key + " through the datacenter cache", timeoutMs);
-        v = r.getValue();
-        cacheHit = r.getHit();
+        try {
+          CacheGetReply r = Calls.await(ep.call(rings.serverFor(dc, key),
+              CacheGet.newBuilder().setKey(key).setReplicaServer(server).build(), CacheGetReply.class),
+              "get of " + key + " through the datacenter cache", timeoutMs);
+          v = r.getValue();
+          cacheHit = r.getHit();
+        } catch (OperationFailedException cacheFailed) {
+          if (String.valueOf(cacheFailed.getMessage()).contains(KarmaServer.FILL_FAILED)) {
+            throw cacheFailed; // the replica failed, not the cache: readTxn tries another ring
+          }
+          // §4.4 "Cache node failure": the cache holds only stable state, so losing it costs
+          // latency, never availability: the cache is passed over for a probe period and
+          // the key read at its replica (if that is what failed, this read fails too and
+          // readTxn tries another ring).
+          cacheDownUntilMs = System.currentTimeMillis() + Math.max(probeMs, 1000);
+          ProcessMetrics.record("cache_failures", 1);
+          cacheable = false;
+          v = Calls.await(ep.call(server, RingRead.newBuilder().addKeys(key).build(), RingReadReply.class),
+              "get of " + key, timeoutMs).getValues(0);
+        }
       } else {
         v = Calls.await(ep.call(server, RingRead.newBuilder().addKeys(key).build(), RingReadReply.class),
             "get of " + key, timeoutMs).getValues(0);
@@ -388,14 +460,21 @@ final class KarmaClient implements KvClient {
       }
     }
     boolean round2Remote = false;
-    List<CompletableFuture<RingReadReply>> round2 = new ArrayList<>();
+    Map<Integer, CompletableFuture<RingReadReply>> round2 = new HashMap<>();
     for (Map.Entry<Integer, List<String>> e : again.entrySet()) {
       round2Remote |= topology.dcOfServer(e.getKey()) != dc;
-      round2.add(ep.call(e.getKey(), RingReadAt.newBuilder().addAllKeys(e.getValue()).setTs(effective).build(),
-          RingReadReply.class));
+      round2.put(e.getKey(), ep.call(e.getKey(), RingReadAt.newBuilder().addAllKeys(e.getValue())
+          .setTs(effective).build(), RingReadReply.class));
     }
-    for (CompletableFuture<RingReadReply> f : round2) {
-      for (RingValue v : Calls.await(f, "get-transaction, second round", timeoutMs).getValuesList()) {
+    for (Map.Entry<Integer, CompletableFuture<RingReadReply>> e : round2.entrySet()) {
+      RingReadReply reply;
+      try {
+        reply = Calls.await(e.getValue(), "get-transaction, second round", timeoutMs);
+      } catch (OperationFailedException failed) {
+        unreachable(topology.dcOfServer(e.getKey()));
+        throw failed;
+      }
+      for (RingValue v : reply.getValuesList()) {
         take(v, ring, rows, versions, staleness);
       }
     }
@@ -457,8 +536,18 @@ final class KarmaClient implements KvClient {
     }
     probe();
     synchronized (state) {
+      // A dead ring's server is only known to be one when a put to it times out, an RPC
+      // timeout after it was sent: a put that found the buffer full waits that long and a
+      // retry period more before it gives up.
+      // The write buffer is full: wait for room, at most an RPC timeout. A ring that takes
+      // none of the session's puts (down or cut off) holds them up: after the buffer's puts
+      // the session's writes fail until the ring is back. Letting the buffer grow instead
+      // (the paper's persistent WB) when a ring's datacenter stopped answering latency
+      // probes was tried: on this 2-core machine probes also go unanswered at start-up, the
+      // buffers grew, more values stayed in flight and 65-98% of a fault-free run's reads
+      // were restricted (4-10% with the bound; measured, see the README).
       long deadline = System.currentTimeMillis() + timeoutMs;
-      while (incomplete >= bufferEntries) { // the write buffer is full: wait for room
+      while (incomplete >= bufferEntries) {
         long left = deadline - System.currentTimeMillis();
         if (left <= 0) {
           throw new OperationFailedException("put of " + key + ": the write buffer stayed full for " + timeoutMs
@@ -478,6 +567,7 @@ final class KarmaClient implements KvClient {
         readsSincePut.clear();
       } else {
         deps.addAll(restrictionDeps());
+        deps.addAll(carried);
       }
       Entry e = new Entry(++seq, key, version, row, deps, rings.numRings());
       wb.put(key, e);
@@ -524,34 +614,88 @@ final class KarmaClient implements KvClient {
     }
     long now = System.currentTimeMillis();
     synchronized (state) {
-      if (restrictions.isEmpty() || notifyPending || now - Math.max(lastNotifyMs, restrictedSinceMs) < notifyAfterMs) {
+      if (restrictions.isEmpty() || notifyPending != null
+          || now - Math.max(lastNotifyMs, restrictedSinceMs) < notifyAfterMs) {
         return;
       }
-      if (lastPut != null && lastPut.rings < queues.length && lastPut.seq > restrictions.get(restrictions.size() - 1).seq()) {
+      if (lastPut != null && lastPut.rings < queues.length && !anyStalled() // a put held up at a ring lifts nothing
+          && lastPut.seq > restrictions.get(restrictions.size() - 1).seq()) {
         return; // a put on its way carries every restriction and lifts them when it completes
       }
-      notifyPending = true;
-      lastNotifyMs = now;
-      long notifySeq = ++seq;
-      List<CompletableFuture<DepsComplete>> checks = new ArrayList<>();
-      for (int r = 0; r < queues.length; r++) {
-        Map<Integer, DepCheck.Builder> byServer = new HashMap<>();
-        for (Dep d : restrictionDeps()) {
-          byServer.computeIfAbsent(rings.serverInRing(r, d.getKey()), x -> DepCheck.newBuilder()).addDeps(d);
-        }
-        byServer.forEach((server, check) -> checks.add(ep.call(server, check.build(), DepsComplete.class)));
-      }
-      ProcessMetrics.record("notify_after", 1);
-      CompletableFuture.allOf(checks.toArray(CompletableFuture[]::new))
-          .orTimeout(timeoutMs, TimeUnit.MILLISECONDS).whenComplete((ok, error) -> {
-            synchronized (state) {
-              notifyPending = false;
-              if (error == null) {
-                restrictions.removeIf(x -> x.seq() < notifySeq);
-              }
-            }
-          });
+      notifyAfter(now, -1);
     }
+  }
+
+  /**
+   * Sends a notify-after for the session's restrictions to every ring, the ring it is
+   * restricted to included: a value read there in flight was applied there, but its
+   * invalidations of datacenter caches may still be on their way (they are sent after the
+   * apply), and a cache filled from that ring could serve an older value once the session is
+   * unrestricted. Completes true if it lifted the restrictions read before it. Holds {@link #state}.
+   */
+  private CompletableFuture<Boolean> notifyAfter(long now, int skipRing) {
+    lastNotifyMs = now;
+    long notifySeq = ++seq;
+    List<CompletableFuture<DepsComplete>> checks = new ArrayList<>();
+    for (int r = 0; r < queues.length; r++) {
+      if (r == skipRing) {
+        continue;
+      }
+      Map<Integer, DepCheck.Builder> byServer = new HashMap<>();
+      for (Dep d : restrictionDeps()) {
+        byServer.computeIfAbsent(rings.serverInRing(r, d.getKey()), x -> DepCheck.newBuilder()).addDeps(d);
+      }
+      byServer.forEach((server, check) -> checks.add(ep.call(server, check.build(), DepsComplete.class)));
+    }
+    ProcessMetrics.record("notify_after", 1);
+    CompletableFuture<Boolean> done = new CompletableFuture<>();
+    if (skipRing < 0) {
+      notifyPending = done;
+    } else {
+      forcedPending = done;
+    }
+    CompletableFuture.allOf(checks.toArray(CompletableFuture[]::new))
+        .orTimeout(timeoutMs, TimeUnit.MILLISECONDS).whenComplete((ok, error) -> {
+          synchronized (state) {
+            if (notifyPending == done) {
+              notifyPending = null;
+            }
+            if (forcedPending == done) {
+              forcedPending = null;
+            }
+            if (error == null) {
+              if (skipRing >= 0) { // see liftNow
+                for (Restriction x : restrictions) {
+                  if (x.seq() < notifySeq) {
+                    carried.add(Dep.newBuilder().setKey(x.key()).setVersion(x.version()).build());
+                  }
+                }
+                carriedSince = notifySeq;
+                ProcessMetrics.record("forced_lifts", 1);
+              }
+              restrictions.removeIf(x -> x.seq() < notifySeq);
+            }
+          }
+          done.complete(error == null);
+        });
+    return done;
+  }
+
+  /** Whether the session carries values a forced lift did not confirm in their ring (see liftNow). */
+  private boolean carrying() {
+    synchronized (state) {
+      return !carried.isEmpty();
+    }
+  }
+
+  /** Whether some ring's queue waits to send again an entry the ring did not take. Holds {@link #state}. */
+  private boolean anyStalled() {
+    for (boolean x : stalled) {
+      if (x) {
+        return true;
+      }
+    }
+    return false;
   }
 
   /** Holds {@link #state}. */
@@ -572,8 +716,6 @@ final class KarmaClient implements KvClient {
     send(r, queues[r].peek());
   }
 
-  private volatile boolean closedHard;
-
   private void send(int r, Entry e) {
     CompletableFuture<PutDone> done = ep.call(rings.serverInRing(r, e.key), Put.newBuilder().setKey(e.key)
         .setVersion(e.version).setValue(e.row).addAllDeps(e.deps).build(), PutDone.class);
@@ -581,6 +723,9 @@ final class KarmaClient implements KvClient {
       if (error != null) {
         // The ring's server is down or cut off: the entry waits (later ones behind it, in order).
         ProcessMetrics.record("propagation_retries", 1);
+        synchronized (state) {
+          stalled[r] = true;
+        }
         CompletableFuture.delayedExecutor(RETRY_MS, TimeUnit.MILLISECONDS).execute(() -> {
           synchronized (state) {
             if (!closedHard) {
@@ -593,6 +738,7 @@ final class KarmaClient implements KvClient {
       synchronized (state) {
         queues[r].poll();
         sending[r] = false;
+        stalled[r] = false;
         e.inRing[r] = true;
         if (++e.rings == queues.length) {
           completed(e);
@@ -614,6 +760,9 @@ final class KarmaClient implements KvClient {
     ProcessMetrics.record("write_completion", (System.nanoTime() - e.startNanos) / 1000);
     // The entry carried every restriction from reads before it, now complete in every ring.
     restrictions.removeIf(x -> x.seq() < e.seq);
+    if (e.seq > carriedSince) {
+      carried.clear();
+    }
     state.notifyAll();
   }
 
@@ -670,10 +819,14 @@ final class KarmaClient implements KvClient {
   public void close() {
     closed = true;
     int left;
+    boolean ringDown;
     synchronized (state) {
       left = incomplete;
+      ringDown = anyStalled();
     }
-    if (left > 0 && !drain(Math.min(120_000, timeoutMs * left))) {
+    // A ring that takes none of the puts (down or cut off) would hold the close for as long
+    // as it stays so: one RPC timeout then, in case it is back.
+    if (left > 0 && !drain(ringDown ? timeoutMs : Math.min(120_000, timeoutMs * left))) {
       System.err.println(mode.systemName + " client " + ep.id() + ": closing with writes not yet in every ring");
     }
     synchronized (state) {

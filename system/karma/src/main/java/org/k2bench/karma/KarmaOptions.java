@@ -15,6 +15,16 @@ final class KarmaOptions {
       "cache stable values in each datacenter (false: the paper's Karma-NC)");
 
   /**
+   * How long a datacenter cache may serve a value it asked a replica for (from when it
+   * asked); a replica counts an invalidation its cache does not acknowledge as done this long
+   * after it last served that cache the key (KarmaServer). The paper has no leases; without
+   * them a dead datacenter's cache holds every put of a key it cached from completing.
+   */
+  static final SystemOption CACHE_LEASE_MS = SystemOption.integer("cache_lease_ms", 5_000, 100, 3_600_000,
+      "how long a datacenter cache serves a value, from when it asked for it; an unacknowledged invalidation "
+          + "counts as done this long after the cache's last fill of the key, ms");
+
+  /**
    * How often a restricted client that has not written inserts a notify-after (§4.2, "write
    * insertion"); the paper leaves the period to tune. 100 ms, a fraction of its 300-400 ms
    * write-propagation window.

@@ -2,11 +2,9 @@ package org.k2bench.karma;
 
 import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import org.k2bench.core.api.ServerOptions;
 import org.k2bench.core.data.Dep;
@@ -52,8 +50,20 @@ import org.k2bench.karma.proto.Stable;
  * §3 "Read Case 3"), evicts least recently used keys silently, and drops a key on an
  * invalidation. A fill that was in flight when an invalidation of the key arrived is not
  * kept: the replica's reply and its later invalidation may be handled in either order here.
+ *
+ * <p>Cached values are leased ({@code cache_lease_ms}; the paper has no leases): a cache
+ * serves a value until a lease after it <em>asked</em> for it, and the replica counts an
+ * invalidation a cache does not acknowledge as done a lease after it last <em>served</em>
+ * that cache a fill of the key, which is later in real time whatever the message delays, so
+ * no cache serves an older value after a put completes. Without them a dead or cut-off
+ * datacenter (whose cache lives on its storage servers here) keeps every put of a key it
+ * ever cached from completing in the ring, for as long as it stays so: nothing becomes
+ * stable, and every reader of those keys stays restricted (the paper, §4.4: a cache failure
+ * means writes to its data "cannot complete").
  */
 final class KarmaServer extends ServerActor {
+  /** What a cache's error reply says when the replica it filled from did not answer (KarmaClient reads it). */
+  static final String FILL_FAILED = "cache fill failed at the replica";
   /** How long a propagation step waits before trying a dead or slow peer again. */
   private static final long RETRY_MS = 200;
 
@@ -64,8 +74,11 @@ final class KarmaServer extends ServerActor {
   // ---- middle-man state (§4.1.2, §4.3)
   /** key -> the highest version applied here that is not known to be stable. */
   private final Map<String, Long> inFlight = new HashMap<>();
-  /** key -> the caches (server ids) that read a stable value of it here since its last put. */
-  private final Map<String, Set<Integer>> cachedAt = new HashMap<>();
+  /**
+   * key -> the caches (server ids) that read a stable value of it here since its last put,
+   * each with when it last did (System.nanoTime): its lease ends a lease after that.
+   */
+  private final Map<String, Map<Integer, Long>> cachedAt = new HashMap<>();
   /** key -> invalidations not yet acknowledged, and the puts waiting for them. */
   private final Map<String, Invalidating> invalidating = new HashMap<>();
   /** key -> dependency checks waiting for a version of it to complete here. */
@@ -73,7 +86,8 @@ final class KarmaServer extends ServerActor {
 
   // ---- datacenter cache (§4.3)
   private final int cacheCapacity;
-  private final LinkedHashMap<String, RingValue> cache;
+  private final LinkedHashMap<String, Cached> cache;
+  private final long leaseNanos;
   /** key -> {fills outstanding, invalidated meanwhile (0/1)}. */
   private final Map<String, int[]> fills = new HashMap<>();
 
@@ -83,7 +97,15 @@ final class KarmaServer extends ServerActor {
     final List<Incoming> waiting = new ArrayList<>();
   }
 
-  private record DepWaiter(long version, Runnable done) {}
+  /**
+   * A wait for {@code <key, version>} to complete here, given up at {@code deadlineMs} (the
+   * RPC timeout after it began: whoever waits has given up by then, and asks again if it
+   * still needs it), when {@code expired} runs instead.
+   */
+  private record DepWaiter(long version, Runnable done, long deadlineMs, Runnable expired) {}
+
+  /** A cached value and when its lease ends (System.nanoTime). */
+  private record Cached(RingValue value, long leaseEndsNanos) {}
 
   KarmaServer(Mode mode, Transport transport, int serverId, ServerOptions options) {
     super(mode.systemName, transport, serverId, options, k -> false);
@@ -92,9 +114,10 @@ final class KarmaServer extends ServerActor {
     this.ring = rings.ringOf(dc);
     boolean caches = mode == Mode.KARMA && options.system().flag(KarmaOptions.DC_CACHE);
     this.cacheCapacity = caches ? Math.max(1, options.cacheKeysPerServer(topology.serversPerDc())) : 0;
+    this.leaseNanos = caches ? options.system().integer(KarmaOptions.CACHE_LEASE_MS) * 1_000_000L : 0;
     this.cache = new LinkedHashMap<>(16, 0.75f, true) {
       @Override
-      protected boolean removeEldestEntry(Map.Entry<String, RingValue> eldest) {
+      protected boolean removeEldestEntry(Map.Entry<String, Cached> eldest) {
         return size() > cacheCapacity; // silent replacement (§4.3)
       }
     };
@@ -188,7 +211,7 @@ final class KarmaServer extends ServerActor {
     requireHeld(req.getKey());
     RingValue v = newest(req.getKey());
     if (!v.getInFlight()) {
-      cachedAt.computeIfAbsent(req.getKey(), k -> new HashSet<>(2)).add(m.from());
+      cachedAt.computeIfAbsent(req.getKey(), k -> new HashMap<>(2)).put(m.from(), System.nanoTime());
     }
     count("fill_reads");
     m.reply(RingReadReply.newBuilder().addValues(v).build());
@@ -198,29 +221,38 @@ final class KarmaServer extends ServerActor {
 
   private void onCacheGet(Incoming m, CacheGet req) {
     String key = req.getKey();
-    RingValue hit = cacheCapacity > 0 ? cache.get(key) : null;
-    if (hit != null) {
+    Cached hit = cacheCapacity > 0 ? cache.get(key) : null;
+    if (hit != null && System.nanoTime() - hit.leaseEndsNanos() < 0) {
       count("cache_hits");
-      m.reply(CacheGetReply.newBuilder().setValue(hit).setHit(true).build());
+      m.reply(CacheGetReply.newBuilder().setValue(hit.value()).setHit(true).build());
       return;
+    }
+    if (hit != null) {
+      cache.remove(key);
+      count("cache_leases_ended");
     }
     count("cache_misses");
     int[] fill = fills.computeIfAbsent(key, k -> new int[2]);
     fill[0]++;
+    long asked = System.nanoTime(); // the lease runs from before the replica can have answered
+    // Half the RPC timeout: a replica that does not answer is reported before the client gives
+    // up on the cache itself (which would take the cache for the one that failed).
     onServer(ep.call(req.getReplicaServer(), FillRead.newBuilder().setKey(key).build(), RingReadReply.class),
-        (reply, error) -> {
+        Math.max(1, options.rpcTimeoutMs() / 2), (reply, error) -> {
           int[] f = fills.get(key);
           boolean invalidatedMeanwhile = f[1] != 0;
           if (--f[0] == 0) {
             fills.remove(key);
           }
           if (error != null) {
-            m.replyError("cache fill of '" + key + "' from server " + req.getReplicaServer() + ": " + error.getMessage());
+            m.replyError(FILL_FAILED + ": fill of '" + key + "' from server " + req.getReplicaServer() + ": "
+                + error.getMessage());
             return;
           }
           RingValue v = reply.getValues(0);
-          if (cacheCapacity > 0 && !v.getInFlight() && !invalidatedMeanwhile) {
-            cache.put(key, v.toBuilder().setStalenessMs(0).build());
+          long leaseEnds = asked + leaseNanos;
+          if (cacheCapacity > 0 && !v.getInFlight() && !invalidatedMeanwhile && System.nanoTime() - leaseEnds < 0) {
+            cache.put(key, new Cached(v.toBuilder().setStalenessMs(0).build(), leaseEnds));
           }
           m.reply(CacheGetReply.newBuilder().setValue(v).build());
         });
@@ -247,13 +279,16 @@ final class KarmaServer extends ServerActor {
         org.k2bench.core.metrics.ProcessMetrics.record("put_after_wait", (System.nanoTime() - start) / 1000);
       }
       apply(m, put);
-    });
+    }, () -> count("put_after_waits_expired")); // the client sends the put again
   }
 
   /** notify-after (§4.2), or a put-after's checks from another server of the ring. */
   private void onDepCheck(Incoming m, List<Dep> deps) {
     count("dep_checks");
-    awaitDeps(deps, () -> m.reply(DepsComplete.getDefaultInstance()));
+    awaitDeps(deps, () -> m.reply(DepsComplete.getDefaultInstance()), () -> {
+      count("dep_checks_expired");
+      m.replyError("dependencies not complete in this ring within " + options.rpcTimeoutMs() + " ms");
+    });
   }
 
   /**
@@ -261,18 +296,26 @@ final class KarmaServer extends ServerActor {
    * waited for here, the others asked of the servers of this ring holding them (and asked
    * again while one does not answer).
    */
-  private void awaitDeps(List<Dep> deps, Runnable then) {
+  private void awaitDeps(List<Dep> deps, Runnable then, Runnable expired) {
     if (deps.isEmpty() || Mutants.active(Mutants.SKIP_DEPENDENCY_CHECKS)) {
       then.run();
       return;
     }
+    long deadlineMs = System.currentTimeMillis() + options.rpcTimeoutMs();
+    boolean[] gaveUp = {false};
+    Runnable giveUp = () -> {
+      if (!gaveUp[0]) {
+        gaveUp[0] = true;
+        expired.run();
+      }
+    };
     Map<Integer, List<Dep>> byServer = new HashMap<>();
     for (Dep d : deps) {
       byServer.computeIfAbsent(rings.serverInRing(ring, d.getKey()), s -> new ArrayList<>()).add(d);
     }
     int[] left = {byServer.size()};
     Runnable one = () -> {
-      if (--left[0] == 0) {
+      if (--left[0] == 0 && !gaveUp[0]) {
         then.run();
       }
     };
@@ -284,21 +327,28 @@ final class KarmaServer extends ServerActor {
             if (--mine[0] == 0) {
               one.run();
             }
-          });
+          }, deadlineMs, giveUp);
         }
       } else {
         count("dep_checks_sent");
-        askUntilComplete(e.getKey(), DepCheck.newBuilder().addAllDeps(e.getValue()).build(), one);
+        askUntilComplete(e.getKey(), DepCheck.newBuilder().addAllDeps(e.getValue()).build(), one, deadlineMs,
+            giveUp, gaveUp);
       }
     }
   }
 
-  private void askUntilComplete(int server, DepCheck check, Runnable done) {
+  private void askUntilComplete(int server, DepCheck check, Runnable done, long deadlineMs, Runnable giveUp,
+      boolean[] gaveUp) {
     onServer(ep.call(server, check, DepsComplete.class), (ok, error) -> {
+      if (gaveUp[0]) {
+        return;
+      }
       if (error == null) {
         done.run();
+      } else if (System.currentTimeMillis() + RETRY_MS >= deadlineMs) {
+        giveUp.run();
       } else {
-        later(RETRY_MS, () -> askUntilComplete(server, check, done));
+        later(RETRY_MS, () -> askUntilComplete(server, check, done, deadlineMs, giveUp, gaveUp));
       }
     });
   }
@@ -319,12 +369,31 @@ final class KarmaServer extends ServerActor {
     return inv == null || !inv.versions.contains(version);
   }
 
-  private void whenComplete(String key, long version, Runnable done) {
+  private void whenComplete(String key, long version, Runnable done, long deadlineMs, Runnable expired) {
     if (isComplete(key, version)) {
       done.run();
     } else {
-      depWaiters.computeIfAbsent(key, k -> new ArrayList<>()).add(new DepWaiter(version, done));
+      depWaiters.computeIfAbsent(key, k -> new ArrayList<>()).add(new DepWaiter(version, done, deadlineMs, expired));
     }
+  }
+
+  /** Gives up the dependency waits whose deadline passed (see {@link DepWaiter}). */
+  @Override
+  protected void tick() {
+    super.tick();
+    long now = System.currentTimeMillis();
+    List<Runnable> expired = new ArrayList<>();
+    depWaiters.values().removeIf(waiters -> {
+      waiters.removeIf(w -> {
+        if (w.deadlineMs() <= now) {
+          expired.add(w.expired());
+          return true;
+        }
+        return false;
+      });
+      return waiters.isEmpty();
+    });
+    expired.forEach(Runnable::run);
   }
 
   private void apply(Incoming m, Put put) {
@@ -337,7 +406,8 @@ final class KarmaServer extends ServerActor {
       // the key's state alone (it may be stable by now; marking it in flight again would
       // restrict its readers until the key's next write).
       count("duplicate_puts");
-      whenComplete(key, version, () -> m.reply(PutDone.getDefaultInstance()));
+      whenComplete(key, version, () -> m.reply(PutDone.getDefaultInstance()),
+          System.currentTimeMillis() + options.rpcTimeoutMs(), () -> { }); // the client asks again
       return;
     }
     if (mode == Mode.KARMA) { // COPS-PR's clients never ask, and never send stable notifications
@@ -347,7 +417,7 @@ final class KarmaServer extends ServerActor {
     if (!put.getDepsList().isEmpty()) {
       count("put_afters");
     }
-    Set<Integer> caches = cachedAt.remove(key);
+    Map<Integer, Long> caches = cachedAt.remove(key);
     if (Mutants.active(Mutants.KARMA_NO_INVALIDATION)) {
       caches = null; // the bug: caches keep the older value
     }
@@ -363,24 +433,29 @@ final class KarmaServer extends ServerActor {
     inv.versions.add(version);
     inv.waiting.add(m);
     if (caches != null) {
-      for (int cacheServer : caches) {
+      for (Map.Entry<Integer, Long> c : caches.entrySet()) {
         inv.outstanding++;
         count("invalidations_sent");
-        invalidate(cacheServer, key);
+        // the lease and 1% plus 10 ms more: the cache measures it on a clock of its own
+        invalidate(c.getKey(), key, c.getValue() + leaseNanos + leaseNanos / 100 + 10_000_000L);
       }
     }
   }
 
   /**
-   * Invalidates a cache's copy, asking again until it answers: a put is complete in this ring
-   * only when no cache can serve an older value (§4.3; a cache that is down holds the ring's
-   * puts of its keys, and with them the writes' completion, until it answers, as §4.4 says).
+   * Invalidates a cache's copy, asking again until it answers or its lease has ended: a put
+   * is complete in this ring only when no cache can serve an older value (§4.3).
    */
-  private void invalidate(int cacheServer, String key) {
-    onServer(ep.call(cacheServer, Invalidate.newBuilder().setKey(key).build(), Invalidated.class), (ok, error) -> {
-      if (error != null) {
-        later(RETRY_MS, () -> invalidate(cacheServer, key));
+  private void invalidate(int cacheServer, String key, long leaseEndsNanos) {
+    boolean[] done = {false};
+    Timer[] leaseTimer = {null};
+    Runnable finish = () -> {
+      if (done[0]) {
         return;
+      }
+      done[0] = true;
+      if (leaseTimer[0] != null) {
+        leaseTimer[0].cancel();
       }
       Invalidating inv = invalidating.get(key);
       if (--inv.outstanding == 0) {
@@ -389,6 +464,31 @@ final class KarmaServer extends ServerActor {
           completed(key, inv.versions.get(i), inv.waiting.get(i));
         }
       }
+    };
+    long leftMs = Math.max(0, (leaseEndsNanos - System.nanoTime() + 999_999) / 1_000_000);
+    leaseTimer[0] = later(leftMs, () -> {
+      if (!done[0]) {
+        count("invalidations_lease_ended"); // the cache did not answer: its copy has expired
+        finish.run();
+      }
+    });
+    sendInvalidate(cacheServer, key, done, finish);
+  }
+
+  private void sendInvalidate(int cacheServer, String key, boolean[] done, Runnable finish) {
+    onServer(ep.call(cacheServer, Invalidate.newBuilder().setKey(key).build(), Invalidated.class), (ok, error) -> {
+      if (done[0]) {
+        return;
+      }
+      if (error != null) {
+        later(RETRY_MS, () -> {
+          if (!done[0]) {
+            sendInvalidate(cacheServer, key, done, finish);
+          }
+        });
+        return;
+      }
+      finish.run();
     });
   }
 
@@ -431,7 +531,7 @@ final class KarmaServer extends ServerActor {
   /** For tests: whether this server's cache holds the key. */
   boolean cached(String key) {
     CompletableFuture<Boolean> f = new CompletableFuture<>();
-    thread.execute(() -> f.complete(cache.containsKey(key)));
+    thread.execute(() -> f.complete(cache.containsKey(key) && System.nanoTime() - cache.get(key).leaseEndsNanos() < 0));
     return f.join();
   }
 }

@@ -536,9 +536,6 @@ final class KarmaClient implements KvClient {
     }
     probe();
     synchronized (state) {
-      // A dead ring's server is only known to be one when a put to it times out, an RPC
-      // timeout after it was sent: a put that found the buffer full waits that long and a
-      // retry period more before it gives up.
       // The write buffer is full: wait for room, at most an RPC timeout. A ring that takes
       // none of the session's puts (down or cut off) holds them up: after the buffer's puts
       // the session's writes fail until the ring is back. Letting the buffer grow instead

@@ -277,7 +277,8 @@ def rings(intervals: list[Interval], window: tuple[float, float]) -> dict | None
     share served in the reader's datacenter (its write buffer, its datacenter's cache, or a
     replica there: ``local_access_fraction``) and by each of the first two; per read, the
     share made while the session was restricted to one ring (``restricted_fraction``); and
-    how long writes took to complete in every ring (``write_completion_ms``). None for
+    how long writes took to complete in every ring (``write_completion_ms``); and how many
+    puts a ring left unanswered (``propagation_retries``, the whole trial). None for
     systems that record none of them."""
     local = merge(intervals, "access_local", window)
     if not local.get_total_count():
@@ -289,6 +290,9 @@ def rings(intervals: list[Interval], window: tuple[float, float]) -> dict | None
             "cache_fraction": _share(merge(intervals, "access_cache", window)),
             "restricted_fraction": _share(merge(intervals, "ring_restricted", window)),
             "notify_afters": merge(intervals, "notify_after", window).get_total_count(),
+            # puts a ring left unanswered for an RPC timeout (sent again), in the whole trial:
+            # none in a fault-free run that keeps up
+            "propagation_retries": merge(intervals, "propagation_retries", None).get_total_count(),
             "write_completion_ms": latency(completion, (50, 90, 99)) | {"count": completion.get_total_count()}}
 
 

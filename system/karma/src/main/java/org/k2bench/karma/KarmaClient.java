@@ -1,5 +1,6 @@
 package org.k2bench.karma;
 
+import com.google.protobuf.Message;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -10,6 +11,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
+import java.util.function.Function;
 import org.k2bench.core.api.Calls;
 import org.k2bench.core.api.KvClient;
 import org.k2bench.core.api.OperationFailedException;
@@ -429,28 +432,10 @@ final class KarmaClient implements KvClient {
         byServer.computeIfAbsent(rings.serverInRing(ring, k), s -> new ArrayList<>()).add(k);
       }
     }
-    boolean round1Remote = false;
-    Map<Integer, CompletableFuture<RingReadReply>> round1 = new HashMap<>();
-    for (Map.Entry<Integer, List<String>> e : byServer.entrySet()) {
-      round1Remote |= topology.dcOfServer(e.getKey()) != dc;
-      round1.put(e.getKey(), ep.call(e.getKey(), RingRead.newBuilder().addAllKeys(e.getValue()).build(),
-          RingReadReply.class));
-    }
     Map<String, RingValue> first = new HashMap<>();
-    long effective = 0;
-    for (Map.Entry<Integer, CompletableFuture<RingReadReply>> e : round1.entrySet()) {
-      RingReadReply reply;
-      try {
-        reply = Calls.await(e.getValue(), "get-transaction, first round", timeoutMs);
-      } catch (OperationFailedException failed) {
-        unreachable(topology.dcOfServer(e.getKey()));
-        throw failed;
-      }
-      for (RingValue v : reply.getValuesList()) {
-        first.put(v.getKey(), v);
-        effective = Math.max(effective, v.getEvt());
-      }
-    }
+    boolean round1Remote = readRound(byServer, keys1 -> RingRead.newBuilder().addAllKeys(keys1).build(),
+        "get-transaction, first round", v -> first.put(v.getKey(), v));
+    long effective = first.values().stream().mapToLong(RingValue::getEvt).max().orElse(0);
     Map<Integer, List<String>> again = new HashMap<>();
     for (RingValue v : first.values()) {
       if (v.getLvt() < effective) {
@@ -459,25 +444,9 @@ final class KarmaClient implements KvClient {
         take(v, ring, rows, versions, staleness);
       }
     }
-    boolean round2Remote = false;
-    Map<Integer, CompletableFuture<RingReadReply>> round2 = new HashMap<>();
-    for (Map.Entry<Integer, List<String>> e : again.entrySet()) {
-      round2Remote |= topology.dcOfServer(e.getKey()) != dc;
-      round2.put(e.getKey(), ep.call(e.getKey(), RingReadAt.newBuilder().addAllKeys(e.getValue())
-          .setTs(effective).build(), RingReadReply.class));
-    }
-    for (Map.Entry<Integer, CompletableFuture<RingReadReply>> e : round2.entrySet()) {
-      RingReadReply reply;
-      try {
-        reply = Calls.await(e.getValue(), "get-transaction, second round", timeoutMs);
-      } catch (OperationFailedException failed) {
-        unreachable(topology.dcOfServer(e.getKey()));
-        throw failed;
-      }
-      for (RingValue v : reply.getValuesList()) {
-        take(v, ring, rows, versions, staleness);
-      }
-    }
+    boolean round2Remote = readRound(again,
+        keys2 -> RingReadAt.newBuilder().addAllKeys(keys2).setTs(effective).build(),
+        "get-transaction, second round", v -> take(v, ring, rows, versions, staleness));
     ownToCompare.forEach((k, own) -> {
       if (newer(own, versions.get(k))) { // the ring does not have the session's write yet
         rows.put(k, own.row);
@@ -492,6 +461,32 @@ final class KarmaClient implements KvClient {
       orderedVersions.put(k, versions.get(k));
     }
     return new ReadResult(orderedRows, orderedVersions, (round1Remote ? 1 : 0) + (round2Remote ? 1 : 0), staleness);
+  }
+
+  /**
+   * One round of a get-transaction: asks each server for its keys at once, hands every value
+   * to {@code each}; returns whether it asked a server outside the session's datacenter. A
+   * server that does not answer marks its datacenter unreachable and fails the transaction.
+   */
+  private boolean readRound(Map<Integer, List<String>> byServer, Function<List<String>, Message> request,
+      String what, Consumer<RingValue> each) {
+    boolean remote = false;
+    Map<Integer, CompletableFuture<RingReadReply>> calls = new HashMap<>();
+    for (Map.Entry<Integer, List<String>> e : byServer.entrySet()) {
+      remote |= topology.dcOfServer(e.getKey()) != dc;
+      calls.put(e.getKey(), ep.call(e.getKey(), request.apply(e.getValue()), RingReadReply.class));
+    }
+    for (Map.Entry<Integer, CompletableFuture<RingReadReply>> e : calls.entrySet()) {
+      RingReadReply reply;
+      try {
+        reply = Calls.await(e.getValue(), what, timeoutMs);
+      } catch (OperationFailedException failed) {
+        unreachable(topology.dcOfServer(e.getKey()));
+        throw failed;
+      }
+      reply.getValuesList().forEach(each);
+    }
+    return remote;
   }
 
   private void take(RingValue v, int ring, Map<String, Row> rows, Map<String, Long> versions,
@@ -542,7 +537,10 @@ final class KarmaClient implements KvClient {
       // (the paper's persistent WB) when a ring's datacenter stopped answering latency
       // probes was tried: on this 2-core machine probes also go unanswered at start-up, the
       // buffers grew, more values stayed in flight and 65-98% of a fault-free run's reads
-      // were restricted (4-10% with the bound; measured, see the README).
+      // were restricted (4-10% with the bound; measured, see the README). So was growing it
+      // once a ring left a put unanswered for a whole RPC timeout: karma-faults (3 s timeout)
+      // had a few such puts at start-up, the buffers grew, and puts timed out faster than
+      // before (306, then 536 per 10 s) with 78% of reads restricted before any fault.
       long deadline = System.currentTimeMillis() + timeoutMs;
       while (incomplete >= bufferEntries) {
         long left = deadline - System.currentTimeMillis();

@@ -100,7 +100,11 @@ final class KarmaServer extends ServerActor {
   /**
    * A wait for {@code <key, version>} to complete here, given up at {@code deadlineMs} (the
    * RPC timeout after it began: whoever waits has given up by then, and asks again if it
-   * still needs it), when {@code expired} runs instead.
+   * still needs it), when {@code expired} runs instead. Not the store's own waits
+   * ({@code MultiVersionStore.awaitKey}): those are re-checked when a version is committed,
+   * and a Karma put completes later, when its invalidations are acknowledged
+   * ({@link #completed}); checked at the commit, a wait would see the put applied before
+   * its invalidations were even sent.
    */
   private record DepWaiter(long version, Runnable done, long deadlineMs, Runnable expired) {}
 

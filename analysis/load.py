@@ -177,6 +177,10 @@ class Trial:
             self._merged[key] = merge(chosen, tag, self.window_ms if window else None)
         return self._merged[key]
 
+    def second_of(self, iv: Interval) -> int:
+        """The whole second since the clients' start in which an interval's midpoint falls."""
+        return int((iv.midpoint_ms - self.start_ms) // 1000)
+
     def ids(self) -> dict:
         return {"run": self.run, "experiment": self.experiment, "point": self.point,
                 "trial": self.trial, "system": self.system}
@@ -465,7 +469,7 @@ def throughput_frame(runs) -> pd.DataFrame:
         for ivs in t.intervals().values():
             for iv in ivs:
                 if iv.tag in OPS:
-                    s = int((iv.midpoint_ms - t.start_ms) // 1000)
+                    s = t.second_of(iv)
                     bins[s] = bins.get(s, 0) + iv.histogram.get_total_count()
         for s in sorted(bins):
             phase = ("warmup" if s < d["warmup_s"] else
@@ -501,11 +505,8 @@ def congestion_frame(runs, tag: str = "rot") -> pd.DataFrame:
         spans = [(f["at_s"], f["at_s"] + f.get("for_s", float("inf"))) for f in t.config["faults"]]
         everything = [iv for ivs in t.intervals().values() for iv in ivs]
 
-        def second(iv) -> int:
-            return int((iv.midpoint_ms - t.start_ms) // 1000)
-
         def figures_over(seconds: set[int]) -> dict:
-            ivs = [iv for iv in everything if second(iv) in seconds]
+            ivs = [iv for iv in everything if t.second_of(iv) in seconds]
             ops = sum(iv.histogram.get_total_count() for iv in ivs if iv.tag in OPS)
             h = merge(ivs, tag, None)
             lat = latency(h, (50, 99))
@@ -520,10 +521,10 @@ def congestion_frame(runs, tag: str = "rot") -> pd.DataFrame:
                                "latency_increase_pct": 0.0, "throughput_drop_pct": 0.0})
         for at, for_s, extra in events:
             e = figures_over({s for s in measured if at <= s < at + for_s})
+            change = _pct(e["ops_per_s"], base["ops_per_s"])
             rows.append(t.ids() | {"event": f"+{extra:g} ms", "extra_ms": float(extra), **e,
                                    "latency_increase_pct": _pct(e["mean_ms"], base["mean_ms"]),
-                                   "throughput_drop_pct": -_pct(e["ops_per_s"], base["ops_per_s"])
-                                   if _pct(e["ops_per_s"], base["ops_per_s"]) is not None else None})
+                                   "throughput_drop_pct": -change if change is not None else None})
     return pd.DataFrame(rows, columns=CONGESTION_COLUMNS)
 
 
@@ -542,7 +543,7 @@ def latency_timeseries_frame(runs, tag: str = "rot") -> pd.DataFrame:
         for ivs in t.intervals().values():
             for iv in ivs:
                 if iv.tag == tag:
-                    bins.setdefault(int((iv.midpoint_ms - t.start_ms) // 1000), []).append(iv)
+                    bins.setdefault(t.second_of(iv), []).append(iv)
         for s in sorted(bins):
             rows.append(t.ids() | {"t_s": s, "mean_ms": latency(merge(bins[s], tag, None), ())["mean"]})
     return pd.DataFrame(rows, columns=["run", "experiment", "point", "trial", "system", "t_s", "mean_ms"])

@@ -632,12 +632,13 @@ final class KarmaClient implements KvClient {
     lastNotifyMs = now;
     long notifySeq = ++seq;
     List<CompletableFuture<DepsComplete>> checks = new ArrayList<>();
+    List<Dep> deps = restrictionDeps();
     for (int r = 0; r < queues.length; r++) {
       if (r == skipRing) {
         continue;
       }
       Map<Integer, DepCheck.Builder> byServer = new HashMap<>();
-      for (Dep d : restrictionDeps()) {
+      for (Dep d : deps) {
         byServer.computeIfAbsent(rings.serverInRing(r, d.getKey()), x -> DepCheck.newBuilder()).addDeps(d);
       }
       byServer.forEach((server, check) -> checks.add(ep.call(server, check.build(), DepsComplete.class)));

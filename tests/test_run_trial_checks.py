@@ -274,7 +274,7 @@ def test_k2bench_systems_lists_claims_placements_and_options(jar, capsys):
     from k2bench import cli
     assert cli.main(["--jar", str(jar), "systems"]) == 0
     out = capsys.readouterr().out
-    assert "paris-star: PaRiS*:" in out and "placements: groups; read-only transactions: at most 1 wide-area" in out
+    assert "paris-star: PaRiS*:" in out and "placements: groups, table; read-only transactions: at most 1 wide-area" in out
     assert ("server.options.paris-star.private_cache_ttl_ms: integer, default 5000, 1..3600000: how long a client's "
             "private cache keeps its own writes") in out
     assert "rad: RAD" in out and "no round claim" in out

@@ -18,6 +18,16 @@ public final class K2System implements StoreSystem {
     return "K2: metadata everywhere, data at f replicas, DC cache, at most one non-blocking wide-area round";
   }
 
+  /**
+   * The K2 paper's replica groups, or any per-key table (latency-aware placement): the
+   * protocol only asks the placement for a key's replicas and its server in each datacenter.
+   */
+  @Override
+  public java.util.Set<org.k2bench.core.topology.Placement.Scheme> placements() {
+    return java.util.Set.of(org.k2bench.core.topology.Placement.Scheme.GROUPS,
+        org.k2bench.core.topology.Placement.Scheme.TABLE);
+  }
+
   @Override
   public int maxWanRounds() {
     return 1; // paper §V: at most one round of non-blocking cross-datacenter reads

@@ -45,6 +45,21 @@ final class TopologyCommand implements Callable<Integer> {
       out.put("rings", java.util.Arrays.stream(t.rings())
           .map(r -> java.util.Arrays.stream(r).mapToObj(t::dcName).toList()).toList());
     }
+    if (t.placementTable() != null) {
+      org.k2bench.core.topology.PlacementTable table = t.placementTable();
+      Map<String, Object> tab = new LinkedHashMap<>();
+      tab.put("file", table.file().toAbsolutePath().toString());
+      tab.put("sha256", table.sha256());
+      tab.put("keys", table.keys());
+      tab.put("replica_sets", table.numSets());
+      long[] perDc = table.keysPerDc(t.numDcs());
+      Map<String, Long> keysPerDc = new LinkedHashMap<>();
+      for (int dc = 0; dc < t.numDcs(); dc++) {
+        keysPerDc.put(t.dcName(dc), perDc[dc]);
+      }
+      tab.put("keys_per_dc", keysPerDc);
+      out.put("placement_table", tab);
+    }
     // Where loaders run: each datacenter that holds the first replica of some partition.
     out.put("first_replica_dcs", java.util.Arrays.stream(placement.firstReplicaDcs()).mapToObj(t::dcName).toList());
     out.put("intra_dc_delay_ms", t.intraDcDelayMs());

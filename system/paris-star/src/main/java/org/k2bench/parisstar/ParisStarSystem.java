@@ -31,6 +31,16 @@ public final class ParisStarSystem implements StoreSystem {
   public static final SystemOption PRIVATE_CACHE_TTL = SystemOption.integer("private_cache_ttl_ms",
       PRIVATE_CACHE_TTL_MS, 1, 3_600_000, "how long a client's private cache keeps its own writes, ms (K2 paper: 5000)");
 
+  /**
+   * The K2 paper's replica groups, or any per-key table (latency-aware placement): the
+   * protocol only asks the placement for a key's replicas and its server in each datacenter.
+   */
+  @Override
+  public java.util.Set<org.k2bench.core.topology.Placement.Scheme> placements() {
+    return java.util.Set.of(org.k2bench.core.topology.Placement.Scheme.GROUPS,
+        org.k2bench.core.topology.Placement.Scheme.TABLE);
+  }
+
   @Override
   public java.util.List<SystemOption> options() {
     return java.util.List.of(PRIVATE_CACHE_TTL);

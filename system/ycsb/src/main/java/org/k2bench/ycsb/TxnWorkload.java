@@ -53,6 +53,10 @@ import site.ycsb.measurements.Measurements;
  * {@code k2bench.rw_writes} (1) written, then commit), {@code k2bench.partitions_per_op} (0:
  * keys by Zipf over the whole keyspace, the K2 paper's; n: the PaRiS paper's choice over n
  * partitions, {@link PartitionedKeys}) with {@code k2bench.local_fraction} (0.95),
+ * {@code k2bench.locality} (0: every datacenter shares one popularity order; L: each key draw
+ * is, with probability L, from the client's datacenter's own order, the global one shifted by
+ * {@code dc * (N / D)} ids, so each datacenter has its own hot set, as in the traces of
+ * latency-aware replica placement; {@code k2bench place}'s expected demand follows the same rule),
  * {@code k2bench.hlog} (the log to write),
  * {@code k2bench.hlog_interval_ms} (1000), {@code k2bench.seed}.
  */
@@ -67,6 +71,7 @@ public final class TxnWorkload extends Workload {
   public static final String FIRST_OP_LINE = "k2bench: first operation at ";
 
   private KeySpace keys;
+  private double locality;
   private Discrete keysPerOp;
   private Discrete columns;
   private Discrete valueBytes;
@@ -105,13 +110,16 @@ public final class TxnWorkload extends Workload {
     final UniformRandomProvider rng;
     final RejectionInversionZipfSampler ranks;
     final PartitionedKeys.Samplers partitionRanks = new PartitionedKeys.Samplers();
+    /** How far the session's datacenter's own popularity order is shifted (workload locality). */
+    final long localShift;
     /** Index of the session's next operation in its history. */
     long nextOp;
 
-    Session(KvClient client, UniformRandomProvider rng, RejectionInversionZipfSampler ranks) {
+    Session(KvClient client, UniformRandomProvider rng, RejectionInversionZipfSampler ranks, long localShift) {
       this.client = client;
       this.rng = rng;
       this.ranks = ranks;
+      this.localShift = localShift;
     }
   }
 
@@ -165,6 +173,11 @@ public final class TxnWorkload extends Workload {
     rwWrites = (int) Math.min(Integer.MAX_VALUE, longProp(p, "k2bench.rw_writes", 1, 1));
     partitionsPerOp = (int) Math.min(Integer.MAX_VALUE, longProp(p, "k2bench.partitions_per_op", 0, 0));
     localFraction = fractionProp(p, "k2bench.local_fraction", 0.95);
+    locality = fractionProp(p, "k2bench.locality", 0);
+    if (locality > 0 && partitionsPerOp > 0) {
+      throw new WorkloadException("k2bench.locality: per-datacenter hot sets do not combine with "
+          + "k2bench.partitions_per_op (the PaRiS key choice has its own locality, local_fraction); set one of them");
+    }
     if (rwFraction > 0) {
       if (rwWrites >= keysPerOp.min()) {
         throw new WorkloadException("k2bench.rw_writes: " + rwWrites + " writes leave no read in a read-write "
@@ -247,7 +260,8 @@ public final class TxnWorkload extends Workload {
       }
     }
     UniformRandomProvider rng = RandomSource.XO_RO_SHI_RO_128_PP.create(seed * 1_000_003L + client.id());
-    Session s = new Session(client, rng, keys.ranks(rng));
+    int dcs = K2BenchDB.placement().topology().numDcs();
+    Session s = new Session(client, rng, keys.ranks(rng), client.dc() * (keys.size() / dcs));
     if (startFile != null) {
       awaitStart(threadCount);
     } else if (runMs > 0) {
@@ -333,7 +347,11 @@ public final class TxnWorkload extends Workload {
     }
     Set<String> out = new LinkedHashSet<>();
     while (out.size() < count) {
-      out.add(KeySpace.key(keys.idOfRank(s.ranks.sample())));
+      long id = keys.idOfRank(s.ranks.sample());
+      if (locality > 0 && s.rng.nextDouble() < locality) {
+        id = (id + s.localShift) % keys.size(); // the datacenter's own hot set
+      }
+      out.add(KeySpace.key(id));
     }
     return new ArrayList<>(out);
   }

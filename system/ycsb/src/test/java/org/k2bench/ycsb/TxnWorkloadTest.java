@@ -128,8 +128,42 @@ class TxnWorkloadTest {
 
   /** A session of {@code client} with fixed seeds. */
   static Object session(KvClient client) {
+    return session(client, 0);
+  }
+
+  /** A session whose datacenter's own popularity order is shifted by {@code shift} ids. */
+  static TxnWorkload.Session session(KvClient client, long shift) {
     return new TxnWorkload.Session(client, org.apache.commons.rng.simple.RandomSource.XO_RO_SHI_RO_128_PP.create(1L),
-        new KeySpace(10_000, 1.2).ranks(org.apache.commons.rng.simple.RandomSource.XO_RO_SHI_RO_128_PP.create(2L)));
+        new KeySpace(10_000, 1.2).ranks(org.apache.commons.rng.simple.RandomSource.XO_RO_SHI_RO_128_PP.create(2L)),
+        shift);
+  }
+
+  @Test
+  void withLocalityEachDatacenterDrawsFromItsOwnHotSet() throws Exception {
+    Properties p = props(0);
+    p.setProperty("k2bench.locality", "1");
+    TxnWorkload w = workload(p);
+    TxnWorkload.Session home = session(new FakeClient(), 0);
+    TxnWorkload.Session away = session(new FakeClient(), 5_000);
+    for (int i = 0; i < 2_000; i++) { // the same draws, each moved by the datacenter's shift
+      long a = Long.parseLong(w.chooseKeys(home, 1).get(0).substring(4));
+      long b = Long.parseLong(w.chooseKeys(away, 1).get(0).substring(4));
+      assertEquals((a + 5_000) % 10_000, b, "draw " + i);
+    }
+    w.cleanup();
+    p.setProperty("k2bench.locality", "0.3");
+    w = workload(p);
+    home = session(new FakeClient(), 0);
+    away = session(new FakeClient(), 5_000);
+    int moved = 0;
+    for (int i = 0; i < 10_000; i++) { // the same rank and coin in both; only the away draw can move
+      long a = Long.parseLong(w.chooseKeys(home, 1).get(0).substring(4));
+      long b = Long.parseLong(w.chooseKeys(away, 1).get(0).substring(4));
+      assertTrue(b == a || b == (a + 5_000) % 10_000, "draw " + i);
+      moved += b == a ? 0 : 1;
+    }
+    w.cleanup();
+    assertEquals(0.3, moved / 10_000.0, 0.02, "share of draws from the datacenter's own order");
   }
 
   @Test

@@ -21,7 +21,9 @@ public interface Placement {
     /** N hash partitions, each on f datacenters (the PaRiS paper; {@link PartitionPlacement}). */
     PARTITIONS,
     /** Rings of nearby datacenters, each one full replica (the Karma paper; {@link RingPlacement}). */
-    RINGS;
+    RINGS,
+    /** Per-key replica sets from a file, e.g. latency-aware BA / N-1C ({@link TablePlacement}). */
+    TABLE;
 
     /** The name in topology files and the manifest. */
     public String fileName() {
@@ -35,7 +37,7 @@ public interface Placement {
           return s;
         }
       }
-      throw new ConfigException(field, "must be groups, partitions or rings, got '" + name + "'");
+      throw new ConfigException(field, "must be groups, partitions, rings or table, got '" + name + "'");
     }
   }
 
@@ -45,6 +47,7 @@ public interface Placement {
       case GROUPS -> new GroupPlacement(topology);
       case PARTITIONS -> new PartitionPlacement(topology);
       case RINGS -> new RingPlacement(topology);
+      case TABLE -> new TablePlacement(topology);
     };
   }
 
@@ -64,7 +67,7 @@ public interface Placement {
   /**
    * The partition whose replica server {@code serverId} holds: with groups and partitions every
    * server holds exactly one (groups: its datacenter's group position and its shard); with
-   * rings a server holds several, and this throws {@link UnsupportedOperationException}.
+   * rings and tables a server holds several, and this throws {@link UnsupportedOperationException}.
    */
   int partitionOfServer(int serverId);
 

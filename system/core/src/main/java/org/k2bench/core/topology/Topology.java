@@ -27,6 +27,8 @@ public final class Topology {
   private final int partitions;
   /** With {@link Placement.Scheme#RINGS}: each ring's datacenters, in ring order; else null. */
   private final int[][] rings;
+  /** With {@link Placement.Scheme#TABLE}: the table; else null. */
+  private final PlacementTable placementTable;
   private final int[][] nearestFirst;
 
   public Topology(
@@ -80,6 +82,25 @@ public final class Topology {
       Placement.Scheme placement,
       int partitions,
       int[][] rings) {
+    this(dcs, rttMs, serversPerDc, replicationFactor, servers, intraDcDelayMs, jitterMs, wanEmulation, placement,
+        partitions, rings, null);
+  }
+
+  /** @param placementTable with {@link Placement.Scheme#TABLE}, the keys' replica sets; null otherwise */
+  public Topology(
+      List<String> dcs,
+      double[][] rttMs,
+      int serversPerDc,
+      int replicationFactor,
+      List<List<HostPort>> servers,
+      double intraDcDelayMs,
+      double jitterMs,
+      boolean wanEmulation,
+      Placement.Scheme placement,
+      int partitions,
+      int[][] rings,
+      PlacementTable placementTable) {
+    this.placementTable = placementTable;
     this.rings = rings == null ? null : java.util.Arrays.stream(rings).map(int[]::clone).toArray(int[][]::new);
     this.wanEmulation = wanEmulation;
     this.placement = java.util.Objects.requireNonNull(placement, "placement");
@@ -129,6 +150,18 @@ public final class Topology {
               + replicationFactor);
     }
     validateRings(d);
+    if (placement == Placement.Scheme.TABLE && placementTable == null) {
+      throw new ConfigException("placement_table", "missing; placement: table needs a table file (k2bench place "
+          + "writes one)");
+    }
+    if (placementTable != null && placementTable.numSets() > 0 && placementTable.set(0).length != replicationFactor) {
+      throw new ConfigException("placement_table", placementTable.file() + " places " + placementTable.set(0).length
+          + " replicas per key, the replication_factor is " + replicationFactor);
+    }
+    if (placement != Placement.Scheme.TABLE && placementTable != null) {
+      throw new ConfigException("placement_table", "applies only to placement: table; remove it or set placement: "
+          + "table");
+    }
     if (placement == Placement.Scheme.GROUPS && d % replicationFactor != 0) {
       throw new ConfigException(
           "replication_factor",
@@ -301,6 +334,11 @@ public final class Topology {
   /** The number of partitions with placement: partitions; 0 with groups (their count follows from D, f and S). */
   public int partitions() {
     return partitions;
+  }
+
+  /** With {@link Placement.Scheme#TABLE}: the keys' replica sets; else null. */
+  public PlacementTable placementTable() {
+    return placementTable;
   }
 
   public double intraDcDelayMs() {

@@ -29,6 +29,8 @@ import java.util.Set;
  *                      #   (PaRiS paper); servers_per_dc must then be N x f / D
  * rings: [[VA, CA, LDN], [TYO, SG], [SP]]  # placement: rings (Karma paper): each ring one
  *                      #   full replica over its datacenters; f = the number of rings
+ * placement_table: ba.csv  # placement: table: each key's f replicas from a file
+ *                      #   (PlacementTable; k2bench place writes one); relative to this file
  * intra_dc_delay_ms: 0 # optional
  * jitter_ms: 0         # optional, added per message without reordering
  * rtt_scale: 1.0       # optional, multiplies every RTT
@@ -44,7 +46,7 @@ public final class TopologyLoader {
   private static final Set<String> FIELDS = Set.of(
       "datacenters", "rtt_ms", "servers_per_dc", "replication_factor", "intra_dc_delay_ms",
       "jitter_ms", "rtt_scale", "servers", "base_port", "host", "wan_emulation", "placement", "partitions",
-      "rings");
+      "rings", "placement_table");
 
   private TopologyLoader() {}
 
@@ -58,13 +60,18 @@ public final class TopologyLoader {
       throw new ConfigException(file.toString(), "cannot read: " + e.getMessage());
     }
     try {
-      return parse(text);
+      return parse(text, file.toAbsolutePath().getParent());
     } catch (ConfigException e) {
       throw new ConfigException(file + ": " + e.field(), e.getMessage().substring(e.field().length() + 2));
     }
   }
 
   public static Topology parse(String yaml) {
+    return parse(yaml, null);
+  }
+
+  /** @param baseDir where a relative {@code placement_table} path starts (null: the working directory) */
+  public static Topology parse(String yaml, Path baseDir) {
     JsonNode root;
     try {
       root = new ObjectMapper(new YAMLFactory()).readTree(yaml);
@@ -75,10 +82,14 @@ public final class TopologyLoader {
     if (root == null || root.isMissingNode()) {
       throw new ConfigException("(file)", "empty; see system/core TopologyLoader for the format");
     }
-    return fromNode(new ConfigNode("", root));
+    return fromNode(new ConfigNode("", root), baseDir);
   }
 
   public static Topology fromNode(ConfigNode root) {
+    return fromNode(root, null);
+  }
+
+  public static Topology fromNode(ConfigNode root, Path baseDir) {
     root.requireOnly(FIELDS);
     List<String> dcs = new ArrayList<>();
     for (ConfigNode n : root.get("datacenters").elements()) {
@@ -189,9 +200,18 @@ public final class TopologyLoader {
     if (!emulation.equals("embedded") && !emulation.equals("none")) {
       throw new ConfigException("wan_emulation", "must be embedded or none, got '" + emulation + "'");
     }
+    PlacementTable table = null;
+    if (root.has("placement_table")) {
+      if (placement != Placement.Scheme.TABLE) {
+        throw new ConfigException("placement_table", "applies only to placement: table; remove it or set placement: "
+            + "table");
+      }
+      Path p = Path.of(root.getText("placement_table", ""));
+      table = PlacementTable.read(baseDir == null || p.isAbsolute() ? p : baseDir.resolve(p), dcs, f);
+    }
     return new Topology(dcs, rtt, s, f, servers,
         root.getDouble("intra_dc_delay_ms", 0), root.getDouble("jitter_ms", 0), emulation.equals("embedded"),
-        placement, partitions, rings);
+        placement, partitions, rings, table);
   }
 
   private static int index(List<String> dcs, String field, String name) {

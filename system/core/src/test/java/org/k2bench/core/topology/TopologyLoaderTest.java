@@ -113,7 +113,7 @@ class TopologyLoaderTest {
     assertTrue(e.getMessage().contains("missing"), e.getMessage());
     e = bad(partitions.replace("placement: partitions", "placement: ring"));
     assertEquals("placement", e.field());
-    assertTrue(e.getMessage().contains("groups, partitions or rings"), e.getMessage());
+    assertTrue(e.getMessage().contains("groups, partitions, rings or table"), e.getMessage());
     e = bad(GOOD + "partitions: 6\n");
     assertEquals("partitions", e.field());
     assertTrue(e.getMessage().contains("only to placement: partitions"), e.getMessage());

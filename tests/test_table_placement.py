@@ -118,3 +118,28 @@ def test_k2_and_paris_star_read_each_key_where_the_table_put_it(jar, tmp_path):
         # K2's cache has them
         share = local["remote"][1] / local["remote"][0]
         assert local["remote"][0] > 300 and share >= (1.0 if system == "paris-star" else 0.4), (system, local)
+
+
+def test_any_placement_writes_itself_as_a_table_that_loads_back_the_same(jar, tmp_path):
+    """`topology --table-out` (how analysis asks what a hash placement does with each key)
+    writes the groups placement as a table; loaded as placement: table it places every key
+    where groups did, and the loader refuses --table-out without --keys."""
+    import yaml
+    e = env(jar)
+    groups = ROOT / "workloads" / "topologies" / "paper-local.yaml"
+    out = tmp_path / "groups.csv"
+    e.check_output("topology", str(groups), "--table-out", str(out), "--keys", "3000")
+    rows = [line for line in out.read_text().splitlines() if line and not line.startswith(("#", "ids"))]
+    assert len(rows) > 100 and rows[-1].split(",")[0].endswith("2999")
+    doc = yaml.safe_load(groups.read_text()) | {"placement": "table", "placement_table": str(out)}
+    (tmp_path / "t.yaml").write_text(yaml.safe_dump(doc))
+    table = json.loads(e.check_output("topology", str(tmp_path / "t.yaml")))["placement_table"]
+    assert table["keys"] == 3000 and table["replica_sets"] == 3  # groups: one set per group position
+    # groups give each datacenter one position: a third of the keys each, within hashing noise
+    assert all(900 < n < 1100 for n in table["keys_per_dc"].values()), table
+    pairs = {frozenset(r.split(",")[1].split(";")) for r in rows}
+    assert pairs == {frozenset({"VA", "CA"}), frozenset({"SP", "LDN"}), frozenset({"TYO", "SG"})}
+    with pytest.raises(ConfigError) as err:
+        e.check_output("topology", str(groups), "--table-out", str(tmp_path / "x.csv"))
+    assert "--keys" in str(err.value)
+    assert not (tmp_path / "x.csv").exists()

@@ -129,7 +129,20 @@ def cmd_run(args) -> int:
                   if not p.parent.name.startswith("trial-")]
     if summaries:
         print_summary(console, summaries)
+    from . import placement_report
+    if placement_report.has_placements(exp):
+        placement_report.print_report(console, placement_report.report(run_dir, env.check_output))
     return code
+
+
+def cmd_placement_report(args) -> int:
+    """The model's predicted read latency beside the measured one for each trial of a run
+    (placement.json in the run; k2bench/placement_report.py)."""
+    from rich.console import Console
+    from . import placement_report
+    placement_report.check_run(Path(args.run))
+    placement_report.print_report(Console(), placement_report.report(Path(args.run), _env(args).check_output))
+    return 0
 
 
 def cmd_bench_throughput(args) -> int:
@@ -514,6 +527,110 @@ def cmd_compare(args) -> int:
     return run(args)
 
 
+def _flag_number(value, flag: str, kind=float, minimum=None):
+    """A numeric flag's value (taken as text so a bad one is a one-line ConfigError, not
+    argparse's usage)."""
+    if value is None:
+        return None
+    try:
+        v = kind(value)
+    except (TypeError, ValueError):
+        raise ConfigError(flag, f"must be {'an integer' if kind is int else 'a number'}, got {value!r}") from None
+    if minimum is not None and not v >= minimum:
+        raise ConfigError(flag, f"must be at least {minimum}, got {value}")
+    return v
+
+
+def cmd_demand(args) -> int:
+    """A run's per-key, per-datacenter reads and writes (its clients' histories) as parquet:
+    the demand `k2bench place` reads (k2bench/placement.py)."""
+    import io
+
+    from . import placement
+    if not args.out and sys.stdout.isatty():
+        raise ConfigError("--out", "the demand is parquet (binary), not for a terminal: redirect stdout "
+                          "(k2bench demand RUN > demand.parquet) or give --out FILE")
+    df = placement.demand_from_run(Path(args.run), args.system)
+    buf = io.BytesIO()
+    df.to_parquet(buf, index=False)
+    if args.out:
+        placement.write_bytes_atomic(args.out, buf.getvalue())
+    else:
+        sys.stdout.buffer.write(buf.getvalue())
+        sys.stdout.flush()
+    print(f"demand: {df['key_id'].nunique()} keys, {len(df)} (key, datacenter) pairs, "
+          f"{int(df['reads'].sum())} reads, {int(df['writes'].sum())} writes"
+          + (f" -> {args.out}" if args.out else ""), file=sys.stderr)
+    return 0
+
+
+def cmd_place(args) -> int:
+    """Latency-aware replica placement (BA or N-1C) of every key from a demand parquet and a
+    topology: a placement table, its predictions beside it (k2bench/placement.py)."""
+    import pandas as pd
+    from rich.table import Table
+
+    from . import placement
+    for flag, value in (("--model", args.model), ("--demand", args.demand), ("--topology", args.topology),
+                        ("--out", args.out)):
+        if not value:
+            raise ConfigError(flag, {"--model": "missing: give ba (normal operation) or n-1c (the worst single "
+                                                "datacenter failure)",
+                                     "--demand": "missing: give a demand parquet (k2bench demand RUN > demand.parquet)",
+                                     "--topology": "missing: give a topology file, e.g. "
+                                                   "workloads/topologies/paper-local.yaml",
+                                     "--out": "missing: give the table file to write, e.g. table.csv"}[flag])
+    if args.model not in placement.MODELS:
+        raise ConfigError("--model", f"must be ba or n-1c, got {args.model!r}")
+    balance = _flag_number(args.balance, "--balance", float, 1)
+    keys = _flag_number(args.keys, "--keys", int, 1)
+    f = _flag_number(args.replication_factor, "--replication-factor", int, 1)
+    time_limit = _flag_number(args.time_limit, "--time-limit", float)
+    if not time_limit > 0:
+        raise ConfigError("--time-limit", f"must be > 0 seconds, got {args.time_limit}")
+    buckets = placement.Bucketing.parse(args.buckets)
+    topology = Path(args.topology)
+    if not topology.exists() and (REPO / "workloads" / "topologies" / f"{args.topology}.yaml").exists():
+        topology = REPO / "workloads" / "topologies" / f"{args.topology}.yaml"  # a name of workloads/topologies
+    out = Path(args.out)
+    if not out.parent.is_dir():
+        raise ConfigError("--out", f"{out.parent} is not a directory")
+    demand_path = Path(args.demand)
+    if not demand_path.exists():
+        raise ConfigError("--demand", f"{demand_path} does not exist; write one with k2bench demand RUN > {demand_path}")
+    try:
+        demand = pd.read_parquet(demand_path)
+    except Exception as e:  # pyarrow's errors vary by what is wrong with the file
+        raise ConfigError("--demand", f"{demand_path} is not a parquet file ({type(e).__name__}: "
+                          f"{str(e).splitlines()[0] if str(e) else ''})") from None
+
+    def progress(msg: str) -> None:
+        print(msg, file=sys.stderr, flush=True)
+    placed = placement.place(demand, topology, args.model, f=f, balance=balance, one_per_group=args.one_per_group,
+                             buckets=buckets, keys=keys, time_limit_s=time_limit, progress=progress)
+    side = placed.write(out, str(demand_path))
+    info, o = placed.info, placed.predictions["overall"]
+    console = Console() if sys.stdout.isatty() else Console(width=120)
+    t = Table(title=f"{info['model'].upper()}: predicted read latency (ms, K2's model: nearest replica, "
+                    "no cache), weighted by reads")
+    for col in ("", "mean", "p50", "p90", "reads unavailable"):
+        t.add_column(col, justify="left" if not col else "right")
+
+    def row(name, s):
+        t.add_row(name, *["-" if s[k] is None else f"{s[k]:.1f}" for k in ("mean", "p50", "p90")],
+                  f"{100 * s['unavailable_share']:.1f}%")
+    row("normal", o["normal"])
+    for dc, s in o["failure"].items():
+        row(f"{dc} failed" + (" (most critical)" if dc == o["most_critical_dc"] else ""), s)
+    console.print(t)
+    per_dc = ", ".join(f"{dc} {n}" for dc, n in info["keys_per_dc"].items())
+    console.print(f"solved in {info['solve_s']:.2f} s ({info['buckets']} buckets; {info['status']}); keys per "
+                  f"datacenter: {per_dc} (bound {info['bound_per_dc']})", soft_wrap=True, markup=False,
+                  highlight=False)
+    console.print(f"table: {out}; predictions: {side}", soft_wrap=True, markup=False, highlight=False)
+    return 0
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="k2bench", description=__doc__)
     p.add_argument("--jar", default=str(REPO / "system/launcher/target/k2bench.jar"))
@@ -583,6 +700,10 @@ def main(argv=None) -> int:
     c = sub.add_parser("check", help="check a run's histories for consistency again (exit 1 on violations)")
     c.add_argument("run")
     c.set_defaults(func=cmd_check)
+    pr = sub.add_parser("placement-report", help="a run's read latency, the placement model's prediction beside "
+                        "the measurement (normal and after a kill)")
+    pr.add_argument("run")
+    pr.set_defaults(func=cmd_placement_report)
     s = sub.add_parser("summarize", help="re-derive the summaries of a run from its raw logs")
     s.add_argument("run")
     s.set_defaults(func=cmd_summarize)
@@ -594,6 +715,30 @@ def main(argv=None) -> int:
                      help="merge the runs that share a label (trials of one configuration made as separate runs)")
     cmp.add_argument("--out", help="output directory (default: runs/compare-<stamp>)")
     cmp.set_defaults(func=cmd_compare)
+    dm = sub.add_parser("demand", help="a run's reads and writes per key and datacenter, as parquet (for place)")
+    dm.add_argument("run", help="a run directory (runs/<stamp>_<experiment>, or runs/latest)")
+    dm.add_argument("--system", help="whose trials (default: the run's first system)")
+    dm.add_argument("--out", metavar="FILE", help="write the parquet here (default: stdout, not a terminal)")
+    dm.set_defaults(func=cmd_demand)
+    pl = sub.add_parser("place", help="latency-aware replica placement (BA or N-1C) from a demand: a placement table")
+    pl.add_argument("--model", metavar="ba|n-1c",
+                    help="ba: the least mean read latency in normal operation; n-1c: under the worst single "
+                         "datacenter failure")
+    pl.add_argument("--demand", metavar="PARQUET", help="per-key demand (k2bench demand RUN > demand.parquet)")
+    pl.add_argument("--topology", metavar="FILE", help="topology file (datacenters, rtt_ms), e.g. "
+                                                       "workloads/topologies/paper-local.yaml")
+    pl.add_argument("--out", metavar="FILE", help="the table to write (its predictions go to FILE.json)")
+    pl.add_argument("--keys", metavar="N", help="place the keys user0..user<N-1> (default: the demand's largest id + 1)")
+    pl.add_argument("--balance", default="1.2", metavar="B",
+                    help="no datacenter holds more than B x f x keys / datacenters keys (default 1.2)")
+    pl.add_argument("--one-per-group", action="store_true",
+                    help="one replica in each of the f groups of datacenters (index modulo f), as RAD needs")
+    pl.add_argument("--replication-factor", metavar="F", help="replicas per key (default: the topology's)")
+    pl.add_argument("--buckets", metavar="SPEC",
+                    help="bucketing: hot=N (most-read keys with a bucket each, 256), levels=N (read share "
+                         "quantisation, 4), chunk=N (keys per bucket at most, keys/(4 x datacenters))")
+    pl.add_argument("--time-limit", default="600", metavar="S", help="the solver's time limit (default 600 s)")
+    pl.set_defaults(func=cmd_place)
     args = p.parse_args(argv)
     try:
         return args.func(args)

@@ -50,6 +50,16 @@ SCHEMA: dict[str, dict[str, tuple]] = {
         # placement: table: the table file (k2bench place writes one), relative to workloads/;
         # None: as the topology file says
         "placement_table": (str, None, None),
+        # latency-aware placement computed for this point before it runs (k2bench place's
+        # model on the point's own workload, or on place_demand): ba (normal operation) or
+        # n-1c (the worst single-datacenter failure); none: the topology's own placement
+        "place": (str, "none", lambda v: None if v in ("none", "ba", "n-1c") else "must be none, ba or n-1c"),
+        # with place: where the demand comes from: expected (the workload's own key choice:
+        # zipf, locality, equal clients per datacenter) or a parquet from k2bench demand
+        # (relative to workloads/)
+        "place_demand": (str, "expected", None),
+        # with place: no datacenter holds more than this x f x keys / D keys
+        "place_balance": (float, 1.2, lambda v: None if v >= 1 else "must be >= 1 (1: perfectly even)"),
     },
     # "dist": an integer, or a discrete distribution {value: probability, ...}.
     "workload": {

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import hashlib
 import functools
 import json
 import math
@@ -63,6 +64,12 @@ class Env:
     java: str = "java"
     # Topologies the launcher resolved, by their document: validation and the run ask once.
     topologies: dict = field(default_factory=dict, repr=False)
+    # Placement tables topology.place computed (placed_table), by their inputs' hash.
+    placed: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def place_dir(self) -> Path:
+        return self.repo / "runs" / ".placements"
 
     @property
     def workloads(self) -> Path:
@@ -155,7 +162,15 @@ def topology_doc(env: Env, cfg: dict) -> dict:
         doc.pop("partitions", None)  # the file's partition count applies only to partitions
     if t["placement"] is not None and t["placement"] != "table":
         doc.pop("placement_table", None)
-    if t.get("placement_table"):  # the experiment's table: relative to the workloads directory
+    if t.get("place", "none") != "none":
+        if t["placement"] not in (None, "table") or t.get("placement_table"):
+            raise ConfigError("topology.place", "computes the placement table itself; remove topology.placement "
+                              "and topology.placement_table, or set place: none")
+        doc["placement"] = "table"
+        doc.pop("partitions", None)
+        doc.pop("rings", None)
+        doc["placement_table"] = str(placed_table(env, cfg, doc))
+    elif t.get("placement_table"):  # the experiment's table: relative to the workloads directory
         doc["placement_table"] = str((env.workloads / t["placement_table"]).resolve())
     elif isinstance(doc.get("placement_table"), str):  # the topology file's: relative to that file
         doc["placement_table"] = str((path.parent / doc["placement_table"]).resolve())
@@ -163,6 +178,33 @@ def topology_doc(env: Env, cfg: dict) -> dict:
 
 
 TABLE_FILE = "placement.csv"  # a trial's copy of its placement table, beside its topology.yaml
+PREDICTIONS_FILE = "placement-predictions.json"  # beside it: what the model predicts for it
+
+
+def placed_table(env: Env, cfg: dict, doc: dict) -> Path:
+    """The table ``topology.place`` computes for a point (k2bench.placement), once per
+    distinct input: kept in ``runs/.placements`` by a hash of everything it depends on (the
+    topology, the workload's key choice, the demand, the model and bound), so a run, its
+    resume and its validation solve once."""
+    from . import placement
+    t, w = cfg["topology"], cfg["workload"]
+    inputs = {"topology": {k: doc.get(k) for k in ("datacenters", "rtt_ms", "rtt_scale", "replication_factor")},
+              "model": t["place"], "balance": t["place_balance"], "demand": t["place_demand"],
+              "keys": w["keys"], "zipf": w["zipf"], "locality": w["locality"], "write_fraction": w["write_fraction"],
+              "version": placement.MODEL_VERSION}
+    if t["place_demand"] != "expected":
+        path = env.workloads / t["place_demand"]
+        if not path.exists():
+            raise ConfigError("topology.place_demand", f"{path} does not exist; give expected or a parquet "
+                              "from k2bench demand RUN")
+        inputs["demand"] = hashlib.sha256(path.read_bytes()).hexdigest()
+    key = hashlib.sha256(json.dumps(inputs, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    out = env.place_dir / f"{t['place']}-{key}.csv"
+    if key not in env.placed and not out.exists():
+        env.place_dir.mkdir(parents=True, exist_ok=True)
+        placement.place_for_experiment(doc, cfg, out, env.workloads)
+    env.placed[key] = out
+    return out
 
 
 def table_on_hosts(doc: dict) -> tuple[dict, str | None]:
@@ -513,6 +555,9 @@ class Orchestrator:
         topo_text = yaml.safe_dump(topo_doc, sort_keys=False)
         if table_text is not None:
             rundir.write_text(t.dir / TABLE_FILE, table_text)
+            predictions = Path(doc["placement_table"] + ".json")  # k2bench place's sidecar
+            if predictions.exists():
+                rundir.write_text(t.dir / PREDICTIONS_FILE, predictions.read_text())
         rundir.write_text(t.dir / "topology.yaml", topo_text)
 
         def put(h: Host):

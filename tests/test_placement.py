@@ -1,0 +1,329 @@
+"""Latency-aware replica placement (k2bench/placement.py, `k2bench demand`, `k2bench place`):
+the MILP against brute force, its constraints, the table file, the demand of a run and of the
+workload model, and the command line."""
+import itertools
+import json
+import math
+import os
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from k2bench import placement as P
+from k2bench.cli import main
+from k2bench.errors import ConfigError
+
+from conftest import ROOT
+
+PAPER = ROOT / "workloads" / "topologies" / "paper-local.yaml"
+
+# Four datacenters, uneven RTTs: A and B central, D far from everything.
+SMALL = {"datacenters": ["A", "B", "C", "D"], "replication_factor": 2,
+         "rtt_ms": {"A": {"B": 10, "C": 50, "D": 90}, "B": {"C": 40, "D": 70}, "C": {"D": 30}}}
+# Six keys, all read mostly from A and B: each key alone would take {A, B}; with balance 1
+# (at most 2 x 6 / 4 = 3 keys per datacenter) at most three can.
+SMALL_READS = np.array([[60, 30, 5, 5], [50, 40, 10, 0], [70, 10, 10, 10],
+                        [40, 40, 0, 20], [30, 60, 10, 0], [45, 35, 15, 5]], dtype=float)
+
+
+def long_demand(reads: np.ndarray, dcs, writes=None):
+    n, d = reads.shape
+    writes = np.zeros_like(reads) if writes is None else writes
+    rows = [(k, dcs[i], reads[k, i], writes[k, i]) for k in range(n) for i in range(d) if reads[k, i] + writes[k, i] > 0]
+    return pd.DataFrame(rows, columns=["key_id", "dc", "reads", "writes"]).astype({"key_id": "int64"})
+
+
+def brute_force(reads: np.ndarray, rtt: np.ndarray, f: int, cap: int, model: str):
+    """The optimum over every assignment of an f-subset to every key, within the storage bound."""
+    n, d = reads.shape
+    w = reads / reads.sum()
+    subsets = list(itertools.combinations(range(d), f))
+    cost = np.zeros((n, len(subsets)))
+    for s, members in enumerate(subsets):
+        normal = np.array([min(rtt[i, j] for j in members) for i in range(d)])
+        for k in range(n):
+            c = float(w[k] @ normal)
+            if model == "n-1c":
+                fails = [sum(w[k, i] * min(rtt[i, j] for j in members if j != x) for i in range(d) if i != x)
+                         for x in range(d)]
+                c = max(fails) + 0.01 * c
+            cost[k, s] = c
+    member = np.array([[j in m for j in range(d)] for m in subsets], dtype=int)
+    choices = np.array(list(itertools.product(range(len(subsets)), repeat=n)))  # every assignment
+    feasible = (member[choices].sum(axis=1) <= cap).all(axis=1)
+    totals = np.where(feasible, cost[np.arange(n), choices].sum(axis=1), np.inf)
+    best = int(np.argmin(totals))
+    return float(totals[best]), [subsets[s] for s in choices[best]], cost, subsets
+
+
+@pytest.mark.parametrize("model", ["ba", "n-1c"])
+@pytest.mark.parametrize("formulation", ["sets", "xyz"])
+def test_the_milp_finds_the_brute_force_optimum_when_the_balance_bound_binds(model, formulation):
+    topo = P.load_topology(SMALL)
+    cap = 3  # ceil(balance 1 x f 2 x 6 keys / 4 datacenters)
+    best, _, cost, subsets = brute_force(SMALL_READS, topo.rtt, 2, cap, model)
+    greedy = [subsets[int(np.argmin(cost[k]))] for k in range(6)]
+    assert max(sum(j in s for s in greedy) for j in range(4)) > cap  # each key's own best is infeasible
+    assert best > cost.min(axis=1).sum() + 1e-9  # so the bound costs something
+    placed = P.place(long_demand(SMALL_READS, SMALL["datacenters"]), SMALL, model, balance=1.0,
+                     mip_rel_gap=0, formulation=formulation, progress=None)
+    assert placed.info["buckets"] == 6  # every key is hot: a bucket each
+    assert placed.info["objective"] == pytest.approx(best, rel=1e-7, abs=1e-9)
+    # the placement itself, costed independently, is optimal and within the bound
+    chosen = [tuple(sorted(SMALL["datacenters"].index(x) for x in placed.sets[placed.set_per_id[k]])) for k in range(6)]
+    assert sum(cost[k, subsets.index(chosen[k])] for k in range(6)) == pytest.approx(best, rel=1e-7)
+    assert max(placed.info["keys_per_dc"].values()) <= cap
+
+
+def test_n1c_trades_normal_latency_for_the_worst_failure():
+    demand = long_demand(SMALL_READS, SMALL["datacenters"])
+    ba = P.place(demand, SMALL, "ba", balance=1.0, mip_rel_gap=0, progress=None).predictions["overall"]
+    n1c = P.place(demand, SMALL, "n-1c", balance=1.0, mip_rel_gap=0, progress=None).predictions["overall"]
+    assert ba["normal"]["mean"] <= n1c["normal"]["mean"]
+    worst = lambda o: max(s["mean"] for s in o["failure"].values())  # noqa: E731
+    assert worst(n1c) <= worst(ba)
+
+
+def paper_demand(n=3000, locality=0.8):
+    dcs = P.load_topology(PAPER).dcs
+    return P.expected_demand(n, 1.2, locality, dcs, 10_000, 1_000), dcs
+
+
+def test_one_per_group_and_the_balance_bound_hold_in_the_table(tmp_path):
+    demand, dcs = paper_demand()
+    placed = P.place(demand, PAPER, "ba", balance=1.2, one_per_group=True, progress=None)
+    placed.write(tmp_path / "t.csv", "test")
+    sid, sets, bucket = P.read_table(tmp_path / "t.csv", dcs, 2, keys=3000)
+    for s in sets:  # groups by index modulo f = 2: {VA, SP, TYO} and {CA, LDN, SG}
+        assert sorted(dcs.index(x) % 2 for x in s) == [0, 1], s
+    per_dc = {dc: int(sum(np.sum(sid == i) for i, s in enumerate(sets) if dc in s)) for dc in dcs}
+    bound = math.ceil(1.2 * 2 * 3000 / 6)
+    assert max(per_dc.values()) <= bound and sum(per_dc.values()) == 2 * 3000
+    assert per_dc == placed.info["keys_per_dc"]
+    # without one_per_group the optimiser does pair datacenters of one group, and without a
+    # real bound it piles keys far beyond the bound: both constraints are doing work
+    free = P.place(demand, PAPER, "ba", balance=3.0, progress=None)
+    assert any(sorted(dcs.index(x) % 2 for x in s) != [0, 1] for s in free.sets)
+    assert max(free.info["keys_per_dc"].values()) > bound
+
+
+def test_refusals_of_the_models_arguments():
+    demand, _ = paper_demand(600)
+    with pytest.raises(ConfigError) as e:
+        P.place(demand, PAPER, "n-1c", f=1, progress=None)
+    assert e.value.field == "--model" and ">= 2" in str(e.value)
+    with pytest.raises(ConfigError) as e:
+        P.place(demand, PAPER, "ba", f=4, one_per_group=True, progress=None)
+    assert e.value.field == "--one-per-group"
+    with pytest.raises(ConfigError) as e:
+        P.place(demand, PAPER, "ba", balance=0.9, progress=None)
+    assert e.value.field == "--balance"
+    with pytest.raises(ConfigError) as e:
+        P.place(demand, {"datacenters": ["A", "B"], "rtt_ms": {}, "replication_factor": 1}, "ba", progress=None)
+    assert "rtt_ms.A.B" in str(e.value) and "missing" in str(e.value)
+
+
+def test_the_model_predicts_va_most_critical_for_the_placement_experiment():
+    """workloads/placement.yaml kills the datacenter whose failure hurts BA most: still VA."""
+    exp = yaml.safe_load((ROOT / "workloads" / "placement.yaml").read_text())
+    w = exp["workload"]
+    topo = P.load_topology(ROOT / "workloads" / exp["topology"]["file"], exp["topology"]["replication_factor"])
+    demand = P.expected_demand(w["keys"], w["zipf"], w["locality"], topo.dcs, 1 - w["write_fraction"],
+                               w["write_fraction"])
+    placed = P.place(demand, ROOT / "workloads" / exp["topology"]["file"], "ba", f=topo.f, progress=None)
+    critical = placed.predictions["overall"]["most_critical_dc"]
+    assert critical == "VA"
+    assert [x["dc"] for x in exp["faults"] if x["kind"] == "kill"] == [critical]
+
+
+# ------------------------------------------------------------------ the table file
+
+def test_table_round_trip_merges_ranges(tmp_path):
+    sets = [("VA", "CA"), ("TYO", "SG"), ("CA", "VA")]
+    sid = np.array([0, 0, 0, 1, 1, 2, 0, 0, 0, 0])
+    bucket = np.array([3, 3, 3, 1, 1, 2, 3, 3, 4, 4])
+    path = tmp_path / "t.csv"
+    P.write_table(path, sid, sets, bucket, ["made by a test", "second line"])
+    text = path.read_text()
+    assert text.splitlines() == ["# made by a test", "# second line", "ids,replicas,bucket", "0-2,VA;CA,3",
+                                 "3-4,TYO;SG,1", "5,CA;VA,2", "6-7,VA;CA,3", "8-9,VA;CA,4"]
+    got_sid, got_sets, got_bucket = P.read_table(path, ["VA", "CA", "SP", "LDN", "TYO", "SG"], 2, keys=10)
+    assert [got_sets[i] for i in got_sid] == [sets[i] for i in sid]  # replica order kept
+    assert got_bucket.tolist() == bucket.tolist()
+    assert [p.name for p in tmp_path.iterdir()] == ["t.csv"]  # no temporary file left
+    # a table without the bucket column, rows out of order
+    path.write_text("ids,replicas\n5-9,TYO;SG\n0-4,VA;CA\n")
+    s2, sets2, b2 = P.read_table(path, ["VA", "CA", "SP", "LDN", "TYO", "SG"], 2)
+    assert [sets2[i] for i in s2] == [("VA", "CA")] * 5 + [("TYO", "SG")] * 5 and (b2 == -1).all()
+
+
+@pytest.mark.parametrize("body, line, words", [
+    ("ids,replicas,bucket\n0-4,VA;CA,0\n6-9,VA;CA,0\n", 3, "the ids 5..5 are in no row"),
+    ("ids,replicas,bucket\n0-5,VA;CA,0\n5-9,VA;CA,0\n", 3, "overlap an earlier row"),
+    ("ids,replicas,bucket\n0-9,VA;XX,0\n", 2, "unknown datacenter 'XX'"),
+    ("# a comment\nids,replicas,bucket\n0-9,VA;VA,0\n", 3, "VA is listed twice"),
+    ("ids,replicas,bucket\n0-9,VA;CA;SG,0\n", 2, "lists 3 replica datacenters"),
+    ("ids,replica\n0-9,VA;CA\n", 1, "the header must be"),
+    ("ids,replicas,bucket\n9-0,VA;CA,0\n", 2, "ids must be a key id or a range"),
+    ("ids,replicas,bucket\n0-9,VA;CA\n", 2, "a row is 'ids,replicas,bucket'"),
+])
+def test_a_bad_table_is_refused_with_its_line(tmp_path, body, line, words):
+    path = tmp_path / "bad.csv"
+    path.write_text(body)
+    with pytest.raises(ConfigError) as e:
+        P.read_table(path, ["VA", "CA", "SP", "LDN", "TYO", "SG"], 2)
+    assert f"{path}:{line}: " in str(e.value) and words in str(e.value), str(e.value)
+
+
+def test_a_table_of_the_wrong_size_is_refused(tmp_path):
+    path = tmp_path / "t.csv"
+    P.write_table(path, np.zeros(10, dtype=int), [("VA", "CA")], None, [])
+    with pytest.raises(ConfigError) as e:
+        P.read_table(path, ["VA", "CA"], 2, keys=12)
+    assert "places 10 keys" in str(e.value) and "--keys 12" in str(e.value)
+
+
+# ------------------------------------------------------------------ demand
+
+def write_run(root, trials):
+    """A run directory: manifest.json listing ``trials`` (dir, system) and their histories
+    (``trials[i]["histories"]``: file name -> list of operations)."""
+    root.mkdir()
+    manifest = {"experiment": "t", "trials": [{"system": t["system"], "dir": t["dir"],
+                                               "client_logs": {dc: [] for dc in t.get("dcs", [])}} for t in trials]}
+    (root / "manifest.json").write_text(json.dumps(manifest))
+    for t in trials:
+        clients = root / t["dir"] / "clients"
+        clients.mkdir(parents=True)
+        for name, ops in t["histories"].items():
+            (clients / name).write_text("".join(json.dumps(op) + "\n" for op in ops))
+    return root
+
+
+def rot(keys, ok=True):
+    return {"s": 1, "i": 0, "op": "rot", "t0": 1.0, "t1": 2.0, "ok": ok, "r": {k: 1 for k in keys}, "rounds": 1}
+
+
+def write(keys, ok=True):
+    return {"s": 1, "i": 0, "op": "write", "t0": 1.0, "t1": 2.0, "ok": ok, "w": {k: 7 for k in keys}}
+
+
+def test_demand_from_run_counts_the_clients_ok_operations(tmp_path, capsys):
+    run = write_run(tmp_path / "run", [
+        {"system": "k2", "dir": "k2", "dcs": ["VA", "CA"], "histories": {
+            "history-client-VA.jsonl": [rot(["user1", "user2"]), rot(["user1"]), write(["user2"]),
+                                        rot(["user9"], ok=False), rot(["other", "user1"])],
+            "history-client-CA.jsonl": [write(["user1", "user3"]), write(["user3"], ok=False), rot(["user3"])],
+            "history-load-VA.jsonl": [write([f"user{i}" for i in range(10)])]}},
+        {"system": "rad", "dir": "rad", "dcs": ["VA"], "histories": {
+            "history-client-VA.jsonl": [rot(["user5"])]}}])
+    df = P.demand_from_run(run)
+    err = capsys.readouterr().err
+    assert "k2" in err and "rad" in err  # which system's trials, when the run has several
+    assert "1 access(es) to keys not named user<id>" in err
+    got = {(r.key_id, r.dc): (r.reads, r.writes) for r in df.itertuples()}
+    assert got == {(1, "VA"): (3, 0), (2, "VA"): (1, 1), (1, "CA"): (0, 1), (3, "CA"): (1, 1)}
+    assert str(df["key_id"].dtype) == "int64" and str(df["reads"].dtype) == "int64"
+    rad = P.demand_from_run(run, "rad")
+    assert rad[["key_id", "dc", "reads", "writes"]].values.tolist() == [[5, "VA", 1, 0]]
+    with pytest.raises(ConfigError) as e:
+        P.demand_from_run(run, "paris")
+    assert e.value.field == "--system" and "k2, rad" in str(e.value)
+    (tmp_path / "latest").symlink_to("run")
+    assert P.demand_from_run(tmp_path / "latest").equals(df)
+    with pytest.raises(ConfigError):
+        P.demand_from_run(tmp_path)  # no manifest
+
+
+def test_the_key_permutation_is_the_workloads():
+    # n = 10: 2654435761 mod 10 = 1, coprime: id = (r - 1 + 40503) mod 10
+    assert P.id_of_rank(10).tolist() == [(r - 1 + 40503) % 10 for r in range(1, 11)]
+    assert P.permutation_multiplier(1000) == 761 and P.permutation_multiplier(14) == 5
+    assert P.permutation_multiplier(1) == 1
+    # 2654435761 is prime, so m is coprime with every other n; for n = 2654435761 itself m = 0 moves to 1
+    assert P.permutation_multiplier(2_654_435_761) == 1
+    for n in (2, 3, 7, 30000, 65536, 999_983):
+        ids = P.id_of_rank(n)
+        assert sorted(ids.tolist()) == list(range(n)), n  # a bijection
+        m = P.permutation_multiplier(n)
+        assert m != 0 and math.gcd(m, n) == 1
+        assert ids[0] == 40503 % n and ids[1] == (m + 40503) % n
+
+
+def test_expected_demand_follows_the_workload_model():
+    n, dcs = 1000, ["VA", "CA", "SP", "LDN"]
+    p = P.draw_probabilities(n, 1.2, 0.3, len(dcs))
+    assert np.allclose(p.sum(axis=0), 1.0)
+    df = P.expected_demand(n, 1.2, 1.0, dcs, [100, 200, 300, 400], 10)
+    by_dc = df.groupby("dc")[["reads", "writes"]].sum()
+    assert by_dc["reads"].to_dict() == pytest.approx({"VA": 100, "CA": 200, "SP": 300, "LDN": 400})
+    assert by_dc["writes"].to_dict() == pytest.approx({dc: 10 for dc in dcs})
+    hottest = P.id_of_rank(n)[0]
+    for d, dc in enumerate(dcs):
+        mine = df[df["dc"] == dc]
+        assert int(mine.loc[mine["reads"].idxmax(), "key_id"]) == (hottest + d * (n // len(dcs))) % n
+    # locality 0: every datacenter has the global order; the hottest key's share is 1 / H(n, 1.2)
+    flat = P.draw_probabilities(n, 1.2, 0.0, 2)
+    h = sum(r ** -1.2 for r in range(1, n + 1))
+    assert flat[hottest, 0] == pytest.approx(1 / h) and flat[hottest, 1] == pytest.approx(1 / h)
+
+
+# ------------------------------------------------------------------ command line
+
+def test_k2bench_place_writes_a_valid_table_and_prints_predictions(tmp_path, capsys):
+    demand, dcs = paper_demand(1200)
+    demand.to_parquet(tmp_path / "d.parquet")
+    out = tmp_path / "table.csv"
+    code = main(["place", "--model", "n-1c", "--demand", str(tmp_path / "d.parquet"), "--topology", str(PAPER),
+                 "--out", str(out), "--balance", "1.1"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert "buckets" in captured.err and "solving" in captured.err
+    assert "normal" in captured.out and "most critical" in captured.out and "solved in" in captured.out
+    sid, sets, bucket = P.read_table(out, dcs, 2, keys=1200)
+    text = out.read_text()
+    assert text.startswith("# k2bench place --model n-1c") and "\nids,replicas,bucket\n" in text
+    side = json.loads((tmp_path / "table.csv.json").read_text())
+    assert side["model"] == "n-1c" and side["keys"] == 1200 and side["buckets"] == len(side["per_bucket"])
+    assert set(side["predictions"]["failure"]) == set(dcs)
+    assert side["predictions"]["most_critical_dc"] in dcs
+    assert max(side["keys_per_dc"].values()) <= math.ceil(1.1 * 2 * 1200 / 6)
+    assert sorted(os.listdir(tmp_path)) == ["d.parquet", "table.csv", "table.csv.json"]
+
+
+@pytest.mark.parametrize("flags, words", [
+    (["--model", "bz"], "--model: must be ba or n-1c"),
+    (["--model", "ba", "--balance", "x"], "--balance: must be a number"),
+    (["--model", "ba", "--balance", "0.5"], "--balance: must be at least 1"),
+    (["--model", "ba", "--keys", "10"], "--keys: is 10, but the demand names key id 299"),
+    (["--model", "ba", "--buckets", "hot=x"], "--buckets: hot must be an integer"),
+    (["--model", "n-1c", "--replication-factor", "1"], "--model: n-1c plans for a datacenter failure"),
+    (["--balance", "1.2"], "--model: missing"),
+])
+def test_bad_flags_of_k2bench_place_give_one_line(tmp_path, capsys, flags, words):
+    demand, _ = paper_demand(300)
+    demand.to_parquet(tmp_path / "d.parquet")
+    code = main(["place", "--demand", str(tmp_path / "d.parquet"), "--topology", str(PAPER),
+                 "--out", str(tmp_path / "t.csv"), *flags])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and err[-1].startswith("k2bench: ") and words in err[-1], err
+    assert all(not line.startswith(("usage", "Traceback")) for line in err)
+    assert not (tmp_path / "t.csv").exists()
+
+
+def test_k2bench_demand_writes_parquet_and_refuses_a_terminal(tmp_path, capsys, monkeypatch):
+    run = write_run(tmp_path / "run", [{"system": "k2", "dir": "k2", "dcs": ["VA"], "histories": {
+        "history-client-VA.jsonl": [rot(["user1", "user2"]), write(["user2"])]}}])
+    assert main(["demand", str(run), "--out", str(tmp_path / "d.parquet")]) == 0
+    df = pd.read_parquet(tmp_path / "d.parquet")
+    assert df.values.tolist() == [[1, "VA", 1, 0], [2, "VA", 1, 1]]
+    assert "2 keys" in capsys.readouterr().err
+
+    class Tty:
+        def isatty(self):
+            return True
+    monkeypatch.setattr("sys.stdout", Tty())
+    assert main(["demand", str(run)]) == 2
+    assert "k2bench: --out: the demand is parquet" in capsys.readouterr().err

@@ -1,0 +1,88 @@
+"""The placement experiment's report (k2bench/placement_report.py): measured phases split at
+the kill, the killed datacenter's clients left out after it, the model's prediction on the
+trial's own table, and K2's cache term. (tests/test_placement.py checks that the experiment
+kills the datacenter BA's model calls most critical.)"""
+import json
+
+import numpy as np
+import yaml
+
+from k2bench import experiment, placement, placement_report
+from k2bench.errors import ConfigError
+
+from conftest import SYSTEMS
+
+TOPO = {"datacenters": ["A", "B", "C"], "rtt_ms": {"A": {"B": 10, "C": 100}, "B": {"C": 50}},
+        "servers_per_dc": 1, "replication_factor": 1, "base_port": 17000}
+
+
+def make_run(tmp_path):
+    """A run of one trial: keys 0-1 at A, 2-3 at C (f = 1); C killed at 20 s."""
+    run = tmp_path / "run"
+    trial = run / "k2"
+    (trial / "clients").mkdir(parents=True)
+    cfg = experiment.resolve({"systems": ["k2"], "workload": {"keys": 4, "keys_per_op": 1, "zipf": 1.0, "locality": 0.0},
+                              "duration": {"warmup_s": 5, "measure_s": 30, "cooldown_s": 1},
+                              "server": {"cache_fraction": 0},
+                              "faults": [{"kind": "kill", "dc": "C", "at_s": 20}]}, "t", SYSTEMS)
+    start = 1_000_000.0
+    (run / "manifest.json").write_text(json.dumps({"config": cfg, "trials": [
+        {"system": "k2", "dir": "k2", "point_values": {"topology.place": "ba"}, "start": {"t0_ms": start}}]}))
+    (trial / "summary.json").write_text("{}")
+    (trial / "topology.yaml").write_text(yaml.safe_dump(TOPO))
+    (trial / "placement.csv").write_text("ids,replicas,bucket\n0-1,A,0\n2-3,C,1\n")
+
+    def op(s, key, ms, ok=True, kind="rot"):
+        return json.dumps({"s": 1, "i": 0, "op": kind, "t0": start + s * 1000, "t1": start + s * 1000 + ms,
+                           "ok": ok, "r": {f"user{key}": 1}}) + "\n"
+    (trial / "clients" / "history-client-B.jsonl").write_text(
+        op(1, 0, 999)            # warm-up: left out
+        + op(6, 0, 10) + op(7, 2, 50)   # normal
+        + op(8, 0, 999, ok=False)      # failed: left out
+        + op(21, 0, 999)         # inside the settling time after the kill: left out
+        + op(25, 0, 12) + op(26, 1, 14))  # failure phase
+    (trial / "clients" / "history-client-C.jsonl").write_text(op(10, 2, 1) + op(30, 2, 999))  # C's own after the kill: out
+    return run
+
+
+def test_the_report_splits_at_the_kill_and_predicts_on_the_trials_table(tmp_path):
+    run = make_run(tmp_path)
+    rep = placement_report.report(run, jar_check=None)
+    assert rep["killed"] == {"dc": "C", "at_s": 20.0, "settle_s": 2.0}
+    (r,) = rep["trials"]
+    assert r["placement"] == "BA" and r["system"] == "k2"
+    m = r["measured"]
+    assert m["normal"]["reads"] == 3 and m["normal"]["mean"] == round((10 + 50 + 1) / 3, 3)
+    assert m["failure"]["reads"] == 2 and m["failure"]["mean"] == 13.0
+    # the model: each key's draw probability per reader times its latency from A (keys 0-1) or C
+    p = placement.draw_probabilities(4, 1.0, 0.0, 3)
+    want = (p * np.array([[0, 10, 100], [0, 10, 100], [100, 50, 0], [100, 50, 0]])).sum() / p.sum()
+    assert abs(r["predicted"]["normal"]["mean"] - want) < 1e-3, (r["predicted"], want)
+    assert r["predicted"]["failure"]["mean"] is not None or r["predicted"]["failure"]["unavailable_share"] > 0
+    assert {b["bucket"]: b["measured_ms"] for b in r["buckets"]} == {0: 10.0, 1: round(51 / 2, 3)}
+    assert json.loads((run / "placement.json").read_text()) == json.loads(json.dumps(rep))
+
+
+def test_the_report_refuses_what_is_not_a_run(tmp_path):
+    try:
+        placement_report.check_run(tmp_path)
+    except ConfigError as e:
+        assert "no manifest.json" in str(e)
+    else:
+        raise AssertionError("a directory without a manifest was taken for a run")
+
+
+def test_the_cache_model_fills_lru_to_capacity_and_a_write_empties_it():
+    rates = 1.0 / np.arange(1, 101)
+    hits = placement_report.lru_hits(rates, 10)
+    assert abs(hits.sum() - 10) < 1e-6 and np.all(np.diff(hits) <= 0)  # Che: the hotter, the likelier
+    assert placement_report.lru_hits(rates, 500).sum() == 100  # everything fits
+    lat = np.array([[0.0, 100.0]] * 3)  # three keys at datacenter 0, read from 1 too
+    draws = np.array([[0.5, 0.5], [0.3, 0.3], [0.2, 0.2]])
+    local = lat == 0
+    never = placement_report.cached_latency(lat, draws, local, 10, 100.0, 0.0, (50.0, 60.0))
+    assert np.allclose(never[:, 0], 0) and np.all(never[:, 1] < 1)  # warm, never written: nearly all hits
+    busy = placement_report.cached_latency(lat, draws, local, 10, 100.0, 0.5, (50.0, 60.0))
+    assert np.allclose(busy[:, 1], 100 * (1 - 0.25 / (0.25 + 0.5)), atol=0.5)  # r/(r+w) with w = 2r
+    cold = placement_report.cached_latency(lat, draws, local, 10, 100.0, 0.0, (0.0, 0.01))
+    assert np.all(cold[:, 1] > 50)  # the first hundredth of a second: mostly misses

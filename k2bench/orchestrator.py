@@ -184,14 +184,14 @@ PREDICTIONS_FILE = "placement-predictions.json"  # beside it: what the model pre
 def placed_table(env: Env, cfg: dict, doc: dict) -> Path:
     """The table ``topology.place`` computes for a point (k2bench.placement), once per
     distinct input: kept in ``runs/.placements`` by a hash of everything it depends on (the
-    topology, the workload's key choice, the demand, the model and bound), so a run, its
-    resume and its validation solve once."""
+    topology, the workload's key choice, the demand, the model and bound, and the optimiser's
+    own code and solver version), so a run, its resume and its validation solve once."""
     from . import placement
     t, w = cfg["topology"], cfg["workload"]
     inputs = {"topology": {k: doc.get(k) for k in ("datacenters", "rtt_ms", "rtt_scale", "replication_factor")},
               "model": t["place"], "balance": t["place_balance"], "demand": t["place_demand"],
               "keys": w["keys"], "zipf": w["zipf"], "locality": w["locality"], "write_fraction": w["write_fraction"],
-              "version": placement.MODEL_VERSION}
+              "version": placement.MODEL_VERSION, "code": placement.code_fingerprint()}
     if t["place_demand"] != "expected":
         path = env.workloads / t["place_demand"]
         if not path.exists():

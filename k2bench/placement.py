@@ -75,6 +75,15 @@ import numpy as np
 from .errors import ConfigError
 
 MODELS = ("ba", "n-1c")
+def code_fingerprint() -> str:
+    """What a placement's output depends on besides its inputs: this module's source and the
+    solver's version (part of the cache key of ``topology.place``'s tables, so a changed
+    optimiser never reuses a table the old one wrote)."""
+    import hashlib
+    import scipy
+    return hashlib.sha256(Path(__file__).read_bytes() + scipy.__version__.encode()).hexdigest()[:16]
+
+
 MODEL_VERSION = 1  # bump when a table for the same inputs would come out differently
 N1C_NORMAL_WEIGHT = 0.01  # N-1C's tie-break: this x the BA objective is added to the failure objective
 HEADER = "ids,replicas,bucket"

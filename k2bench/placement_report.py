@@ -19,7 +19,6 @@ from hdrh.histogram import HdrHistogram
 from . import placement
 from .errors import ConfigError
 
-SETTLE_S = 2.0  # after the kill: clients' fail-over (K2's failover timeout) is not the placement's
 REPORT_FILE = "placement.json"
 DC_CACHE_SYSTEMS = ("k2",)  # systems whose reads of non-local keys a datacenter cache serves
 
@@ -43,56 +42,85 @@ def lru_hits(rates: np.ndarray, capacity: float) -> np.ndarray:
     return 1 - np.exp(-rates * hi)
 
 
-def cached_latency(lat: np.ndarray, draws: np.ndarray, local: np.ndarray, capacity: float, ops_per_s: float,
-                   write_fraction: float, window_s: tuple[float, float]) -> np.ndarray:
-    """K2's read path with its datacenter cache (K2 §III-A: non-replica values cached after a
-    fetch, LRU, ``capacity`` keys per datacenter): a datacenter's read of a non-local key costs
-    its wide-area latency only on a miss. A read of key k in datacenter i at time t hits when
-    i read k since k's last write anywhere (a write makes the next read need the new version)
-    and k is still cached: with i's reads of k at rate r and k's writes at rate w (Poisson;
-    ``draws`` per datacenter and key, ``ops_per_s`` per datacenter split by
-    ``write_fraction``), P = r / (r + w) (1 - exp(-(r + w) t)) from an empty cache at the
-    start, averaged over the measurement ``window_s``, times the probability that LRU still
-    holds k (``lru_hits``, Che's approximation, at steady state)."""
-    out = lat.copy()
+def cache_hits(local: np.ndarray, draws: np.ndarray, capacity: float, ops_per_s: float, write_fraction: float,
+               window_s: tuple[float, float], failed: int | None = None) -> np.ndarray:
+    """[key, dc]: the probability that a read of a non-local key hits K2's datacenter cache
+    (K2 §III-A: non-replica values cached after a fetch and for writes of non-replica keys
+    from local clients, LRU, ``capacity`` keys per datacenter). A read of key k in datacenter
+    i at time t hits when, since k's last write by another datacenter, i read or wrote k
+    itself (its own write is cached), and LRU still holds k: with i's reads r and writes w_i of
+    k and the others' writes w_o (Poisson; ``draws`` per datacenter and key, ``ops_per_s`` per
+    datacenter split by ``write_fraction``; the ``failed`` datacenter writes nothing),
+    P = (r + w_i) / (r + w_i + w_o) (1 - exp(-(r + w_i + w_o) t)) from an empty cache at the
+    start, averaged over the measurement ``window_s``, times the probability that LRU holds k
+    (``lru_hits``, Che's approximation, at steady state)."""
+    hit = np.zeros_like(draws)
     a, b = window_s
-    w = write_fraction * ops_per_s * draws.sum(axis=1)            # key k's writes per second, all DCs
-    for i in range(lat.shape[1]):
+    writes = write_fraction * ops_per_s * draws                  # [key, dc] writes per second
+    if failed is not None:
+        writes[:, failed] = 0
+    w_all = writes.sum(axis=1)
+    for i in range(draws.shape[1]):
         remote = ~local[:, i]
-        r = (1 - write_fraction) * ops_per_s * draws[remote, i]    # i's reads of k per second
-        c = r + w[remote]
+        mine = (1 - write_fraction) * ops_per_s * draws[remote, i] + writes[remote, i]
+        c = mine + (w_all[remote] - writes[remote, i])
         with np.errstate(divide="ignore", invalid="ignore"):
-            fresh = np.where(c > 0, r / c, 0.0)
+            fresh = np.where(c > 0, mine / c, 0.0)
             warm = np.where(c > 0, 1 - (np.exp(-c * a) - np.exp(-c * b)) / (c * (b - a)), 0.0)
-        hit = fresh * warm * lru_hits(r, capacity)
-        out[remote, i] = lat[remote, i] * (1 - hit)
-    return out
+        hit[remote, i] = fresh * warm * lru_hits(mine, capacity)
+    return hit
+
+
+def stats(lat: np.ndarray, weight: np.ndarray, hit: np.ndarray | None) -> dict:
+    """Read latency statistics: with a cache, each (key, datacenter) pair's reads split into
+    hits (0 ms, weight x hit) and misses (its latency, weight x (1 - hit)), so percentiles are
+    of reads, not of expected values."""
+    if hit is None:
+        return placement.weighted_stats(lat, weight)
+    return placement.weighted_stats(np.concatenate([np.zeros_like(lat).ravel(), lat.ravel()]),
+                                    np.concatenate([(weight * hit).ravel(), (weight * (1 - hit)).ravel()]))
 
 
 def _kill(cfg: dict) -> tuple[str, float] | None:
-    kills = [f for f in cfg.get("faults") or [] if f.get("kind") == "kill"]
+    """The experiment's datacenter kill (a kill of one server is not a datacenter failure)."""
+    kills = [f for f in cfg.get("faults") or [] if f.get("kind") == "kill" and f.get("dc")]
     if not kills:
         return None
     return kills[0]["dc"], float(kills[0]["at_s"])
 
 
-def _label(values: dict) -> str:
-    place = (values or {}).get("topology.place", "none")
-    return "hash (groups)" if place in (None, "none") else place.upper()
+def settle_s(cfg: dict) -> float:
+    """After the kill: clients' fail-over (the failover timeout, then a second) is not the placement's."""
+    return cfg["server"]["failover_timeout_ms"] / 1000 + 1.0
 
 
-def measured(trial_dir: Path, start_ms: float, cfg: dict, bucket_of_id: np.ndarray | None) -> dict:
+def label(cfg: dict, trial: dict) -> str:
+    place = cfg["topology"].get("place", "none")
+    if place not in (None, "none"):
+        return place.upper()
+    scheme = (trial.get("placement") or {}).get("placement", "groups")
+    return "hash (groups)" if scheme == "groups" else scheme
+
+
+def measured(trial_dir: Path, start_ms: float, cfg: dict, dcs: list[str], bucket_of_id: np.ndarray | None) -> dict:
     """The trial's single-key read-only transactions: latency (ms) per phase, merged in one
-    histogram per phase (never averaged percentiles), and per bucket the normal-phase mean."""
+    histogram per phase (never averaged percentiles), reads slower than the failover timeout
+    counted apart, and per bucket the normal-phase mean. With a kill, the killed datacenter's
+    clients are left out of both phases, so the phases compare the same clients."""
     d = cfg["duration"]
     kill = _kill(cfg)
     end_s = d["warmup_s"] + d["measure_s"]
     normal_end = kill[1] if kill else end_s
+    slow_ms = cfg["server"]["failover_timeout_ms"]
     phases = {"normal": HdrHistogram(1, 3_600_000_000, 3), "failure": HdrHistogram(1, 3_600_000_000, 3)}
     sums = {"normal": 0.0, "failure": 0.0}
+    slow = {"normal": 0, "failure": 0}
+    per_dc = {"normal": {}, "failure": {}}
     per_bucket: dict[int, list[float]] = {}
     for h in sorted((trial_dir / "clients").glob("history-client-*.jsonl")):
-        dc = h.stem[len("history-client-"):]
+        dc = placement._history_dc(h.name, dcs)
+        if kill and dc == kill[0]:
+            continue
         with open(h) as lines:
             for line in lines:
                 op = json.loads(line)
@@ -101,15 +129,17 @@ def measured(trial_dir: Path, start_ms: float, cfg: dict, bucket_of_id: np.ndarr
                 s = (op["t0"] - start_ms) / 1000
                 if d["warmup_s"] <= s < normal_end:
                     phase = "normal"
-                elif kill and kill[1] + SETTLE_S <= s < end_s and dc != kill[0]:
+                elif kill and kill[1] + settle_s(cfg) <= s < end_s:
                     phase = "failure"
                 else:
                     continue
                 ms = op["t1"] - op["t0"]
                 phases[phase].record_value(max(1, int(ms * 1000)))
                 sums[phase] += ms
-                if phase == "normal" and bucket_of_id is not None:
-                    key = next(iter(op["r"]))
+                slow[phase] += ms >= slow_ms
+                per_dc[phase][dc] = per_dc[phase].get(dc, 0) + 1
+                key = next(iter(op["r"]))
+                if phase == "normal" and bucket_of_id is not None and key[4:].isdigit():
                     kid = int(key[4:])
                     if kid < len(bucket_of_id):
                         acc = per_bucket.setdefault(int(bucket_of_id[kid]), [0.0, 0])
@@ -120,7 +150,8 @@ def measured(trial_dir: Path, start_ms: float, cfg: dict, bucket_of_id: np.ndarr
         n = hist.get_total_count()
         out[phase] = {"reads": n, "mean": round(sums[phase] / n, 3) if n else None,
                       "p50": round(hist.get_value_at_percentile(50) / 1000, 3) if n else None,
-                      "p90": round(hist.get_value_at_percentile(90) / 1000, 3) if n else None}
+                      "p90": round(hist.get_value_at_percentile(90) / 1000, 3) if n else None,
+                      f"reads_over_{slow_ms}_ms": slow[phase], "reads_per_dc": per_dc[phase]}
     out["buckets"] = {b: {"reads": c, "mean_ms": round(total / c, 3)} for b, (total, c) in per_bucket.items()}
     return out
 
@@ -134,6 +165,14 @@ def trial_table(jar_check, trial_dir: Path, keys: int) -> Path:
     out = Path(tempfile.mkdtemp(prefix="k2bench-placement-")) / "hash.csv"
     jar_check("topology", str(trial_dir / "topology.yaml"), "--table-out", str(out), "--keys", str(keys))
     return out
+
+
+def trial_start_ms(trial_dir: Path, trial: dict) -> float:
+    """The trial's common start (epoch ms): the manifest's, or its start.json (a resumed run's
+    manifest lists earlier trials without it)."""
+    if "start" in trial and "t0_ms" in trial["start"]:
+        return trial["start"]["t0_ms"]
+    return json.loads((trial_dir / "start.json").read_text())["t0_ms"]
 
 
 def report(run_dir: Path, jar_check) -> dict:
@@ -161,45 +200,43 @@ def report(run_dir: Path, jar_check) -> dict:
         reads = placement.draw_probabilities(n, float(cfg["workload"]["zipf"]), float(cfg["workload"]["locality"]),
                                              topo.d)
         normal = placement.set_latency(sets_idx, topo.rtt)[set_per_id]  # [key, dc]
-        local = normal == 0
         cache = cfg["server"]["cache_fraction"] * n if t["system"] in DC_CACHE_SYSTEMS else 0
         d, kill_at = cfg["duration"], (kill[1] if kill else None)
         normal_window = (d["warmup_s"], kill_at if kill else d["warmup_s"] + d["measure_s"])
-        fail_window = (kill_at + SETTLE_S, d["warmup_s"] + d["measure_s"]) if kill else None
+        fail_window = (kill_at + settle_s(cfg), d["warmup_s"] + d["measure_s"]) if kill else None
         ops = float(cfg["clients"]["target_ops_per_s_per_dc"] or 0)
         wf = float(cfg["workload"]["write_fraction"])
         if cache and not ops:
             cache = 0  # a closed loop's rate is not known beforehand: the model leaves the cache out
-        if cache:
-            normal = cached_latency(normal, reads, local, cache, ops, wf, normal_window)
-        predicted = {"normal": placement.weighted_stats(normal, reads), "cache_keys_per_dc": int(cache)}
-        if cache:
-            remote = reads * ~local
-            hit = 1 - (normal * remote).sum() / np.maximum((placement.set_latency(sets_idx, topo.rtt)[set_per_id]
-                                                            * remote).sum(), 1e-300)
-            predicted["wide_area_reads_saved_by_cache"] = round(float(hit), 4)
+        k = topo.dcs.index(kill[0]) if kill else None
+        survivors = reads.copy()  # the clients both phases count (the killed datacenter's left out)
+        if k is not None:
+            survivors[:, k] = 0
+        hit = cache_hits(normal == 0, reads, cache, ops, wf, normal_window) if cache else None
+        predicted = {"normal": stats(normal, survivors, hit), "cache_keys_per_dc": int(cache)}
+        if hit is not None:
+            predicted["cache_hit_share_of_remote_reads"] = round(float(
+                (hit * survivors * (normal > 0)).sum() / max((survivors * (normal > 0)).sum(), 1e-300)), 4)
         if kill:
-            k = topo.dcs.index(kill[0])
             lat = placement.set_latency(sets_idx, topo.rtt, k)[set_per_id]
-            if cache:
-                lat = cached_latency(lat, reads, lat == 0, cache, ops, wf, fail_window)
-            wk = reads.copy()
-            wk[:, k] = 0
-            predicted["failure"] = placement.weighted_stats(lat, wk)
+            fhit = cache_hits(lat == 0, reads, cache, ops, wf, fail_window, failed=k) if cache else None
+            predicted["failure"] = stats(lat, survivors, fhit)
         has_buckets = bucket_of_id is not None and len(bucket_of_id) and bucket_of_id.max() > 0
-        m = measured(trial_dir, t["start"]["t0_ms"], cfg, bucket_of_id if has_buckets else None)
+        m = measured(trial_dir, trial_start_ms(trial_dir, t), cfg, topo.dcs, bucket_of_id if has_buckets else None)
         buckets = []
         if has_buckets:
+            expected = normal * (1 - hit) if hit is not None else normal
             nb = int(bucket_of_id.max()) + 1
-            num = np.bincount(bucket_of_id, weights=(normal * reads).sum(axis=1), minlength=nb)
-            den = np.bincount(bucket_of_id, weights=reads.sum(axis=1), minlength=nb)
+            num = np.bincount(bucket_of_id, weights=(expected * survivors).sum(axis=1), minlength=nb)
+            den = np.bincount(bucket_of_id, weights=survivors.sum(axis=1), minlength=nb)
             for b, got in sorted(m["buckets"].items()):
                 buckets.append({"bucket": b, "predicted_ms": round(float(num[b] / den[b]), 3) if den[b] else None,
                                 "measured_ms": got["mean_ms"], "reads": got["reads"]})
-        rows.append({"system": t["system"], "placement": _label(t.get("point_values")), "dir": t["dir"],
+        rows.append({"system": t["system"], "placement": label(cfg, t), "dir": t["dir"],
                      "predicted": predicted, "measured": {k: v for k, v in m.items() if k != "buckets"},
                      "buckets": buckets})
-    out = {"killed": {"dc": kill[0], "at_s": kill[1], "settle_s": SETTLE_S} if kill else None, "trials": rows}
+    out = {"killed": {"dc": kill[0], "at_s": kill[1], "settle_s": settle_s(cfg_all)} if kill else None,
+           "trials": rows}
     tmp = run_dir / (REPORT_FILE + ".tmp")
     tmp.write_text(json.dumps(out, indent=1) + "\n")
     tmp.replace(run_dir / REPORT_FILE)

@@ -48,18 +48,20 @@ def make_run(tmp_path):
 def test_the_report_splits_at_the_kill_and_predicts_on_the_trials_table(tmp_path):
     run = make_run(tmp_path)
     rep = placement_report.report(run, jar_check=None)
-    assert rep["killed"] == {"dc": "C", "at_s": 20.0, "settle_s": 2.0}
+    assert rep["killed"] == {"dc": "C", "at_s": 20.0, "settle_s": 3.0}  # the failover timeout (2 s) and 1 s
     (r,) = rep["trials"]
     assert r["placement"] == "BA" and r["system"] == "k2"
     m = r["measured"]
-    assert m["normal"]["reads"] == 3 and m["normal"]["mean"] == round((10 + 50 + 1) / 3, 3)
+    # C's own clients are left out of both phases: the phases compare the same clients
+    assert m["normal"]["reads"] == 2 and m["normal"]["mean"] == 30.0 and m["normal"]["reads_per_dc"] == {"B": 2}
     assert m["failure"]["reads"] == 2 and m["failure"]["mean"] == 13.0
     # the model: each key's draw probability per reader times its latency from A (keys 0-1) or C
     p = placement.draw_probabilities(4, 1.0, 0.0, 3)
+    p[:, 2] = 0  # C's reads: its clients are gone after the kill, so both phases leave them out
     want = (p * np.array([[0, 10, 100], [0, 10, 100], [100, 50, 0], [100, 50, 0]])).sum() / p.sum()
     assert abs(r["predicted"]["normal"]["mean"] - want) < 1e-3, (r["predicted"], want)
     assert r["predicted"]["failure"]["mean"] is not None or r["predicted"]["failure"]["unavailable_share"] > 0
-    assert {b["bucket"]: b["measured_ms"] for b in r["buckets"]} == {0: 10.0, 1: round(51 / 2, 3)}
+    assert {b["bucket"]: b["measured_ms"] for b in r["buckets"]} == {0: 10.0, 1: 50.0}
     assert json.loads((run / "placement.json").read_text()) == json.loads(json.dumps(rep))
 
 
@@ -72,17 +74,24 @@ def test_the_report_refuses_what_is_not_a_run(tmp_path):
         raise AssertionError("a directory without a manifest was taken for a run")
 
 
-def test_the_cache_model_fills_lru_to_capacity_and_a_write_empties_it():
+def test_the_cache_model_fills_lru_to_capacity_and_a_write_elsewhere_empties_it():
     rates = 1.0 / np.arange(1, 101)
     hits = placement_report.lru_hits(rates, 10)
     assert abs(hits.sum() - 10) < 1e-6 and np.all(np.diff(hits) <= 0)  # Che: the hotter, the likelier
     assert placement_report.lru_hits(rates, 500).sum() == 100  # everything fits
-    lat = np.array([[0.0, 100.0]] * 3)  # three keys at datacenter 0, read from 1 too
+    local = np.array([[True, False]] * 3)  # three keys at datacenter 0, read from 1 too
     draws = np.array([[0.5, 0.5], [0.3, 0.3], [0.2, 0.2]])
-    local = lat == 0
-    never = placement_report.cached_latency(lat, draws, local, 10, 100.0, 0.0, (50.0, 60.0))
-    assert np.allclose(never[:, 0], 0) and np.all(never[:, 1] < 1)  # warm, never written: nearly all hits
-    busy = placement_report.cached_latency(lat, draws, local, 10, 100.0, 0.5, (50.0, 60.0))
-    assert np.allclose(busy[:, 1], 100 * (1 - 0.25 / (0.25 + 0.5)), atol=0.5)  # r/(r+w) with w = 2r
-    cold = placement_report.cached_latency(lat, draws, local, 10, 100.0, 0.0, (0.0, 0.01))
-    assert np.all(cold[:, 1] > 50)  # the first hundredth of a second: mostly misses
+    never = placement_report.cache_hits(local, draws, 10, 100.0, 0.0, (50.0, 60.0))
+    assert np.allclose(never[:, 0], 0) and np.all(never[:, 1] > 0.99)  # warm, never written: hits
+    # half the operations write: 1's reads r = 0.5 x 100 x p, its own writes as many (cached
+    # too), datacenter 0's writes as many again: (r + w_1) / (r + w_1 + w_0) = 2/3
+    busy = placement_report.cache_hits(local, draws, 10, 100.0, 0.5, (50.0, 60.0))
+    assert np.allclose(busy[:, 1], 2 / 3, atol=0.01)
+    # with datacenter 0 failed, nothing invalidates 1's copies
+    alone = placement_report.cache_hits(local, draws, 10, 100.0, 0.5, (50.0, 60.0), failed=0)
+    assert np.all(alone[:, 1] > 0.99)
+    cold = placement_report.cache_hits(local, draws, 10, 100.0, 0.0, (0.0, 0.01))
+    assert np.all(cold[:, 1] < 0.5)  # the first hundredth of a second: mostly misses
+    # percentiles are of reads: a pair half hits (0 ms), half misses (100 ms)
+    s = placement_report.stats(np.array([[100.0]]), np.array([[1.0]]), np.array([[0.5]]))
+    assert s["mean"] == 50.0 and s["p50"] == 0.0 and s["p90"] == 100.0

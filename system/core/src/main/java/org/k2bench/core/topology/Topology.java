@@ -402,7 +402,7 @@ public final class Topology {
       }
     }
     return new Topology(dcs, m, serversPerDc, replicationFactor, servers, intraDcDelayMs, jitterMs, wanEmulation,
-        placement, partitions, rings);
+        placement, partitions, rings, placementTable);
   }
 
   /** The same topology with servers on {@code host} at consecutive ports from {@code basePort}. */
@@ -412,18 +412,18 @@ public final class Topology {
 
   public Topology withJitterMs(double jitter) {
     return new Topology(dcs, rttMs, serversPerDc, replicationFactor, servers, intraDcDelayMs, jitter, wanEmulation,
-        placement, partitions, rings);
+        placement, partitions, rings, placementTable);
   }
 
   /** The same topology with servers at these addresses. */
   public Topology withServers(List<List<HostPort>> addresses) {
     return new Topology(dcs, rttMs, serversPerDc, replicationFactor, addresses, intraDcDelayMs, jitterMs,
-        wanEmulation, placement, partitions, rings);
+        wanEmulation, placement, partitions, rings, placementTable);
   }
 
   public Topology withWanEmulation(boolean on) {
     return new Topology(dcs, rttMs, serversPerDc, replicationFactor, servers, intraDcDelayMs, jitterMs, on,
-        placement, partitions, rings);
+        placement, partitions, rings, placementTable);
   }
 
   /**

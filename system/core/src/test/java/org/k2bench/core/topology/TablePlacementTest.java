@@ -76,6 +76,12 @@ class TablePlacementTest {
     assertEquals(100, t.placementTable().keys());
     assertEquals(64, t.placementTable().sha256().length());
     assertThrows(UnsupportedOperationException.class, () -> p.partitionOfServer(0));
+    // the derived topologies (other ports, scale, jitter, emulation) keep the table
+    for (Topology u : new Topology[] {t.withLocalPorts("127.0.0.1", 9000), t.withRttScale(0.5), t.withJitterMs(1),
+        t.withWanEmulation(false)}) {
+      assertEquals(t.placementTable(), u.placementTable());
+      assertArrayEquals(new int[] {5, 4}, Placement.of(u).replicaDcs("user50"));
+    }
   }
 
   @Test

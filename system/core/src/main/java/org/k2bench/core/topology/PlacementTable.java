@@ -25,6 +25,9 @@ import java.util.Map;
  * the ids 0..N-1 exactly once. Immutable; validated on {@link #read}.
  */
 public final class PlacementTable {
+  /** Key ids below this: the table is an array indexed by id. */
+  static final long MAX_KEYS = Integer.MAX_VALUE - 8;
+
   private final Path file;
   private final String sha256;
   /** [set]: its replica datacenters (indexes), in replica order. */
@@ -130,9 +133,6 @@ public final class PlacementTable {
       }
       next = r[1] + 1;
     }
-    if (covered > Integer.MAX_VALUE - 8) {
-      throw new ConfigException("placement_table", file + ": " + covered + " keys; at most 2^31 are supported");
-    }
     int[] setOfId = new int[(int) covered];
     for (long[] r : rows) {
       Arrays.fill(setOfId, (int) r[0], (int) r[1] + 1, (int) r[2]);
@@ -147,6 +147,10 @@ public final class PlacementTable {
       long last = dash < 0 ? first : Long.parseLong(ids.substring(dash + 1));
       if (first < 0 || last < first) {
         throw new NumberFormatException();
+      }
+      if (last >= MAX_KEYS) {
+        throw new ConfigException("placement_table", where + "id " + last + " is beyond the largest supported key id "
+            + (MAX_KEYS - 1));
       }
       return new long[] {first, last};
     } catch (NumberFormatException e) {

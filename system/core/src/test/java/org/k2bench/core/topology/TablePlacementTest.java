@@ -107,6 +107,7 @@ class TablePlacementTest {
     assertTrue(problem(head + "0-99,VA;CA;SP\n").contains("t.csv:2: lists 3 replica datacenters (VA;CA;SP), the "
         + "topology's replication_factor is 2"));
     assertTrue(problem(head + "9-3,VA;CA\n").contains("t.csv:2: ids must be a key id or a range"));
+    assertTrue(problem(head + "0-9223372036854775807,VA;CA\n").contains("t.csv:2: id 9223372036854775807 is beyond"));
     assertTrue(problem(head + "0-99\n").contains("t.csv:2: a row is 'ids,replicas[,bucket]'"));
     assertTrue(problem("# nothing\n").contains("no rows"));
   }

@@ -14,6 +14,7 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+import yaml
 from hdrh.histogram import HdrHistogram
 
 from . import placement
@@ -156,13 +157,13 @@ def measured(trial_dir: Path, start_ms: float, cfg: dict, dcs: list[str], bucket
     return out
 
 
-def trial_table(jar_check, trial_dir: Path, keys: int) -> Path:
+def trial_table(jar_check, trial_dir: Path, keys: int, scratch: Path) -> Path:
     """The trial's placement as a table: its own copy, or the launcher's rendering of its
     hash placement (``topology --table-out``)."""
     own = trial_dir / "placement.csv"
     if own.exists():
         return own
-    out = Path(tempfile.mkdtemp(prefix="k2bench-placement-")) / "hash.csv"
+    out = scratch / (trial_dir.relative_to(trial_dir.parents[1]).as_posix().replace("/", "_") + ".csv")
     jar_check("topology", str(trial_dir / "topology.yaml"), "--table-out", str(out), "--keys", str(keys))
     return out
 
@@ -183,58 +184,59 @@ def report(run_dir: Path, jar_check) -> dict:
     cfg_all = manifest["config"]
     kill = _kill(cfg_all)
     rows = []
-    for t in manifest.get("trials", []):
-        trial_dir = run_dir / t["dir"]
-        if not (trial_dir / "summary.json").exists():
-            continue
-        cfg = json.loads(json.dumps(cfg_all))
-        for dotted, value in (t.get("point_values") or {}).items():
-            section, name = dotted.split(".", 1)
-            cfg[section][name] = value
-        import yaml
-        topo_doc = yaml.safe_load((trial_dir / "topology.yaml").read_text())
-        topo = placement.load_topology(topo_doc)
-        n = int(cfg["workload"]["keys"])
-        set_per_id, sets, bucket_of_id = placement.read_table(trial_table(jar_check, trial_dir, n), topo.dcs, topo.f, n)
-        sets_idx = [tuple(topo.dcs.index(x) for x in s) for s in sets]
-        reads = placement.draw_probabilities(n, float(cfg["workload"]["zipf"]), float(cfg["workload"]["locality"]),
-                                             topo.d)
-        normal = placement.set_latency(sets_idx, topo.rtt)[set_per_id]  # [key, dc]
-        cache = cfg["server"]["cache_fraction"] * n if t["system"] in DC_CACHE_SYSTEMS else 0
-        d, kill_at = cfg["duration"], (kill[1] if kill else None)
-        normal_window = (d["warmup_s"], kill_at if kill else d["warmup_s"] + d["measure_s"])
-        fail_window = (kill_at + settle_s(cfg), d["warmup_s"] + d["measure_s"]) if kill else None
-        ops = float(cfg["clients"]["target_ops_per_s_per_dc"] or 0)
-        wf = float(cfg["workload"]["write_fraction"])
-        if cache and not ops:
-            cache = 0  # a closed loop's rate is not known beforehand: the model leaves the cache out
-        k = topo.dcs.index(kill[0]) if kill else None
-        survivors = reads.copy()  # the clients both phases count (the killed datacenter's left out)
-        if k is not None:
-            survivors[:, k] = 0
-        hit = cache_hits(normal == 0, reads, cache, ops, wf, normal_window) if cache else None
-        predicted = {"normal": stats(normal, survivors, hit), "cache_keys_per_dc": int(cache)}
-        if hit is not None:
-            predicted["cache_hit_share_of_remote_reads"] = round(float(
-                (hit * survivors * (normal > 0)).sum() / max((survivors * (normal > 0)).sum(), 1e-300)), 4)
-        if kill:
-            lat = placement.set_latency(sets_idx, topo.rtt, k)[set_per_id]
-            fhit = cache_hits(lat == 0, reads, cache, ops, wf, fail_window, failed=k) if cache else None
-            predicted["failure"] = stats(lat, survivors, fhit)
-        has_buckets = bucket_of_id is not None and len(bucket_of_id) and bucket_of_id.max() > 0
-        m = measured(trial_dir, trial_start_ms(trial_dir, t), cfg, topo.dcs, bucket_of_id if has_buckets else None)
-        buckets = []
-        if has_buckets:
-            expected = normal * (1 - hit) if hit is not None else normal
-            nb = int(bucket_of_id.max()) + 1
-            num = np.bincount(bucket_of_id, weights=(expected * survivors).sum(axis=1), minlength=nb)
-            den = np.bincount(bucket_of_id, weights=survivors.sum(axis=1), minlength=nb)
-            for b, got in sorted(m["buckets"].items()):
-                buckets.append({"bucket": b, "predicted_ms": round(float(num[b] / den[b]), 3) if den[b] else None,
-                                "measured_ms": got["mean_ms"], "reads": got["reads"]})
-        rows.append({"system": t["system"], "placement": label(cfg, t), "dir": t["dir"],
-                     "predicted": predicted, "measured": {k: v for k, v in m.items() if k != "buckets"},
-                     "buckets": buckets})
+    with tempfile.TemporaryDirectory(prefix="k2bench-placement-") as tmp_dir:
+        scratch = Path(tmp_dir)  # the hash placements written as tables, gone with the report
+        for t in manifest.get("trials", []):
+            trial_dir = run_dir / t["dir"]
+            if not (trial_dir / "summary.json").exists():
+                continue
+            cfg = json.loads(json.dumps(cfg_all))
+            for dotted, value in (t.get("point_values") or {}).items():
+                section, name = dotted.split(".", 1)
+                cfg[section][name] = value
+            topo_doc = yaml.safe_load((trial_dir / "topology.yaml").read_text())
+            topo = placement.load_topology(topo_doc)
+            n = int(cfg["workload"]["keys"])
+            set_per_id, sets, bucket_of_id = placement.read_table(trial_table(jar_check, trial_dir, n, scratch), topo.dcs, topo.f, n)
+            sets_idx = [tuple(topo.dcs.index(x) for x in s) for s in sets]
+            reads = placement.draw_probabilities(n, float(cfg["workload"]["zipf"]), float(cfg["workload"]["locality"]),
+                                                 topo.d)
+            normal = placement.set_latency(sets_idx, topo.rtt)[set_per_id]  # [key, dc]
+            cache = cfg["server"]["cache_fraction"] * n if t["system"] in DC_CACHE_SYSTEMS else 0
+            d, kill_at = cfg["duration"], (kill[1] if kill else None)
+            normal_window = (d["warmup_s"], kill_at if kill else d["warmup_s"] + d["measure_s"])
+            fail_window = (kill_at + settle_s(cfg), d["warmup_s"] + d["measure_s"]) if kill else None
+            ops = float(cfg["clients"]["target_ops_per_s_per_dc"] or 0)
+            wf = float(cfg["workload"]["write_fraction"])
+            if cache and not ops:
+                cache = 0  # a closed loop's rate is not known beforehand: the model leaves the cache out
+            k = topo.dcs.index(kill[0]) if kill else None
+            survivors = reads.copy()  # the clients both phases count (the killed datacenter's left out)
+            if k is not None:
+                survivors[:, k] = 0
+            hit = cache_hits(normal == 0, reads, cache, ops, wf, normal_window) if cache else None
+            predicted = {"normal": stats(normal, survivors, hit), "cache_keys_per_dc": int(cache)}
+            if hit is not None:
+                predicted["cache_hit_share_of_remote_reads"] = round(float(
+                    (hit * survivors * (normal > 0)).sum() / max((survivors * (normal > 0)).sum(), 1e-300)), 4)
+            if kill:
+                lat = placement.set_latency(sets_idx, topo.rtt, k)[set_per_id]
+                fhit = cache_hits(lat == 0, reads, cache, ops, wf, fail_window, failed=k) if cache else None
+                predicted["failure"] = stats(lat, survivors, fhit)
+            has_buckets = bucket_of_id is not None and len(bucket_of_id) and bucket_of_id.max() > 0
+            m = measured(trial_dir, trial_start_ms(trial_dir, t), cfg, topo.dcs, bucket_of_id if has_buckets else None)
+            buckets = []
+            if has_buckets:
+                expected = normal * (1 - hit) if hit is not None else normal
+                nb = int(bucket_of_id.max()) + 1
+                num = np.bincount(bucket_of_id, weights=(expected * survivors).sum(axis=1), minlength=nb)
+                den = np.bincount(bucket_of_id, weights=survivors.sum(axis=1), minlength=nb)
+                for b, got in sorted(m["buckets"].items()):
+                    buckets.append({"bucket": b, "predicted_ms": round(float(num[b] / den[b]), 3) if den[b] else None,
+                                    "measured_ms": got["mean_ms"], "reads": got["reads"]})
+            rows.append({"system": t["system"], "placement": label(cfg, t), "dir": t["dir"],
+                         "predicted": predicted, "measured": {k: v for k, v in m.items() if k != "buckets"},
+                         "buckets": buckets})
     out = {"killed": {"dc": kill[0], "at_s": kill[1], "settle_s": settle_s(cfg_all)} if kill else None,
            "trials": rows}
     tmp = run_dir / (REPORT_FILE + ".tmp")

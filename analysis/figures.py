@@ -517,6 +517,95 @@ def congestion(runs) -> plt.Figure:
     return fig
 
 
+# ------------------------------------------------------------------ latency-aware placement
+
+PLACEMENT_COLOUR = {"hash": "#7f7f7f", "BA": "#1f77b4", "N-1C": "#d62728"}
+
+
+def _placement_order(name: str) -> tuple[int, str]:
+    return (0 if name.startswith("hash") else 1 if name == "BA" else 2 if name == "N-1C" else 3, name)
+
+
+def placement_latency(runs) -> plt.Figure:
+    """The placement paper's Fig. 7/8 shape: per system, CDFs of single-key read latency with
+    each placement (hash, BA, N-1C), in normal operation and after the kill, measured (solid,
+    from merged histograms) beside the latency model's prediction (dashed)."""
+    data = load.placement_frame(runs)
+    if data.empty:
+        raise MissingData("no placement report in these runs (make local-run EXPERIMENT=placement writes one; "
+                          "k2bench placement-report RUN for another run that swept topology.place)")
+    pcts = sorted(int(c[1:-3]) for c in data if c.startswith("p") and c.endswith("_ms") and c[1:-3].isdigit())
+    if len(pcts) < 5:
+        raise MissingData("these runs' placement.json predates the CDF percentiles: "
+                          "run k2bench placement-report RUN again")
+    killed = load.placement_killed(runs)
+    phases = [p for p in load.PLACEMENT_PHASES if (data["phase"] == p).any()]
+    columns = data[["run", "system"]].drop_duplicates().values.tolist()
+    several_runs = data["run"].nunique() > 1
+    fig, axes = plt.subplots(len(phases), len(columns), figsize=(5.2 * len(columns), 3.8 * len(phases)),
+                             squeeze=False, sharex=True, sharey=True)
+    for row, phase in enumerate(phases):
+        for col, (run, system) in enumerate(columns):
+            ax = axes[row][col]
+            sub = data[(data["run"] == run) & (data["system"] == system) & (data["phase"] == phase)]
+            for name in sorted(sub["placement"].unique(), key=_placement_order):
+                colour = PLACEMENT_COLOUR.get(name.split()[0], None)
+                for source, style in (("measured", "-"), ("predicted", "--")):
+                    r = sub[(sub["placement"] == name) & (sub["source"] == source)]
+                    if r.empty:
+                        continue
+                    xs = [r.iloc[0][f"p{p}_ms"] for p in pcts]
+                    ax.step(xs, [p / 100 for p in pcts], where="post", ls=style, color=colour,
+                            label=f"{name}, {source}")
+            ax.set_xscale("symlog", linthresh=1)
+            ax.set_xlim(left=0)
+            ax.grid(alpha=0.3)
+            when = "normal operation" if phase == "normal" else f"{killed} killed" if killed else "after the kill"
+            ax.set_title(f"{_label(system)}{f' ({run})' if several_runs else ''}: {when}")
+            if row == len(phases) - 1:
+                ax.set_xlabel("single-key read latency (ms)")
+            if col == 0:
+                ax.set_ylabel("fraction of reads")
+            ax.legend(fontsize=8, loc="lower right")
+    fig.suptitle("Read latency by placement: measured (solid) and the model's prediction (dashed)", y=1.01)
+    fig.tight_layout()
+    return fig
+
+
+def placement_buckets(runs, min_reads: int = 30) -> plt.Figure:
+    """Per key bucket of each table placement: the model's predicted mean read latency
+    against the measured one in normal operation (buckets with at least ``min_reads`` reads;
+    on the diagonal the model is exact)."""
+    data = load.placement_buckets_frame(runs)
+    if data.empty:
+        raise MissingData("no table placement with key buckets in these runs' placement reports "
+                          "(topology.place: ba or n-1c computes one)")
+    data = data[(data["reads"] >= min_reads) & data["predicted_ms"].notna()]
+    if data.empty:
+        raise MissingData(f"no key bucket had {min_reads} measured reads")
+    panels = data[["run", "system"]].drop_duplicates().values.tolist()
+    several_runs = data["run"].nunique() > 1
+    fig, axes = _panels(len(panels), width=4.6, height=4.2)
+    top = float(max(data["predicted_ms"].max(), data["measured_ms"].max())) * 1.05 + 1
+    for ax, (run, system) in zip(axes, panels):
+        sub = data[(data["run"] == run) & (data["system"] == system)]
+        names = sorted(sub["placement"].unique(), key=_placement_order)
+        sns.scatterplot(data=sub, x="predicted_ms", y="measured_ms", hue="placement", hue_order=names,
+                        palette={n: PLACEMENT_COLOUR.get(n.split()[0], "black") for n in names}, size="reads",
+                        sizes=(12, 120), alpha=0.7, ax=ax, legend="brief")
+        ax.legend(fontsize=8, loc="upper left")
+        ax.plot([0, top], [0, top], color="grey", lw=1, ls="--")
+        ax.set_xlim(0, top)
+        ax.set_ylim(0, top)
+        ax.set_xlabel("predicted mean read latency (ms)")
+        ax.set_ylabel("measured mean read latency (ms)")
+        ax.set_title(_label(system) + (f" ({run})" if several_runs else ""))
+    fig.suptitle(f"Per key bucket, normal operation: the model against the measurement (>= {min_reads} reads)",
+                 y=1.02)
+    fig.tight_layout()
+    return fig
+
+
 def _write_cdfs(runs) -> pd.DataFrame:
     return pd.concat([load.cdf_frame(runs, op).assign(op=op) for op in ("write", "wot")], ignore_index=True)
 
@@ -535,4 +624,6 @@ DATA = {
     "write-latency": _write_cdfs,
     "rounds": load.rounds_frame,
     "congestion": load.congestion_frame,
+    "placement-latency": load.placement_frame,
+    "placement-buckets": load.placement_buckets_frame,
 }

@@ -713,3 +713,51 @@ def freshness_frame(runs, hot_keys: int = 10) -> pd.DataFrame:
             "staleness_p50_ms", "staleness_p75_ms", "staleness_p99_ms", "snapshot_lag_p50_ms",
             "snapshot_lag_p75_ms", "snapshot_lag_p99_ms", "all_local_fraction", "cache_hit_rate"]
     return frame[cols].sort_values(["system", "hot_key_writes_per_s"]).reset_index(drop=True)
+
+
+PLACEMENT_PHASES = ("normal", "failure")
+
+
+def _placement_reports(runs) -> list[tuple[Run, dict]]:
+    """Each run's placement report (``placement.json``, written by ``k2bench placement-report``
+    and at the end of a run that sweeps or sets topology.place), if it has one."""
+    out = []
+    for r in runs if isinstance(runs, list) else [runs]:
+        path = r.dir / "placement.json"
+        if path.exists():
+            out.append((r, json.loads(path.read_text())))
+    return out
+
+
+def placement_frame(runs) -> pd.DataFrame:
+    """Per run, system, placement, phase (normal; failure: after the kill) and source
+    (measured; predicted: the latency model): mean and percentiles of single-key read
+    latency (ms), and the reads measured."""
+    rows = []
+    for r, rep in _placement_reports(runs):
+        for t in rep["trials"]:
+            for source in ("measured", "predicted"):
+                for phase in PLACEMENT_PHASES:
+                    s = t[source].get(phase)
+                    if not s or s.get("mean") is None:
+                        continue
+                    rows.append({"run": r.name, "system": t["system"], "placement": t["placement"], "phase": phase,
+                                 "source": source, "reads": s.get("reads"), "mean_ms": s["mean"],
+                                 **{k + "_ms": v for k, v in s.items() if k[0] == "p" and k[1:].isdigit()}})
+    return pd.DataFrame(rows)
+
+
+def placement_buckets_frame(runs) -> pd.DataFrame:
+    """Per run, system, placement and key bucket of a table placement: the model's predicted
+    and the measured mean single-key read latency (ms) in normal operation, and the reads."""
+    rows = [{"run": r.name, "system": t["system"], "placement": t["placement"], **b}
+            for r, rep in _placement_reports(runs) for t in rep["trials"] for b in t["buckets"]]
+    return pd.DataFrame(rows)
+
+
+def placement_killed(runs) -> str | None:
+    """The datacenter the placement runs killed (the first run's that killed one)."""
+    for _, rep in _placement_reports(runs):
+        if rep.get("killed"):
+            return rep["killed"]["dc"]
+    return None

@@ -132,6 +132,8 @@ def cmd_run(args) -> int:
     from . import placement_report
     if placement_report.has_placements(exp):
         placement_report.print_report(console, placement_report.report(run_dir, env.check_output))
+        for png in placement_report.draw(run_dir):
+            console.print(f"figure: {png}")
     return code
 
 
@@ -141,7 +143,10 @@ def cmd_placement_report(args) -> int:
     from rich.console import Console
     from . import placement_report
     placement_report.check_run(Path(args.run))
-    placement_report.print_report(Console(), placement_report.report(Path(args.run), _env(args).check_output))
+    console = Console()
+    placement_report.print_report(console, placement_report.report(Path(args.run), _env(args).check_output))
+    for png in placement_report.draw(Path(args.run)):
+        console.print(f"figure: {png}")
     return 0
 
 

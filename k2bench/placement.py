@@ -881,16 +881,16 @@ def set_latency(sets: list[tuple[int, ...]], rtt: np.ndarray, failed: int | None
     return out
 
 
-def weighted_stats(lat: np.ndarray, weight: np.ndarray) -> dict:
-    """Mean, p50 and p90 of latencies weighted by reads (the lower weighted quantile), over
-    the reads that reach a replica; ``unavailable_share``: the reads whose key has no replica
-    left (f = 1 under a failure)."""
+def weighted_stats(lat: np.ndarray, weight: np.ndarray, percentiles: tuple[int, ...] = (50, 90)) -> dict:
+    """Mean and percentiles (p50 and p90 unless told) of latencies weighted by reads (the
+    lower weighted quantile), over the reads that reach a replica; ``unavailable_share``: the
+    reads whose key has no replica left (f = 1 under a failure)."""
     lat, weight = lat.ravel(), weight.ravel()
     keep = weight > 0
     lat, weight = lat[keep], weight[keep]
     total = weight.sum()
     ok = np.isfinite(lat)
-    out = {"mean": None, "p50": None, "p90": None, "unavailable_share": 0.0}
+    out = {"mean": None} | {f"p{p}": None for p in percentiles} | {"unavailable_share": 0.0}
     if total <= 0:
         return out
     out["unavailable_share"] = round(float(weight[~ok].sum() / total), 6)
@@ -903,7 +903,7 @@ def weighted_stats(lat: np.ndarray, weight: np.ndarray) -> dict:
 
     def q(p):
         return round(float(lat[min(int(np.searchsorted(cum, p - 1e-12)), len(lat) - 1)]), 3)
-    out |= {"mean": round(float((lat * weight).sum() / weight.sum()), 3), "p50": q(0.5), "p90": q(0.9)}
+    out |= {"mean": round(float((lat * weight).sum() / weight.sum()), 3)} | {f"p{p}": q(p / 100) for p in percentiles}
     return out
 
 

@@ -21,6 +21,10 @@ from . import placement
 from .errors import ConfigError
 
 REPORT_FILE = "placement.json"
+FIGURE_FILE = "placement.png"
+BUCKETS_FIGURE_FILE = "placement-buckets.png"
+# The percentiles reported per phase: p50 and p90 in the table, all of them for the CDFs drawn.
+PERCENTILES = (1, 5, 10, 20, 25, 30, 40, 50, 60, 70, 75, 80, 85, 90, 95, 97, 99)
 DC_CACHE_SYSTEMS = ("k2",)  # systems whose reads of non-local keys a datacenter cache serves
 
 
@@ -77,9 +81,9 @@ def stats(lat: np.ndarray, weight: np.ndarray, hit: np.ndarray | None) -> dict:
     hits (0 ms, weight x hit) and misses (its latency, weight x (1 - hit)), so percentiles are
     of reads, not of expected values."""
     if hit is None:
-        return placement.weighted_stats(lat, weight)
+        return placement.weighted_stats(lat, weight, PERCENTILES)
     return placement.weighted_stats(np.concatenate([np.zeros_like(lat).ravel(), lat.ravel()]),
-                                    np.concatenate([(weight * hit).ravel(), (weight * (1 - hit)).ravel()]))
+                                    np.concatenate([(weight * hit).ravel(), (weight * (1 - hit)).ravel()]), PERCENTILES)
 
 
 def _kill(cfg: dict) -> tuple[str, float] | None:
@@ -149,10 +153,9 @@ def measured(trial_dir: Path, start_ms: float, cfg: dict, dcs: list[str], bucket
     out = {}
     for phase, hist in phases.items():
         n = hist.get_total_count()
-        out[phase] = {"reads": n, "mean": round(sums[phase] / n, 3) if n else None,
-                      "p50": round(hist.get_value_at_percentile(50) / 1000, 3) if n else None,
-                      "p90": round(hist.get_value_at_percentile(90) / 1000, 3) if n else None,
-                      f"reads_over_{slow_ms}_ms": slow[phase], "reads_per_dc": per_dc[phase]}
+        out[phase] = {"reads": n, "mean": round(sums[phase] / n, 3) if n else None}
+        out[phase] |= {f"p{p}": round(hist.get_value_at_percentile(p) / 1000, 3) if n else None for p in PERCENTILES}
+        out[phase] |= {f"reads_over_{slow_ms}_ms": slow[phase], "reads_per_dc": per_dc[phase]}
     out["buckets"] = {b: {"reads": c, "mean_ms": round(total / c, 3)} for b, (total, c) in per_bucket.items()}
     return out
 
@@ -242,6 +245,35 @@ def report(run_dir: Path, jar_check) -> dict:
     tmp = run_dir / (REPORT_FILE + ".tmp")
     tmp.write_text(json.dumps(out, indent=1) + "\n")
     tmp.replace(run_dir / REPORT_FILE)
+    return out
+
+
+def draw(run_dir: Path) -> list[Path]:
+    """The report's figures into the run directory: ``placement.png`` (the placement paper's
+    Fig. 7/8 shape: CDFs of read latency per placement, normal and after the kill, measured
+    beside predicted) and ``placement-buckets.png`` (per key bucket, predicted against measured).
+    Returns those drawn (none without data)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from types import SimpleNamespace
+
+    from analysis import figures
+
+    runs = [SimpleNamespace(dir=Path(run_dir), name=Path(run_dir).name)]  # the figures read placement.json only
+    out = []
+    for name, draw_figure in ((FIGURE_FILE, figures.placement_latency),
+                              (BUCKETS_FIGURE_FILE, figures.placement_buckets)):
+        try:
+            fig = draw_figure(runs)
+        except figures.MissingData:
+            continue
+        path = Path(run_dir) / name
+        fig.savefig(path, dpi=110, bbox_inches="tight")
+        plt.close(fig)
+        out.append(path)
     return out
 
 

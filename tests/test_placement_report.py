@@ -3,8 +3,10 @@ the kill, the killed datacenter's clients left out after it, the model's predict
 trial's own table, and K2's cache term. (tests/test_placement.py checks that the experiment
 kills the datacenter BA's model calls most critical.)"""
 import json
+from types import SimpleNamespace
 
 import numpy as np
+import pytest
 import yaml
 
 from k2bench import experiment, placement, placement_report
@@ -95,3 +97,41 @@ def test_the_cache_model_fills_lru_to_capacity_and_a_write_elsewhere_empties_it(
     # percentiles are of reads: a pair half hits (0 ms), half misses (100 ms)
     s = placement_report.stats(np.array([[100.0]]), np.array([[1.0]]), np.array([[0.5]]))
     assert s["mean"] == 50.0 and s["p50"] == 0.0 and s["p90"] == 100.0
+
+
+def test_the_report_draws_measured_and_predicted_cdfs_and_buckets(tmp_path):
+    """The figures come from placement.json: each placement's measured CDF is the merged
+    histogram's percentiles (here one read of 10 ms and one of 50 ms: HdrHistogram
+    rounds p75 up to the second), the predicted one the
+    model's; the per-bucket figure plots predicted against measured."""
+    import matplotlib
+    matplotlib.use("Agg")
+    from analysis import figures, load
+
+    run = make_run(tmp_path)
+    placement_report.report(run, jar_check=None)
+    runs = [SimpleNamespace(dir=run, name="run")]  # what the figures read of a run: placement.json
+    frame = load.placement_frame(runs)
+    measured = frame[(frame["source"] == "measured") & (frame["phase"] == "normal")].iloc[0]
+    hdr = pytest.approx  # HdrHistogram at 3 significant digits
+    assert measured["p70_ms"] == hdr(10, rel=1e-3) and measured["p75_ms"] == hdr(50, rel=1e-3)
+    assert measured["mean_ms"] == 30.0
+    fig = figures.placement_latency(runs)
+    lines = {(ax.get_title(), ln.get_label()): ln for ax in fig.axes for ln in ax.get_lines()}
+    normal = lines[("K2: normal operation", "BA, measured")]
+    assert list(normal.get_xdata()) == hdr([10.0] * 10 + [50.0] * 7, rel=1e-3)  # p1..p70, then p75..p99
+    assert ("K2: C killed", "BA, predicted") in lines
+    buckets = figures.placement_buckets(runs, min_reads=1)
+    points = buckets.axes[0].collections[0].get_offsets()
+    assert sorted(map(tuple, points.tolist()))[1][1] == 50.0  # bucket 1: predicted at x, measured 50 ms at y
+    # The run's figures: buckets need 30 reads each to be drawn, these have one.
+    assert [p.name for p in placement_report.draw(run)] == ["placement.png"]
+    assert (run / "placement.png").stat().st_size > 10_000
+
+
+def test_the_figures_say_what_is_missing(tmp_path):
+    from analysis import figures
+    run = make_run(tmp_path)  # no report yet
+    with pytest.raises(figures.MissingData, match="no placement report"):
+        figures.placement_latency([SimpleNamespace(dir=run, name="run")])
+    assert placement_report.draw(run) == []

@@ -346,19 +346,23 @@ public final class K2Server extends ServerActor {
   }
 
   /**
-   * The order in which to ask replica datacenters for a version: those known to have it
-   * first (one that lacks it makes the read wait), then among them the available ones
+   * The order in which to ask replica datacenters for a version: the available ones first
    * (§VI-A: non-replica datacenters "send their remote read requests to the available
-   * replica datacenters"), nearest first. A suspected one is still asked, last: suspicion
-   * is not proof, and it may hold the only copy.
+   * replica datacenters"), among them those known to have it (one that lacked it when
+   * replication went on without it may still lack it, and makes the read wait), nearest
+   * first. A suspected one is still asked, last, even when only it was known to have the
+   * version: suspicion is not proof, and it may hold the only copy; but the list of replicas
+   * with the data is as old as the write's second phase, and the others get the data by
+   * then or soon after (the first phase is sent again until they acknowledge), while a dead
+   * datacenter costs every such read the failover timeout until the key is written again.
    *
    * @param byDistance the key's replica datacenters, nearest first
    * @param known those known to have the version, or null if all have it
    */
   static int[] askOrder(int[] byDistance, List<Integer> known, java.util.function.IntPredicate suspected) {
     return java.util.Arrays.stream(byDistance).boxed()
-        .sorted(java.util.Comparator.comparingInt(d -> (known != null && !known.contains(d) ? 2 : 0)
-            + (suspected.test(d) ? 1 : 0)))
+        .sorted(java.util.Comparator.comparingInt(d -> (suspected.test(d) ? 2 : 0)
+            + (known != null && !known.contains(d) ? 1 : 0)))
         .mapToInt(Integer::intValue).toArray();
   }
 
@@ -632,6 +636,11 @@ public final class K2Server extends ServerActor {
     if (allAcked || mayGoOn) {
       if (!allAcked) {
         count("replication_without_some_replica");
+        if (!onlySuspectsMissing) {
+          // Timed out on a replica that is not suspected (slow, or not suspected yet): its
+          // readers elsewhere are told only the others have the data.
+          count("replication_without_an_unsuspected_replica");
+        }
       }
       secondPhase(r);
     }

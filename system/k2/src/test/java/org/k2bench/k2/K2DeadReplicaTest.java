@@ -113,6 +113,11 @@ class K2DeadReplicaTest {
   }
 
   boolean hasVersion(int dc, String key, long version) {
+    return hasVersion(cluster, dc, key, version);
+  }
+
+  /** Whether {@code version} of {@code key} is visible in datacenter {@code dc}'s store (a raw read). */
+  static boolean hasVersion(LocalCluster cluster, int dc, String key, long version) {
     int server = cluster.placement().serverFor(dc, key);
     Endpoint raw = cluster.transport().openClient(64_000 + dc, dc, Runnable::run, m -> { });
     try {

@@ -105,20 +105,58 @@ class K2FailoverTest {
   }
 
   /**
-   * Who is asked first: a replica known to have the version beats one known to lack it
-   * (that one would make the read wait), even when suspected; suspicion orders the rest;
-   * distance breaks ties.
+   * Who is asked first: an available replica beats a suspected one, even one that alone
+   * was known to have the version (§VI-A: reads go to the available replica datacenters;
+   * the others get the data soon after the second phase); among available ones, one known
+   * to have the version beats one that lacked it; distance breaks ties.
    */
   @Test
-  void replicasKnownToHaveTheVersionAreAskedFirstThenAvailableOnesThenTheNearest() {
+  void availableReplicasAreAskedFirstThenThoseKnownToHaveTheVersionThenTheNearest() {
     int[] byDistance = {TYO, SG, VA};
     java.util.function.IntPredicate none = d -> false;
     assertArrayEquals(new int[] {TYO, SG, VA}, K2Server.askOrder(byDistance, null, none));
     assertArrayEquals(new int[] {SG, VA, TYO}, K2Server.askOrder(byDistance, null, d -> d == TYO));
     assertArrayEquals(new int[] {SG, TYO, VA}, K2Server.askOrder(byDistance, List.of(SG), none));
-    assertArrayEquals(new int[] {TYO, SG, VA}, K2Server.askOrder(byDistance, List.of(TYO), d -> d == TYO),
-        "known to have it beats available and known to lack it");
-    assertArrayEquals(new int[] {VA, TYO, SG}, K2Server.askOrder(byDistance, List.of(TYO, VA), d -> d == TYO));
+    assertArrayEquals(new int[] {SG, VA, TYO}, K2Server.askOrder(byDistance, List.of(TYO), d -> d == TYO),
+        "available beats suspected, even when only the suspected one was known to have it");
+    assertArrayEquals(new int[] {VA, SG, TYO}, K2Server.askOrder(byDistance, List.of(TYO, VA), d -> d == TYO));
+    assertArrayEquals(new int[] {TYO, VA, SG}, K2Server.askOrder(byDistance, List.of(TYO, VA), d -> d == SG));
+  }
+
+  /**
+   * The bad interleaving behind reads that cost the failover timeout long after a replica
+   * datacenter died: VA's write of k (replicas TYO and SG) goes on without SG, which
+   * answers late, so VA's second phase tells CA that only TYO has the data; SG gets it
+   * soon after; then TYO dies. CA's readers must go to SG, available, at once, and not to
+   * TYO, the only one known to have had it, once every time until k is written again.
+   */
+  @Test
+  void aReplicaLeftOutOfAWriteIsAskedBeforeTheDeadOneThatAloneWasKnownToHaveIt() throws Exception {
+    try (LocalCluster cluster = TestCluster.start(ServerOptions.defaults().withFailoverTimeoutMs(FAILOVER_MS))) {
+      List<String> used = new ArrayList<>();
+      String k = Clusters.key(cluster.placement(), "left", -1, new int[] {TYO, SG}, used);
+      K2DeadReplicaTest.awaitEveryoneHeardFromEveryone(cluster);
+      cluster.transport().links().setExtraDelayMs(VA, SG, 3 * FAILOVER_MS);
+      long v1 = cluster.client(VA).writeTxn(Map.of(k, row("v1"))).version();
+      K2Client reader = (K2Client) cluster.client(CA);
+      moveSessionPast(cluster, reader, k, v1, used); // CA has the metadata: [TYO] has the data
+      assertTrue(cluster.stat(VA, "replication_without_some_replica") >= 1, "VA went on without SG");
+      cluster.transport().links().clearExtraDelays();
+      long deadline = System.currentTimeMillis() + 10_000;
+      while (!K2DeadReplicaTest.hasVersion(cluster, SG, k, v1)) {
+        assertTrue(System.currentTimeMillis() < deadline, "SG gets the late first phase");
+        Clusters.sleep(20);
+      }
+      for (int shard = 0; shard < cluster.topology().serversPerDc(); shard++) {
+        cluster.server(TYO, shard).close();
+      }
+      awaitStat(cluster, CA, "suspected_dcs", cluster.topology().serversPerDc(), "CA's heartbeats suspect TYO");
+
+      ReadResult r = reader.readTxn(List.of(k));
+      assertEquals("v1", str(r.rows().get(k)));
+      assertEquals(1, r.wanRounds(), "straight to SG, not to TYO, suspected, first");
+      assertEquals(0, cluster.stat(CA, "remote_read_failovers"));
+    }
   }
 
   /**

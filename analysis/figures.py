@@ -523,7 +523,8 @@ PLACEMENT_COLOUR = {"hash": "#7f7f7f", "BA": "#1f77b4", "N-1C": "#d62728"}
 
 
 def _placement_order(name: str) -> tuple[int, str]:
-    return (0 if name.startswith("hash") else 1 if name == "BA" else 2 if name == "N-1C" else 3, name)
+    model = name.split()[0]
+    return (0 if model == "hash" else 1 if model == "BA" else 2 if model == "N-1C" else 3, name)
 
 
 def placement_latency(runs) -> plt.Figure:
@@ -534,7 +535,7 @@ def placement_latency(runs) -> plt.Figure:
     if data.empty:
         raise MissingData("no placement report in these runs (make local-run EXPERIMENT=placement writes one; "
                           "k2bench placement-report RUN for another run that swept topology.place)")
-    pcts = sorted(int(c[1:-3]) for c in data if c.startswith("p") and c.endswith("_ms") and c[1:-3].isdigit())
+    pcts = sorted(float(c[1:-3]) for c in data if c.endswith("_ms") and load._is_percentile(c[:-3]))
     if len(pcts) < 5:
         raise MissingData("these runs' placement.json predates the CDF percentiles: "
                           "run k2bench placement-report RUN again")
@@ -549,12 +550,14 @@ def placement_latency(runs) -> plt.Figure:
             ax = axes[row][col]
             sub = data[(data["run"] == run) & (data["system"] == system) & (data["phase"] == phase)]
             for name in sorted(sub["placement"].unique(), key=_placement_order):
-                colour = PLACEMENT_COLOUR.get(name.split()[0], None)
+                colour = PLACEMENT_COLOUR.get(name.split()[0], "black")
                 for source, style in (("measured", "-"), ("predicted", "--")):
                     r = sub[(sub["placement"] == name) & (sub["source"] == source)]
                     if r.empty:
                         continue
-                    xs = [r.iloc[0][f"p{p}_ms"] for p in pcts]
+                    xs = [r.iloc[0][f"p{p:g}_ms"] for p in pcts]
+                    if pd.isna(xs).any():  # a report from before these percentiles: its row is not drawn
+                        continue
                     ax.step(xs, [p / 100 for p in pcts], where="post", ls=style, color=colour,
                             label=f"{name}, {source}")
             ax.set_xscale("symlog", linthresh=1)

@@ -729,6 +729,11 @@ def _placement_reports(runs) -> list[tuple[Run, dict]]:
     return out
 
 
+def _is_percentile(name: str) -> bool:
+    """p50, p99.9: a percentile's key in placement.json."""
+    return name[:1] == "p" and name[1:].replace(".", "", 1).isdigit()
+
+
 def placement_frame(runs) -> pd.DataFrame:
     """Per run, system, placement, phase (normal; failure: after the kill) and source
     (measured; predicted: the latency model): mean and percentiles of single-key read
@@ -742,8 +747,9 @@ def placement_frame(runs) -> pd.DataFrame:
                     if not s or s.get("mean") is None:
                         continue
                     rows.append({"run": r.name, "system": t["system"], "placement": t["placement"], "phase": phase,
-                                 "source": source, "reads": s.get("reads"), "mean_ms": s["mean"],
-                                 **{k + "_ms": v for k, v in s.items() if k[0] == "p" and k[1:].isdigit()}})
+                                 "source": source, "reads": s.get("reads"), "remote_share": s.get("remote_share"),
+                                 "mean_ms": s["mean"],
+                                 **{k + "_ms": v for k, v in s.items() if _is_percentile(k)}})
     return pd.DataFrame(rows)
 
 

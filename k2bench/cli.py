@@ -591,6 +591,7 @@ def cmd_place(args) -> int:
     keys = _flag_number(args.keys, "--keys", int, 1)
     f = _flag_number(args.replication_factor, "--replication-factor", int, 1)
     time_limit = _flag_number(args.time_limit, "--time-limit", float)
+    cache_keys = _flag_number(args.cache_keys, "--cache-keys", float, 0)
     if not time_limit > 0:
         raise ConfigError("--time-limit", f"must be > 0 seconds, got {args.time_limit}")
     buckets = placement.Bucketing.parse(args.buckets)
@@ -612,12 +613,14 @@ def cmd_place(args) -> int:
     def progress(msg: str) -> None:
         print(msg, file=sys.stderr, flush=True)
     placed = placement.place(demand, topology, args.model, f=f, balance=balance, one_per_group=args.one_per_group,
-                             buckets=buckets, keys=keys, time_limit_s=time_limit, progress=progress)
+                             buckets=buckets, keys=keys, time_limit_s=time_limit, progress=progress,
+                             objective=args.objective, cache_keys=cache_keys)
     side = placed.write(out, str(demand_path))
     info, o = placed.info, placed.predictions["overall"]
     console = Console() if sys.stdout.isatty() else Console(width=120)
-    t = Table(title=f"{info['model'].upper()}: predicted read latency (ms, K2's model: nearest replica, "
-                    "no cache), weighted by reads")
+    cache = f"a cache of {info['cache_keys_per_dc']:g} keys per DC" if info["cache_keys_per_dc"] else "no cache"
+    t = Table(title=f"{info['model'].upper()} ({info['minimises']}): predicted read latency (ms, K2's model: "
+                    f"nearest replica, {cache}), weighted by reads")
     for col in ("", "mean", "p50", "p90", "reads unavailable"):
         t.add_column(col, justify="left" if not col else "right")
 
@@ -743,6 +746,12 @@ def main(argv=None) -> int:
                     help="bucketing: hot=N (most-read keys with a bucket each, 256), levels=N (read share "
                          "quantisation, 4), chunk=N (keys per bucket at most, keys/(4 x datacenters))")
     pl.add_argument("--time-limit", default="600", metavar="S", help="the solver's time limit (default 600 s)")
+    pl.add_argument("--objective", default="mean", metavar="mean|pNN",
+                    help="what to minimise: the mean read latency (default) or a percentile, e.g. p90 (N-1C: "
+                         "under the worst single-datacenter failure)")
+    pl.add_argument("--cache-keys", default="0", metavar="N",
+                    help="count a datacenter cache of N keys per datacenter in the objective (K2's: "
+                         "server.cache_fraction x keys; default 0: none)")
     pl.set_defaults(func=cmd_place)
     args = p.parse_args(argv)
     try:

@@ -25,6 +25,17 @@ _NONNEG = lambda v: None if v >= 0 else "must be >= 0"  # noqa: E731
 _FRACTION = lambda v: None if 0 <= v <= 1 else "must be between 0 and 1"  # noqa: E731
 _ATLEAST1 = lambda v: None if v >= 1 else "must be at least 1"  # noqa: E731
 
+
+def _place_objective(v: str) -> str | None:
+    """topology.place_objective: mean or a percentile p1..p99.9 (as k2bench place --objective)."""
+    if v == "mean":
+        return None
+    try:
+        ok = v[:1] == "p" and 0 < float(v[1:]) < 100
+    except ValueError:
+        ok = False
+    return None if ok else "must be mean or a percentile p1..p99.9, e.g. p90"
+
 # JVM options of client JVMs and loaders, and of server JVMs when several share the cores
 # (besides -Xmx from heap_mb): C1 only.
 # Runs here are minutes long on 2 cores, and C2's compiler threads took more CPU than
@@ -60,6 +71,11 @@ SCHEMA: dict[str, dict[str, tuple]] = {
         "place_demand": (str, "expected", None),
         # with place: no datacenter holds more than this x f x keys / D keys
         "place_balance": (float, 1.2, lambda v: None if v >= 1 else "must be >= 1 (1: perfectly even)"),
+        # with place: what the model minimises: mean, or a percentile of read latency (p90)
+        "place_objective": (str, "mean", _place_objective),
+        # with place: count the datacenter cache (server.cache_fraction of the keys per
+        # datacenter) in the objective: for a system that has one (K2), so per_system
+        "place_cache": (bool, False, None),
     },
     # "dist": an integer, or a discrete distribution {value: probability, ...}.
     "workload": {
@@ -231,6 +247,10 @@ def _typed(field: str, value: Any, typ: type) -> Any:
         return float(value)
     if typ is int and isinstance(value, float) and value.is_integer():
         return int(value)
+    if typ is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(field, f"must be true or false, got {value!r}")
+        return value
     if not isinstance(value, typ) or isinstance(value, bool):
         want = {int: "an integer", float: "a number", str: "a string"}[typ]
         raise ConfigError(field, f"must be {want}, got {value!r}")

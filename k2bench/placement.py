@@ -13,9 +13,15 @@ Two models, both a mixed-integer program solved by HiGHS (``scipy.optimize.milp`
 **The latency model is K2's read path** (PaRiS*'s too). A read from datacenter i of a key
 costs 0 when i holds a replica of the key, else rtt(i, j) to the nearest replica datacenter
 j: K2 reads a non-local key from its nearest replica in one wide-area round. K2's datacenter
-cache can only make such a read faster; the model's prediction ignores the cache, so for K2
-it is an upper bound (the run's cache hit rate says by how much). Writes are local in K2
-(replicated asynchronously), so the objective counts reads only; writes are only reported.
+cache makes such a read a local one when it hits; with ``cache_keys`` (a datacenter's cache
+capacity in keys; the ``placement`` experiment gives K2's) the objective counts it
+(``cache_hits``: a read of a key hits when, since the key's last write by another datacenter,
+its datacenter read or wrote it and LRU still holds it, in steady state; a key's hit
+probability depends on the placement only through which keys compete for the cache, so the
+program is solved with the hits of the previous solution's placement until the placement
+settles). Without it the objective is the nearest replica's latency, for K2 an upper bound.
+Writes are local in K2 (replicated asynchronously), so the objective counts reads only;
+writes enter the cache term (they invalidate other datacenters' copies) and are reported.
 Under the failure of datacenter k its clients are gone with it: k's own demand is left out.
 
 **The program** (``solve``). The paper's form chooses x[b, j] (bucket b has a replica at j)
@@ -85,6 +91,8 @@ def code_fingerprint() -> str:
 
 
 MODEL_VERSION = 1  # bump when a table for the same inputs would come out differently
+DC_CACHE_SYSTEMS = ("k2",)  # systems whose reads of non-local keys a datacenter cache serves (K2 §III-A)
+CACHE_ROUNDS = 4  # with a cache term: re-solves on the last placement's hits, at most
 N1C_NORMAL_WEIGHT = 0.01  # N-1C's tie-break: this x the BA objective is added to the failure objective
 HEADER = "ids,replicas,bucket"
 HEADERS = ("ids,replicas", HEADER)  # what the loaders accept
@@ -653,6 +661,7 @@ class Solved:
     gap: float | None
     variables: int
     constraints: int
+    threshold_ms: float | None = None  # a percentile objective's optimum (the percentile's latency)
 
 
 def check_args(topo: Topology, model: str, balance: float, one_per_group: bool, keys: int) -> None:
@@ -677,6 +686,77 @@ def check_args(topo: Topology, model: str, balance: float, one_per_group: bool, 
 def capacity(keys: int, f: int, d: int, balance: float) -> int:
     """The most keys a datacenter may hold: ceil(balance f N / D)."""
     return math.ceil(balance * f * keys / d - 1e-9)
+
+
+def lru_hits(rates: np.ndarray, capacity: float) -> np.ndarray:
+    """Che's approximation of an LRU cache of ``capacity`` keys under independent requests at
+    ``rates``: key k is in the cache with probability 1 - exp(-rate_k T), where the
+    characteristic time T fills the cache, sum_k (1 - exp(-rate_k T)) = capacity (found by
+    bisection). All ones when every key fits."""
+    live = rates > 0
+    if capacity <= 0 or not live.any():
+        return np.zeros_like(rates)
+    if capacity >= live.sum():
+        return live.astype(float)
+    lo, hi = 0.0, 1.0
+    while (1 - np.exp(-rates * hi)).sum() < capacity:
+        hi *= 2
+    for _ in range(100):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if (1 - np.exp(-rates * mid)).sum() < capacity else (lo, mid)
+    return 1 - np.exp(-rates * hi)
+
+
+def cache_hits(reads: np.ndarray, writes: np.ndarray, local: np.ndarray, capacity: float) -> np.ndarray:
+    """[key, dc]: in steady state, the probability that a read of key k in datacenter i hits
+    i's cache (K2 §III-A: non-replica values are cached after a fetch, and local clients'
+    writes of non-replica keys; LRU of ``capacity`` keys): i read or wrote k since another
+    datacenter last wrote it, (r + w_i) / (r + w_i + w_others) with Poisson reads and
+    writes at the demand's rates, times the probability that LRU holds k among i's non-local
+    keys (``lru_hits``). 0 where ``local`` (i holds a replica: no cache needed)."""
+    hit = np.zeros_like(reads, dtype=np.float64)
+    w_all = writes.sum(axis=1)
+    for i in range(reads.shape[1]):
+        remote = ~local[:, i]
+        mine = reads[remote, i] + writes[remote, i]
+        c = mine + (w_all[remote] - writes[remote, i])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            fresh = np.where(c > 0, mine / c, 0.0)
+        hit[remote, i] = fresh * lru_hits(mine, capacity)
+    return hit
+
+
+def objective_quantile(objective: str) -> float | None:
+    """The quantile a percentile objective names (``p90``: 0.9), None for ``mean``; else a
+    ConfigError naming --objective."""
+    if objective == "mean":
+        return None
+    try:
+        q = float(objective[1:]) / 100 if objective[:1] == "p" else None
+    except ValueError:
+        q = None
+    if q is None or not 0 < q < 1:
+        raise ConfigError("--objective", f"must be mean or a percentile p1..p99.9 (e.g. p90), got {objective!r}")
+    return q
+
+
+def _coverage_groups(reads_b: np.ndarray, hits_b: np.ndarray, candidates: list[tuple[int, ...]], topo: Topology,
+                     model: str):
+    """What a percentile objective bounds, per population of reads: (misses' weights, [set, i]
+    latency, the share of cache hits), weights and hits as shares of the population's reads.
+    BA: every read in normal operation. N-1C: for each datacenter k, the survivors' reads
+    under k's failure (k's own clients are gone)."""
+    out = []
+    for k in ([None] if model == "ba" else range(topo.d)):
+        keep = np.ones(topo.d, dtype=bool)
+        if k is not None:
+            keep[k] = False
+        total = reads_b[:, keep].sum()
+        if total <= 0:
+            continue
+        miss = (reads_b - hits_b) * keep
+        out.append((miss / total, set_latency(candidates, topo.rtt, k), float(hits_b[:, keep].sum() / total)))
+    return out
 
 
 def _solve_xyz(w: np.ndarray, sizes: np.ndarray, topo: Topology, model: str, cap: int, one_per_group: bool,
@@ -770,7 +850,7 @@ def _solve_xyz(w: np.ndarray, sizes: np.ndarray, topo: Topology, model: str, cap
 
 def solve(reads_b: np.ndarray, sizes: np.ndarray, topo: Topology, model: str, balance: float,
           one_per_group: bool, keys: int, time_limit_s: float = 600.0, mip_rel_gap: float = 1e-4,
-          formulation: str = "sets") -> Solved:
+          formulation: str = "sets", objective: str = "mean", hits_b: np.ndarray | None = None) -> Solved:
     """The MILP over buckets and candidate replica sets (weights: each bucket's reads per
     datacenter / all reads, so the BA objective is the mean read latency in ms).
 
@@ -785,7 +865,21 @@ def solve(reads_b: np.ndarray, sizes: np.ndarray, topo: Topology, model: str, ba
     routing variables (nearest-replica routing and the per-bucket worst failure are functions
     of the chosen set), with B x C(D, f) binaries instead of B x D x (D - 1)^2 routes: a
     million keys' N-1C solves in seconds, not past a 10-minute limit. ``formulation="xyz"``
-    solves the paper's own x/y/z program instead (``_solve_xyz``), as a cross-check (tests)."""
+    solves the paper's own x/y/z program instead (``_solve_xyz``), as a cross-check (tests).
+
+    ``objective="pNN"`` minimises a percentile of read latency instead of the mean: BA's over
+    every read, N-1C's the worst over single-datacenter failures of the survivors' reads.
+    The p-th percentile is at most T exactly when reads served within T weigh at least p,
+    and that weight is linear in u (a bucket's reads within T on a set are fixed by the
+    set), so for a threshold T the program above with a coverage row per population
+    (sum_{b,s} within_T[b, s] u[b, s] >= p) is feasible exactly when T is reachable. The
+    latencies take only the topology's RTTs (and 0), so a binary search over those finds
+    the least reachable T in a few solves; the last one also minimises the mean objective
+    among the placements that reach it.
+
+    ``hits_b`` (the set form only): each bucket's reads per datacenter that its cache serves
+    (``cache_hits``); those cost 0 whatever the set, so only the misses are weighted by
+    latency and a percentile's reads within T count the hits as given."""
     from scipy.optimize import Bounds, LinearConstraint, milp
     from scipy.sparse import csr_matrix
 
@@ -800,6 +894,13 @@ def solve(reads_b: np.ndarray, sizes: np.ndarray, topo: Topology, model: str, ba
                           "keys; give a smaller chunk")
     if formulation not in FORMULATIONS:
         raise ConfigError("--formulation", f"must be one of {', '.join(FORMULATIONS)}, got {formulation!r}")
+    q = objective_quantile(objective)
+    if formulation == "xyz" and q is not None:
+        raise ConfigError("--objective", "a percentile objective is solved on the set formulation only")
+    if formulation == "xyz" and hits_b is not None:
+        raise ConfigError("--cache-keys", "the cache term is solved on the set formulation only")
+    hits_b = np.zeros_like(reads_b, dtype=np.float64) if hits_b is None else hits_b
+    threshold = None
     if formulation == "xyz":
         total = reads_b.sum()
         w = reads_b / total if total > 0 else np.zeros_like(reads_b)
@@ -813,7 +914,7 @@ def solve(reads_b: np.ndarray, sizes: np.ndarray, topo: Topology, model: str, ba
                       if not one_per_group or sorted(j % f for j in c) == list(range(f))]
         S = len(candidates)
         total = reads_b.sum()
-        w = reads_b / total if total > 0 else np.zeros_like(reads_b)
+        w = (reads_b - hits_b) / total if total > 0 else np.zeros_like(reads_b)  # misses, as shares of all reads
         cost = w @ set_latency(candidates, rtt).T               # [B, S]
         if model == "n-1c":
             worst = np.zeros((B, S))
@@ -829,9 +930,36 @@ def solve(reads_b: np.ndarray, sizes: np.ndarray, topo: Topology, model: str, ba
         store = csr_matrix((np.outer(sizes.astype(np.float64), member.T.ravel()).reshape(B, d, S)
                             .transpose(1, 0, 2).reshape(d, n_vars)))
         start = time.monotonic()
-        res = milp(cost.ravel(), constraints=[LinearConstraint(one, 1, 1), LinearConstraint(store, -np.inf, cap)],
-                   integrality=np.ones(n_vars), bounds=Bounds(0, 1),
-                   options={"time_limit": float(time_limit_s), "mip_rel_gap": float(mip_rel_gap), "disp": False})
+        base = [LinearConstraint(one, 1, 1), LinearConstraint(store, -np.inf, cap)]
+
+        def run(extra=()):
+            left = max(1.0, time_limit_s - (time.monotonic() - start))
+            return milp(cost.ravel(), constraints=[*base, *extra], integrality=np.ones(n_vars), bounds=Bounds(0, 1),
+                        options={"time_limit": float(left), "mip_rel_gap": float(mip_rel_gap), "disp": False})
+        if q is None:
+            res = run()
+        else:
+            groups = _coverage_groups(reads_b, hits_b, candidates, topo, model)
+            levels = sorted({0.0} | {float(x) for _, lat, _ in groups for x in np.unique(lat[np.isfinite(lat)])})
+
+            def within(level):  # one coverage row per population: reads served within ``level`` ms
+                rows = np.vstack([(wg @ (lat <= level + 1e-9).T).ravel() for wg, lat, _ in groups])
+                return [LinearConstraint(csr_matrix(rows), np.array([q - hit - 1e-9 for _, _, hit in groups]),
+                                         np.inf)]
+            lo, hi = 0, len(levels) - 1
+            res = run(within(levels[hi]))
+            while lo < hi and res.x is not None:  # the least reachable level; res: the last feasible solve
+                mid = (lo + hi) // 2
+                attempt = run(within(levels[mid]))
+                if attempt.x is not None:
+                    hi, res = mid, attempt
+                elif attempt.status == 1:
+                    res = attempt  # out of time: reported below
+                    break
+                else:
+                    lo = mid + 1
+            threshold = levels[hi]
+            n_rows += len(groups)
         seconds = time.monotonic() - start
         if res.x is not None:
             sets = [candidates[c] for c in res.x.reshape(B, S).argmax(axis=1)]
@@ -845,14 +973,16 @@ def solve(reads_b: np.ndarray, sizes: np.ndarray, topo: Topology, model: str, ba
         raise RuntimeError(f"the solver gave bucket {bad[0]} {len(sets[bad[0]])} replicas, not {f}")
     gap = getattr(res, "mip_gap", None)
     return Solved(sets, float(res.fun), seconds, res.message.strip(), None if gap is None else float(gap),
-                  n_vars, n_rows)
+                  n_vars, n_rows, threshold)
 
 
-def objective_of(sets: list[tuple[int, ...]], reads_b: np.ndarray, topo: Topology, model: str) -> float:
-    """The model's objective of given bucket sets, computed directly (nearest replica, worst
-    failure): what ``solve`` minimises."""
+def objective_of(sets: list[tuple[int, ...]], reads_b: np.ndarray, topo: Topology, model: str,
+                 hits_b: np.ndarray | None = None) -> float:
+    """The model's mean objective of given bucket sets, computed directly (nearest replica,
+    worst failure, the cache's hits at 0): what ``solve`` minimises for the mean."""
     total = reads_b.sum()
-    w = reads_b / total if total > 0 else np.zeros_like(reads_b)
+    misses = reads_b - hits_b if hits_b is not None else reads_b
+    w = misses / total if total > 0 else np.zeros_like(reads_b)
     normal = 0.0
     worst = 0.0
     for b, s in enumerate(sets):
@@ -907,21 +1037,30 @@ def weighted_stats(lat: np.ndarray, weight: np.ndarray, percentiles: tuple[int, 
     return out
 
 
+def _read_stats(lat: np.ndarray, reads: np.ndarray, hits: np.ndarray | None) -> dict:
+    """weighted_stats of reads, the cache's hits (if any) at 0 ms and the misses at ``lat``."""
+    if hits is None or not hits.any():
+        return weighted_stats(lat, reads)
+    return weighted_stats(np.concatenate([np.zeros_like(lat).ravel(), lat.ravel()]),
+                          np.concatenate([hits.ravel(), (reads - hits).ravel()]))
+
+
 def predict(set_of_bucket: np.ndarray, sets: list[tuple[int, ...]], reads_b: np.ndarray, writes_b: np.ndarray,
-            sizes: np.ndarray, topo: Topology) -> dict:
+            sizes: np.ndarray, topo: Topology, hits_b: np.ndarray | None = None) -> dict:
     """The model's read latency of a placement: overall (mean, p50, p90 over every read of
     every key, weighted by reads) in normal operation and under each single datacenter's failure
     (its own reads left out), the most critical datacenter (the worst mean under its failure),
     and per bucket (the demand-weighted mean, normal and under each failure). All keys of a
-    bucket share their replicas, so the (bucket, reader) pairs carry the exact distribution."""
+    bucket share their replicas, so the (bucket, reader) pairs carry the exact distribution.
+    With ``hits_b`` (reads the datacenter cache serves) those count at 0 ms."""
     dcs = topo.dcs
     normal = set_latency(sets, topo.rtt)[set_of_bucket]          # [bucket, i]
     failed = {k: set_latency(sets, topo.rtt, k)[set_of_bucket] for k in range(topo.d)}
-    overall = {"normal": weighted_stats(normal, reads_b), "failure": {}}
+    overall = {"normal": _read_stats(normal, reads_b, hits_b), "failure": {}}
     for k, dc in enumerate(dcs):
-        wk = reads_b.copy()
-        wk[:, k] = 0
-        overall["failure"][dc] = weighted_stats(failed[k], wk)
+        keep = np.ones(topo.d)
+        keep[k] = 0
+        overall["failure"][dc] = _read_stats(failed[k], reads_b * keep, None if hits_b is None else hits_b * keep)
     means = {dc: s["mean"] for dc, s in overall["failure"].items() if s["mean"] is not None}
     overall["most_critical_dc"] = max(means, key=lambda dc: (overall["failure"][dc]["unavailable_share"], means[dc])) \
         if means else None
@@ -938,16 +1077,19 @@ def predict(set_of_bucket: np.ndarray, sets: list[tuple[int, ...]], reads_b: np.
     for b in range(len(set_of_bucket)):
         r = reads_b[b]
         rb = r.sum()
+        miss = r - hits_b[b] if hits_b is not None else r
         entry = {"bucket": b, "keys": int(sizes[b]), "replicas": [dcs[j] for j in sets[set_of_bucket[b]]],
                  "read_share": round(float(rb / rt), 6) if rt > 0 else 0.0,
-                 "normal_ms": round(float(r @ normal[b] / rb), 3) if rb > 0 else None, "failure_ms": {}}
+                 "normal_ms": round(float(miss @ normal[b] / rb), 3) if rb > 0 else None, "failure_ms": {}}
         for k, dc in enumerate(dcs):
-            rk = r.copy()
+            rk = miss.copy()
             rk[k] = 0
             lat = failed[k][b]
             live = rk > 0
-            entry["failure_ms"][dc] = (round(float(rk[live] @ lat[live] / rk.sum()), 3)
-                                       if live.any() and np.isfinite(lat[live]).all() else None)
+            rall = r.copy()
+            rall[k] = 0
+            entry["failure_ms"][dc] = (round(float(rk[live] @ lat[live] / rall.sum()), 3)
+                                       if rall.sum() > 0 and np.isfinite(lat[live]).all() else None)
         per_bucket.append(entry)
     return {"overall": overall, "buckets": per_bucket}
 
@@ -968,7 +1110,9 @@ class Placement:
     def comment_lines(self, demand_source: str) -> list[str]:
         i, o = self.info, self.predictions["overall"]
         crit = o["most_critical_dc"]
-        return [f"k2bench place --model {i['model']}: latency-aware placement (HiGHS MILP, K2's read latency model)",
+        minimises = i.get("minimises", "mean")
+        return [f"k2bench place --model {i['model']}" + (f" --objective {minimises}" if minimises != "mean" else "")
+                + ": latency-aware placement (HiGHS MILP, K2's read latency model)",
                 f"demand: {demand_source}",
                 f"{i['keys']} keys, replication factor {i['f']}, {i['buckets']} buckets, balance {i['balance']} "
                 f"(at most {i['bound_per_dc']} keys per datacenter)" + (", one replica per group" if i["one_per_group"]
@@ -997,21 +1141,28 @@ class Placement:
 def place(demand, topology, model: str = "ba", f: int | None = None, balance: float = 1.2,
           one_per_group: bool = False, buckets: Bucketing | str | None = None, keys: int | None = None,
           time_limit_s: float = 600.0, mip_rel_gap: float = 1e-4, formulation: str = "sets",
-          progress: Callable[[str], None] | None = _stderr) -> Placement:
+          progress: Callable[[str], None] | None = _stderr, objective: str = "mean",
+          cache_keys: float = 0) -> Placement:
     """The placement of every key id 0..keys-1 (default: the largest key id of the demand + 1)
     for ``demand`` (long DataFrame: key_id, dc, reads, writes) on ``topology`` (a path or a
     document; ``f`` overrides its replication_factor) under ``model`` (ba or n-1c): buckets the
     keys, solves the MILP (``solve``), orders each set's replicas from the most read down and
-    predicts the read latency. ``progress`` gets the bucket count and "solving ..." lines."""
+    predicts the read latency. ``objective``: mean, or a percentile (``p90``; see ``solve``).
+    ``cache_keys``: each datacenter's cache capacity in keys (K2's DC cache), counted in the
+    objective and the predictions (``cache_hits``), 0 for none.
+    ``progress`` gets the bucket count and "solving ..." lines."""
     progress = progress or (lambda msg: None)
     if model not in MODELS:
         raise ConfigError("--model", f"must be ba or n-1c, got {model!r}")
     topo = load_topology(topology, f)
     bucketing = buckets if isinstance(buckets, Bucketing) else Bucketing.parse(buckets)
     reads, writes, n = demand_matrices(demand, topo.dcs, keys)
+    if not cache_keys >= 0:
+        raise ConfigError("--cache-keys", f"must be >= 0 keys per datacenter, got {cache_keys}")
     if keys is None:
         progress(f"placing {n} keys: the demand's largest key id + 1 (--keys N when the workload has more)")
     check_args(topo, model, balance, one_per_group, n)
+    objective_quantile(objective)  # a bad objective is refused before the work
     t0 = time.monotonic()
     bucket = bucketize(reads, bucketing)
     n_hot = min(bucketing.hot, int((reads.sum(axis=1) > 0).sum()))
@@ -1019,11 +1170,35 @@ def place(demand, topology, model: str = "ba", f: int | None = None, balance: fl
     sizes = np.bincount(bucket, minlength=nb)
     reads_b = np.stack([np.bincount(bucket, weights=reads[:, j], minlength=nb) for j in range(topo.d)], axis=1)
     writes_b = np.stack([np.bincount(bucket, weights=writes[:, j], minlength=nb) for j in range(topo.d)], axis=1)
-    del reads, writes
     progress(f"{n} keys in {nb} buckets ({n_hot} hot, chunks of at most "
              f"{bucketing.chunk or max(1, math.ceil(n / (4 * topo.d)))} keys)")
-    progress(f"solving {model.upper()} (HiGHS, {topo.d} datacenters, f = {topo.f}, balance {balance}) ...")
-    solved = solve(reads_b, sizes, topo, model, balance, one_per_group, n, time_limit_s, mip_rel_gap, formulation)
+    progress(f"solving {model.upper()} for the {objective} (HiGHS, {topo.d} datacenters, f = {topo.f}, balance "
+             f"{balance}" + (f", a cache of {cache_keys:g} keys per datacenter" if cache_keys else "") + ") ...")
+    hits_b, rounds, seconds = None, 0, 0.0
+    solved = solve(reads_b, sizes, topo, model, balance, one_per_group, n, time_limit_s, mip_rel_gap, formulation,
+                   objective)
+    seconds += solved.seconds
+    while cache_keys and rounds < CACHE_ROUNDS:
+        # The hits of the last placement (which keys are local, so which compete for the
+        # cache), then the placement best for them, until it settles.
+        rounds += 1
+        member = np.zeros((nb, topo.d), dtype=bool)
+        for b, members in enumerate(solved.sets):
+            member[b, list(members)] = True
+        hit = cache_hits(reads, writes, member[bucket], cache_keys)
+        hits_b = np.stack([np.bincount(bucket, weights=reads[:, j] * hit[:, j], minlength=nb)
+                           for j in range(topo.d)], axis=1)
+        again = solve(reads_b, sizes, topo, model, balance, one_per_group, n, time_limit_s, mip_rel_gap, formulation,
+                      objective, hits_b)
+        seconds += again.seconds
+        settled = again.sets == solved.sets
+        solved = again
+        if settled:
+            break
+    if cache_keys:
+        progress(f"cache term: {rounds} re-solve(s), "
+                 f"{'settled' if settled else f'not settled after {CACHE_ROUNDS}: the last kept'}")
+    del reads, writes
     # replica order: the bucket's most-read replica first (it loads the keys), ties by topology order
     index: dict[tuple[int, ...], int] = {}
     set_of_bucket = np.empty(nb, dtype=np.int64)
@@ -1031,16 +1206,18 @@ def place(demand, topology, model: str = "ba", f: int | None = None, balance: fl
         ordered = tuple(sorted(members, key=lambda j: (-reads_b[b, j], -writes_b[b, j], j)))
         set_of_bucket[b] = index.setdefault(ordered, len(index))
     sets_idx = list(index)
-    predictions = predict(set_of_bucket, sets_idx, reads_b, writes_b, sizes, topo)
+    predictions = predict(set_of_bucket, sets_idx, reads_b, writes_b, sizes, topo, hits_b)
     keys_per_dc = {dc: int(sum(sizes[b] for b in range(nb) if j in solved.sets[b])) for j, dc in enumerate(topo.dcs)}
     info = {"model": model, "model_version": MODEL_VERSION, "keys": n, "f": topo.f, "datacenters": topo.dcs,
             "balance": balance, "one_per_group": one_per_group, "buckets": nb,
             "bucketing": {"hot": bucketing.hot, "levels": bucketing.levels,
                           "chunk": bucketing.chunk or max(1, math.ceil(n / (4 * topo.d)))},
             "bound_per_dc": capacity(n, topo.f, topo.d, balance), "keys_per_dc": keys_per_dc,
-            "solve_s": round(solved.seconds, 3), "total_s": round(time.monotonic() - t0, 3),
-            "status": solved.status, "mip_gap": solved.gap, "objective": solved.objective,
-            "objective_exact": objective_of(solved.sets, reads_b, topo, model),
+            "solve_s": round(seconds, 3), "total_s": round(time.monotonic() - t0, 3),
+            "cache_keys_per_dc": cache_keys, "cache_rounds": rounds,
+            "status": solved.status, "mip_gap": solved.gap, "minimises": objective,
+            "threshold_ms": solved.threshold_ms, "objective": solved.objective,
+            "objective_exact": objective_of(solved.sets, reads_b, topo, model, hits_b),
             "n1c_normal_weight": N1C_NORMAL_WEIGHT if model == "n-1c" else None,
             "milp": {"formulation": formulation, "variables": solved.variables, "constraints": solved.constraints}}
     return Placement(set_of_bucket[bucket], [tuple(topo.dcs[j] for j in s) for s in sets_idx], bucket,
@@ -1068,7 +1245,9 @@ def place_for_experiment(doc: dict, cfg: dict, out: Path, workloads: Path) -> No
             demand = pd.read_parquet(Path(workloads) / t["place_demand"])
             source = str(t["place_demand"])
         _stderr(f"placing {n} keys ({t['place']}, balance {t.get('place_balance', 1.2)}) ...")
-        placed = place(demand, doc, t["place"], balance=float(t.get("place_balance", 1.2)), keys=n)
+        cache = float(cfg["server"]["cache_fraction"]) * n if t.get("place_cache") else 0.0
+        placed = place(demand, doc, t["place"], balance=float(t.get("place_balance", 1.2)), keys=n,
+                       objective=t.get("place_objective", "mean"), cache_keys=cache)
     except ConfigError as e:
         raise ConfigError(f"topology.place ({e.field})", e.problem) from None
     placed.write(out, source)

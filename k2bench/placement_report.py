@@ -10,6 +10,7 @@ table placements."""
 from __future__ import annotations
 
 import json
+import sys
 import tempfile
 from pathlib import Path
 
@@ -19,32 +20,17 @@ from hdrh.histogram import HdrHistogram
 
 from . import placement
 from .errors import ConfigError
+from .experiment import for_system
 
 REPORT_FILE = "placement.json"
 FIGURE_FILE = "placement.png"
 BUCKETS_FIGURE_FILE = "placement-buckets.png"
 # The percentiles reported per phase: p50 and p90 in the table, all of them for the CDFs drawn.
-PERCENTILES = (1, 5, 10, 20, 25, 30, 40, 50, 60, 70, 75, 80, 85, 90, 95, 97, 99)
-DC_CACHE_SYSTEMS = ("k2",)  # systems whose reads of non-local keys a datacenter cache serves
+PERCENTILES = (1, 5, 10, 20, 25, 30, 40, 50, 60, 70, 75, 80, 85, 90, 95, 97, 99, 99.9)
+DC_CACHE_SYSTEMS = placement.DC_CACHE_SYSTEMS
 
 
-def lru_hits(rates: np.ndarray, capacity: float) -> np.ndarray:
-    """Che's approximation of an LRU cache of ``capacity`` keys under independent requests at
-    ``rates``: key k is in the cache with probability 1 - exp(-rate_k T), where the
-    characteristic time T fills the cache, sum_k (1 - exp(-rate_k T)) = capacity (found by
-    bisection). All ones when every key fits."""
-    live = rates > 0
-    if capacity <= 0 or not live.any():
-        return np.zeros_like(rates)
-    if capacity >= live.sum():
-        return live.astype(float)
-    lo, hi = 0.0, 1.0
-    while (1 - np.exp(-rates * hi)).sum() < capacity:
-        hi *= 2
-    for _ in range(100):
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if (1 - np.exp(-rates * mid)).sum() < capacity else (lo, mid)
-    return 1 - np.exp(-rates * hi)
+lru_hits = placement.lru_hits  # Che's approximation of LRU (shared with the optimiser's cache term)
 
 
 def cache_hits(local: np.ndarray, draws: np.ndarray, capacity: float, ops_per_s: float, write_fraction: float,
@@ -80,10 +66,14 @@ def stats(lat: np.ndarray, weight: np.ndarray, hit: np.ndarray | None) -> dict:
     """Read latency statistics: with a cache, each (key, datacenter) pair's reads split into
     hits (0 ms, weight x hit) and misses (its latency, weight x (1 - hit)), so percentiles are
     of reads, not of expected values."""
+    miss = weight if hit is None else weight * (1 - hit)
+    total = weight.sum()
+    # the reads that cross the wide area (neither local nor a cache hit), as the clients' rounds show
+    remote = {"remote_share": round(float(miss[np.isfinite(lat) & (lat > 0)].sum() / total), 4) if total > 0 else None}
     if hit is None:
-        return placement.weighted_stats(lat, weight, PERCENTILES)
+        return placement.weighted_stats(lat, weight, PERCENTILES) | remote
     return placement.weighted_stats(np.concatenate([np.zeros_like(lat).ravel(), lat.ravel()]),
-                                    np.concatenate([(weight * hit).ravel(), (weight * (1 - hit)).ravel()]), PERCENTILES)
+                                    np.concatenate([(weight * hit).ravel(), miss.ravel()]), PERCENTILES) | remote
 
 
 def _kill(cfg: dict) -> tuple[str, float] | None:
@@ -102,7 +92,7 @@ def settle_s(cfg: dict) -> float:
 def label(cfg: dict, trial: dict) -> str:
     place = cfg["topology"].get("place", "none")
     if place not in (None, "none"):
-        return place.upper()
+        return place.upper() + (" +cache" if cfg["topology"].get("place_cache") else "")
     scheme = (trial.get("placement") or {}).get("placement", "groups")
     return "hash (groups)" if scheme == "groups" else scheme
 
@@ -120,6 +110,7 @@ def measured(trial_dir: Path, start_ms: float, cfg: dict, dcs: list[str], bucket
     phases = {"normal": HdrHistogram(1, 3_600_000_000, 3), "failure": HdrHistogram(1, 3_600_000_000, 3)}
     sums = {"normal": 0.0, "failure": 0.0}
     slow = {"normal": 0, "failure": 0}
+    remote = {"normal": 0, "failure": 0}
     per_dc = {"normal": {}, "failure": {}}
     per_bucket: dict[int, list[float]] = {}
     for h in sorted((trial_dir / "clients").glob("history-client-*.jsonl")):
@@ -142,6 +133,7 @@ def measured(trial_dir: Path, start_ms: float, cfg: dict, dcs: list[str], bucket
                 phases[phase].record_value(max(1, int(ms * 1000)))
                 sums[phase] += ms
                 slow[phase] += ms >= slow_ms
+                remote[phase] += (op.get("rounds") or 0) > 0
                 per_dc[phase][dc] = per_dc[phase].get(dc, 0) + 1
                 key = next(iter(op["r"]))
                 if phase == "normal" and bucket_of_id is not None and key[4:].isdigit():
@@ -155,7 +147,8 @@ def measured(trial_dir: Path, start_ms: float, cfg: dict, dcs: list[str], bucket
         n = hist.get_total_count()
         out[phase] = {"reads": n, "mean": round(sums[phase] / n, 3) if n else None}
         out[phase] |= {f"p{p}": round(hist.get_value_at_percentile(p) / 1000, 3) if n else None for p in PERCENTILES}
-        out[phase] |= {f"reads_over_{slow_ms}_ms": slow[phase], "reads_per_dc": per_dc[phase]}
+        out[phase] |= {"remote_share": round(remote[phase] / n, 4) if n else None,
+                       f"reads_over_{slow_ms}_ms": slow[phase], "reads_per_dc": per_dc[phase]}
     out["buckets"] = {b: {"reads": c, "mean_ms": round(total / c, 3)} for b, (total, c) in per_bucket.items()}
     return out
 
@@ -197,6 +190,7 @@ def report(run_dir: Path, jar_check) -> dict:
             for dotted, value in (t.get("point_values") or {}).items():
                 section, name = dotted.split(".", 1)
                 cfg[section][name] = value
+            cfg = for_system(cfg, t["system"])  # as the system ran it (per_system overrides)
             topo_doc = yaml.safe_load((trial_dir / "topology.yaml").read_text())
             topo = placement.load_topology(topo_doc)
             n = int(cfg["workload"]["keys"])
@@ -269,6 +263,9 @@ def draw(run_dir: Path) -> list[Path]:
         try:
             fig = draw_figure(runs)
         except figures.MissingData:
+            continue
+        except Exception as e:  # noqa: BLE001 - a figure that cannot be drawn must not fail the finished run
+            print(f"warning: {name} not drawn ({type(e).__name__}: {e})", file=sys.stderr)
             continue
         path = Path(run_dir) / name
         fig.savefig(path, dpi=110, bbox_inches="tight")

@@ -245,7 +245,7 @@ def test_every_notebook_runs_end_to_end_and_the_report_has_every_figure(tmp_path
         # need the freshness experiments' histories, delay faults (test_congestion_events_...: drawn
         # there), a placement run's report (tests/test_placement_report.py draws them)
         if r["name"] in ("freshness", "congestion", "placement-latency", "placement-buckets"):
-            assert "note" in r, r
+            assert "note" in r or not r["name"].startswith("placement"), r  # these runs have no placement report
             continue
         assert "png" in r, f"{r['name']}: {r.get('note')}"
         assert (out / r["png"]).stat().st_size > 10_000

@@ -77,6 +77,62 @@ def test_the_milp_finds_the_brute_force_optimum_when_the_balance_bound_binds(mod
     assert max(placed.info["keys_per_dc"].values()) <= cap
 
 
+def lower_quantile(lat: np.ndarray, weight: np.ndarray, q: float) -> float:
+    """The weighted lower quantile, independently of the optimiser: the least latency whose
+    reads, with all faster ones, weigh at least q."""
+    order = np.argsort(lat, kind="stable")
+    cum = np.cumsum(weight[order]) / weight.sum()
+    return float(lat[order][np.argmax(cum >= q - 1e-12)])
+
+
+@pytest.mark.parametrize("model", ["ba", "n-1c"])
+@pytest.mark.parametrize("q", [50, 75, 90])
+def test_a_percentile_objective_finds_the_brute_force_optimum(model, q):
+    """Every assignment of the six keys within the bound, costed by its p-th percentile (BA:
+    all reads in normal operation; N-1C: the worst failure's, survivors' reads) and then by
+    the mean objective: the optimiser's placement has the least percentile, and the least
+    mean objective among the assignments that reach it."""
+    topo = P.load_topology(SMALL)
+    n, d, cap = 6, 4, 3
+    _, _, cost, subsets = brute_force(SMALL_READS, topo.rtt, 2, cap, model)
+    w = SMALL_READS / SMALL_READS.sum()
+    lat = {k: P.set_latency(subsets, topo.rtt, k) for k in [None, *range(d)]}  # [set, i]
+
+    def percentile(choice):
+        if model == "ba":
+            return lower_quantile(lat[None][choice].ravel(), w.ravel(), q / 100)
+        worst = 0.0
+        for k in range(d):
+            wk = w.copy()
+            wk[:, k] = 0
+            worst = max(worst, lower_quantile(lat[k][choice].ravel(), wk.ravel(), q / 100))
+        return worst
+    member = np.array([[j in m for j in range(d)] for m in subsets], dtype=int)
+    best = (math.inf, math.inf)
+    for choice in itertools.product(range(len(subsets)), repeat=n):
+        choice = np.array(choice)
+        if (member[choice].sum(axis=0) <= cap).all():
+            best = min(best, (percentile(choice), float(cost[np.arange(n), choice].sum())))
+    placed = P.place(long_demand(SMALL_READS, SMALL["datacenters"]), SMALL, model, balance=1.0, mip_rel_gap=0,
+                     objective=f"p{q}", progress=None)
+    chosen = np.array([subsets.index(tuple(sorted(SMALL["datacenters"].index(x)
+                                                   for x in placed.sets[placed.set_per_id[k]]))) for k in range(n)])
+    assert placed.info["threshold_ms"] == best[0] == percentile(chosen)
+    assert float(cost[np.arange(n), chosen].sum()) == pytest.approx(best[1], rel=1e-7)
+    assert placed.info["minimises"] == f"p{q}"
+
+
+def test_each_objective_is_best_at_its_own_measure():
+    """On the paper's topology with per-datacenter hot sets: the p90 placement's p90 is at
+    most the mean placement's, its mean at least; the threshold found is the predicted p90."""
+    demand, _ = paper_demand(3000)
+    mean = P.place(demand, PAPER, "ba", progress=None)
+    tail = P.place(demand, PAPER, "ba", objective="p90", progress=None)
+    m, t = mean.predictions["overall"]["normal"], tail.predictions["overall"]["normal"]
+    assert t["p90"] <= m["p90"] and m["mean"] <= t["mean"]
+    assert tail.info["threshold_ms"] == t["p90"]
+
+
 def test_n1c_trades_normal_latency_for_the_worst_failure():
     demand = long_demand(SMALL_READS, SMALL["datacenters"])
     ba = P.place(demand, SMALL, "ba", balance=1.0, mip_rel_gap=0, progress=None).predictions["overall"]
@@ -301,6 +357,8 @@ def test_k2bench_place_writes_a_valid_table_and_prints_predictions(tmp_path, cap
     (["--model", "ba", "--buckets", "hot=x"], "--buckets: hot must be an integer"),
     (["--model", "n-1c", "--replication-factor", "1"], "--model: n-1c plans for a datacenter failure"),
     (["--balance", "1.2"], "--model: missing"),
+    (["--model", "ba", "--objective", "p100"], "--objective: must be mean or a percentile"),
+    (["--model", "ba", "--objective", "median"], "--objective: must be mean or a percentile"),
 ])
 def test_bad_flags_of_k2bench_place_give_one_line(tmp_path, capsys, flags, words):
     demand, _ = paper_demand(300)
@@ -327,3 +385,51 @@ def test_k2bench_demand_writes_parquet_and_refuses_a_terminal(tmp_path, capsys, 
     monkeypatch.setattr("sys.stdout", Tty())
     assert main(["demand", str(run)]) == 2
     assert "k2bench: --out: the demand is parquet" in capsys.readouterr().err
+
+
+def test_cache_hits_follow_reads_writes_and_capacity():
+    """A key only its own datacenter reads and writes always hits; one another datacenter
+    writes as often as it is read hits half the time; a local key needs no cache; LRU shares
+    a small cache among the hottest keys."""
+    reads = np.array([[10, 0], [10, 0], [0, 5]], dtype=float)
+    writes = np.array([[0, 0], [0, 10], [0, 0]], dtype=float)
+    local = np.array([[False, True], [False, True], [True, False]])
+    hit = P.cache_hits(reads, writes, local, capacity=10)
+    assert hit[0, 0] == 1.0 and hit[1, 0] == pytest.approx(0.5) and hit[2, 0] == 0.0  # key 2 is local at A
+    assert hit[0, 1] == hit[1, 1] == 0 and hit[2, 1] == 1.0  # B holds keys 0-1; only B reads key 2
+    small = P.cache_hits(reads, writes, local, capacity=0.5)  # keys 0 and 1, equally hot, share half a key
+    assert small[0, 0] == pytest.approx(0.25) and small[1, 0] == pytest.approx(0.125)
+
+
+def test_the_cache_term_is_the_brute_force_optimum_for_given_hits():
+    """With the cache's hits given, the program is the brute force over the misses: hits
+    cost 0 on any set, so only the misses' weights change."""
+    topo = P.load_topology(SMALL)
+    hits = SMALL_READS * np.array([[0.9, 0, 0, 0], [0, 0.5, 0, 0], [0.8, 0, 0, 0],
+                                    [0, 0, 0, 0], [0, 0.9, 0, 0], [0.5, 0.5, 0, 0]])
+    misses = SMALL_READS - hits
+    best, _, _, _ = brute_force(misses, topo.rtt, 2, 3, "ba")  # mean over the misses
+    solved = P.solve(SMALL_READS, np.ones(6, dtype=int), topo, "ba", 1.0, False, 6, mip_rel_gap=0, hits_b=hits)
+    assert solved.objective == pytest.approx(best * misses.sum() / SMALL_READS.sum(), rel=1e-7)
+    plain = P.solve(SMALL_READS, np.ones(6, dtype=int), topo, "ba", 1.0, False, 6, mip_rel_gap=0)
+    assert solved.sets != plain.sets  # the hits move keys: key 0 mostly hits in A, so it gives up its A replica
+    assert P.objective_of(solved.sets, SMALL_READS, topo, "ba", hits) == pytest.approx(solved.objective, rel=1e-7)
+
+
+def test_placing_with_the_cache_beats_placing_without_it_under_the_cache():
+    """On the paper's topology with locality: the placement computed with K2's cache term
+    has a lower predicted mean (hits at 0 ms) than the one computed without it, both
+    costed with the cache; its predictions and table record the cache."""
+    demand, dcs = paper_demand(3000)
+    cap = 150  # 5% of the keys per datacenter
+    plain = P.place(demand, PAPER, "ba", progress=None)
+    cached = P.place(demand, PAPER, "ba", cache_keys=cap, progress=None)
+    reads, writes, _ = P.demand_matrices(demand, dcs, 3000)
+    member = np.zeros((3000, len(dcs)), dtype=bool)
+    for k in range(3000):
+        member[k, [dcs.index(x) for x in plain.sets[plain.set_per_id[k]]]] = True
+    hit = P.cache_hits(reads, writes, member, cap)
+    lat = P.set_latency([tuple(dcs.index(x) for x in s) for s in plain.sets], P.load_topology(PAPER).rtt)
+    plain_mean = float(((reads * (1 - hit)) * lat[plain.set_per_id]).sum() / reads.sum())
+    assert cached.predictions["overall"]["normal"]["mean"] < plain_mean
+    assert cached.info["cache_keys_per_dc"] == cap and 1 <= cached.info["cache_rounds"] <= P.CACHE_ROUNDS

@@ -100,31 +100,42 @@ def test_the_cache_model_fills_lru_to_capacity_and_a_write_elsewhere_empties_it(
 
 
 def test_the_report_draws_measured_and_predicted_cdfs_and_buckets(tmp_path):
-    """The figures come from placement.json: each placement's measured CDF is the merged
-    histogram's percentiles (here one read of 10 ms and one of 50 ms: HdrHistogram
-    rounds p75 up to the second), the predicted one the
-    model's; the per-bucket figure plots predicted against measured."""
+    """The figures come from placement.json: each placement's measured CDF is the percentiles
+    of one histogram merged over the phase's client files (not per-client percentiles
+    averaged), the predicted one the model's; the per-bucket figure plots predicted against
+    measured."""
     import matplotlib
     matplotlib.use("Agg")
+    from hdrh.histogram import HdrHistogram
+
     from analysis import figures, load
 
     run = make_run(tmp_path)
-    placement_report.report(run, jar_check=None)
+    start = 1_000_000.0
+    second = "".join(json.dumps({"s": 2, "i": i, "op": "rot", "t0": start + (9 + i) * 1000, "t1": start + (9 + i) * 1000
+                                 + 20, "ok": True, "r": {"user0": 1}}) + "\n" for i in range(3))
+    (run / "k2" / "clients" / "history-client-B-2.jsonl").write_text(second)  # a second client host in B
+    rep = placement_report.report(run, jar_check=None)
+    merged = HdrHistogram(1, 3_600_000_000, 3)
+    for ms in (10, 50, 20, 20, 20):  # B's normal-phase reads, both files
+        merged.record_value(ms * 1000)
+    want = [round(merged.get_value_at_percentile(p) / 1000, 3) for p in placement_report.PERCENTILES]
     runs = [SimpleNamespace(dir=run, name="run")]  # what the figures read of a run: placement.json
     frame = load.placement_frame(runs)
     measured = frame[(frame["source"] == "measured") & (frame["phase"] == "normal")].iloc[0]
-    hdr = pytest.approx  # HdrHistogram at 3 significant digits
-    assert measured["p70_ms"] == hdr(10, rel=1e-3) and measured["p75_ms"] == hdr(50, rel=1e-3)
-    assert measured["mean_ms"] == 30.0
+    assert measured["reads"] == 5 and measured["mean_ms"] == 24.0
     fig = figures.placement_latency(runs)
     lines = {(ax.get_title(), ln.get_label()): ln for ax in fig.axes for ln in ax.get_lines()}
     normal = lines[("K2: normal operation", "BA, measured")]
-    assert list(normal.get_xdata()) == hdr([10.0] * 10 + [50.0] * 7, rel=1e-3)  # p1..p70, then p75..p99
-    assert ("K2: C killed", "BA, predicted") in lines
+    assert list(normal.get_xdata()) == want
+    assert list(normal.get_ydata()) == [p / 100 for p in placement_report.PERCENTILES]
+    predicted = lines[("K2: C killed", "BA, predicted")]
+    failure = rep["trials"][0]["predicted"]["failure"]
+    assert list(predicted.get_xdata()) == [failure[f"p{p}"] for p in placement_report.PERCENTILES]
     buckets = figures.placement_buckets(runs, min_reads=1)
-    points = buckets.axes[0].collections[0].get_offsets()
-    assert sorted(map(tuple, points.tolist()))[1][1] == 50.0  # bucket 1: predicted at x, measured 50 ms at y
-    # The run's figures: buckets need 30 reads each to be drawn, these have one.
+    points = sorted(map(tuple, buckets.axes[0].collections[0].get_offsets().tolist()))
+    assert [y for _, y in points] == sorted(b["measured_ms"] for b in rep["trials"][0]["buckets"])
+    # The run's figures: buckets need 30 reads each to be drawn, these have one to four.
     assert [p.name for p in placement_report.draw(run)] == ["placement.png"]
     assert (run / "placement.png").stat().st_size > 10_000
 

@@ -60,7 +60,10 @@ public final class K2Server extends ServerActor {
   private record WaitingRead(Incoming m, long deadlineMs) {}
 
   private final DcCache<Row> cache;
-  /** Remote reads that arrived before their version (never, with the constrained topology). */
+  /**
+   * Remote reads that arrived before their version (with every replica up, never: the
+   * constrained topology; a replica that replication went on without can get a read first).
+   */
   private final Map<VKey, List<WaitingRead>> waitingRemoteReads = new HashMap<>();
   /**
    * Which other datacenters answer heartbeats (§VI-A's "available" datacenters): remote
@@ -332,12 +335,13 @@ public final class K2Server extends ServerActor {
       return;
     }
     count("remote_fetches");
-    fetch(m, key, v.version(), reply, replicasToAsk(key, v.version()), 0);
+    fetch(new Fetch(m, key, v.version(), reply, replicasToAsk(key, v.version())), 0);
   }
 
   /**
-   * The key's replica datacenters by distance, those known to have this version first if
-   * some do not (asking one that lacks it is safe, only slower: it waits or fails over).
+   * The key's replica datacenters in the order to ask them ({@link #askOrder}): available
+   * ones first, among them those known to have this version (asking one that lacks it is
+   * safe, only slower: it waits, and the next is asked beside it).
    */
   private int[] replicasToAsk(String key, long version) {
     List<Integer> known = replicasWithData.get(new VKey(key, version));
@@ -352,9 +356,12 @@ public final class K2Server extends ServerActor {
    * replication went on without it may still lack it, and makes the read wait), nearest
    * first. A suspected one is still asked, last, even when only it was known to have the
    * version: suspicion is not proof, and it may hold the only copy; but the list of replicas
-   * with the data is as old as the write's second phase, and the others get the data by
-   * then or soon after (the first phase is sent again until they acknowledge), while a dead
-   * datacenter costs every such read the failover timeout until the key is written again.
+   * with the data is as old as the write's second phase (the paper's list names every
+   * replica, §IV-A; a partial one is this implementation's, for replication that went on
+   * without a replica), a replica left out only because it answered late gets the first
+   * phase when it arrives, and a dead datacenter asked first would cost every such read the
+   * failover timeout until the key is written again. Should the available one still lack
+   * the version, {@link #fetch} keeps its call open beside the next one's.
    *
    * @param byDistance the key's replica datacenters, nearest first
    * @param known those known to have the version, or null if all have it
@@ -367,32 +374,72 @@ public final class K2Server extends ServerActor {
   }
 
   /**
-   * Fetches the exact version from {@code replicas[i]}, caches it and answers. A replica
-   * datacenter that does not answer within the failover timeout (down, paused, cut off)
-   * is skipped for the next nearest one (paper §VI-A, f >= 2); the last one gets the full
-   * RPC timeout. The constrained topology guarantees every replica has the version.
+   * Fetches the exact version from the key's replica datacenters in {@code replicas} order,
+   * caches it and answers. A replica that has not answered within the failover timeout
+   * (down, paused, cut off, or waiting for a version that has not reached it yet) gets the
+   * next one asked beside it (paper §VI-A, f >= 2), and so does one that fails at once;
+   * every call stays open until the RPC timeout and the first value to come back answers,
+   * so a slow replica's late answer is not thrown away for a dead one's error. The read
+   * fails only when every replica has failed. The constrained topology guarantees every
+   * replica gets the version.
    */
-  private void fetch(Incoming m, String key, long version, ReadByTimeReply.Builder reply, int[] replicas, int i) {
-    int replicaDc = replicas[i];
-    boolean last = i == replicas.length - 1;
-    long timeoutMs = last ? options.rpcTimeoutMs() : options.failoverTimeoutMs();
-    RemoteRead rr = RemoteRead.newBuilder().setKey(key).setVersion(version).build();
+  /** One remote read's calls to the key's replica datacenters. */
+  private static final class Fetch {
+    final Incoming m;
+    final String key;
+    final long version;
+    final ReadByTimeReply.Builder reply;
+    final int[] replicas;
+    /** Replicas asked so far (the next to ask is replicas[asked]), and of those, failed. */
+    int asked;
+    int failed;
+    boolean done;
+
+    Fetch(Incoming m, String key, long version, ReadByTimeReply.Builder reply, int[] replicas) {
+      this.m = m;
+      this.key = key;
+      this.version = version;
+      this.reply = reply;
+      this.replicas = replicas;
+    }
+  }
+
+  private void fetch(Fetch f, int i) {
+    f.asked = i + 1;
+    int replicaDc = f.replicas[i];
+    RemoteRead rr = RemoteRead.newBuilder().setKey(f.key).setVersion(f.version).build();
     CompletableFuture<RemoteReadReply> call = ep.call(topology.serverId(replicaDc, shard), rr, RemoteReadReply.class);
-    onServer(call, timeoutMs, (r, err) -> {
+    if (f.asked < f.replicas.length) {
+      later(options.failoverTimeoutMs(), () -> askNext(f, i));
+    }
+    onServer(call, options.rpcTimeoutMs(), (r, err) -> {
+      if (f.done) {
+        return;
+      }
       if (err != null) {
-        if (!last) {
-          count("remote_read_failovers");
-          fetch(m, key, version, reply, replicas, i + 1);
-        } else {
-          m.replyError("remote read of '" + key + "' failed at every replica datacenter, last "
+        f.failed++;
+        if (f.failed == f.asked && f.asked == f.replicas.length) {
+          f.done = true;
+          f.m.replyError("remote read of '" + f.key + "' failed at every replica datacenter, last "
               + topology.dcName(replicaDc) + ": " + err);
+        } else {
+          askNext(f, i); // failed at once (or timed out): no need to wait for the failover timeout
         }
         return;
       }
-      cache.put(key, version, r.getValue());
-      cache.dropBelow(key, store.oldestOfferedVersion(key));
-      m.reply(reply.setValue(r.getValue()).setRemote(true).setRemoteDc(replicaDc).setFailovers(i).build());
+      f.done = true;
+      cache.put(f.key, f.version, r.getValue());
+      cache.dropBelow(f.key, store.oldestOfferedVersion(f.key));
+      f.m.reply(f.reply.setValue(r.getValue()).setRemote(true).setRemoteDc(replicaDc).setFailovers(i).build());
     });
+  }
+
+  /** Asks the replica after {@code replicas[i]} unless the read is answered or it was asked already. */
+  private void askNext(Fetch f, int i) {
+    if (!f.done && f.asked == i + 1 && f.asked < f.replicas.length) {
+      count("remote_read_failovers");
+      fetch(f, i + 1);
+    }
   }
 
   /**

@@ -141,6 +141,8 @@ class K2FailoverTest {
       K2Client reader = (K2Client) cluster.client(CA);
       moveSessionPast(cluster, reader, k, v1, used); // CA has the metadata: [TYO] has the data
       assertTrue(cluster.stat(VA, "replication_without_some_replica") >= 1, "VA went on without SG");
+      // (SG's heartbeats to VA come back late too; SG trusts VA again once the delay is
+      // cleared, before the first phase arrives, so it does not carry the write on.)
       cluster.transport().links().clearExtraDelays();
       long deadline = System.currentTimeMillis() + 10_000;
       while (!K2DeadReplicaTest.hasVersion(cluster, SG, k, v1)) {
@@ -156,6 +158,37 @@ class K2FailoverTest {
       assertEquals("v1", str(r.rows().get(k)));
       assertEquals(1, r.wanRounds(), "straight to SG, not to TYO, suspected, first");
       assertEquals(0, cluster.stat(CA, "remote_read_failovers"));
+    }
+  }
+
+  /**
+   * The same, but the read comes before SG has the version: SG, asked first, makes it wait;
+   * TYO, asked beside it after the failover timeout, is dead. The read must not fail on
+   * TYO's error while SG's answer is on its way: SG's call stays open and answers it (a
+   * fetch that gave SG only the failover timeout and TYO the rest would fail here).
+   */
+  @Test
+  void aReadWaitsForTheAvailableReplicaThatLacksTheVersionWhenTheOtherIsDead() throws Exception {
+    try (LocalCluster cluster = TestCluster.start(ServerOptions.defaults().withFailoverTimeoutMs(FAILOVER_MS))) {
+      List<String> used = new ArrayList<>();
+      String k = Clusters.key(cluster.placement(), "wait", -1, new int[] {TYO, SG}, used);
+      K2DeadReplicaTest.awaitEveryoneHeardFromEveryone(cluster);
+      cluster.transport().links().setExtraDelayMs(VA, SG, 8 * FAILOVER_MS); // SG gets v1 ~8 s after the write
+      long writtenAt = System.currentTimeMillis();
+      long v1 = cluster.client(VA).writeTxn(Map.of(k, row("v1"))).version();
+      K2Client reader = (K2Client) cluster.client(CA);
+      moveSessionPast(cluster, reader, k, v1, used);
+      for (int shard = 0; shard < cluster.topology().serversPerDc(); shard++) {
+        cluster.server(TYO, shard).close();
+      }
+      awaitStat(cluster, CA, "suspected_dcs", cluster.topology().serversPerDc(), "CA's heartbeats suspect TYO");
+      assertTrue(!K2DeadReplicaTest.hasVersion(cluster, SG, k, v1)
+          && System.currentTimeMillis() - writtenAt < 6 * FAILOVER_MS, "the read comes before SG has v1");
+
+      ReadResult r = reader.readTxn(List.of(k));
+      assertEquals("v1", str(r.rows().get(k)), "SG answered once v1 reached it");
+      assertEquals(v1, r.versions().get(k));
+      assertEquals(1, cluster.stat(CA, "remote_read_failovers"), "TYO was asked beside SG, and failed");
     }
   }
 

@@ -181,12 +181,6 @@ TABLE_FILE = "placement.csv"  # a trial's copy of its placement table, beside it
 PREDICTIONS_FILE = "placement-predictions.json"  # beside it: what the model predicts for it
 
 
-def place_cache_keys(cfg: dict) -> float:
-    """topology.place_cache: the datacenter cache's capacity in keys the optimiser counts
-    (server.cache_fraction of workload.keys per datacenter), else 0."""
-    return cfg["server"]["cache_fraction"] * cfg["workload"]["keys"] if cfg["topology"]["place_cache"] else 0.0
-
-
 def placed_table(env: Env, cfg: dict, doc: dict) -> Path:
     """The table ``topology.place`` computes for a point (k2bench.placement), once per
     distinct input: kept in ``runs/.placements`` by a hash of everything it depends on (the
@@ -196,7 +190,7 @@ def placed_table(env: Env, cfg: dict, doc: dict) -> Path:
     t, w = cfg["topology"], cfg["workload"]
     inputs = {"topology": {k: doc.get(k) for k in ("datacenters", "rtt_ms", "rtt_scale", "replication_factor")},
               "model": t["place"], "balance": t["place_balance"], "demand": t["place_demand"],
-              "objective": t["place_objective"], "cache_keys": place_cache_keys(cfg),
+              "objective": t["place_objective"], "cache_keys": placement.place_cache_keys(cfg),
               "keys": w["keys"], "zipf": w["zipf"], "locality": w["locality"], "write_fraction": w["write_fraction"],
               "version": placement.MODEL_VERSION, "code": placement.code_fingerprint()}
     if t["place_demand"] != "expected":

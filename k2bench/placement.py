@@ -688,23 +688,34 @@ def capacity(keys: int, f: int, d: int, balance: float) -> int:
     return math.ceil(balance * f * keys / d - 1e-9)
 
 
-def lru_hits(rates: np.ndarray, capacity: float) -> np.ndarray:
-    """Che's approximation of an LRU cache of ``capacity`` keys under independent requests at
-    ``rates``: key k is in the cache with probability 1 - exp(-rate_k T), where the
-    characteristic time T fills the cache, sum_k (1 - exp(-rate_k T)) = capacity (found by
-    bisection). All ones when every key fits."""
+def che_time(rates: np.ndarray, capacity: float) -> float:
+    """The characteristic time T of Che's approximation of an LRU cache of ``capacity`` keys
+    under independent requests at ``rates``: sum_k (1 - exp(-rate_k T)) = capacity (by
+    bisection); inf when every requested key fits, 0 without a cache."""
     live = rates > 0
     if capacity <= 0 or not live.any():
-        return np.zeros_like(rates)
+        return 0.0
     if capacity >= live.sum():
-        return live.astype(float)
+        return math.inf
     lo, hi = 0.0, 1.0
     while (1 - np.exp(-rates * hi)).sum() < capacity:
         hi *= 2
     for _ in range(100):
         mid = (lo + hi) / 2
         lo, hi = (mid, hi) if (1 - np.exp(-rates * mid)).sum() < capacity else (lo, mid)
-    return 1 - np.exp(-rates * hi)
+    return hi
+
+
+def lru_hits(rates: np.ndarray, capacity: float) -> np.ndarray:
+    """Che's approximation: key k is in an LRU cache of ``capacity`` keys with probability
+    1 - exp(-rate_k T) (``che_time``). All ones (for keys requested) when every key fits."""
+    return _in_cache(rates, che_time(rates, capacity))
+
+
+def _in_cache(rates: np.ndarray, t: float) -> np.ndarray:
+    if t == math.inf:
+        return (rates > 0).astype(float)
+    return 1 - np.exp(-rates * t)
 
 
 def cache_hits(reads: np.ndarray, writes: np.ndarray, local: np.ndarray, capacity: float) -> np.ndarray:
@@ -713,16 +724,17 @@ def cache_hits(reads: np.ndarray, writes: np.ndarray, local: np.ndarray, capacit
     writes of non-replica keys; LRU of ``capacity`` keys): i read or wrote k since another
     datacenter last wrote it, (r + w_i) / (r + w_i + w_others) with Poisson reads and
     writes at the demand's rates, times the probability that LRU holds k among i's non-local
-    keys (``lru_hits``). 0 where ``local`` (i holds a replica: no cache needed)."""
+    keys (``lru_hits``). Given for every key as if i held no replica of it (a read of a local
+    key costs 0 either way): ``local`` says only which keys compete for i's cache, so a key the
+    next solve moves away from i is not charged as if i could not cache it."""
     hit = np.zeros_like(reads, dtype=np.float64)
     w_all = writes.sum(axis=1)
     for i in range(reads.shape[1]):
-        remote = ~local[:, i]
-        mine = reads[remote, i] + writes[remote, i]
-        c = mine + (w_all[remote] - writes[remote, i])
+        mine = reads[:, i] + writes[:, i]
+        c = mine + (w_all - writes[:, i])
         with np.errstate(divide="ignore", invalid="ignore"):
             fresh = np.where(c > 0, mine / c, 0.0)
-        hit[remote, i] = fresh * lru_hits(mine, capacity)
+        hit[:, i] = fresh * _in_cache(mine, che_time(mine[~local[:, i]], capacity))
     return hit
 
 
@@ -909,6 +921,7 @@ def solve(reads_b: np.ndarray, sizes: np.ndarray, topo: Topology, model: str, ba
         seconds = time.monotonic() - start
     else:
         res, sets, n_vars, n_rows, seconds = None, None, 0, 0, 0.0
+    unproven = False
     if formulation == "sets":
         candidates = [c for c in combinations(range(d), f)
                       if not one_per_group or sorted(j % f for j in c) == list(range(f))]
@@ -948,16 +961,17 @@ def solve(reads_b: np.ndarray, sizes: np.ndarray, topo: Topology, model: str, ba
                                          np.inf)]
             lo, hi = 0, len(levels) - 1
             res = run(within(levels[hi]))
+            unproven = False
             while lo < hi and res.x is not None:  # the least reachable level; res: the last feasible solve
                 mid = (lo + hi) // 2
                 attempt = run(within(levels[mid]))
                 if attempt.x is not None:
                     hi, res = mid, attempt
-                elif attempt.status == 1:
-                    res = attempt  # out of time: reported below
-                    break
-                else:
+                elif attempt.status == 2:  # infeasible: the percentile is above this level
                     lo = mid + 1
+                else:  # out of time (or the solver gave up) on this level: keep the last feasible one
+                    unproven = True
+                    break
             threshold = levels[hi]
             n_rows += len(groups)
         seconds = time.monotonic() - start
@@ -972,7 +986,10 @@ def solve(reads_b: np.ndarray, sizes: np.ndarray, topo: Topology, model: str, ba
     if bad:  # cannot happen with an integral solution; guards against rounding surprises
         raise RuntimeError(f"the solver gave bucket {bad[0]} {len(sets[bad[0]])} replicas, not {f}")
     gap = getattr(res, "mip_gap", None)
-    return Solved(sets, float(res.fun), seconds, res.message.strip(), None if gap is None else float(gap),
+    status = res.message.strip()
+    if q is not None and formulation == "sets" and unproven:
+        status += f" (the time limit ended the search: {objective} at most {threshold} ms, not proven least)"
+    return Solved(sets, float(res.fun), seconds, status, None if gap is None else float(gap),
                   n_vars, n_rows, threshold)
 
 
@@ -1037,16 +1054,18 @@ def weighted_stats(lat: np.ndarray, weight: np.ndarray, percentiles: tuple[int, 
     return out
 
 
-def _read_stats(lat: np.ndarray, reads: np.ndarray, hits: np.ndarray | None) -> dict:
+def _read_stats(lat: np.ndarray, reads: np.ndarray, hits: np.ndarray | None, percentiles=(50, 90)) -> dict:
     """weighted_stats of reads, the cache's hits (if any) at 0 ms and the misses at ``lat``."""
+    percentiles = tuple(int(p) if float(p).is_integer() else p for p in percentiles)  # p90, p99.9
     if hits is None or not hits.any():
-        return weighted_stats(lat, reads)
+        return weighted_stats(lat, reads, percentiles)
     return weighted_stats(np.concatenate([np.zeros_like(lat).ravel(), lat.ravel()]),
-                          np.concatenate([hits.ravel(), (reads - hits).ravel()]))
+                          np.concatenate([hits.ravel(), (reads - hits).ravel()]), percentiles)
 
 
 def predict(set_of_bucket: np.ndarray, sets: list[tuple[int, ...]], reads_b: np.ndarray, writes_b: np.ndarray,
-            sizes: np.ndarray, topo: Topology, hits_b: np.ndarray | None = None) -> dict:
+            sizes: np.ndarray, topo: Topology, hits_b: np.ndarray | None = None,
+            percentiles: tuple = (50, 90)) -> dict:
     """The model's read latency of a placement: overall (mean, p50, p90 over every read of
     every key, weighted by reads) in normal operation and under each single datacenter's failure
     (its own reads left out), the most critical datacenter (the worst mean under its failure),
@@ -1056,11 +1075,12 @@ def predict(set_of_bucket: np.ndarray, sets: list[tuple[int, ...]], reads_b: np.
     dcs = topo.dcs
     normal = set_latency(sets, topo.rtt)[set_of_bucket]          # [bucket, i]
     failed = {k: set_latency(sets, topo.rtt, k)[set_of_bucket] for k in range(topo.d)}
-    overall = {"normal": _read_stats(normal, reads_b, hits_b), "failure": {}}
+    overall = {"normal": _read_stats(normal, reads_b, hits_b, percentiles), "failure": {}}
     for k, dc in enumerate(dcs):
         keep = np.ones(topo.d)
         keep[k] = 0
-        overall["failure"][dc] = _read_stats(failed[k], reads_b * keep, None if hits_b is None else hits_b * keep)
+        overall["failure"][dc] = _read_stats(failed[k], reads_b * keep, None if hits_b is None else hits_b * keep,
+                                             percentiles)
     means = {dc: s["mean"] for dc, s in overall["failure"].items() if s["mean"] is not None}
     overall["most_critical_dc"] = max(means, key=lambda dc: (overall["failure"][dc]["unavailable_share"], means[dc])) \
         if means else None
@@ -1174,30 +1194,53 @@ def place(demand, topology, model: str = "ba", f: int | None = None, balance: fl
              f"{bucketing.chunk or max(1, math.ceil(n / (4 * topo.d)))} keys)")
     progress(f"solving {model.upper()} for the {objective} (HiGHS, {topo.d} datacenters, f = {topo.f}, balance "
              f"{balance}" + (f", a cache of {cache_keys:g} keys per datacenter" if cache_keys else "") + ") ...")
-    hits_b, rounds, seconds = None, 0, 0.0
+    hits_b, rounds, seconds, settled = None, 0, 0.0, None
+    q = objective_quantile(objective)
+    pct = None if q is None else round(q * 100, 6)
     solved = solve(reads_b, sizes, topo, model, balance, one_per_group, n, time_limit_s, mip_rel_gap, formulation,
                    objective)
     seconds += solved.seconds
-    while cache_keys and rounds < CACHE_ROUNDS:
-        # The hits of the last placement (which keys are local, so which compete for the
-        # cache), then the placement best for them, until it settles.
-        rounds += 1
+
+    def hits_of(sets):  # each bucket's reads per datacenter its cache serves, with ``sets`` placed
         member = np.zeros((nb, topo.d), dtype=bool)
-        for b, members in enumerate(solved.sets):
+        for b, members in enumerate(sets):
             member[b, list(members)] = True
         hit = cache_hits(reads, writes, member[bucket], cache_keys)
-        hits_b = np.stack([np.bincount(bucket, weights=reads[:, j] * hit[:, j], minlength=nb)
-                           for j in range(topo.d)], axis=1)
-        again = solve(reads_b, sizes, topo, model, balance, one_per_group, n, time_limit_s, mip_rel_gap, formulation,
-                      objective, hits_b)
-        seconds += again.seconds
-        settled = again.sets == solved.sets
-        solved = again
-        if settled:
-            break
+        return np.stack([np.bincount(bucket, weights=reads[:, j] * hit[:, j], minlength=nb)
+                         for j in range(topo.d)], axis=1)
+
+    def score(sets, hits):  # the objective of a placement with its own hits: (percentile,) mean
+        mean = objective_of(sets, reads_b, topo, model, hits)
+        if q is None:
+            return (mean,)
+        uniq: dict[tuple[int, ...], int] = {}
+        of_bucket = np.array([uniq.setdefault(tuple(x), len(uniq)) for x in sets])
+        o = predict(of_bucket, list(uniq), reads_b, writes_b, sizes, topo, hits, (pct,))["overall"]
+        key = "p" + (str(int(pct)) if float(pct).is_integer() else str(pct))
+        worst = o["normal"][key] if model == "ba" else max(f[key] for f in o["failure"].values()
+                                                             if f[key] is not None)
+        return (worst, mean)
     if cache_keys:
-        progress(f"cache term: {rounds} re-solve(s), "
-                 f"{'settled' if settled else f'not settled after {CACHE_ROUNDS}: the last kept'}")
+        # The hits depend on the placement (which keys compete for the cache): solve on the
+        # last placement's hits until the placement settles, and keep the best by its own.
+        hits_b = hits_of(solved.sets)
+        best, best_score, best_hits = solved, score(solved.sets, hits_b), hits_b
+        while rounds < CACHE_ROUNDS:
+            rounds += 1
+            again = solve(reads_b, sizes, topo, model, balance, one_per_group, n, time_limit_s, mip_rel_gap,
+                          formulation, objective, hits_b)
+            seconds += again.seconds
+            settled = again.sets == solved.sets
+            solved = again
+            if settled:
+                break
+            hits_b = hits_of(solved.sets)
+            this = score(solved.sets, hits_b)
+            if this < best_score:
+                best, best_score, best_hits = solved, this, hits_b
+        solved, hits_b = best, best_hits
+        progress(f"cache term: {rounds} re-solve(s), {'settled' if settled else 'not settled'}; kept the best "
+                 "placement by its own hits")
     del reads, writes
     # replica order: the bucket's most-read replica first (it loads the keys), ties by topology order
     index: dict[tuple[int, ...], int] = {}
@@ -1206,7 +1249,8 @@ def place(demand, topology, model: str = "ba", f: int | None = None, balance: fl
         ordered = tuple(sorted(members, key=lambda j: (-reads_b[b, j], -writes_b[b, j], j)))
         set_of_bucket[b] = index.setdefault(ordered, len(index))
     sets_idx = list(index)
-    predictions = predict(set_of_bucket, sets_idx, reads_b, writes_b, sizes, topo, hits_b)
+    predictions = predict(set_of_bucket, sets_idx, reads_b, writes_b, sizes, topo, hits_b,
+                          tuple(sorted({50, 90} | ({pct} if pct is not None else set()))))
     keys_per_dc = {dc: int(sum(sizes[b] for b in range(nb) if j in solved.sets[b])) for j, dc in enumerate(topo.dcs)}
     info = {"model": model, "model_version": MODEL_VERSION, "keys": n, "f": topo.f, "datacenters": topo.dcs,
             "balance": balance, "one_per_group": one_per_group, "buckets": nb,
@@ -1214,7 +1258,7 @@ def place(demand, topology, model: str = "ba", f: int | None = None, balance: fl
                           "chunk": bucketing.chunk or max(1, math.ceil(n / (4 * topo.d)))},
             "bound_per_dc": capacity(n, topo.f, topo.d, balance), "keys_per_dc": keys_per_dc,
             "solve_s": round(seconds, 3), "total_s": round(time.monotonic() - t0, 3),
-            "cache_keys_per_dc": cache_keys, "cache_rounds": rounds,
+            "cache_keys_per_dc": cache_keys, "cache_rounds": rounds, "cache_settled": settled,
             "status": solved.status, "mip_gap": solved.gap, "minimises": objective,
             "threshold_ms": solved.threshold_ms, "objective": solved.objective,
             "objective_exact": objective_of(solved.sets, reads_b, topo, model, hits_b),
@@ -1222,6 +1266,13 @@ def place(demand, topology, model: str = "ba", f: int | None = None, balance: fl
             "milp": {"formulation": formulation, "variables": solved.variables, "constraints": solved.constraints}}
     return Placement(set_of_bucket[bucket], [tuple(topo.dcs[j] for j in s) for s in sets_idx], bucket,
                      predictions, info)
+
+
+def place_cache_keys(cfg: dict) -> float:
+    """topology.place_cache: the datacenter cache's capacity in keys the optimiser counts
+    (server.cache_fraction of workload.keys per datacenter), else 0."""
+    return float(cfg["server"]["cache_fraction"]) * int(cfg["workload"]["keys"]) \
+        if cfg["topology"].get("place_cache") else 0.0
 
 
 def place_for_experiment(doc: dict, cfg: dict, out: Path, workloads: Path) -> None:
@@ -1245,9 +1296,8 @@ def place_for_experiment(doc: dict, cfg: dict, out: Path, workloads: Path) -> No
             demand = pd.read_parquet(Path(workloads) / t["place_demand"])
             source = str(t["place_demand"])
         _stderr(f"placing {n} keys ({t['place']}, balance {t.get('place_balance', 1.2)}) ...")
-        cache = float(cfg["server"]["cache_fraction"]) * n if t.get("place_cache") else 0.0
         placed = place(demand, doc, t["place"], balance=float(t.get("place_balance", 1.2)), keys=n,
-                       objective=t.get("place_objective", "mean"), cache_keys=cache)
+                       objective=t.get("place_objective", "mean"), cache_keys=place_cache_keys(cfg))
     except ConfigError as e:
         raise ConfigError(f"topology.place ({e.field})", e.problem) from None
     placed.write(out, source)

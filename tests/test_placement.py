@@ -120,14 +120,17 @@ def test_a_percentile_objective_finds_the_brute_force_optimum(model, q):
     assert placed.info["threshold_ms"] == best[0] == percentile(chosen)
     assert float(cost[np.arange(n), chosen].sum()) == pytest.approx(best[1], rel=1e-7)
     assert placed.info["minimises"] == f"p{q}"
+    o = placed.predictions["overall"]  # the predictions report the objective's percentile too
+    reported = o["normal"][f"p{q}"] if model == "ba" else max(f[f"p{q}"] for f in o["failure"].values())
+    assert reported == best[0]
 
 
 def test_each_objective_is_best_at_its_own_measure():
     """On the paper's topology with per-datacenter hot sets: the p90 placement's p90 is at
     most the mean placement's, its mean at least; the threshold found is the predicted p90."""
     demand, _ = paper_demand(3000)
-    mean = P.place(demand, PAPER, "ba", progress=None)
-    tail = P.place(demand, PAPER, "ba", objective="p90", progress=None)
+    mean = P.place(demand, PAPER, "ba", mip_rel_gap=0, progress=None)
+    tail = P.place(demand, PAPER, "ba", objective="p90", mip_rel_gap=0, progress=None)
     m, t = mean.predictions["overall"]["normal"], tail.predictions["overall"]["normal"]
     assert t["p90"] <= m["p90"] and m["mean"] <= t["mean"]
     assert tail.info["threshold_ms"] == t["p90"]
@@ -396,7 +399,10 @@ def test_cache_hits_follow_reads_writes_and_capacity():
     local = np.array([[False, True], [False, True], [True, False]])
     hit = P.cache_hits(reads, writes, local, capacity=10)
     assert hit[0, 0] == 1.0 and hit[1, 0] == pytest.approx(0.5) and hit[2, 0] == 0.0  # key 2 is local at A
-    assert hit[0, 1] == hit[1, 1] == 0 and hit[2, 1] == 1.0  # B holds keys 0-1; only B reads key 2
+    # B holds keys 0-1, so only key 2 competes for its cache; the hits are given as if B held
+    # none (a key a placement moves away from B): B never touches key 0, writes key 1 (no
+    # one else does: its own write is cached) and is the only reader of key 2
+    assert hit[0, 1] == 0 and hit[1, 1] == 1.0 and hit[2, 1] == 1.0
     small = P.cache_hits(reads, writes, local, capacity=0.5)  # keys 0 and 1, equally hot, share half a key
     assert small[0, 0] == pytest.approx(0.25) and small[1, 0] == pytest.approx(0.125)
 
@@ -416,10 +422,11 @@ def test_the_cache_term_is_the_brute_force_optimum_for_given_hits():
     assert P.objective_of(solved.sets, SMALL_READS, topo, "ba", hits) == pytest.approx(solved.objective, rel=1e-7)
 
 
-def test_placing_with_the_cache_beats_placing_without_it_under_the_cache():
+def test_placing_with_the_cache_is_never_worse_than_without_it_under_the_cache():
     """On the paper's topology with locality: the placement computed with K2's cache term
-    has a lower predicted mean (hits at 0 ms) than the one computed without it, both
-    costed with the cache; its predictions and table record the cache."""
+    has a predicted mean (hits at 0 ms) no higher than the one computed without it, both
+    costed with the cache and their own hits (the iteration keeps the best it saw, the plain
+    placement included); its predictions and info record the cache."""
     demand, dcs = paper_demand(3000)
     cap = 150  # 5% of the keys per datacenter
     plain = P.place(demand, PAPER, "ba", progress=None)
@@ -431,5 +438,5 @@ def test_placing_with_the_cache_beats_placing_without_it_under_the_cache():
     hit = P.cache_hits(reads, writes, member, cap)
     lat = P.set_latency([tuple(dcs.index(x) for x in s) for s in plain.sets], P.load_topology(PAPER).rtt)
     plain_mean = float(((reads * (1 - hit)) * lat[plain.set_per_id]).sum() / reads.sum())
-    assert cached.predictions["overall"]["normal"]["mean"] < plain_mean
+    assert cached.predictions["overall"]["normal"]["mean"] <= round(plain_mean, 3)
     assert cached.info["cache_keys_per_dc"] == cap and 1 <= cached.info["cache_rounds"] <= P.CACHE_ROUNDS

@@ -169,11 +169,12 @@ class K2FailoverTest {
    */
   @Test
   void aReadWaitsForTheAvailableReplicaThatLacksTheVersionWhenTheOtherIsDead() throws Exception {
-    try (LocalCluster cluster = TestCluster.start(ServerOptions.defaults().withFailoverTimeoutMs(FAILOVER_MS))) {
+    try (LocalCluster cluster = TestCluster.start(ServerOptions.defaults().withFailoverTimeoutMs(FAILOVER_MS)
+        .withRpcTimeoutMs(20 * FAILOVER_MS))) {
       List<String> used = new ArrayList<>();
       String k = Clusters.key(cluster.placement(), "wait", -1, new int[] {TYO, SG}, used);
       K2DeadReplicaTest.awaitEveryoneHeardFromEveryone(cluster);
-      cluster.transport().links().setExtraDelayMs(VA, SG, 8 * FAILOVER_MS); // SG gets v1 ~8 s after the write
+      cluster.transport().links().setExtraDelayMs(VA, SG, 10 * FAILOVER_MS); // SG gets v1 ~10 s after the write
       long writtenAt = System.currentTimeMillis();
       long v1 = cluster.client(VA).writeTxn(Map.of(k, row("v1"))).version();
       K2Client reader = (K2Client) cluster.client(CA);
@@ -182,13 +183,16 @@ class K2FailoverTest {
         cluster.server(TYO, shard).close();
       }
       awaitStat(cluster, CA, "suspected_dcs", cluster.topology().serversPerDc(), "CA's heartbeats suspect TYO");
+      // The read comes before SG has v1 (set-up takes ~3 s; SG's answer is ~10 s after the
+      // write, inside the 20 s RPC timeout the read's calls get).
       assertTrue(!K2DeadReplicaTest.hasVersion(cluster, SG, k, v1)
-          && System.currentTimeMillis() - writtenAt < 6 * FAILOVER_MS, "the read comes before SG has v1");
+          && System.currentTimeMillis() - writtenAt < 8 * FAILOVER_MS, "the read comes before SG has v1");
 
       ReadResult r = reader.readTxn(List.of(k));
       assertEquals("v1", str(r.rows().get(k)), "SG answered once v1 reached it");
       assertEquals(v1, r.versions().get(k));
       assertEquals(1, cluster.stat(CA, "remote_read_failovers"), "TYO was asked beside SG, and failed");
+      assertEquals(2, r.wanRounds(), "waited the failover timeout for SG before asking TYO beside it");
     }
   }
 

@@ -191,6 +191,7 @@ def placed_table(env: Env, cfg: dict, doc: dict) -> Path:
     inputs = {"topology": {k: doc.get(k) for k in ("datacenters", "rtt_ms", "rtt_scale", "replication_factor")},
               "model": t["place"], "balance": t["place_balance"], "demand": t["place_demand"],
               "objective": t["place_objective"], "cache_keys": placement.place_cache_keys(cfg),
+              "cache_window": placement.place_cache_window(cfg),
               "keys": w["keys"], "zipf": w["zipf"], "locality": w["locality"], "write_fraction": w["write_fraction"],
               "version": placement.MODEL_VERSION, "code": placement.code_fingerprint()}
     if t["place_demand"] != "expected":

@@ -718,7 +718,8 @@ def _in_cache(rates: np.ndarray, t: float) -> np.ndarray:
     return 1 - np.exp(-rates * t)
 
 
-def cache_hits(reads: np.ndarray, writes: np.ndarray, local: np.ndarray, capacity: float) -> np.ndarray:
+def cache_hits(reads: np.ndarray, writes: np.ndarray, local: np.ndarray, capacity: float,
+               window: tuple[float, float, float] | None = None) -> np.ndarray:
     """[key, dc]: in steady state, the probability that a read of key k in datacenter i hits
     i's cache (K2 §III-A: non-replica values are cached after a fetch, and local clients'
     writes of non-replica keys; LRU of ``capacity`` keys): i read or wrote k since another
@@ -726,14 +727,23 @@ def cache_hits(reads: np.ndarray, writes: np.ndarray, local: np.ndarray, capacit
     writes at the demand's rates, times the probability that LRU holds k among i's non-local
     keys (``lru_hits``). Given for every key as if i held no replica of it (a read of a local
     key costs 0 either way): ``local`` says only which keys compete for i's cache, so a key the
-    next solve moves away from i is not charged as if i could not cache it."""
+    next solve moves away from i is not charged as if i could not cache it.
+
+    ``window = (per_s, a, b)``: not in steady state but from an empty cache at time 0, averaged
+    over the measurement window [a, b] s, the counts times ``per_s`` being rates per second:
+    the first term becomes (r + w_i) / c x (1 - exp(-c t)) with c = r + w_i + w_others, whose
+    mean over [a, b] is 1 - (exp(-c a) - exp(-c b)) / (c (b - a)) (what a trial measures)."""
     hit = np.zeros_like(reads, dtype=np.float64)
     w_all = writes.sum(axis=1)
     for i in range(reads.shape[1]):
         mine = reads[:, i] + writes[:, i]
         c = mine + (w_all - writes[:, i])
-        with np.errstate(divide="ignore", invalid="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             fresh = np.where(c > 0, mine / c, 0.0)
+            if window is not None:
+                per_s, a, b = window
+                cs = c * per_s
+                fresh = fresh * np.where(cs > 0, 1 - (np.exp(-cs * a) - np.exp(-cs * b)) / (cs * (b - a)), 0.0)
         hit[:, i] = fresh * _in_cache(mine, che_time(mine[~local[:, i]], capacity))
     return hit
 
@@ -1162,14 +1172,15 @@ def place(demand, topology, model: str = "ba", f: int | None = None, balance: fl
           one_per_group: bool = False, buckets: Bucketing | str | None = None, keys: int | None = None,
           time_limit_s: float = 600.0, mip_rel_gap: float = 1e-4, formulation: str = "sets",
           progress: Callable[[str], None] | None = _stderr, objective: str = "mean",
-          cache_keys: float = 0) -> Placement:
+          cache_keys: float = 0, cache_window: tuple[float, float, float] | None = None) -> Placement:
     """The placement of every key id 0..keys-1 (default: the largest key id of the demand + 1)
     for ``demand`` (long DataFrame: key_id, dc, reads, writes) on ``topology`` (a path or a
     document; ``f`` overrides its replication_factor) under ``model`` (ba or n-1c): buckets the
     keys, solves the MILP (``solve``), orders each set's replicas from the most read down and
     predicts the read latency. ``objective``: mean, or a percentile (``p90``; see ``solve``).
     ``cache_keys``: each datacenter's cache capacity in keys (K2's DC cache), counted in the
-    objective and the predictions (``cache_hits``), 0 for none.
+    objective and the predictions (``cache_hits``), 0 for none; in steady state, or with
+    ``cache_window`` warming up from empty over a trial's window (``cache_hits``).
     ``progress`` gets the bucket count and "solving ..." lines."""
     progress = progress or (lambda msg: None)
     if model not in MODELS:
@@ -1205,7 +1216,7 @@ def place(demand, topology, model: str = "ba", f: int | None = None, balance: fl
         member = np.zeros((nb, topo.d), dtype=bool)
         for b, members in enumerate(sets):
             member[b, list(members)] = True
-        hit = cache_hits(reads, writes, member[bucket], cache_keys)
+        hit = cache_hits(reads, writes, member[bucket], cache_keys, cache_window)
         return np.stack([np.bincount(bucket, weights=reads[:, j] * hit[:, j], minlength=nb)
                          for j in range(topo.d)], axis=1)
 
@@ -1258,7 +1269,8 @@ def place(demand, topology, model: str = "ba", f: int | None = None, balance: fl
                           "chunk": bucketing.chunk or max(1, math.ceil(n / (4 * topo.d)))},
             "bound_per_dc": capacity(n, topo.f, topo.d, balance), "keys_per_dc": keys_per_dc,
             "solve_s": round(seconds, 3), "total_s": round(time.monotonic() - t0, 3),
-            "cache_keys_per_dc": cache_keys, "cache_rounds": rounds, "cache_settled": settled,
+            "cache_keys_per_dc": cache_keys, "cache_window": list(cache_window) if cache_window else None,
+            "cache_rounds": rounds, "cache_settled": settled,
             "status": solved.status, "mip_gap": solved.gap, "minimises": objective,
             "threshold_ms": solved.threshold_ms, "objective": solved.objective,
             "objective_exact": objective_of(solved.sets, reads_b, topo, model, hits_b),
@@ -1275,6 +1287,23 @@ def place_cache_keys(cfg: dict) -> float:
         if cfg["topology"].get("place_cache") else 0.0
 
 
+EXPECTED_DRAWS = 1_000_000  # the expected demand's draws per datacenter (place_for_experiment)
+
+
+def place_cache_window(cfg: dict) -> tuple[float, float, float] | None:
+    """With topology.place_cache on the expected demand of a paced workload: the trial's
+    cache warms from empty, so the optimiser counts the hits of its normal-operation window
+    (warm-up end to the first kill, or the end), as the placement report predicts them:
+    (rate per expected draw per second, window start, end). None otherwise (steady state)."""
+    ops = cfg["clients"].get("target_ops_per_s_per_dc")
+    if not place_cache_keys(cfg) or not ops or cfg["topology"].get("place_demand", "expected") != "expected":
+        return None
+    d = cfg["duration"]
+    kills = [f["at_s"] for f in cfg.get("faults") or [] if f.get("kind") == "kill" and f.get("dc")]
+    end = min([d["warmup_s"] + d["measure_s"], *kills])
+    return float(ops) / EXPECTED_DRAWS, float(d["warmup_s"]), float(end)
+
+
 def place_for_experiment(doc: dict, cfg: dict, out: Path, workloads: Path) -> None:
     """An experiment point's table (``topology.place``): the point's own expected demand
     (``place_demand: expected``: ``expected_demand`` of its workload, the same number of draws
@@ -1288,7 +1317,7 @@ def place_for_experiment(doc: dict, cfg: dict, out: Path, workloads: Path) -> No
         if t.get("place_demand", "expected") == "expected":
             wf = float(w.get("write_fraction", 0) or 0)
             demand = expected_demand(n, float(w["zipf"]), float(w.get("locality", 0) or 0), topo.dcs,
-                                     1_000_000 * (1 - wf), 1_000_000 * wf)
+                                     EXPECTED_DRAWS * (1 - wf), EXPECTED_DRAWS * wf)
             source = (f"expected (the workload's key choice: {n} keys, zipf {w['zipf']}, locality "
                       f"{w.get('locality', 0)}, equal draws per datacenter)")
         else:
@@ -1297,7 +1326,8 @@ def place_for_experiment(doc: dict, cfg: dict, out: Path, workloads: Path) -> No
             source = str(t["place_demand"])
         _stderr(f"placing {n} keys ({t['place']}, balance {t.get('place_balance', 1.2)}) ...")
         placed = place(demand, doc, t["place"], balance=float(t.get("place_balance", 1.2)), keys=n,
-                       objective=t.get("place_objective", "mean"), cache_keys=place_cache_keys(cfg))
+                       objective=t.get("place_objective", "mean"), cache_keys=place_cache_keys(cfg),
+                       cache_window=place_cache_window(cfg))
     except ConfigError as e:
         raise ConfigError(f"topology.place ({e.field})", e.problem) from None
     placed.write(out, source)

@@ -45,21 +45,12 @@ def cache_hits(local: np.ndarray, draws: np.ndarray, capacity: float, ops_per_s:
     P = (r + w_i) / (r + w_i + w_o) (1 - exp(-(r + w_i + w_o) t)) from an empty cache at the
     start, averaged over the measurement ``window_s``, times the probability that LRU holds k
     (``lru_hits``, Che's approximation, at steady state)."""
-    hit = np.zeros_like(draws)
-    a, b = window_s
     writes = write_fraction * ops_per_s * draws                  # [key, dc] writes per second
     if failed is not None:
         writes[:, failed] = 0
-    w_all = writes.sum(axis=1)
-    for i in range(draws.shape[1]):
-        remote = ~local[:, i]
-        mine = (1 - write_fraction) * ops_per_s * draws[remote, i] + writes[remote, i]
-        c = mine + (w_all[remote] - writes[remote, i])
-        with np.errstate(divide="ignore", invalid="ignore"):
-            fresh = np.where(c > 0, mine / c, 0.0)
-            warm = np.where(c > 0, 1 - (np.exp(-c * a) - np.exp(-c * b)) / (c * (b - a)), 0.0)
-        hit[remote, i] = fresh * warm * lru_hits(mine, capacity)
-    return hit
+    reads = (1 - write_fraction) * ops_per_s * draws
+    hit = placement.cache_hits(reads, writes, local, capacity, (1.0, *window_s))
+    return np.where(local, 0.0, hit)
 
 
 def stats(lat: np.ndarray, weight: np.ndarray, hit: np.ndarray | None) -> dict:

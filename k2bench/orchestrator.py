@@ -359,8 +359,8 @@ def validate(env: Env, exp: dict) -> dict:
             raise ConfigError(f"faults[{drops[0]}].mode", f"{', '.join(lossless)} assume{'s' if len(lossless) == 1 else ''} "
                               "no message is lost (reliable FIFO channels, as their paper's model); use mode: hold "
                               "(messages delivered when the partition heals) or other systems")
+        from .placement import DC_CACHE_SYSTEMS
         for system, cfg in by_system.items():
-            from .placement import DC_CACHE_SYSTEMS
             if cfg["topology"]["place_cache"] and system not in DC_CACHE_SYSTEMS:
                 own_cache = "place_cache" in exp.get("per_system", {}).get(system, {}).get("topology", {})
                 raise ConfigError(f"per_system.{system}.topology.place_cache" if own_cache else "topology.place_cache",

@@ -1064,7 +1064,7 @@ def weighted_stats(lat: np.ndarray, weight: np.ndarray, percentiles: tuple[int, 
     return out
 
 
-def _read_stats(lat: np.ndarray, reads: np.ndarray, hits: np.ndarray | None, percentiles=(50, 90)) -> dict:
+def read_stats(lat: np.ndarray, reads: np.ndarray, hits: np.ndarray | None, percentiles=(50, 90)) -> dict:
     """weighted_stats of reads, the cache's hits (if any) at 0 ms and the misses at ``lat``."""
     percentiles = tuple(int(p) if float(p).is_integer() else p for p in percentiles)  # p90, p99.9
     if hits is None or not hits.any():
@@ -1085,11 +1085,11 @@ def predict(set_of_bucket: np.ndarray, sets: list[tuple[int, ...]], reads_b: np.
     dcs = topo.dcs
     normal = set_latency(sets, topo.rtt)[set_of_bucket]          # [bucket, i]
     failed = {k: set_latency(sets, topo.rtt, k)[set_of_bucket] for k in range(topo.d)}
-    overall = {"normal": _read_stats(normal, reads_b, hits_b, percentiles), "failure": {}}
+    overall = {"normal": read_stats(normal, reads_b, hits_b, percentiles), "failure": {}}
     for k, dc in enumerate(dcs):
         keep = np.ones(topo.d)
         keep[k] = 0
-        overall["failure"][dc] = _read_stats(failed[k], reads_b * keep, None if hits_b is None else hits_b * keep,
+        overall["failure"][dc] = read_stats(failed[k], reads_b * keep, None if hits_b is None else hits_b * keep,
                                              percentiles)
     means = {dc: s["mean"] for dc, s in overall["failure"].items() if s["mean"] is not None}
     overall["most_critical_dc"] = max(means, key=lambda dc: (overall["failure"][dc]["unavailable_share"], means[dc])) \

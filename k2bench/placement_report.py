@@ -30,9 +30,6 @@ PERCENTILES = (1, 5, 10, 20, 25, 30, 40, 50, 60, 70, 75, 80, 85, 90, 95, 97, 99,
 DC_CACHE_SYSTEMS = placement.DC_CACHE_SYSTEMS
 
 
-lru_hits = placement.lru_hits  # Che's approximation of LRU (shared with the optimiser's cache term)
-
-
 def cache_hits(local: np.ndarray, draws: np.ndarray, capacity: float, ops_per_s: float, write_fraction: float,
                window_s: tuple[float, float], failed: int | None = None) -> np.ndarray:
     """[key, dc]: the probability that a read of a non-local key hits K2's datacenter cache
@@ -44,7 +41,7 @@ def cache_hits(local: np.ndarray, draws: np.ndarray, capacity: float, ops_per_s:
     datacenter split by ``write_fraction``; the ``failed`` datacenter writes nothing),
     P = (r + w_i) / (r + w_i + w_o) (1 - exp(-(r + w_i + w_o) t)) from an empty cache at the
     start, averaged over the measurement ``window_s``, times the probability that LRU holds k
-    (``lru_hits``, Che's approximation, at steady state)."""
+    (``placement.lru_hits``, Che's approximation, at steady state)."""
     writes = write_fraction * ops_per_s * draws                  # [key, dc] writes per second
     if failed is not None:
         writes[:, failed] = 0
@@ -57,14 +54,12 @@ def stats(lat: np.ndarray, weight: np.ndarray, hit: np.ndarray | None) -> dict:
     """Read latency statistics: with a cache, each (key, datacenter) pair's reads split into
     hits (0 ms, weight x hit) and misses (its latency, weight x (1 - hit)), so percentiles are
     of reads, not of expected values."""
-    miss = weight if hit is None else weight * (1 - hit)
+    hits = None if hit is None else weight * hit
+    miss = weight if hits is None else weight - hits
     total = weight.sum()
     # the reads that cross the wide area (neither local nor a cache hit), as the clients' rounds show
     remote = {"remote_share": round(float(miss[np.isfinite(lat) & (lat > 0)].sum() / total), 4) if total > 0 else None}
-    if hit is None:
-        return placement.weighted_stats(lat, weight, PERCENTILES) | remote
-    return placement.weighted_stats(np.concatenate([np.zeros_like(lat).ravel(), lat.ravel()]),
-                                    np.concatenate([(weight * hit).ravel(), miss.ravel()]), PERCENTILES) | remote
+    return placement.read_stats(lat, weight, hits, PERCENTILES) | remote
 
 
 def _kill(cfg: dict) -> tuple[str, float] | None:

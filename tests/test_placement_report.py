@@ -78,9 +78,9 @@ def test_the_report_refuses_what_is_not_a_run(tmp_path):
 
 def test_the_cache_model_fills_lru_to_capacity_and_a_write_elsewhere_empties_it():
     rates = 1.0 / np.arange(1, 101)
-    hits = placement_report.lru_hits(rates, 10)
+    hits = placement.lru_hits(rates, 10)
     assert abs(hits.sum() - 10) < 1e-6 and np.all(np.diff(hits) <= 0)  # Che: the hotter, the likelier
-    assert placement_report.lru_hits(rates, 500).sum() == 100  # everything fits
+    assert placement.lru_hits(rates, 500).sum() == 100  # everything fits
     local = np.array([[True, False]] * 3)  # three keys at datacenter 0, read from 1 too
     draws = np.array([[0.5, 0.5], [0.3, 0.3], [0.2, 0.2]])
     never = placement_report.cache_hits(local, draws, 10, 100.0, 0.0, (50.0, 60.0))

@@ -149,6 +149,7 @@ def summary_table(summaries: list[dict]) -> Table:
         row("local access (WB/cache)", lambda s: "-" if not rg(s) else f"{pct(rg(s)['local_access_fraction'])} "
             f"({pct(rg(s)['write_buffer_fraction'])}/{pct(rg(s)['cache_fraction'])})")
         row("reads restricted", lambda s: "-" if not rg(s) else pct(rg(s)["restricted_fraction"]))
+        row("writes with a ring down", lambda s: "-" if not rg(s) else pct(rg(s).get("down_ring_write_fraction")))
         row("write completion p50/p99", lambda s: "-" if not rg(s).get("write_completion_ms", {}).get("count") else
             f"{f(rg(s)['write_completion_ms']['p50'])}/{f(rg(s)['write_completion_ms']['p99'])}")
         row("invalidations per write", lambda s: "-" if not rg(s).get("invalidations") else

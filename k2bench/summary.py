@@ -276,7 +276,8 @@ def rings(intervals: list[Interval], window: tuple[float, float]) -> dict | None
     """Karma and COPS-PR (the Karma paper's Figs. 10 and 11): per key read in the window, the
     share served in the reader's datacenter (its write buffer, its datacenter's cache, or a
     replica there: ``local_access_fraction``) and by each of the first two; per read, the
-    share made while the session was restricted to one ring (``restricted_fraction``); and
+    share made while the session was restricted to one ring (``restricted_fraction``); per
+    write, the share made while a ring was down for the session (``down_ring_write_fraction``);
     how long writes took to complete in every ring (``write_completion_ms``); and how many
     puts a ring left unanswered (``propagation_retries``, the whole trial). None for
     systems that record none of them."""
@@ -289,6 +290,9 @@ def rings(intervals: list[Interval], window: tuple[float, float]) -> dict | None
             "write_buffer_fraction": _share(merge(intervals, "access_wb", window)),
             "cache_fraction": _share(merge(intervals, "access_cache", window)),
             "restricted_fraction": _share(merge(intervals, "ring_restricted", window)),
+            # per write: made while a ring had answered none of the session's puts for
+            # dead_ring_after_ms (down: its queue grows past the write buffer's bound)
+            "down_ring_write_fraction": _share(merge(intervals, "write_ring_down", window)),
             "notify_afters": merge(intervals, "notify_after", window).get_total_count(),
             # puts a ring left unanswered for an RPC timeout (sent again), in the whole trial:
             # none in a fault-free run that keeps up

@@ -51,6 +51,9 @@ import org.k2bench.karma.proto.Stable;
  * read since its previous put (COPS-PR, COPS's nearest dependencies). Once every ring
  * answered, the write is complete: the CC notifies each ring's middle-man that the version is
  * stable, evicts it from the WB and lifts the session's restrictions from reads before it.
+ * A ring that answers none of the session's puts for {@code dead_ring_after_timeouts} RPC
+ * timeouts is down: its queue grows and the session writes on (§4.4); the others keep the
+ * buffer's bound.
  *
  * <p><b>Reads</b> (§3, Fig. 2): a get first looks in the WB (an entry already propagated to the
  * ring the session is restricted to is skipped: that ring has it, §4.1.2); then, unrestricted,
@@ -79,6 +82,7 @@ final class KarmaClient implements KvClient {
   private final long notifyAfterMs;
   private final long probeMs;
   private final long bufferEntries;
+  private final long deadRingAfterMs;
 
   /** Measured round trip to each datacenter, ms (the matrix until measured). */
   private final double[] rttMs;
@@ -93,6 +97,12 @@ final class KarmaClient implements KvClient {
   private final boolean[] sending;
   /** Per ring: whether the head of its queue failed to reach the ring and waits to be sent again. */
   private final boolean[] stalled;
+  /** Per ring: since when it has acknowledged none of the session's puts while some were queued (ms), or 0. */
+  private final long[] unansweredSinceMs;
+  /** Per ring: the session's puts it acknowledged (a writer waiting for room sees progress by it). */
+  private final long[] acks;
+  /** Per ring: when the head of its queue was first sent (ms). */
+  private final long[] headSentMs;
   private int incomplete;
   /** DRRs (§4.2): in-flight values read, with the ring read from; all name the same ring. */
   private final List<Restriction> restrictions = new ArrayList<>();
@@ -160,6 +170,7 @@ final class KarmaClient implements KvClient {
     this.notifyAfterMs = mode == Mode.KARMA ? options.system().integer(KarmaOptions.NOTIFY_AFTER_MS) : 0;
     this.probeMs = mode == Mode.KARMA ? options.system().integer(KarmaOptions.LATENCY_PROBE_MS) : 0;
     this.bufferEntries = options.system().integer(KarmaOptions.WRITE_BUFFER_ENTRIES);
+    this.deadRingAfterMs = timeoutMs * options.system().integer(KarmaOptions.DEAD_RING_AFTER_TIMEOUTS);
     this.ep = transport.openClient(clientId, dc, Runnable::run, m -> { });
     int n = rings.numRings();
     this.queues = new ArrayDeque[n];
@@ -168,6 +179,9 @@ final class KarmaClient implements KvClient {
     }
     this.sending = new boolean[n];
     this.stalled = new boolean[n];
+    this.unansweredSinceMs = new long[n];
+    this.acks = new long[n];
+    this.headSentMs = new long[n];
     this.rttMs = new double[topology.numDcs()];
     this.lastProbeMs = new long[topology.numDcs()];
     for (int d = 0; d < rttMs.length; d++) {
@@ -531,30 +545,8 @@ final class KarmaClient implements KvClient {
     }
     probe();
     synchronized (state) {
-      // The write buffer is full: wait for room, at most an RPC timeout. A ring that takes
-      // none of the session's puts (down or cut off) holds them up: after the buffer's puts
-      // the session's writes fail until the ring is back. Letting the buffer grow instead
-      // (the paper's persistent WB) when a ring's datacenter stopped answering latency
-      // probes was tried: on this 2-core machine probes also go unanswered at start-up, the
-      // buffers grew, more values stayed in flight and 65-98% of a fault-free run's reads
-      // were restricted (4-10% with the bound; measured, see the README). So was growing it
-      // once a ring left a put unanswered for a whole RPC timeout: karma-faults (3 s timeout)
-      // had a few such puts at start-up, the buffers grew, and puts timed out faster than
-      // before (306, then 536 per 10 s) with 78% of reads restricted before any fault.
-      long deadline = System.currentTimeMillis() + timeoutMs;
-      while (incomplete >= bufferEntries) {
-        long left = deadline - System.currentTimeMillis();
-        if (left <= 0) {
-          throw new OperationFailedException("put of " + key + ": the write buffer stayed full for " + timeoutMs
-              + " ms (a ring does not take the session's puts)", null);
-        }
-        try {
-          state.wait(left);
-        } catch (InterruptedException e) {
-          Thread.currentThread().interrupt();
-          throw new OperationFailedException("put of " + key + " interrupted", e);
-        }
-      }
+      awaitRoom(key);
+      ProcessMetrics.record("write_ring_down", anyDown(System.currentTimeMillis()) ? 1 : 0);
       long version = ep.clock().nextTimestamp();
       List<Dep> deps = new ArrayList<>();
       if (mode == Mode.COPS_PR) {
@@ -570,6 +562,70 @@ final class KarmaClient implements KvClient {
       enqueue(e);
       return new WriteResult(version, 0);
     }
+  }
+
+  /**
+   * Waits until every ring that is up has room in the session's queue for one more put. A
+   * ring that answered none of the session's puts for {@code dead_ring_after_timeouts} RPC
+   * timeouts is down (§4.4: a dead or cut-off datacenter in it): its queue grows and the put
+   * returns (the paper's persistent WB keeps writes available; their completion waits for
+   * that ring). A ring that answers again counts once more, and a writer waits while it
+   * works through what it missed, failing only if it stops answering and stops failing
+   * alike. While no ring is down this bounds the puts not yet complete: each queue is a
+   * suffix of the session's puts, so the longest holds every incomplete one. Holds
+   * {@link #state}.
+   */
+  private void awaitRoom(String key) {
+    int lastFull = -1;
+    long lastAcks = 0;
+    long progressDeadline = 0;
+    int full;
+    while ((full = fullRing(System.currentTimeMillis())) >= 0) {
+      long now = System.currentTimeMillis();
+      if (full != lastFull || acks[full] != lastAcks) { // the ring took a put: it works through the queue
+        lastFull = full;
+        lastAcks = acks[full];
+        progressDeadline = now + 2 * timeoutMs;
+      }
+      if (unansweredSinceMs[full] == 0 && now >= progressDeadline) {
+        // Neither an answer nor a failure in two RPC timeouts: a put call that never ends.
+        throw new OperationFailedException("put of " + key + ": ring " + full + " answered none of the session's "
+            + bufferEntries + " queued puts in " + 2 * timeoutMs + " ms", null);
+      }
+      // A failing ring is waited for until it counts as down; an answer or a failure wakes us sooner.
+      long wakeAt = unansweredSinceMs[full] > 0 ? unansweredSinceMs[full] + deadRingAfterMs : progressDeadline;
+      try {
+        state.wait(Math.max(1, wakeAt - now));
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new OperationFailedException("put of " + key + " interrupted", e);
+      }
+    }
+  }
+
+  /** A ring that is up and whose queue has no room, or -1. Holds {@link #state}. */
+  private int fullRing(long now) {
+    for (int r = 0; r < queues.length; r++) {
+      if (queues[r].size() >= bufferEntries && !down(r, now)) {
+        return r;
+      }
+    }
+    return -1;
+  }
+
+  /** Whether some ring is down for the session. Holds {@link #state}. */
+  private boolean anyDown(long now) {
+    for (int r = 0; r < queues.length; r++) {
+      if (down(r, now)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** Whether ring {@code r} answered none of the session's puts for long enough to be down. Holds {@link #state}. */
+  private boolean down(int r, long now) {
+    return unansweredSinceMs[r] > 0 && now - unansweredSinceMs[r] >= deadRingAfterMs;
   }
 
   /** Karma has no write-only transactions (§4.5); experiments refuse to run them with it. */
@@ -709,6 +765,7 @@ final class KarmaClient implements KvClient {
       return;
     }
     sending[r] = true;
+    headSentMs[r] = System.currentTimeMillis();
     send(r, queues[r].peek());
   }
 
@@ -721,6 +778,10 @@ final class KarmaClient implements KvClient {
         ProcessMetrics.record("propagation_retries", 1);
         synchronized (state) {
           stalled[r] = true;
+          if (unansweredSinceMs[r] == 0) {
+            unansweredSinceMs[r] = headSentMs[r]; // the ring answered nothing since
+          }
+          state.notifyAll(); // a writer waiting for room learns when the ring will count as down
         }
         CompletableFuture.delayedExecutor(RETRY_MS, TimeUnit.MILLISECONDS).execute(() -> {
           synchronized (state) {
@@ -735,11 +796,14 @@ final class KarmaClient implements KvClient {
         queues[r].poll();
         sending[r] = false;
         stalled[r] = false;
+        unansweredSinceMs[r] = 0;
+        acks[r]++;
         e.inRing[r] = true;
         if (++e.rings == queues.length) {
           completed(e);
         }
         pump(r);
+        state.notifyAll(); // room in ring r's queue
       }
     });
   }
@@ -772,6 +836,13 @@ final class KarmaClient implements KvClient {
   /** The ring an unrestricted get-transaction of {@code keys} would read (tests). */
   int nearestRingFor(List<String> keys) {
     return nearestRing(keys);
+  }
+
+  /** The session's puts queued for ring {@code r} (tests). */
+  int queued(int r) {
+    synchronized (state) {
+      return queues[r].size();
+    }
   }
 
   /** The session's restrictions (tests). */

@@ -47,8 +47,8 @@ abstract class KarmaFamily implements StoreSystem {
   public List<SystemOption> options() {
     return mode == Mode.KARMA
         ? List.of(KarmaOptions.DC_CACHE, KarmaOptions.CACHE_LEASE_MS, KarmaOptions.NOTIFY_AFTER_MS,
-            KarmaOptions.LATENCY_PROBE_MS, KarmaOptions.WRITE_BUFFER_ENTRIES)
-        : List.of(KarmaOptions.WRITE_BUFFER_ENTRIES);
+            KarmaOptions.LATENCY_PROBE_MS, KarmaOptions.WRITE_BUFFER_ENTRIES, KarmaOptions.DEAD_RING_AFTER_TIMEOUTS)
+        : List.of(KarmaOptions.WRITE_BUFFER_ENTRIES, KarmaOptions.DEAD_RING_AFTER_TIMEOUTS);
   }
 
   @Override

@@ -41,13 +41,28 @@ final class KarmaOptions {
       "how often a client measures its round trip to each datacenter to pick the nearest ring, ms");
 
   /**
-   * The most writes of a session on their way to the rings (its write buffer's size). A put
-   * returns at once while there is room (§4.1.2: the client "is free to proceed"); a session
+   * The most writes of a session on their way to any one ring that is up (its write buffer's
+   * size while no ring is down; see {@link #DEAD_RING_AFTER_TIMEOUTS}). A put returns at once while
+   * there is room (§4.1.2: the client "is free to proceed"); a session
    * whose puts arrive faster than its propagators deliver them waits for room. The paper's
    * buffer is persistent and its size not given; without a bound a closed-loop client whose
    * reads are local writes faster than one put per ring round trip, and its buffer (and the
    * share of reads it serves) grows without end.
    */
   static final SystemOption WRITE_BUFFER_ENTRIES = SystemOption.integer("write_buffer_entries", 16, 1, 1_000_000,
-      "the most puts of a session buffered on their way to the rings; a put waits for room beyond it");
+      "the most puts of a session on their way to a ring that is up; a put waits for room beyond it");
+
+  /**
+   * How many RPC timeouts a ring may leave a session's puts unanswered before the session
+   * takes it for down (§4.4: a ring with a dead or cut-off datacenter): its queue then no
+   * longer counts against the write buffer's bound, and the session writes on, its puts
+   * buffered until the ring takes them again (the paper's persistent WB: writes stay
+   * available, their completion waits). In RPC timeouts, at least two: on this 2-core machine
+   * a put can go unanswered for one RPC timeout at start-up or behind a slow dependency, and
+   * taking a ring for down then made every session's buffer grow and most reads restricted
+   * (measured, see the README).
+   */
+  static final SystemOption DEAD_RING_AFTER_TIMEOUTS = SystemOption.integer("dead_ring_after_timeouts", 3, 2, 1000,
+      "how many RPC timeouts a ring leaves a session's puts unanswered before its queue stops holding up the "
+          + "session's writes (they are buffered until it is back)");
 }

@@ -28,13 +28,15 @@ import org.k2bench.core.topology.RingPlacement;
 /**
  * The Karma paper's Table 1, "Single AZ" failure, on the rings {VA, CA, LDN}, {TYO, SG}, {SP}
  * (matrix / 10): TYO's servers die. Karma's reads go to another ring and its puts return
- * while its write buffer has room; COPS-PR clients bound to TYO's ring
+ * (past the write buffer's bound once TYO's ring counts as down); COPS-PR clients bound to TYO's ring
  * cannot read the keys TYO held in it. And a session restricted to TYO's ring (it read an
  * in-flight value there) stays restricted, failing, while the value it read is not yet
  * complete in the other rings, and is lifted and served by another ring once it is.
  */
 class KarmaDeadDatacenterTest {
   static final long RPC_TIMEOUT_MS = 1_000;
+  /** A ring that answered none of a session's puts this long is down for it (two RPC timeouts; default three). */
+  static final long DEAD_RING_AFTER_MS = 2 * RPC_TIMEOUT_MS;
   private final List<String> used = new ArrayList<>();
 
   private static LocalCluster start(StoreSystem system) {
@@ -84,8 +86,8 @@ class KarmaDeadDatacenterTest {
 
   private static KarmaClient karma(LocalCluster c, int dc, long notifyAfterMs) {
     return (KarmaClient) c.client(dc, ServerOptions.defaults().withRpcTimeoutMs(RPC_TIMEOUT_MS)
-        .withSystemOptions(SystemOptions.parse(new KarmaSystem(),
-            Map.of("notify_after_ms", Long.toString(notifyAfterMs)), "options")));
+        .withSystemOptions(SystemOptions.parse(new KarmaSystem(), Map.of("notify_after_ms",
+            Long.toString(notifyAfterMs), "dead_ring_after_timeouts", "2"), "options")));
   }
 
   /** A key with replicas CA, TYO and SP, written "before" from VA and in every ring; then TYO dies. */
@@ -107,15 +109,24 @@ class KarmaDeadDatacenterTest {
       assertEquals(1, sg.nearestRingFor(List.of(t)), "TYO (6.8 ms) is SG's nearest replica of t until it fails");
       assertEquals("before", str(sg.readTxn(List.of(t)).rows().get(t)), "read at another ring");
       assertEquals(0, sg.nearestRingFor(List.of(t)), "TYO avoided once a read there failed");
-      // As many puts as the write buffer holds return at once; the next waits for room that a
-      // ring taking none of them never makes, and fails, naming why (README: a dead ring holds
-      // a writing session's puts up after its buffer's worth).
-      int puts = (int) KarmaOptions.WRITE_BUFFER_ENTRIES.defaultValue();
-      for (int i = 1; i <= puts; i++) {
+      // As many puts as the write buffer holds return at once; the next waits for room until
+      // TYO's ring has answered none of them for two RPC timeouts, then the ring counts as
+      // down and the session writes on (§4.4: writes stay available; they wait in the WB).
+      int bound = (int) KarmaOptions.WRITE_BUFFER_ENTRIES.defaultValue();
+      for (int i = 1; i <= bound; i++) {
         sg.write(t, row("sg-" + i));
       }
-      OperationFailedException full = assertThrows(OperationFailedException.class, () -> sg.write(t, row("more")));
-      assertTrue(full.getMessage().contains("the write buffer stayed full"), full.getMessage());
+      long start = System.currentTimeMillis();
+      sg.write(t, row("sg-" + (bound + 1)));
+      long waited = System.currentTimeMillis() - start;
+      assertTrue(waited >= DEAD_RING_AFTER_MS / 2, "the put past the bound waited for the ring to count as down: " + waited);
+      int puts = 3 * bound;
+      for (int i = bound + 2; i <= puts; i++) {
+        long t0 = System.currentTimeMillis();
+        sg.write(t, row("sg-" + i));
+        assertTrue(System.currentTimeMillis() - t0 < RPC_TIMEOUT_MS, "a put once the ring is down returns at once");
+      }
+      assertEquals(puts, sg.queued(1), "TYO's ring's queue holds every put");
       assertEquals("sg-" + puts, str(sg.readTxn(List.of(t)).rows().get(t)), "the session reads its own write");
       assertTrue(!sg.drain(200), "the puts wait for TYO's ring");
       // Another session reads them from the rings that have them, in order.
@@ -125,9 +136,34 @@ class KarmaDeadDatacenterTest {
   }
 
   /**
+   * A ring that answers slowly is not down: its queue keeps the bound (a session that outruns
+   * it waits for room), however long it takes, as long as it answers.
+   */
+  @Test
+  void aSlowRingKeepsTheBoundOnTheSessionsQueue() {
+    try (LocalCluster c = start(new KarmaSystem())) {
+      String t = key(c, "slow-t", CA, TYO);
+      KarmaClient sg = karma(c, SG, 100);
+      // Each put to TYO takes ~300 ms more, well under the RPC timeout: answered, so never down.
+      c.transport().links().setExtraDelayMs(SG, TYO, 150);
+      c.transport().links().setExtraDelayMs(TYO, SG, 150);
+      int bound = (int) KarmaOptions.WRITE_BUFFER_ENTRIES.defaultValue();
+      int most = 0;
+      for (int i = 1; i <= 2 * bound; i++) {
+        sg.write(t, row("sg-" + i));
+        most = Math.max(most, sg.queued(1));
+      }
+      assertEquals(bound, most, "the queue to the slow ring never grew past the bound");
+      c.transport().links().clearExtraDelays();
+      assertTrue(sg.drain(10_000));
+    }
+  }
+
+  /**
    * A ring cut off for longer than the RPC timeout, then healed: the session's buffered puts
-   * wait for it meanwhile (the first sent again every RPC timeout plus 200 ms) and reach it
-   * afterwards; every put completes and the session writes on.
+   * wait for it meanwhile (the first sent again every RPC timeout plus 200 ms), past the
+   * buffer's bound once the ring is down, and reach it afterwards; every put completes and
+   * the session writes on, also while the ring works through its queue.
    */
   @Test
   void putsHeldForACutOffRingReachItOnceHealed() {
@@ -135,14 +171,21 @@ class KarmaDeadDatacenterTest {
       String t = key(c, "healed-t", CA, TYO);
       KarmaClient sg = karma(c, SG, 100);
       c.transport().links().partition(SG, TYO, Long.MAX_VALUE, true);
-      int puts = (int) KarmaOptions.WRITE_BUFFER_ENTRIES.defaultValue();
+      // Three buffers' worth: past the first, the ring counts as down and the session writes on.
+      int puts = 3 * (int) KarmaOptions.WRITE_BUFFER_ENTRIES.defaultValue();
       for (int i = 1; i <= puts; i++) {
         sg.write(t, row("sg-" + i));
       }
-      assertTrue(!sg.drain(2 * RPC_TIMEOUT_MS), "TYO's ring has none of them while cut off");
+      assertTrue(!sg.drain(RPC_TIMEOUT_MS), "TYO's ring has none of them while cut off");
       assertEquals(0, c.stat(TYO, "puts_applied"));
       c.transport().links().partition(SG, TYO, 0, false);
-      assertTrue(sg.drain(10_000), "every put reached every ring once healed");
+      // Healed: the ring counts again and works through the queue; puts meanwhile wait for
+      // room while it does, and none fails.
+      for (int i = 1; i <= 5; i++) {
+        sg.write(t, row("draining-" + i));
+        puts++;
+      }
+      assertTrue(sg.drain(20_000), "every put reached every ring once healed");
       assertEquals(puts, c.stat(TYO, "puts_applied"), "TYO applied each buffered put (a retry is a duplicate, not counted)");
       sg.write(t, row("after"));
       assertTrue(sg.drain(5_000));

@@ -5,6 +5,7 @@ import argparse
 import contextlib
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -19,6 +20,12 @@ from .progress import Progress, print_summary
 
 REPO = Path(__file__).resolve().parent.parent
 
+
+
+def _by_system_and_point(summary: dict) -> list:
+    """Sweep points in numeric order (40 before 120 before 360), not their names' order."""
+    parts = re.split(r"(-?\d+(?:\.\d+)?)", f"{summary['system']} {summary.get('point') or ''}")
+    return [(0, float(x), "") if i % 2 else (1, 0.0, x) for i, x in enumerate(parts)]
 
 def _env(args) -> Env:
     for flag in ("lease_s", "ssh_timeout"):
@@ -125,8 +132,8 @@ def cmd_run(args) -> int:
     console.print(f"run directory: {run_dir}")
     code = Orchestrator(env, Progress(console)).run(exp, run_dir, resume=bool(args.resume))
     summaries = [json.loads(p.read_text()) for p in sorted(run_dir.glob("*/summary.json"))]
-    summaries += [json.loads(p.read_text()) for p in sorted(run_dir.glob("*/*/summary.json"))
-                  if not p.parent.name.startswith("trial-")]
+    summaries += sorted((json.loads(p.read_text()) for p in run_dir.glob("*/*/summary.json")
+                         if not p.parent.name.startswith("trial-")), key=_by_system_and_point)
     if summaries:
         print_summary(console, summaries)
     from . import placement_report

@@ -145,9 +145,6 @@ def test_karma_and_cops_pr_pass_the_ring_stress(jar, tmp_path):
     # at a server and the client send it again, out of ~320 completions).
     for rings in (karma, cops):
         assert rings["propagation_retries"] <= 0.02 * rings["write_completion_ms"]["count"], (karma, cops)
-        # ...and no ring is taken for down (three RPC timeouts without an answer), so every
-        # session's write buffer keeps its bound in a run without faults.
-        assert rings["down_ring_write_fraction"] == 0, (karma, cops)
 
 
 def test_the_correct_systems_pass_the_races(jar, tmp_path):

@@ -42,3 +42,12 @@ def test_logs_get_one_plain_line_per_phase():
     assert [ln.split("] ", 1)[1] for ln in lines[1:3]] == ["k2 zipf=1.4 trial 1: starting servers",
                                                            "k2 zipf=1.4 trial 1: running"]
     assert lines[-1] == "run failed: a server exited"
+
+
+def test_the_end_table_lists_sweep_points_in_numeric_order():
+    from k2bench.cli import _by_system_and_point
+    points = ["target_ops_per_s_per_dc=360.0", "target_ops_per_s_per_dc=40.0", "target_ops_per_s_per_dc=120.0"]
+    summaries = [{"system": s, "point": p} for s in ("karma", "cops-pr") for p in points]
+    ordered = [(s["system"], s["point"].split("=")[1]) for s in sorted(summaries, key=_by_system_and_point)]
+    assert ordered == [("cops-pr", "40.0"), ("cops-pr", "120.0"), ("cops-pr", "360.0"),
+                       ("karma", "40.0"), ("karma", "120.0"), ("karma", "360.0")]

@@ -21,11 +21,11 @@ from .progress import Progress, print_summary
 REPO = Path(__file__).resolve().parent.parent
 
 
-
 def _by_system_and_point(summary: dict) -> list:
     """Sweep points in numeric order (40 before 120 before 360), not their names' order."""
-    parts = re.split(r"(-?\d+(?:\.\d+)?)", f"{summary['system']} {summary.get('point') or ''}")
+    parts = re.split(r"(\d+(?:\.\d+)?)", f"{summary['system']} {summary.get('point') or ''}")
     return [(0, float(x), "") if i % 2 else (1, 0.0, x) for i, x in enumerate(parts)]
+
 
 def _env(args) -> Env:
     for flag in ("lease_s", "ssh_timeout"):

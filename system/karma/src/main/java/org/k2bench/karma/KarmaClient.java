@@ -825,13 +825,15 @@ final class KarmaClient implements KvClient {
         return;
       }
       synchronized (state) {
-        boolean wasDown = down(r, System.currentTimeMillis());
+        // Over its bound: the queue grew while the ring was down (no clock: a ring counts as
+        // down by time, and a clock step must not hide that it is back).
+        boolean back = queues[r].size() > room(r);
         queues[r].poll();
         sending[r] = false;
         stalled[r] = false;
         unansweredSinceMs[r] = 0;
         acks[r]++;
-        if (wasDown) { // back: its bound is the backlog, lowered as it answers (see awaitRoom)
+        if (back) { // its bound is the backlog, lowered as it answers (see awaitRoom)
           backlog[r] = queues[r].size() + 1;
           backlogAnswers[r] = 0;
         } else if (backlog[r] > 0 && room(r) <= bufferEntries) {
@@ -944,6 +946,7 @@ final class KarmaClient implements KvClient {
     }
     synchronized (state) {
       closedHard = true;
+      state.notifyAll(); // a writer waiting for room fails now
     }
     ep.close();
   }

@@ -81,6 +81,8 @@ final class KarmaServer extends ServerActor {
   private final Map<String, Map<Integer, Long>> cachedAt = new HashMap<>();
   /** key -> invalidations not yet acknowledged, and the puts waiting for them. */
   private final Map<String, Invalidating> invalidating = new HashMap<>();
+  /** key -> dependency checks waiting for a version of it to complete here. */
+  private final Map<String, List<DepWaiter>> depWaiters = new HashMap<>();
 
   // ---- datacenter cache (§4.3)
   private final int cacheCapacity;
@@ -96,27 +98,15 @@ final class KarmaServer extends ServerActor {
   }
 
   /**
-   * The dependency checks of one put-after or notify-after, given up together at
-   * {@code deadlineMs} (the RPC timeout after they began: whoever waits has given up by then,
-   * and asks again if it still needs it), when {@code expired} runs once instead.
+   * A wait for {@code <key, version>} to complete here, given up at {@code deadlineMs} (the
+   * RPC timeout after it began: whoever waits has given up by then, and asks again if it
+   * still needs it), when {@code expired} runs instead. Not the store's own waits
+   * ({@code MultiVersionStore.awaitKey}): those are re-checked when a version is committed,
+   * and a Karma put completes later, when its invalidations are acknowledged
+   * ({@link #completed}); checked at the commit, a wait would see the put applied before
+   * its invalidations were even sent.
    */
-  private static final class DepWait {
-    final long deadlineMs;
-    final Runnable expired;
-    boolean gaveUp;
-
-    DepWait(long deadlineMs, Runnable expired) {
-      this.deadlineMs = deadlineMs;
-      this.expired = expired;
-    }
-
-    void giveUp() {
-      if (!gaveUp) {
-        gaveUp = true;
-        expired.run();
-      }
-    }
-  }
+  private record DepWaiter(long version, Runnable done, long deadlineMs, Runnable expired) {}
 
   /** A cached value and when its lease ends (System.nanoTime). */
   private record Cached(RingValue value, long leaseEndsNanos) {}
@@ -315,14 +305,21 @@ final class KarmaServer extends ServerActor {
       then.run();
       return;
     }
-    DepWait wait = new DepWait(System.currentTimeMillis() + options.rpcTimeoutMs(), expired);
+    long deadlineMs = System.currentTimeMillis() + options.rpcTimeoutMs();
+    boolean[] gaveUp = {false};
+    Runnable giveUp = () -> {
+      if (!gaveUp[0]) {
+        gaveUp[0] = true;
+        expired.run();
+      }
+    };
     Map<Integer, List<Dep>> byServer = new HashMap<>();
     for (Dep d : deps) {
       byServer.computeIfAbsent(rings.serverInRing(ring, d.getKey()), s -> new ArrayList<>()).add(d);
     }
     int[] left = {byServer.size()};
     Runnable one = () -> {
-      if (--left[0] == 0 && !wait.gaveUp) {
+      if (--left[0] == 0 && !gaveUp[0]) {
         then.run();
       }
     };
@@ -334,26 +331,28 @@ final class KarmaServer extends ServerActor {
             if (--mine[0] == 0) {
               one.run();
             }
-          }, wait);
+          }, deadlineMs, giveUp);
         }
       } else {
         count("dep_checks_sent");
-        askUntilComplete(e.getKey(), DepCheck.newBuilder().addAllDeps(e.getValue()).build(), one, wait);
+        askUntilComplete(e.getKey(), DepCheck.newBuilder().addAllDeps(e.getValue()).build(), one, deadlineMs,
+            giveUp, gaveUp);
       }
     }
   }
 
-  private void askUntilComplete(int server, DepCheck check, Runnable done, DepWait wait) {
+  private void askUntilComplete(int server, DepCheck check, Runnable done, long deadlineMs, Runnable giveUp,
+      boolean[] gaveUp) {
     onServer(ep.call(server, check, DepsComplete.class), (ok, error) -> {
-      if (wait.gaveUp) {
+      if (gaveUp[0]) {
         return;
       }
       if (error == null) {
         done.run();
-      } else if (System.currentTimeMillis() + RETRY_MS >= wait.deadlineMs) {
-        wait.giveUp();
+      } else if (System.currentTimeMillis() + RETRY_MS >= deadlineMs) {
+        giveUp.run();
       } else {
-        later(RETRY_MS, () -> askUntilComplete(server, check, done, wait));
+        later(RETRY_MS, () -> askUntilComplete(server, check, done, deadlineMs, giveUp, gaveUp));
       }
     });
   }
@@ -374,14 +373,31 @@ final class KarmaServer extends ServerActor {
     return inv == null || !inv.versions.contains(version);
   }
 
-  /**
-   * Runs {@code done} once {@code <key, version>} is complete here, or {@code wait}'s expiry
-   * at its deadline. A store wait, evaluated again at each commit of the key and when a put
-   * of it completes ({@link #completed}): a put is complete only once its invalidations are
-   * acknowledged, after its commit.
-   */
-  private void whenComplete(String key, long version, Runnable done, DepWait wait) {
-    store.awaitKey(key, () -> isComplete(key, version), done, wait.deadlineMs, wait::giveUp);
+  private void whenComplete(String key, long version, Runnable done, long deadlineMs, Runnable expired) {
+    if (isComplete(key, version)) {
+      done.run();
+    } else {
+      depWaiters.computeIfAbsent(key, k -> new ArrayList<>()).add(new DepWaiter(version, done, deadlineMs, expired));
+    }
+  }
+
+  /** Gives up the dependency waits whose deadline passed (see {@link DepWaiter}). */
+  @Override
+  protected void tick() {
+    super.tick();
+    long now = System.currentTimeMillis();
+    List<Runnable> expired = new ArrayList<>();
+    depWaiters.values().removeIf(waiters -> {
+      waiters.removeIf(w -> {
+        if (w.deadlineMs() <= now) {
+          expired.add(w.expired());
+          return true;
+        }
+        return false;
+      });
+      return waiters.isEmpty();
+    });
+    expired.forEach(Runnable::run);
   }
 
   private void apply(Incoming m, Put put) {
@@ -395,7 +411,7 @@ final class KarmaServer extends ServerActor {
       // restrict its readers until the key's next write).
       count("duplicate_puts");
       whenComplete(key, version, () -> m.reply(PutDone.getDefaultInstance()),
-          new DepWait(System.currentTimeMillis() + options.rpcTimeoutMs(), () -> { })); // the client asks again
+          System.currentTimeMillis() + options.rpcTimeoutMs(), () -> { }); // the client asks again
       return;
     }
     if (mode == Mode.KARMA) { // COPS-PR's clients never ask, and never send stable notifications
@@ -482,7 +498,22 @@ final class KarmaServer extends ServerActor {
 
   private void completed(String key, long version, Incoming put) {
     put.reply(PutDone.getDefaultInstance());
-    store.recheck(key);
+    List<DepWaiter> waiters = depWaiters.get(key);
+    if (waiters == null) {
+      return;
+    }
+    List<DepWaiter> ready = new ArrayList<>();
+    waiters.removeIf(w -> {
+      if (isComplete(key, w.version())) {
+        ready.add(w);
+        return true;
+      }
+      return false;
+    });
+    if (waiters.isEmpty()) {
+      depWaiters.remove(key);
+    }
+    ready.forEach(w -> w.done().run());
   }
 
   /** The client coordinator's write-completion notification (§4.1.2). */
@@ -497,6 +528,7 @@ final class KarmaServer extends ServerActor {
     out.put("in_flight_keys", (long) inFlight.size());
     out.put("cache_keys", (long) cache.size());
     out.put("cache_capacity_keys", (long) cacheCapacity);
+    out.put("dep_waiters", depWaiters.values().stream().mapToLong(List::size).sum());
     out.put("invalidating_keys", (long) invalidating.size());
   }
 

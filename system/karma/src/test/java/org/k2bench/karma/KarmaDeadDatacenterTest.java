@@ -415,11 +415,11 @@ class KarmaDeadDatacenterTest {
           org.k2bench.karma.proto.DepCheck.newBuilder().addDeps(org.k2bench.core.data.Dep.newBuilder().setKey(k)
               .setVersion(42)).build(), org.k2bench.karma.proto.DepsComplete.class);
       Clusters.sleep(200);
-      assertEquals(1, c.stat(CA, "waiting"), "the check waits for version 42 of k");
+      assertEquals(1, c.stat(CA, "dep_waiters"), "the check waits for version 42 of k");
       RuntimeException e = assertThrows(RuntimeException.class,
           () -> org.k2bench.core.api.Calls.await(check, "dependency check", 3 * RPC_TIMEOUT_MS));
       assertTrue(e.getMessage().contains("not complete in this ring"), e.getMessage());
-      assertEquals(0, c.stat(CA, "waiting"));
+      assertEquals(0, c.stat(CA, "dep_waiters"));
       raw.close();
     }
   }

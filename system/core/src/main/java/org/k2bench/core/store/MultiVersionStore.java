@@ -508,18 +508,6 @@ public final class MultiVersionStore<V> {
     waitedKeys.add(key);
   }
 
-  /**
-   * Evaluates the waits on {@code key} again now, for a caller whose readiness changes outside
-   * the store's commits (Karma: a put is complete once its cache invalidations are
-   * acknowledged, after its commit).
-   */
-  public void recheck(String key) {
-    Chain<V> c = chains.get(key);
-    if (c != null) {
-      wake(key, c);
-    }
-  }
-
   private void wake(String key, Chain<V> c) {
     if (c.waiters == null || c.waiters.isEmpty()) {
       return;

@@ -291,7 +291,7 @@ def rings(intervals: list[Interval], window: tuple[float, float]) -> dict | None
             "cache_fraction": _share(merge(intervals, "access_cache", window)),
             "restricted_fraction": _share(merge(intervals, "ring_restricted", window)),
             # per write: made while a ring had answered none of the session's puts for
-            # dead_ring_after_ms (down: its queue grows past the write buffer's bound)
+            # dead_ring_after_timeouts RPC timeouts (down: its queue grows past the write buffer's bound)
             "down_ring_write_fraction": _share(merge(intervals, "write_ring_down", window)),
             "notify_afters": merge(intervals, "notify_after", window).get_total_count(),
             # puts a ring left unanswered for an RPC timeout (sent again), in the whole trial:

@@ -95,9 +95,11 @@ final class KarmaClient implements KvClient {
   private final Map<String, Entry> wb = new HashMap<>();
   private final ArrayDeque<Entry>[] queues;
   private final boolean[] sending;
-  /** Per ring: whether the head of its queue failed to reach the ring and waits to be sent again. */
-  private final boolean[] stalled;
-  /** Per ring: since when it has acknowledged none of the session's puts while some were queued (ms), or 0. */
+  /**
+   * Per ring: 0, or the head of its queue failed to reach the ring and waits to be sent again
+   * (the ring is stalled), and the ring answered nothing since this time (the head's first
+   * send, ms).
+   */
   private final long[] unansweredSinceMs;
   /** Per ring: the session's puts it acknowledged (a writer waiting for room sees progress by it). */
   private final long[] acks;
@@ -185,7 +187,6 @@ final class KarmaClient implements KvClient {
       queues[r] = new ArrayDeque<>();
     }
     this.sending = new boolean[n];
-    this.stalled = new boolean[n];
     this.unansweredSinceMs = new long[n];
     this.acks = new long[n];
     this.headSentMs = new long[n];
@@ -774,8 +775,8 @@ final class KarmaClient implements KvClient {
 
   /** Whether some ring's queue waits to send again an entry the ring did not take. Holds {@link #state}. */
   private boolean anyStalled() {
-    for (boolean x : stalled) {
-      if (x) {
+    for (long since : unansweredSinceMs) {
+      if (since > 0) {
         return true;
       }
     }
@@ -809,7 +810,6 @@ final class KarmaClient implements KvClient {
         // The ring's server is down or cut off: the entry waits (later ones behind it, in order).
         ProcessMetrics.record("propagation_retries", 1);
         synchronized (state) {
-          stalled[r] = true;
           if (unansweredSinceMs[r] == 0) {
             unansweredSinceMs[r] = headSentMs[r]; // the ring answered nothing since
           }
@@ -830,7 +830,6 @@ final class KarmaClient implements KvClient {
         boolean back = queues[r].size() > room(r);
         queues[r].poll();
         sending[r] = false;
-        stalled[r] = false;
         unansweredSinceMs[r] = 0;
         acks[r]++;
         if (back) { // its bound is the backlog, lowered as it answers (see awaitRoom)

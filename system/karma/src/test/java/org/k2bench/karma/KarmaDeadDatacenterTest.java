@@ -37,6 +37,8 @@ class KarmaDeadDatacenterTest {
   static final long RPC_TIMEOUT_MS = 1_000;
   /** A ring that answered none of a session's puts this long is down for it (two RPC timeouts; default three). */
   static final long DEAD_RING_AFTER_MS = 2 * RPC_TIMEOUT_MS;
+  /** The write buffer's bound per ring (default). */
+  static final int BOUND = (int) KarmaOptions.WRITE_BUFFER_ENTRIES.defaultValue();
   private final List<String> used = new ArrayList<>();
 
   private static LocalCluster start(StoreSystem system) {
@@ -69,6 +71,13 @@ class KarmaDeadDatacenterTest {
       tyo.readTxn(List.of(k));
       assertTrue(System.currentTimeMillis() < deadline, "TYO's cache holds " + k);
       Clusters.sleep(20);
+    }
+  }
+
+  /** {@code n} puts of {@code key}: prefix1 .. prefixN. */
+  private static void writeAll(KvClient s, String key, String prefix, int n) {
+    for (int i = 1; i <= n; i++) {
+      s.write(key, row(prefix + i));
     }
   }
 
@@ -112,17 +121,14 @@ class KarmaDeadDatacenterTest {
       // As many puts as the write buffer holds return at once; the next waits for room until
       // TYO's ring has answered none of them for two RPC timeouts, then the ring counts as
       // down and the session writes on (§4.4: writes stay available; they wait in the WB).
-      int bound = (int) KarmaOptions.WRITE_BUFFER_ENTRIES.defaultValue();
-      for (int i = 1; i <= bound; i++) {
-        sg.write(t, row("sg-" + i));
-      }
+      writeAll(sg, t, "sg-", BOUND);
       long start = System.currentTimeMillis();
-      sg.write(t, row("sg-" + (bound + 1)));
+      sg.write(t, row("sg-" + (BOUND + 1)));
       long waited = System.currentTimeMillis() - start;
       assertTrue(waited >= DEAD_RING_AFTER_MS - 300, "the put past the bound waited for the ring to count as down: "
           + waited);
-      int puts = 3 * bound;
-      for (int i = bound + 2; i <= puts; i++) {
+      int puts = 3 * BOUND;
+      for (int i = BOUND + 2; i <= puts; i++) {
         long t0 = System.currentTimeMillis();
         sg.write(t, row("sg-" + i));
         assertTrue(System.currentTimeMillis() - t0 < RPC_TIMEOUT_MS, "a put once the ring is down returns at once");
@@ -146,19 +152,16 @@ class KarmaDeadDatacenterTest {
     try (LocalCluster c = start(new KarmaSystem())) {
       String t = key(c, "silent-t", CA, TYO);
       KarmaClient sg = (KarmaClient) c.client(SG, ServerOptions.defaults().withRpcTimeoutMs(RPC_TIMEOUT_MS));
-      int bound = (int) KarmaOptions.WRITE_BUFFER_ENTRIES.defaultValue();
       c.transport().links().partition(SG, TYO, Long.MAX_VALUE, true);
       // Attempts at 0, 1.2, 2.4 s (each times out after 1 s, sent again 200 ms later); healed
       // at 1.8 s, the third is answered.
       java.util.concurrent.CompletableFuture.delayedExecutor(1_800, java.util.concurrent.TimeUnit.MILLISECONDS)
           .execute(() -> c.transport().links().partition(SG, TYO, 0, false));
       long start = System.currentTimeMillis();
-      for (int i = 1; i <= bound; i++) {
-        sg.write(t, row("sg-" + i));
-      }
-      sg.write(t, row("sg-" + (bound + 1)));
+      writeAll(sg, t, "sg-", BOUND);
+      sg.write(t, row("sg-" + (BOUND + 1)));
       long waited = System.currentTimeMillis() - start;
-      assertTrue(sg.queued(1) <= bound, "the put waited for room, not for the ring to count as down: "
+      assertTrue(sg.queued(1) <= BOUND, "the put waited for room, not for the ring to count as down: "
           + sg.queued(1) + " queued after " + waited + " ms");
       assertTrue(waited >= 1_800, "it waited for the ring to answer: " + waited);
       assertTrue(sg.drain(10_000));
@@ -177,13 +180,12 @@ class KarmaDeadDatacenterTest {
       // Each put to TYO takes ~300 ms more, well under the RPC timeout: answered, so never down.
       c.transport().links().setExtraDelayMs(SG, TYO, 150);
       c.transport().links().setExtraDelayMs(TYO, SG, 150);
-      int bound = (int) KarmaOptions.WRITE_BUFFER_ENTRIES.defaultValue();
       int most = 0;
-      for (int i = 1; i <= 2 * bound; i++) {
+      for (int i = 1; i <= 2 * BOUND; i++) {
         sg.write(t, row("sg-" + i));
         most = Math.max(most, sg.queued(1));
       }
-      assertEquals(bound, most, "the queue to the slow ring never grew past the bound");
+      assertEquals(BOUND, most, "the queue to the slow ring never grew past the bound");
       c.transport().links().clearExtraDelays();
       assertTrue(sg.drain(10_000));
     }
@@ -202,10 +204,8 @@ class KarmaDeadDatacenterTest {
       KarmaClient sg = karma(c, SG, 100);
       c.transport().links().partition(SG, TYO, Long.MAX_VALUE, true);
       // Three buffers' worth: past the first, the ring counts as down and the session writes on.
-      int puts = 3 * (int) KarmaOptions.WRITE_BUFFER_ENTRIES.defaultValue();
-      for (int i = 1; i <= puts; i++) {
-        sg.write(t, row("sg-" + i));
-      }
+      int puts = 3 * BOUND;
+      writeAll(sg, t, "sg-", puts);
       assertTrue(!sg.drain(RPC_TIMEOUT_MS), "TYO's ring has none of them while cut off");
       assertEquals(0, c.stat(TYO, "puts_applied"));
       // Healed, with ~200 ms round trips to TYO: the ring counts again and works through the
@@ -298,10 +298,8 @@ class KarmaDeadDatacenterTest {
       KarmaClient va = (KarmaClient) c.client(VA, ServerOptions.defaults().withRpcTimeoutMs(RPC_TIMEOUT_MS)
           .withSystemOptions(SystemOptions.parse(new CopsPrSystem(), Map.of("dead_ring_after_timeouts", "2"),
               "options")));
-      int puts = 2 * (int) KarmaOptions.WRITE_BUFFER_ENTRIES.defaultValue();
-      for (int i = 1; i <= puts; i++) {
-        va.write(t, row("va-" + i));
-      }
+      int puts = 2 * BOUND;
+      writeAll(va, t, "va-", puts);
       assertEquals(puts, va.queued(1), "ring 1's queue holds every put");
       Clusters.awaitValue(c.client(CA), t, "va-" + puts, 10_000);
     }

@@ -23,6 +23,17 @@ guarantee it breaks:
 * ``monotonic-reads``: an earlier operation of the session read the newer version;
 * ``causality``: any other causally preceding write (through reads-from, across sessions).
 
+Version numbers alone hide one more anomaly, ``lost-write``: a write that got a lower version
+than a value of its key it causally follows. Last-writer-wins then keeps the older value
+everywhere, and the write is acknowledged and never becomes the key's value. The loaded
+data is every key's initial state, ordered before every operation of the run, so a run
+write below its key's loaded version is lost too, whatever the version numbers say. Two
+forms are flagged: a write whose version is below one of its key in its causal past (the
+loaded version included), and a read that returns a value a causally preceding write had
+overwritten in causal order (the loaded value after a run write of the key, or a write W
+after a write that followed W), which the version order above cannot see because the
+overwriting write has the lower version.
+
 It also flags ``duplicate-version`` (two operations created the same version of a key),
 ``unknown-version`` (a read returned a version nobody wrote, and no failed write could have
 written it), ``causality`` also for a read-write transaction that committed at a version not
@@ -53,8 +64,8 @@ from typing import Iterable
 
 import numpy as np
 
-KINDS = ("read-your-writes", "atomic-visibility", "monotonic-reads", "causality", "duplicate-version",
-         "unknown-version", "causal-cycle", "wan-rounds")
+KINDS = ("read-your-writes", "atomic-visibility", "monotonic-reads", "causality", "lost-write",
+         "duplicate-version", "unknown-version", "causal-cycle", "wan-rounds")
 MAX_LISTED = 50  # violations listed in full per kind; all are counted
 FAULT_SLACK_MS = 5000  # a fault's effects (held messages, fail-over timeouts) outlast it
 
@@ -194,6 +205,17 @@ def check(ops: list[dict], max_wan_rounds: int | None = None,
             key_reads[k].append((n, v))
             session_reads.setdefault((s, k), _Running()).add(pos[id(o)], v, n)
     reads_checked = sum(len(r) for r in key_reads.values())
+    # Run writes (loads left out) per key and session, in session order; the loaded version per key.
+    run_writes: dict[str, dict[int, _Writes]] = defaultdict(dict)
+    loaded: dict[str, int] = {}
+    for n, o in enumerate(order):
+        for k, v in (o.get("w") or {}).items():
+            if v is None:
+                continue
+            if o["op"] == "load":
+                loaded[k] = max(loaded.get(k, 0), v)
+            else:
+                run_writes[k].setdefault(sidx[o["s"]], _Writes()).add(pos[id(o)], v, n)
 
     for k, reads in key_reads.items():
         writes = key_writes.get(k)
@@ -237,6 +259,10 @@ def check(ops: list[dict], max_wan_rounds: int | None = None,
                     newer = best[0][0]
             report.add(kind, f"read {v} of {k!r}, older than {newer}, which {why}", [reader, other],
                        key=k, read_version=v, newer_version=newer)
+        _overwritten_reads(k, reads, got, newest, run_writes.get(k, {}), writer, order, vc, sidx, pos, op_no, report)
+
+    for k, runs in run_writes.items():
+        _writes_below_their_past(k, runs, key_writes[k], loaded.get(k, 0), order, vc, sidx, report)
 
     # A read-write transaction commits above every version it read (it causally follows them).
     for o in order:
@@ -274,7 +300,7 @@ def check(ops: list[dict], max_wan_rounds: int | None = None,
         "checked": {"ops": len(ops), "committed_ops": n_ops, "sessions": len(sessions), "reads": reads_checked,
                     "writes": len(writer), "failed_ops": len(ops) - len(ok_ops),
                     "reads_of_unacknowledged_writes": unknown_reads},
-        "guarantees": ["atomic-visibility", "causality", "read-your-writes", "monotonic-reads"]
+        "guarantees": ["atomic-visibility", "causality", "read-your-writes", "monotonic-reads", "no-lost-writes"]
         + ([f"at-most-{max_wan_rounds}-wan-rounds"] if claimed else []),
         "round_claim": {"max_wan_rounds": max_wan_rounds,
                         "rot_rounds": dict(sorted(rounds_of["rot"].items())),
@@ -305,6 +331,91 @@ class _Running:
         """(largest version, its op) among positions < ``position``; (-1, -1) if none."""
         i = bisect.bisect_left(self.positions, position) - 1
         return (self.maxima[i], self.holders[i]) if i >= 0 else (-1, -1)
+
+
+class _Writes:
+    """One session's writes of one key, in session order: positions, versions and op numbers."""
+    __slots__ = ("positions", "versions", "ops")
+
+    def __init__(self):
+        self.positions: list[int] = []
+        self.versions: list[int] = []
+        self.ops: list[int] = []
+
+    def add(self, position: int, version: int, op: int) -> None:
+        self.positions.append(position)
+        self.versions.append(version)
+        self.ops.append(op)
+
+
+def _latest_before(runs: dict[int, "_Writes"], readers: np.ndarray, reader_sessions: np.ndarray, vc: np.ndarray):
+    """Per session, the latest of its writes that causally precedes each reader (an op's own
+    writes come after its reads): (session, index into its writes or -1) pairs."""
+    for s, w in runs.items():
+        bound = vc[readers, s] - (reader_sessions == s)
+        yield s, np.searchsorted(np.asarray(w.positions), bound, side="right") - 1
+
+
+def _overwritten_reads(k, reads, got, newest, runs, writer, order, vc, sidx, pos, op_no, report) -> None:
+    """Reads of ``k`` that return a value W although a write W' with W -> W' causally precedes
+    the read (W loaded: every run write follows it), W' having the lower version, so that the
+    version order does not show it (reads it does show are flagged already)."""
+    if not runs:
+        return
+    cand = np.nonzero((newest <= got) & (got > 0))[0]
+    cand = [j for j in cand if (k, reads[j][1]) in writer]
+    if not cand:
+        return
+    readers = np.array([reads[j][0] for j in cand], dtype=np.int64)
+    ws = [writer[(k, reads[j][1])] for j in cand]
+    w_loaded = np.array([w["op"] == "load" for w in ws])
+    w_sess = np.array([sidx[w["s"]] for w in ws], dtype=np.int64)
+    w_pos = np.array([pos[id(w)] for w in ws], dtype=np.int64)
+    w_op = np.array([op_no[id(w)] for w in ws], dtype=np.int64)
+    reader_sessions = np.array([sidx[order[n]["s"]] for n in readers], dtype=np.int64)
+    lost_by = np.full(len(cand), -1, dtype=np.int64)  # op number of an overwriting write
+    for s, idx in _latest_before(runs, readers, reader_sessions, vc):
+        ops = np.asarray(runs[s].ops, dtype=np.int64)[np.maximum(idx, 0)]
+        # A session's latest write before the reader follows W if any of its earlier ones does.
+        follows = (idx >= 0) & (ops != w_op) & (w_loaded | (vc[ops, w_sess] >= w_pos))
+        lost_by = np.where((lost_by < 0) & follows, ops, lost_by)
+    for j in np.nonzero(lost_by >= 0)[0]:
+        n, v = reads[cand[j]]
+        w, later = ws[j], order[lost_by[j]]
+        what = "the loaded value" if w["op"] == "load" else f"session {w['s']}'s write"
+        report.add("lost-write", f"read {v} of {k!r}, {what}, after write {later['w'][k]} of session {later['s']}, "
+                   f"which followed it and precedes the read: that write was lost (its version is the lower)",
+                   [order[n], later, w], key=k, read_version=v, newer_version=later["w"][k])
+
+
+def _writes_below_their_past(k, runs, all_writes, loaded_version, order, vc, sidx, report) -> None:
+    """Run writes of ``k`` whose version is below a version of ``k`` in their causal past (the
+    loaded version precedes every one): last-writer-wins drops them. A read-write transaction
+    that read ``k`` is left to its own check (it must commit above what it read)."""
+    ns = np.array([n for w in runs.values() for n in w.ops
+                   if not (order[n]["op"] == "rwt" and k in (order[n].get("r") or {}))], dtype=np.int64)
+    if not len(ns):
+        return
+    mine = np.array([order[n]["w"][k] for n in ns], dtype=np.int64)
+    sessions = np.array([sidx[order[n]["s"]] for n in ns], dtype=np.int64)
+    past = np.full(len(ns), loaded_version, dtype=np.int64)
+    holder = np.full(len(ns), -1, dtype=np.int64)  # -1: the load
+    for s, run in all_writes.items():
+        bound = vc[ns, s] - (sessions == s)
+        idx = np.searchsorted(np.asarray(run.positions), bound, side="right") - 1
+        vals = np.where(idx >= 0, np.asarray(run.maxima, dtype=np.int64)[np.maximum(idx, 0)], -1)
+        ops = np.asarray(run.holders, dtype=np.int64)[np.maximum(idx, 0)]
+        better = vals > past
+        past = np.where(better, vals, past)
+        holder = np.where(better, ops, holder)
+    for j in np.nonzero(past > mine)[0]:
+        o = order[ns[j]]
+        if holder[j] < 0 or order[holder[j]]["op"] == "load":
+            what, ops = "the loaded version", [o]
+        else:
+            what, ops = f"a write of session {order[holder[j]]['s']} it causally follows", [o, order[holder[j]]]
+        report.add("lost-write", f"wrote {mine[j]} of {k!r}, below {past[j]}, {what}: last-writer-wins drops it",
+                   ops, key=k, read_version=None, newer_version=int(past[j]), written_version=int(mine[j]))
 
 
 def export_text(ops: list[dict], path: Path) -> None:

@@ -197,6 +197,54 @@ def test_reading_the_empty_row_before_the_load_is_not_a_violation_by_itself(h):
     assert kinds(h.check()) == {"monotonic-reads": 1}
 
 
+def test_a_write_below_the_loaded_version_is_lost_and_its_reads_are_flagged():
+    h = H()
+    h.load(9000, x=100, y=200)
+    h.write(1, "x", 50)  # acknowledged, but below the loaded 100: last-writer-wins keeps the load
+    h.rot(1, x=100)  # the session reads the loaded value after its own write
+    h.write(1, "y", 300)
+    h.rot(2, y=300, x=100)  # another session, after the write through y, reads the loaded x too
+    h.rot(3, x=100)  # a session that saw none of it may read the loaded value
+    r = h.check()
+    assert kinds(r) == {"lost-write": 3}
+    by_form = sorted(v["message"].split(" ")[0] for v in r["violations"]["listed"])
+    assert by_form == ["read", "read", "wrote"]
+    wrote = next(v for v in r["violations"]["listed"] if v["message"].startswith("wrote"))
+    assert wrote["written_version"] == 50 and wrote["newer_version"] == 100 and "loaded" in wrote["message"]
+    reads = [v for v in r["violations"]["listed"] if v["message"].startswith("read")]
+    assert {v["ops"][0]["s"] for v in reads} == {1, 2} and all(v["read_version"] == 100 for v in reads)
+    assert all(v["newer_version"] == 50 and "the loaded value" in v["message"] for v in reads)
+
+
+def test_a_write_below_a_version_it_causally_follows_is_lost():
+    h = H()
+    h.load(9000, x=1, y=2)
+    h.write(1, "x", 300)
+    h.rot(2, x=300)
+    h.write(2, "x", 200)  # follows 300 through the read, but got the lower version
+    h.rot(2, x=300)  # its own write lost: the version order shows nothing (300 > 200)
+    h.write(3, "x", 250)  # concurrent with both: any order is allowed
+    h.rot(3, x=300)
+    r = h.check()
+    assert kinds(r) == {"lost-write": 2}
+    listed = {v["message"].split(" ")[0]: v for v in r["violations"]["listed"]}
+    assert listed["wrote"]["written_version"] == 200 and listed["wrote"]["newer_version"] == 300
+    assert "session 1" in listed["wrote"]["message"]
+    assert listed["read"]["read_version"] == 300 and listed["read"]["newer_version"] == 200
+
+
+def test_a_write_above_what_it_follows_is_not_lost(h):
+    h.write(1, "x", 300)
+    h.rot(2, x=300)
+    h.write(2, "x", 400)
+    h.rot(2, x=400)
+    h.rot(3, x=1)  # nothing causally precedes this read: the loaded value is fine
+    h.rot(1, x=300)  # session 1 never saw 400
+    assert h.check()["violations"]["count"] == 0
+    h.rot(2, x=300)  # but session 2 did: the version order names it
+    assert kinds(h.check()) == {"read-your-writes": 1}
+
+
 def test_a_read_from_its_own_future_is_a_cycle(h):
     r1 = h.rot(1, y=20)  # reads y=20, written later by the same session
     h.write(1, "y", 20)

@@ -27,6 +27,8 @@ MUTANTS = {
     "rad-skip-second-round": ("rad", {"atomic-visibility", "causality", "monotonic-reads"}, STRESS),
     "dep-check-gc-watermark": ("k2", {"causality", "atomic-visibility", "monotonic-reads"}, LONG_PARTITION),
     "karma-no-restrictions": ("karma", {"causality", "monotonic-reads"}, KARMA_STRESS),
+    # a session's first puts ranked below the loaded values: acknowledged, then lost
+    "karma-lamport-versions": ("karma", {"lost-write"}, KARMA_STRESS),
 }
 # Mutants whose damage is not an anomaly of the history (a frozen replication, a shared
 # private cache, a cache policy): Java scenario tests run them (Mutants.runWith) and
@@ -45,6 +47,10 @@ JAVA_CAUGHT = {
     "paris-gc-ignores-running": ["paris/src/test/java/org/k2bench/paris/ParisInvariantsTest.java"],
     "karma-no-restrictions": ["karma/src/test/java/org/k2bench/karma/KarmaRestrictionTest.java"],
     "karma-no-invalidation": ["karma/src/test/java/org/k2bench/karma/KarmaCacheTest.java"],
+    "cops-pr-no-put-after": ["karma/src/test/java/org/k2bench/karma/CopsPrDependencyTest.java"],
+    "karma-skip-second-round": ["karma/src/test/java/org/k2bench/karma/KarmaRestrictionTest.java"],
+    "karma-fill-ignores-invalidation": ["karma/src/test/java/org/k2bench/karma/KarmaCacheTest.java"],
+    "karma-own-write-always": ["karma/src/test/java/org/k2bench/karma/KarmaRestrictionTest.java"],
 }
 PARIS_STRESS = ROOT / "tests" / "fixtures" / "paris-stress.yaml"
 

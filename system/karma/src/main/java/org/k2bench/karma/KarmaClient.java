@@ -19,9 +19,11 @@ import org.k2bench.core.api.OperationFailedException;
 import org.k2bench.core.api.ReadResult;
 import org.k2bench.core.api.ServerOptions;
 import org.k2bench.core.api.WriteResult;
+import org.k2bench.core.clock.LamportClock;
 import org.k2bench.core.data.Dep;
 import org.k2bench.core.data.Row;
 import org.k2bench.core.metrics.ProcessMetrics;
+import org.k2bench.core.testing.Mutants;
 import org.k2bench.core.topology.RingPlacement;
 import org.k2bench.core.topology.Topology;
 import org.k2bench.core.transport.Endpoint;
@@ -47,10 +49,11 @@ import org.k2bench.karma.proto.Stable;
  * entries in order, one at a time (the next once the ring answered the previous one complete),
  * so a ring receives the session's puts in program order without put-after between them. A
  * put carries as dependencies (put-after) the in-flight values the session read and is still
- * restricted by (Karma, §4.1.2 "only includes items that are in-flight"), or every value it
- * read since its previous put (COPS-PR, COPS's nearest dependencies). Once every ring
- * answered, the write is complete: the CC notifies each ring's middle-man that the version is
- * stable, evicts it from the WB and lifts the session's restrictions from reads before it.
+ * restricted by (Karma, §4.1.2 "only includes items that are in-flight"), or the values it
+ * read in flight since its previous put (COPS-PR: COPS's nearest dependencies less those it
+ * never depends on, versions known to be everywhere). Once every ring answered, the write is
+ * complete: the CC notifies each ring's middle-man that the version is stable, evicts it
+ * from the WB and lifts the session's restrictions from reads before it.
  * A ring that answers none of the session's puts for {@code dead_ring_after_timeouts} RPC
  * timeouts is down: its queue grows and the session writes on (§4.4); the others keep the
  * buffer's bound.
@@ -68,8 +71,9 @@ import org.k2bench.karma.proto.Stable;
  */
 final class KarmaClient implements KvClient {
   private static final long RETRY_MS = 200;
-  /** A datacenter whose probe went unanswered: avoided until it answers again. */
-  private static final double UNREACHABLE_MS = 1e7;
+  private static final double UNREACHABLE_MS = LatencyMonitor.UNREACHABLE_MS;
+  /** How long a datacenter cache whose get failed is passed over (then tried again). */
+  private static final long CACHE_DOWN_MS = 1000;
 
   private final Mode mode;
   private final RingPlacement rings;
@@ -80,13 +84,11 @@ final class KarmaClient implements KvClient {
   private final boolean dcCache;
   private final long timeoutMs;
   private final long notifyAfterMs;
-  private final long probeMs;
   private final long bufferEntries;
   private final long deadRingAfterMs;
 
-  /** Measured round trip to each datacenter, ms (the matrix until measured). */
-  private final double[] rttMs;
-  private final long[] lastProbeMs;
+  /** The round trips to each datacenter, measured for all of the process's sessions in this datacenter (Karma). */
+  private final LatencyMonitor latency;
 
   /** Guards everything below; never held while waiting for a reply. */
   private final Object state = new Object();
@@ -116,9 +118,10 @@ final class KarmaClient implements KvClient {
   /** DRRs (§4.2): in-flight values read, with the ring read from; all name the same ring. */
   private final List<Restriction> restrictions = new ArrayList<>();
   /**
-   * COPS-PR: the values read since the session's last put (its put-after dependencies), every
-   * version of a key read, not only the newest (see {@link #restrictionDeps}). A session that
-   * never writes keeps one entry per distinct version it reads.
+   * COPS-PR: the values read in flight since the session's last put (its put-after
+   * dependencies), every version of a key read, not only the newest (see {@link
+   * #restrictionDeps}). A session that never writes keeps one entry per distinct version it
+   * reads in flight.
    */
   private final LinkedHashSet<Dep> readsSincePut = new LinkedHashSet<>();
   /** The {@link #seq} of the session's last read from a ring or cache. */
@@ -177,7 +180,6 @@ final class KarmaClient implements KvClient {
     this.dcCache = mode == Mode.KARMA && options.system().flag(KarmaOptions.DC_CACHE);
     this.timeoutMs = options.rpcTimeoutMs();
     this.notifyAfterMs = mode == Mode.KARMA ? options.system().integer(KarmaOptions.NOTIFY_AFTER_MS) : 0;
-    this.probeMs = mode == Mode.KARMA ? options.system().integer(KarmaOptions.LATENCY_PROBE_MS) : 0;
     this.bufferEntries = options.system().integer(KarmaOptions.WRITE_BUFFER_ENTRIES);
     this.deadRingAfterMs = timeoutMs * options.system().integer(KarmaOptions.DEAD_RING_AFTER_TIMEOUTS);
     this.ep = transport.openClient(clientId, dc, Runnable::run, m -> { });
@@ -192,11 +194,8 @@ final class KarmaClient implements KvClient {
     this.headSentMs = new long[n];
     this.backlog = new int[n];
     this.backlogAnswers = new int[n];
-    this.rttMs = new double[topology.numDcs()];
-    this.lastProbeMs = new long[topology.numDcs()];
-    for (int d = 0; d < rttMs.length; d++) {
-      rttMs[d] = d == dc ? 0 : topology.rttMs(dc, d);
-    }
+    this.latency = mode == Mode.KARMA
+        ? LatencyMonitor.of(transport, dc, options.system().integer(KarmaOptions.LATENCY_PROBE_MS)) : null;
   }
 
   @Override
@@ -221,11 +220,9 @@ final class KarmaClient implements KvClient {
     }
   }
 
-  /** The measured round trip to a datacenter; the session's own is probed too (its servers may be down). */
+  /** The measured round trip to a datacenter (COPS-PR reads only its own ring and measures nothing). */
   private double distanceMs(int toDc) {
-    synchronized (rttMs) {
-      return rttMs[toDc];
-    }
+    return latency == null ? topology.rttMs(dc, toDc) : latency.distanceMs(toDc);
   }
 
   /** The ring whose replica of every key is nearest: the smallest worst round trip (own ring on ties). */
@@ -246,39 +243,17 @@ final class KarmaClient implements KvClient {
     return best;
   }
 
-  /** Measures the round trip to each datacenter whose last measurement is older than the probe period. */
+  /** Starts the latency probes that are due (Karma; the monitor is the process's). */
   private void probe() {
-    if (mode != Mode.KARMA) {
-      return;
+    if (latency != null) {
+      latency.probe(ep, () -> closed);
     }
-    long now = System.currentTimeMillis();
-    for (int d = 0; d < rttMs.length; d++) {
-      final int to = d;
-      synchronized (rttMs) {
-        if (now - lastProbeMs[d] < probeMs) {
-          continue;
-        }
-        lastProbeMs[d] = now;
-      }
-      ep.ping(topology.serverId(d, 0), 0).orTimeout(probeTimeoutMs(), TimeUnit.MILLISECONDS)
-          .whenComplete((nanos, error) -> {
-            synchronized (rttMs) {
-              rttMs[to] = error != null ? UNREACHABLE_MS
-                  : rttMs[to] >= UNREACHABLE_MS ? nanos / 1e6 : 0.3 * rttMs[to] + 0.7 * (nanos / 1e6);
-            }
-          });
-    }
-  }
-
-  /** How long a latency probe waits for its answer before it takes the datacenter for down. */
-  private long probeTimeoutMs() {
-    return Math.max(probeMs * 4, 1000);
   }
 
   /** A read at a datacenter failed: avoid it until a probe answers. */
   private void unreachable(int toDc) {
-    synchronized (rttMs) {
-      rttMs[toDc] = UNREACHABLE_MS;
+    if (latency != null) {
+      latency.unreachable(toDc);
     }
   }
 
@@ -373,7 +348,7 @@ final class KarmaClient implements KvClient {
   private ReadResult get(String key) {
     int bound = boundRing();
     Entry own = own(key, bound);
-    if (own != null && ownAlone(own)) {
+    if (own != null && (ownAlone(own) || Mutants.active(Mutants.KARMA_OWN_WRITE_ALWAYS))) {
       access(true, true, false);
       return new ReadResult(Map.of(key, own.row), Map.of(key, own.version), 0, Map.of(), Double.NaN, 0, 0);
     }
@@ -399,10 +374,10 @@ final class KarmaClient implements KvClient {
             throw cacheFailed; // the replica failed, not the cache: readTxn tries another ring
           }
           // §4.4 "Cache node failure": the cache holds only stable state, so losing it costs
-          // latency, never availability: the cache is passed over for a probe period and
+          // latency, never availability: the cache is passed over for a second and
           // the key read at its replica (if that is what failed, this read fails too and
           // readTxn tries another ring).
-          cacheDownUntilMs = System.currentTimeMillis() + Math.max(probeMs, 1000);
+          cacheDownUntilMs = System.currentTimeMillis() + CACHE_DOWN_MS;
           ProcessMetrics.record("cache_failures", 1);
           cacheable = false;
           v = Calls.await(ep.call(server, RingRead.newBuilder().addKeys(key).build(), RingReadReply.class),
@@ -462,7 +437,7 @@ final class KarmaClient implements KvClient {
     long effective = first.values().stream().mapToLong(RingValue::getEvt).max().orElse(0);
     Map<Integer, List<String>> again = new HashMap<>();
     for (RingValue v : first.values()) {
-      if (v.getLvt() < effective) {
+      if (v.getLvt() < effective && !Mutants.active(Mutants.KARMA_SKIP_SECOND_ROUND)) {
         again.computeIfAbsent(rings.serverInRing(ring, v.getKey()), s -> new ArrayList<>()).add(v.getKey());
       } else {
         take(v, ring, rows, versions, staleness);
@@ -527,7 +502,10 @@ final class KarmaClient implements KvClient {
     synchronized (state) {
       lastRingReadSeq = ++seq;
       if (mode == Mode.COPS_PR) {
-        if (v.getVersion() != 0) {
+        // COPS's never-depend rule (Lloyd et al., "Don't Settle for Eventual", SOSP 2011,
+        // §5.1, client metadata collection): a version known to be in every ring (its
+        // writer said it is stable) is no dependency; the MM's in-flight mark says which.
+        if (v.getInFlight()) {
           readsSincePut.add(Dep.newBuilder().setKey(v.getKey()).setVersion(v.getVersion()).build());
         }
       } else if (v.getInFlight()) {
@@ -560,21 +538,43 @@ final class KarmaClient implements KvClient {
         throw new OperationFailedException("session closed", null);
       }
       ProcessMetrics.record("write_ring_down", anyDown(System.currentTimeMillis()) ? 1 : 0);
-      long version = ep.clock().nextTimestamp();
+      long version = stamp();
       List<Dep> deps = new ArrayList<>();
       if (mode == Mode.COPS_PR) {
-        deps.addAll(readsSincePut);
+        if (!Mutants.active(Mutants.COPS_PR_NO_PUT_AFTER)) {
+          deps.addAll(readsSincePut);
+        }
         readsSincePut.clear();
       } else {
         deps.addAll(restrictionDeps());
         deps.addAll(carried);
       }
+      ProcessMetrics.record("put_deps", deps.size()); // put-after dependencies each ring checks
       Entry e = new Entry(++seq, key, version, row, deps, rings.numRings());
       wb.put(key, e);
       lastPut = e;
       enqueue(e);
       return new WriteResult(version, 0);
     }
+  }
+
+  /**
+   * A put's version. The paper resolves concurrent puts of a key by version numbers "as in
+   * previous work" (§2.2: COPS, whose Lamport versions the key's local storage node assigns,
+   * so a put outranks whatever that node holds). Here the CC stamps the put at the WB
+   * (§4.1.2), before any storage node sees it, and the session's Lamport clock knows only
+   * what the session has heard: a session that had not read a key stamped its put below the
+   * key's loaded value and the put lost for good. The stamp takes the physical clock as a
+   * floor (a hybrid logical clock: Kulkarni et al., "Logical Physical Clocks", OPODIS 2014),
+   * so a put outranks every version stamped before it began, up to the clocks' skew, and,
+   * by Lamport's rule (the transport's clocks), everything the session causally follows.
+   */
+  private long stamp() {
+    if (Mutants.active(Mutants.KARMA_LAMPORT_VERSIONS)) {
+      return ep.clock().nextTimestamp();
+    }
+    long counter = ep.clock().observeCounter(LamportClock.hybridCounter(System.currentTimeMillis()));
+    return LamportClock.timestamp(counter, ep.clock().nodeId());
   }
 
   /**
@@ -854,10 +854,8 @@ final class KarmaClient implements KvClient {
   /** Every ring has the entry (§4.1.2 write completion). Holds {@link #state}. */
   private void completed(Entry e) {
     incomplete--;
-    if (mode == Mode.KARMA) {
-      for (int r = 0; r < queues.length; r++) {
-        ep.send(rings.serverInRing(r, e.key), Stable.newBuilder().setKey(e.key).setVersion(e.version).build());
-      }
+    for (int r = 0; r < queues.length; r++) { // Karma: lifts restrictions; COPS-PR: never-depend
+      ep.send(rings.serverInRing(r, e.key), Stable.newBuilder().setKey(e.key).setVersion(e.version).build());
     }
     wb.remove(e.key, e);
     ProcessMetrics.record("write_completion", (System.nanoTime() - e.startNanos) / 1000);
@@ -872,7 +870,7 @@ final class KarmaClient implements KvClient {
   // ------------------------------------------------------------------ lifecycle and tests
 
   /** The session's Lamport clock (tests: a session whose next version is far ahead). */
-  org.k2bench.core.clock.LamportClock clock() {
+  LamportClock clock() {
     return ep.clock();
   }
 

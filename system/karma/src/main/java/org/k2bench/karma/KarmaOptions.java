@@ -17,12 +17,14 @@ final class KarmaOptions {
   /**
    * How long a datacenter cache may serve a value it asked a replica for (from when it
    * asked); a replica counts an invalidation its cache does not acknowledge as done this long
-   * after it last served that cache the key (KarmaServer). The paper has no leases; without
-   * them a dead datacenter's cache holds every put of a key it cached from completing.
+   * after it last served that cache the key (KarmaServer). 0, the default, is the paper's
+   * design: no leases, a put completes once every cache that may hold the key acknowledged
+   * its invalidation (§4.3). Experiments with faults set one: without it a dead datacenter's
+   * cache holds every put of a key it cached from completing (§4.4, "Cache node failure").
    */
-  static final SystemOption CACHE_LEASE_MS = SystemOption.integer("cache_lease_ms", 5_000, 100, 3_600_000,
+  static final SystemOption CACHE_LEASE_MS = SystemOption.integer("cache_lease_ms", 0, 0, 3_600_000,
       "how long a datacenter cache serves a value, from when it asked for it; an unacknowledged invalidation "
-          + "counts as done this long after the cache's last fill of the key, ms");
+          + "counts as done this long after the cache's last fill of the key, ms (0: no leases, the paper's design)");
 
   /**
    * How often a restricted client that has not written inserts a notify-after (§4.2, "write
@@ -33,12 +35,13 @@ final class KarmaOptions {
       "how long a restricted client waits before inserting a notify-after to lift its ring restrictions, ms");
 
   /**
-   * How often a client measures its round trip to each datacenter, by which it picks the
-   * nearest ring in unrestricted mode (§6.2: "background processes continually monitor the
-   * delays between DCs, and feed the information to the systems").
+   * How often a client process measures its round trip to each datacenter, by which its
+   * sessions pick the nearest ring in unrestricted mode (§6.2: "background processes
+   * continually monitor the delays between DCs, and feed the information to the systems";
+   * one monitor per process and datacenter, see LatencyMonitor).
    */
   static final SystemOption LATENCY_PROBE_MS = SystemOption.integer("latency_probe_ms", 500, 10, 600_000,
-      "how often a client measures its round trip to each datacenter to pick the nearest ring, ms");
+      "how often a client process measures its round trip to each datacenter to pick the nearest ring, ms");
 
   /**
    * The most writes of a session on their way to any one ring that is up (its write buffer's

@@ -51,7 +51,7 @@ import org.k2bench.karma.proto.Stable;
  * invalidation. A fill that was in flight when an invalidation of the key arrived is not
  * kept: the replica's reply and its later invalidation may be handled in either order here.
  *
- * <p>Cached values are leased ({@code cache_lease_ms}; the paper has no leases): a cache
+ * <p>Cached values may be leased ({@code cache_lease_ms}, off by default; the paper has no leases): a cache
  * serves a value until a lease after it <em>asked</em> for it, and the replica counts an
  * invalidation a cache does not acknowledge as done a lease after it last <em>served</em>
  * that cache a fill of the key, which is later in real time whatever the message delays, so
@@ -226,7 +226,7 @@ final class KarmaServer extends ServerActor {
   private void onCacheGet(Incoming m, CacheGet req) {
     String key = req.getKey();
     Cached hit = cacheCapacity > 0 ? cache.get(key) : null;
-    if (hit != null && System.nanoTime() - hit.leaseEndsNanos() < 0) {
+    if (hit != null && !leaseEnded(hit)) {
       count("cache_hits");
       m.reply(CacheGetReply.newBuilder().setValue(hit.value()).setHit(true).build());
       return;
@@ -244,7 +244,7 @@ final class KarmaServer extends ServerActor {
     onServer(ep.call(req.getReplicaServer(), FillRead.newBuilder().setKey(key).build(), RingReadReply.class),
         Math.max(1, options.rpcTimeoutMs() / 2), (reply, error) -> {
           int[] f = fills.get(key);
-          boolean invalidatedMeanwhile = f[1] != 0;
+          boolean invalidatedMeanwhile = f[1] != 0 && !Mutants.active(Mutants.KARMA_FILL_IGNORES_INVALIDATION);
           if (--f[0] == 0) {
             fills.remove(key);
           }
@@ -254,12 +254,17 @@ final class KarmaServer extends ServerActor {
             return;
           }
           RingValue v = reply.getValues(0);
-          long leaseEnds = asked + leaseNanos;
-          if (cacheCapacity > 0 && !v.getInFlight() && !invalidatedMeanwhile && System.nanoTime() - leaseEnds < 0) {
-            cache.put(key, new Cached(v.toBuilder().setStalenessMs(0).build(), leaseEnds));
+          Cached fresh = new Cached(v.toBuilder().setStalenessMs(0).build(), asked + leaseNanos);
+          if (cacheCapacity > 0 && !v.getInFlight() && !invalidatedMeanwhile && !leaseEnded(fresh)) {
+            cache.put(key, fresh);
           }
           m.reply(CacheGetReply.newBuilder().setValue(v).build());
         });
+  }
+
+  /** Whether a cached value's lease has run out (never without leases). */
+  private boolean leaseEnded(Cached c) {
+    return leaseNanos > 0 && System.nanoTime() - c.leaseEndsNanos() >= 0;
   }
 
   private void onInvalidate(Incoming m, String key) {
@@ -405,7 +410,8 @@ final class KarmaServer extends ServerActor {
     long version = put.getVersion();
     clock.observeTimestamp(version);
     long evt = clock.nextTimestamp(); // after the dependencies: EVTs follow causal order in the ring
-    if (store.commit(key, version, version, evt, put.getValue()) == MultiVersionStore.Applied.DUPLICATE) {
+    MultiVersionStore.Applied applied = store.commit(key, version, version, evt, put.getValue());
+    if (applied == MultiVersionStore.Applied.DUPLICATE) {
       // A propagator's retry of a put already applied: answer once it is complete, and leave
       // the key's state alone (it may be stable by now; marking it in flight again would
       // restrict its readers until the key's next write).
@@ -414,13 +420,26 @@ final class KarmaServer extends ServerActor {
           System.currentTimeMillis() + options.rpcTimeoutMs(), () -> { }); // the client asks again
       return;
     }
-    if (mode == Mode.KARMA) { // COPS-PR's clients never ask, and never send stable notifications
-      inFlight.merge(key, version, Math::max);
-    }
     count("puts_applied");
     if (!put.getDepsList().isEmpty()) {
       count("put_afters");
     }
+    if (applied == MultiVersionStore.Applied.HIDDEN) {
+      // A late put filed behind a newer version (last writer wins): readers still get the
+      // newer one, so the key's in-flight state and the caches' copies stay as they are. It
+      // is complete here once the newer versions' invalidations are (a cache may serve an
+      // older value until then).
+      count("puts_hidden");
+      Invalidating inv = invalidating.get(key);
+      if (inv == null) {
+        completed(key, version, m);
+      } else {
+        inv.versions.add(version);
+        inv.waiting.add(m);
+      }
+      return;
+    }
+    inFlight.merge(key, version, Math::max); // §4.1.2: the MM marks the object in flight
     Map<Integer, Long> caches = cachedAt.remove(key);
     if (Mutants.active(Mutants.KARMA_NO_INVALIDATION)) {
       caches = null; // the bug: caches keep the older value
@@ -441,14 +460,15 @@ final class KarmaServer extends ServerActor {
         inv.outstanding++;
         count("invalidations_sent");
         // the lease and 1% plus 10 ms more: the cache measures it on a clock of its own
-        invalidate(c.getKey(), key, c.getValue() + leaseNanos + leaseNanos / 100 + 10_000_000L);
+        invalidate(c.getKey(), key, leaseNanos == 0 ? 0 : c.getValue() + leaseNanos + leaseNanos / 100 + 10_000_000L);
       }
     }
   }
 
   /**
-   * Invalidates a cache's copy, asking again until it answers or its lease has ended: a put
-   * is complete in this ring only when no cache can serve an older value (§4.3).
+   * Invalidates a cache's copy, asking again until it answers or its lease has ended
+   * ({@code leaseEndsNanos} 0: no lease, until it answers): a put is complete in this ring
+   * only when no cache can serve an older value (§4.3).
    */
   private void invalidate(int cacheServer, String key, long leaseEndsNanos) {
     boolean[] done = {false};
@@ -469,13 +489,15 @@ final class KarmaServer extends ServerActor {
         }
       }
     };
-    long leftMs = Math.max(0, (leaseEndsNanos - System.nanoTime() + 999_999) / 1_000_000);
-    leaseTimer[0] = later(leftMs, () -> {
-      if (!done[0]) {
-        count("invalidations_lease_ended"); // the cache did not answer: its copy has expired
-        finish.run();
-      }
-    });
+    if (leaseEndsNanos != 0) {
+      long leftMs = Math.max(0, (leaseEndsNanos - System.nanoTime() + 999_999) / 1_000_000);
+      leaseTimer[0] = later(leftMs, () -> {
+        if (!done[0]) {
+          count("invalidations_lease_ended"); // the cache did not answer: its copy has expired
+          finish.run();
+        }
+      });
+    }
     sendInvalidate(cacheServer, key, done, finish);
   }
 
@@ -532,10 +554,17 @@ final class KarmaServer extends ServerActor {
     out.put("invalidating_keys", (long) invalidating.size());
   }
 
+  /** For tests: whether this server committed the version of the key. */
+  boolean committed(String key, long version) {
+    CompletableFuture<Boolean> f = new CompletableFuture<>();
+    thread.execute(() -> f.complete(store.isCommitted(key, version)));
+    return f.join();
+  }
+
   /** For tests: whether this server's cache holds the key. */
   boolean cached(String key) {
     CompletableFuture<Boolean> f = new CompletableFuture<>();
-    thread.execute(() -> f.complete(cache.containsKey(key) && System.nanoTime() - cache.get(key).leaseEndsNanos() < 0));
+    thread.execute(() -> f.complete(cache.containsKey(key) && !leaseEnded(cache.get(key))));
     return f.join();
   }
 }

@@ -4,6 +4,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.k2bench.core.testing.Clusters.CA;
 import static org.k2bench.core.testing.Clusters.LDN;
+import static org.k2bench.core.testing.Clusters.SG;
+import static org.k2bench.core.testing.Clusters.SP;
 import static org.k2bench.core.testing.Clusters.TYO;
 import static org.k2bench.core.testing.Clusters.VA;
 import static org.k2bench.core.testing.Clusters.row;
@@ -85,5 +87,93 @@ class KarmaCacheTest extends KarmaClusterTest {
     } finally {
       Clusters.slowLink(cluster, LDN, TYO, 0);
     }
+  }
+
+  /**
+   * §4.3: a fill that was outstanding when an invalidation of its key reached the cache is
+   * not kept (the replica's reply and a later invalidation may be handled in either order on
+   * the cache's thread). Here the fill's reply from VA is 300 ms late and the invalidation
+   * reaches CA's cache while it waits, as another ring's replica would send it; returns
+   * whether the cache kept the value.
+   */
+  private boolean keptAFillInvalidatedWhileOutstanding(String prefix) throws Exception {
+    String x = key(prefix + "-x", VA, TYO);
+    KarmaClient writer = client(LDN, 20);
+    writer.write(x, row("old"));
+    assertTrue(writer.drain(5_000));
+    Clusters.sleep(100); // stable at VA
+    int home = rings.serverFor(CA, x);
+    org.k2bench.core.transport.Endpoint ep = cluster.transport().openClient(60_000 + prefix.length(), CA,
+        Runnable::run, m -> { });
+    try {
+      cluster.transport().links().setExtraDelayMs(VA, CA, 300);
+      java.util.concurrent.CompletableFuture<org.k2bench.karma.proto.CacheGetReply> fill = ep.call(home,
+          org.k2bench.karma.proto.CacheGet.newBuilder().setKey(x).setReplicaServer(rings.serverInRing(0, x)).build(),
+          org.k2bench.karma.proto.CacheGetReply.class);
+      Clusters.sleep(50);
+      ep.call(home, org.k2bench.karma.proto.Invalidate.newBuilder().setKey(x).build(),
+          org.k2bench.karma.proto.Invalidated.class).get(5, java.util.concurrent.TimeUnit.SECONDS);
+      org.k2bench.karma.proto.CacheGetReply r = fill.get(5, java.util.concurrent.TimeUnit.SECONDS);
+      assertEquals("old", str(r.getValue().getValue()));
+      assertTrue(!r.getValue().getInFlight() && !r.getHit(), "a miss, filled with a stable value");
+      return ((KarmaServer) cluster.server(home)).cached(x);
+    } finally {
+      ep.close();
+    }
+  }
+
+  @Test
+  void aFillInvalidatedWhileOutstandingIsNotKept() throws Exception {
+    assertTrue(!keptAFillInvalidatedWhileOutstanding("inv"), "the cache dropped the fill");
+  }
+
+  @Test
+  void aFillThatIgnoresTheInvalidationKeepsTheOldValue() throws Exception {
+    assertTrue(Mutants.runWith(Mutants.KARMA_FILL_IGNORES_INVALIDATION, () -> {
+      try {
+        return keptAFillInvalidatedWhileOutstanding("invm");
+      } catch (Exception e) {
+        throw new AssertionError(e);
+      }
+    }), "the cache kept the old value after its invalidation");
+  }
+
+  /**
+   * A late, older put of h (A in SP; its put reaches ring 1's TYO a second late) arrives after
+   * C's newer put is stable everywhere: TYO files it behind C's version (last writer wins).
+   * Readers still read C's value, so the key stays stable and SG's cached copy stays: a
+   * reader in TYO is not restricted, and SG's cache still serves C's value.
+   */
+  @Test
+  void aLateOlderPutLeavesTheKeyStableAndItsCachedCopies() {
+    String h = key("late-h", CA, TYO);
+    KarmaClient a = client(SP, 20);
+    KarmaClient c = client(CA, 20);
+    KarmaServer tyo = (KarmaServer) cluster.server(rings.serverInRing(1, h));
+    cluster.transport().links().setExtraDelayMs(SP, TYO, 1_000);
+    long older = a.write(h, row("a")).version();
+    Clusters.sleep(2);
+    assertTrue(c.write(h, row("c")).version() > older, "C's put is the newer");
+    assertTrue(c.drain(5_000), "C's put is in every ring");
+    Clusters.sleep(100); // its stable notification reaches TYO
+    KarmaClient sg = client(SG, 20);
+    long deadline = System.currentTimeMillis() + 2_000;
+    KarmaServer sgHome = (KarmaServer) cluster.server(rings.serverFor(SG, h));
+    while (!sgHome.cached(h) && System.currentTimeMillis() < deadline) {
+      assertEquals("c", str(sg.readTxn(List.of(h)).rows().get(h)));
+    }
+    assertTrue(sgHome.cached(h), "SG's cache holds C's stable value");
+    assertTrue(!tyo.committed(h, older), "A's put is still on its way to TYO");
+    deadline = System.currentTimeMillis() + 3_000;
+    while (!tyo.committed(h, older) && System.currentTimeMillis() < deadline) {
+      Clusters.sleep(2);
+    }
+    assertTrue(tyo.committed(h, older), "A's late put reached TYO");
+    // A's stable notification is a second behind (SP to TYO is slowed): until then, a key
+    // marked in flight for A's put would restrict the reader and bypass SG's cache.
+    KarmaClient reader = client(TYO, 600_000);
+    assertEquals("c", str(reader.readTxn(List.of(h)).rows().get(h)));
+    assertEquals(-1, reader.restrictedRing(), "C's value is stable: reading it restricts nobody");
+    assertTrue(sgHome.cached(h), "TYO did not invalidate SG's copy of the newer value");
   }
 }

@@ -8,21 +8,27 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.TestInstance;
 import org.k2bench.core.api.ServerOptions;
+import org.k2bench.core.api.StoreSystem;
 import org.k2bench.core.api.SystemOptions;
 import org.k2bench.core.cluster.LocalCluster;
 import org.k2bench.core.testing.Clusters;
 import org.k2bench.core.topology.RingPlacement;
 
-/** A Karma cluster on the three rings {VA, CA, LDN}, {TYO, SG}, {SP} (matrix / 10), shared by a test class. */
+/** A Karma (or COPS-PR) cluster on the three rings {VA, CA, LDN}, {TYO, SG}, {SP} (matrix / 10), shared by a test class. */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 abstract class KarmaClusterTest {
   protected LocalCluster cluster;
   protected RingPlacement rings;
   private final List<String> used = new ArrayList<>();
 
+  /** The system under test: Karma unless overridden. */
+  protected StoreSystem system() {
+    return new KarmaSystem();
+  }
+
   @BeforeAll
   void start() {
-    cluster = LocalCluster.start(new KarmaSystem(), Clusters.ringTopology(2), ServerOptions.defaults().withNumKeys(10_000));
+    cluster = LocalCluster.start(system(), Clusters.ringTopology(2), ServerOptions.defaults().withNumKeys(10_000));
     rings = (RingPlacement) cluster.placement();
   }
 
@@ -34,6 +40,7 @@ abstract class KarmaClusterTest {
   @AfterEach
   void heal() {
     cluster.transport().links().clearExtraDelays();
+    LatencyMonitor.forget(cluster.transport()); // measured under this test's slowed links
   }
 
   /** A fresh key whose replicas in rings 0 and 1 are these datacenters. */

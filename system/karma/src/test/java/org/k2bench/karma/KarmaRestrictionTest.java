@@ -263,4 +263,86 @@ class KarmaRestrictionTest extends KarmaClusterTest {
     }
     assertTrue(reader.restrictions() > 0, "no write and no notify-after: the restriction stays");
   }
+
+  /**
+   * A get-transaction (§4.5, Eiger's) of x and y in ring 1 from SG: x is SG's, y TYO's, and
+   * the reader's request to TYO is 300 ms late. The first round reads x before a writer in VA
+   * puts x then y, and y after: y's EVT is above x's old LVT, so the second round reads x at
+   * the effective time. Returns the two values the transaction read, and how many second
+   * rounds SG's servers answered.
+   */
+  private String[] fracturedCandidate(String prefix) throws InterruptedException {
+    String x = key(prefix + "-x", CA, SG);
+    String y = key(prefix + "-y", LDN, TYO);
+    KvClient writer = cluster.client(VA);
+    writer.write(x, row("old"));
+    writer.write(y, row("old"));
+    assertTrue(((KarmaClient) writer).drain(5_000));
+    KarmaClient reader = client(SG, 600_000);
+    assertEquals(rings.ringOf(SG), reader.nearestRingFor(List.of(x, y)), "the transaction reads ring 1");
+    long secondRounds = cluster.stat(SG, "ring_reads_at");
+    cluster.transport().links().setExtraDelayMs(SG, TYO, 300);
+    ReadResult[] r = new ReadResult[1];
+    Thread t = new Thread(() -> r[0] = reader.readTxn(List.of(x, y)));
+    t.start();
+    Clusters.sleep(20); // x's first round is answered; y's request is on its way
+    writer.write(x, row("new"));
+    writer.write(y, row("new"));
+    t.join(5_000);
+    return new String[] {str(r[0].rows().get(x)), str(r[0].rows().get(y)),
+        Long.toString(cluster.stat(SG, "ring_reads_at") - secondRounds)};
+  }
+
+  @Test
+  void aGetTransactionReadsAgainAtTheEffectiveTime() throws Exception {
+    String[] got = fracturedCandidate("gt2");
+    assertEquals("new", got[1], "the first round read y after the writer's put");
+    assertEquals("new", got[0], "the second round read x at y's EVT");
+    assertTrue(Long.parseLong(got[2]) > 0, "SG answered a second round");
+  }
+
+  @Test
+  void withoutTheSecondRoundAGetTransactionReturnsYNewWithXOld() throws Exception {
+    String[] got = Mutants.runWith(Mutants.KARMA_SKIP_SECOND_ROUND, () -> {
+      try {
+        return fracturedCandidate("gt2m");
+      } catch (InterruptedException e) {
+        throw new AssertionError(e);
+      }
+    });
+    assertEquals("new", got[1]);
+    assertEquals("old", got[0], "x from before y's writer wrote it");
+  }
+
+  /**
+   * A single-key get of a buffered own write x after reading y, whose writer B (TYO) wrote x
+   * later than S did (a larger version) and then y: the get must return B's x. S's put of x
+   * waits in its ring-0 queue behind a put to LDN, whose link is slowed. Returns what S reads.
+   */
+  private String ownWriteAfterANewerRead(String prefix) {
+    String blocker = key(prefix + "-k", LDN, TYO);
+    String x = key(prefix + "-x", CA, SG);
+    String y = key(prefix + "-y", CA, TYO);
+    KarmaClient s = client(CA, 600_000);
+    KarmaClient b = (KarmaClient) cluster.client(TYO);
+    Clusters.slowLink(cluster, CA, LDN, 2_000);
+    s.write(blocker, row("s-k"));
+    long mine = s.write(x, row("s-x")).version();
+    Clusters.sleep(2);
+    assertTrue(b.write(x, row("b-x")).version() > mine, "B's x is the newer");
+    b.write(y, row("b-y"));
+    assertTrue(b.drain(5_000), "B's puts are in every ring");
+    assertEquals("b-y", str(s.readTxn(List.of(y)).rows().get(y)));
+    return str(s.readTxn(List.of(x)).rows().get(x));
+  }
+
+  @Test
+  void aGetDoesNotReturnABufferedWriteOlderThanOneItDependsOn() {
+    assertEquals("b-x", ownWriteAfterANewerRead("own"), "y's writer wrote x after S did");
+  }
+
+  @Test
+  void withTheWriteBufferRuleAloneAGetReturnsTheOlderOwnWrite() {
+    assertEquals("s-x", Mutants.runWith(Mutants.KARMA_OWN_WRITE_ALWAYS, () -> ownWriteAfterANewerRead("ownm")));
+  }
 }

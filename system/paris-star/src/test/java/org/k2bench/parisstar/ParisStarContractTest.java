@@ -1,10 +1,10 @@
 package org.k2bench.parisstar;
 
 import org.k2bench.core.api.StoreSystem;
-import org.k2bench.core.testing.SystemContractTest;
+import org.k2bench.core.testing.TransactionContractTest;
 
 /** PaRiS* under the guarantees every system gives. */
-class ParisStarContractTest extends SystemContractTest {
+class ParisStarContractTest extends TransactionContractTest {
   @Override
   protected StoreSystem system() {
     return new ParisStarSystem();

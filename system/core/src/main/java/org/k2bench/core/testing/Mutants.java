@@ -54,12 +54,28 @@ public final class Mutants {
   /** Karma: a ring replica completes a put without invalidating the caches that may hold the key (§4.3). */
   public static final String KARMA_NO_INVALIDATION = "karma-no-invalidation";
 
+  /** COPS-PR: puts carry no put-after dependencies, so a ring may apply one before what its writer read. */
+  public static final String COPS_PR_NO_PUT_AFTER = "cops-pr-no-put-after";
+
+  /** Karma: a get-transaction keeps its first-round values, never reading again at the effective time (§4.5). */
+  public static final String KARMA_SKIP_SECOND_ROUND = "karma-skip-second-round";
+
+  /** Karma: a cache keeps a fill that was outstanding when an invalidation of its key arrived (§4.3). */
+  public static final String KARMA_FILL_IGNORES_INVALIDATION = "karma-fill-ignores-invalidation";
+
+  /** Karma: a single-key get serves the session's buffered write even after reading a newer one elsewhere. */
+  public static final String KARMA_OWN_WRITE_ALWAYS = "karma-own-write-always";
+
+  /** Karma and COPS-PR: a put's version from the session's Lamport clock alone, which may rank it below the key's value. */
+  public static final String KARMA_LAMPORT_VERSIONS = "karma-lamport-versions";
+
   public static final Set<String> ALL = Set.of(SKIP_DEPENDENCY_CHECKS, INCOMING_WRITES_VISIBLE,
       RAD_SKIP_SECOND_ROUND, READ_PENDING, DEP_CHECK_GC_WATERMARK, REPLICATION_WAITS_EVERY_REPLICA,
       PARIS_SHARED_PINS, CACHE_COUNTS_VERSIONS, CACHE_NEVER_EVICTS, DEPS_MAX_PER_KEY,
       REPLICATION_NOT_CARRIED_ON, PARIS_ABOVE_UST, PARIS_NO_HWT, PARIS_APPLY_PAST_PREPARED,
       PARIS_GC_IGNORES_RUNNING, KARMA_NO_RESTRICTIONS,
-      KARMA_NO_INVALIDATION);
+      KARMA_NO_INVALIDATION, COPS_PR_NO_PUT_AFTER, KARMA_SKIP_SECOND_ROUND, KARMA_FILL_IGNORES_INVALIDATION,
+      KARMA_OWN_WRITE_ALWAYS, KARMA_LAMPORT_VERSIONS);
 
   private static final String ACTIVE = load();
   /** Set by tests in this JVM ({@link #runWith}); wins over the system property. */

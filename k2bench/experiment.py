@@ -84,6 +84,11 @@ SCHEMA: dict[str, dict[str, tuple]] = {
         "columns": ("dist", 5, _ATLEAST1),
         "value_bytes": ("dist", 128, _NONNEG),
         "zipf": (float, 1.2, _POS),
+        # how keys are drawn: zipf, an exact Zipf(zipf) over the keys' popularity ranks; or
+        # ycsb_scrambled, YCSB's ScrambledZipfianGenerator (its CoreWorkload's zipfian, the Karma
+        # paper's): ranks over 10^10 items hashed onto the keys, at its constant 0.99 only
+        "key_distribution": (str, "zipf", lambda v: None if v in ("zipf", "ycsb_scrambled")
+                             else "must be zipf or ycsb_scrambled"),
         "write_fraction": (float, 0.01, _FRACTION),
         "wot_fraction": (float, 0.5, _FRACTION),
         # interactive read-write transactions (systems that have them): their share of all
@@ -398,6 +403,7 @@ def resolve(doc: dict, name: str, known_systems: list[str]) -> dict:
             raise ConfigError(f"per_system.{system}.workload.keys_per_op", "is larger than workload.keys")
     _check_pacing(out)
     _check_timeouts(out)
+    _check_key_distribution(out)
     check = doc.get("check", True)
     if not isinstance(check, bool):
         raise ConfigError("check", f"must be true or false (run the consistency checker), got {check!r}")
@@ -688,6 +694,47 @@ def _check_timeouts(exp: dict) -> None:
                               f"clients and servers (clients.rpc_timeout_ms, {rpc} ms): a remote read would time out "
                               f"before it fails over to the next replica; set server.failover_timeout_ms below {rpc} "
                               f"or clients.rpc_timeout_ms above {failover}")
+
+
+def _check_key_distribution(exp: dict) -> None:
+    """workload.key_distribution: ycsb_scrambled is YCSB's generator as it is: at its constant,
+    over the whole key space, one popularity order for every datacenter; and topology.place's
+    expected demand (placement.expected_demand) models the exact Zipf only."""
+    for _, system, cfg in system_points(exp):
+        w, t = cfg["workload"], cfg["topology"]
+        if w["key_distribution"] != "ycsb_scrambled":
+            continue
+        # 0.99 is the one constant YCSB has zeta precomputed for; any other takes hours over its 10^10 items
+        if w["zipf"] != 0.99:
+            other, problem = ("workload.zipf",), ("ycsb_scrambled is YCSB's generator at its constant 0.99; "
+                                                  "set workload.zipf: 0.99 or use key_distribution: zipf")
+        elif w["locality"] > 0:
+            other, problem = ("workload.locality",), ("ycsb_scrambled has no per-datacenter hot sets; "
+                                                      "set workload.locality: 0 or use key_distribution: zipf")
+        elif w["partitions_per_op"] > 0:
+            other, problem = ("workload.partitions_per_op",), (
+                "ycsb_scrambled draws over the whole key space, not the PaRiS key choice; "
+                "set workload.partitions_per_op: 0 or use key_distribution: zipf")
+        elif t["place"] != "none" and t["place_demand"] == "expected":
+            other, problem = ("topology.place", "topology.place_demand"), (
+                "topology.place's expected demand models the exact Zipf, not ycsb_scrambled; give "
+                "topology.place_demand a parquet of k2bench demand, set topology.place: none or use "
+                "key_distribution: zipf")
+        else:
+            continue
+        raise ConfigError(_point_field(exp, cfg, system, ("workload.key_distribution", *other),
+                                       "workload.key_distribution"), problem)
+
+
+def _point_field(exp: dict, cfg: dict, system: str, axes: tuple[str, ...], default: str) -> str:
+    """The field to name for a problem of one system at one point: its per_system override
+    among ``axes``, else the swept ones with the point's values, else ``default``."""
+    own = exp.get("per_system", {}).get(system, {})
+    for a in axes:
+        section, name = a.split(".")
+        if name in own.get(section, {}):
+            return f"per_system.{system}.{a}"
+    return _swept_field(exp, cfg, axes, default)
 
 
 def points(exp: dict) -> list[tuple[str, dict]]:

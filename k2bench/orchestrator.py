@@ -875,6 +875,7 @@ class Orchestrator:
             "k2bench.columns": dist_text(w["columns"]),
             "k2bench.value_bytes": dist_text(w["value_bytes"]),
             "k2bench.zipf": w["zipf"],
+            "k2bench.key_distribution": w["key_distribution"],
             "k2bench.write_fraction": w["write_fraction"],
             "k2bench.wot_fraction": w["wot_fraction"],
             "k2bench.rw_fraction": w["rw_fraction"],

@@ -384,3 +384,74 @@ def test_system_options_are_a_mapping_per_system():
     assert error({"server": {"options": {"k2": 5}}}).field == "server.options.k2"
     e = error({"server": {"options": {"k2": {"x": "fast"}}}})
     assert e.field == "server.options.k2.x" and "a number or true/false" in str(e)
+
+
+# ------------------------------------------------------------------ key distribution
+
+SCRAMBLED = {"workload": {"key_distribution": "ycsb_scrambled", "zipf": 0.99}}
+
+
+def test_key_distribution_defaults_to_the_exact_zipf_and_sweeps():
+    assert resolve({})["workload"]["key_distribution"] == "zipf"
+    assert resolve(SCRAMBLED)["workload"]["key_distribution"] == "ycsb_scrambled"
+    e = error({"workload": {"key_distribution": "ycsb"}})
+    assert str(e) == "workload.key_distribution: must be zipf or ycsb_scrambled, got 'ycsb'"
+    exp = resolve({"workload": {"zipf": 0.99}, "sweep": {"workload.key_distribution": ["zipf", "ycsb_scrambled"]}})
+    by = dict(experiment.points(exp))
+    assert sorted(by) == ["key_distribution=ycsb_scrambled", "key_distribution=zipf"]
+    assert by["key_distribution=ycsb_scrambled"]["workload"]["key_distribution"] == "ycsb_scrambled"
+    e = error({"sweep": {"workload.key_distribution": ["zipf", "ycsb"]}})
+    assert e.field == "sweep.workload.key_distribution[1]"
+
+
+def test_ycsb_scrambled_needs_its_constant_and_refuses_what_it_cannot_serve():
+    def refused(doc) -> str:
+        return str(error({**doc, "workload": {**SCRAMBLED["workload"], **doc.get("workload", {})}}))
+
+    assert refused({"workload": {"zipf": 1.2}}) == (
+        "workload.key_distribution: ycsb_scrambled is YCSB's generator at its constant 0.99; set workload.zipf: 0.99 "
+        "or use key_distribution: zipf")
+    assert refused({"workload": {"locality": 0.5}}) == (
+        "workload.key_distribution: ycsb_scrambled has no per-datacenter hot sets; set workload.locality: 0 "
+        "or use key_distribution: zipf")
+    assert refused({"workload": {"partitions_per_op": 2}}) == (
+        "workload.key_distribution: ycsb_scrambled draws over the whole key space, not the PaRiS key choice; "
+        "set workload.partitions_per_op: 0 or use key_distribution: zipf")
+    assert refused({"topology": {"place": "ba"}}) == (
+        "workload.key_distribution: topology.place's expected demand models the exact Zipf, not ycsb_scrambled; "
+        "give topology.place_demand a parquet of k2bench demand, set topology.place: none or use "
+        "key_distribution: zipf")
+    resolve({**SCRAMBLED, "topology": {"place": "ba", "place_demand": "demand.parquet"}})  # a measured demand
+    # the point and the system that fail are named
+    e = error({"sweep": {"workload.key_distribution": ["zipf", "ycsb_scrambled"]}})
+    assert e.field == "sweep.workload.key_distribution=ycsb_scrambled" and "set workload.zipf: 0.99" in e.problem
+    e = error({**SCRAMBLED, "sweep": {"workload.locality": [0.0, 0.8]}})
+    assert e.field == "sweep.workload.locality=0.8"
+    e = error({"systems": ["k2", "karma"],
+               "per_system": {"karma": {"workload": {"key_distribution": "ycsb_scrambled"}}}})
+    assert e.field == "per_system.karma.workload.key_distribution"
+    resolve({"systems": ["k2", "karma"], "per_system": {"karma": SCRAMBLED}})
+
+
+def test_a_refused_key_distribution_is_one_line_on_the_command_line(tmp_path, capsys):
+    from k2bench import cli
+
+    mine = tmp_path / "mine.yaml"
+    mine.write_text(yaml.safe_dump({"extends": "default", "workload": {"key_distribution": "ycsb_scrambled"}}))
+    assert cli.main(["validate", str(mine)]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"k2bench: {mine}: workload.key_distribution: ycsb_scrambled is YCSB's generator at its constant 0.99; "
+        "set workload.zipf: 0.99 or use key_distribution: zipf")
+
+
+def test_the_clients_get_the_key_distribution(tmp_path):
+    from k2bench.deploy import LocalDeployment
+    from k2bench.hosts import LocalHost
+    from k2bench.orchestrator import Env, Orchestrator, Trial
+
+    jar = tmp_path / "k2bench.jar"  # not run: the properties are only written
+    orch = Orchestrator(Env(repo=ROOT, jar=jar, deployment=LocalDeployment(LocalHost(jar))), None)
+    for doc, want in (({}, "zipf"), (SCRAMBLED, "ycsb_scrambled")):
+        exp = resolve(doc)
+        props = orch._client_props(Trial("k2", "", 1, exp, tmp_path, "."), exp, "t.yaml", "VA", 5000, None)
+        assert props["k2bench.key_distribution"] == want and props["k2bench.zipf"] == exp["workload"]["zipf"]

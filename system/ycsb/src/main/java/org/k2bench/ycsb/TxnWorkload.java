@@ -21,6 +21,7 @@ import org.k2bench.core.metrics.IntervalLog;
 import site.ycsb.DB;
 import site.ycsb.Workload;
 import site.ycsb.WorkloadException;
+import site.ycsb.generator.ScrambledZipfianGenerator;
 import site.ycsb.measurements.Measurements;
 
 /**
@@ -57,6 +58,10 @@ import site.ycsb.measurements.Measurements;
  * is, with probability L, from the client's datacenter's own order, the global one shifted by
  * {@code dc * (N / D)} ids, so each datacenter has its own hot set, as in the traces of
  * latency-aware replica placement; {@code k2bench place}'s expected demand follows the same rule),
+ * {@code k2bench.key_distribution} ({@code zipf}: ranks from an exact Zipf over the keys, mapped by
+ * {@link KeySpace}'s permutation; {@code ycsb_scrambled}: YCSB's own {@link ScrambledZipfianGenerator},
+ * what its CoreWorkload runs for requestdistribution=zipfian, only at its constant 0.99 and without
+ * locality or partitions_per_op),
  * {@code k2bench.hlog} (the log to write),
  * {@code k2bench.hlog_interval_ms} (1000), {@code k2bench.seed}.
  */
@@ -80,6 +85,8 @@ public final class TxnWorkload extends Workload {
   private double rwFraction;
   private int rwWrites;
   private double zipf;
+  /** With key_distribution ycsb_scrambled: YCSB's generator over the key ids, shared by the threads. */
+  private ScrambledZipfianGenerator scrambled;
   private int partitionsPerOp;
   private double localFraction;
   /** With partitions_per_op: the partitions' keys, built once the placement is known. */
@@ -177,6 +184,30 @@ public final class TxnWorkload extends Workload {
     if (locality > 0 && partitionsPerOp > 0) {
       throw new WorkloadException("k2bench.locality: per-datacenter hot sets do not combine with "
           + "k2bench.partitions_per_op (the PaRiS key choice has its own locality, local_fraction); set one of them");
+    }
+    String distribution = p.getProperty("k2bench.key_distribution", "zipf").trim();
+    switch (distribution) {
+      case "zipf" -> scrambled = null;
+      case "ycsb_scrambled" -> {
+        // Any other constant makes YCSB compute zeta over its 10^10 items, which takes hours.
+        if (zipf != ScrambledZipfianGenerator.USED_ZIPFIAN_CONSTANT) {
+          throw new WorkloadException("k2bench.key_distribution: ycsb_scrambled is YCSB's generator at its constant "
+              + "0.99; set k2bench.zipf=0.99 or use zipf (got " + zipf + ")");
+        }
+        if (locality > 0) {
+          throw new WorkloadException("k2bench.key_distribution: ycsb_scrambled has no per-datacenter hot sets; "
+              + "set k2bench.locality=0 or use zipf");
+        }
+        if (partitionsPerOp > 0) {
+          throw new WorkloadException("k2bench.key_distribution: ycsb_scrambled draws over the whole key space, not "
+              + "the PaRiS key choice; set k2bench.partitions_per_op=0 or use zipf");
+        }
+        // Thread-safe as YCSB's CoreWorkload shares it: its fields are set here, before the
+        // threads start, and each draw takes ThreadLocalRandom's next double.
+        scrambled = new ScrambledZipfianGenerator(0, n - 1);
+      }
+      default -> throw new WorkloadException("k2bench.key_distribution: must be zipf or ycsb_scrambled, got '"
+          + distribution + "'");
     }
     if (rwFraction > 0) {
       if (rwWrites >= keysPerOp.min()) {
@@ -340,14 +371,20 @@ public final class TxnWorkload extends Workload {
     return super.isStopRequested() || System.currentTimeMillis() >= endAtMs;
   }
 
-  /** {@code count} distinct keys by Zipf rank. */
+  /** {@code count} distinct keys by Zipf rank (or YCSB's scrambled Zipfian). */
   List<String> chooseKeys(Session s, int count) {
     if (partitioned != null) {
       return partitioned.choose(s.rng, s.partitionRanks, count);
     }
     Set<String> out = new LinkedHashSet<>();
     while (out.size() < count) {
-      long id = keys.idOfRank(s.ranks.sample());
+      long id;
+      if (scrambled != null) {
+        // Unseeded: YCSB draws from its ThreadLocalRandom, so key sequences differ between runs.
+        id = Math.floorMod(scrambled.nextValue(), keys.size()); // its hash is Math.abs: MIN_VALUE stays < 0
+      } else {
+        id = keys.idOfRank(s.ranks.sample());
+      }
       if (locality > 0 && s.rng.nextDouble() < locality) {
         id = (id + s.localShift) % keys.size(); // the datacenter's own hot set
       }

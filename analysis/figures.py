@@ -517,6 +517,26 @@ def congestion(runs) -> plt.Figure:
     return fig
 
 
+def cache_warmup(runs) -> plt.Figure:
+    """The datacenter cache's hit rate against time since the clients started, warm-up
+    included, one line per trial and point; the dotted line is where the measured window
+    begins. A cache still warming there makes the window's hit rate (and local access) low."""
+    data = load.cache_warmup_frame(runs)
+    data = data[data["system"] == "karma"] if "karma" in set(data.get("system", [])) else data
+    if data.empty:
+        raise MissingData("no trial of these runs recorded its cache's hit rate over time (Karma and K2 do)")
+    data = _with_labels(data)
+    data["line"] = data["point"].astype(str) + " trial " + data["trial"].astype(str)
+    fig, ax = plt.subplots(figsize=(9, 4))
+    sns.lineplot(data=data, x="t_s", y="hit_rate", hue="line", style="System", estimator=None, ax=ax)
+    for w in sorted(set(data["window_s"])):
+        ax.axvline(w, color="grey", linestyle=":")
+    ax.set(xlabel="time since the clients started (s); dotted: the measured window begins",
+           ylabel="cache hit rate", ylim=(0, 1), title="Is the cache warm when the window begins?")
+    fig.tight_layout()
+    return fig
+
+
 # ------------------------------------------------------------------ latency-aware placement
 
 PLACEMENT_COLOUR = {"hash": "#7f7f7f", "BA": "#1f77b4", "N-1C": "#d62728"}
@@ -627,6 +647,7 @@ DATA = {
     "write-latency": _write_cdfs,
     "rounds": load.rounds_frame,
     "congestion": load.congestion_frame,
+    "cache-warmup": load.cache_warmup_frame,
     "placement-latency": load.placement_frame,
     "placement-buckets": load.placement_buckets_frame,
 }

@@ -678,6 +678,96 @@ def pooled_frame(runs) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _share_of_ones(h: HdrHistogram) -> float | None:
+    n = h.get_total_count()
+    return h.get_count_at_value(1) / n if n else None
+
+
+def _everywhere(trials, tag: str) -> HdrHistogram:
+    """``tag`` in the trials' windows from the clients' logs and the servers' (the client
+    library records what it sees into its process's log: the server JVM's when the clients
+    run inside it)."""
+    h = new_histogram()
+    for t in trials:
+        h.add(t.merged(tag))
+        h.add(merge(t.server_intervals(), tag, t.window_ms))
+    return h
+
+
+# Karma and COPS-PR: the shares pooled over trials from their 0/1 counts (and given per trial)
+RING_SHARES = {"local_access": "access_local", "cache_miss_ratio": "cache_miss", "restricted": "ring_restricted"}
+
+
+def rings_frame(runs) -> pd.DataFrame:
+    """The Karma paper's figures (Figs. 6, 10, 11 and §6.4's miss ratio) per (run, point,
+    system), pooled over trials: get latency (single-key reads) and write completion from
+    merged histograms; local access (key reads served in the reader's datacenter), cache miss
+    ratio (gets through the datacenter cache that it did not serve) and restricted share
+    (reads made under a ring restriction) from the trials' merged 0/1 counts; dependency
+    checks per put (put-after dependencies, each checked in every ring); messages per
+    operation by link class and type (every delivered message over committed operations);
+    and throughput as the trials' mean. The shares (RING_SHARES) and throughput also give
+    the trials' min and max (``<figure>_min``, ``<figure>_max``). Systems without rings are
+    left out."""
+    groups: dict[tuple, list] = {}
+    for t in trials_of(runs):
+        if t.summary.get("rings"):
+            groups.setdefault((t.run, t.point, t.system), []).append(t)
+    rows = []
+    for (run, point, system), ts in groups.items():
+        get = latency(_everywhere(ts, "rot"), (50, 99))
+        completion = latency(_everywhere(ts, "write_completion"), (50, 99))
+        deps = _everywhere(ts, "put_deps")
+        row = {"run": run, "point": point, "system": system, "trials": len(ts),
+               "get_mean_ms": get["mean"], "get_p50_ms": get["p50"], "get_p99_ms": get["p99"],
+               "write_completion_p50_ms": completion["p50"], "write_completion_p99_ms": completion["p99"],
+               "dependencies_per_put": deps.get_mean_value() if deps.get_total_count() else None}
+        for name, tag in RING_SHARES.items():
+            row[name] = _share_of_ones(_everywhere(ts, tag))
+            per = [v for v in (_share_of_ones(_everywhere([t], tag)) for t in ts) if v is not None]
+            row[f"{name}_min"], row[f"{name}_max"] = (min(per), max(per)) if per else (None, None)
+        tps = [v for v in (trial_throughput(t) for t in ts) if v is not None]
+        row["throughput_ops_per_s"] = sum(tps) / len(tps) if tps else None
+        row["throughput_ops_per_s_min"], row["throughput_ops_per_s_max"] = (min(tps), max(tps)) if tps else (None,) * 2
+        ops = sum(c["count"] / c["per_op"] for c in _first_messages(ts))
+        counts: dict[str, int] = {}
+        for t in ts:
+            for cls, types in (t.summary.get("messages") or {}).items():
+                for type_, m in types.items():
+                    counts[f"{cls}:{type_}"] = counts.get(f"{cls}:{type_}", 0) + m["count"]
+        for name, n in sorted(counts.items()):
+            row[f"msg_per_op:{name}"] = n / ops if ops else None
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _first_messages(trials) -> list[dict]:
+    """One message figure per trial (count and per_op give the trial's committed operations)."""
+    out = []
+    for t in trials:
+        for types in (t.summary.get("messages") or {}).values():
+            m = next((m for m in types.values() if m.get("per_op")), None)
+            if m:
+                out.append(m)
+                break
+    return out
+
+
+def cache_warmup_frame(runs) -> pd.DataFrame:
+    """The datacenter cache's hit rate over the whole of each trial, warm-up included, in the
+    summaries' buckets (``cache.over_time``): whether the cache was warm when the window
+    began. One row per (run, point, trial, system, bucket); ``window_s`` is the warm-up's end."""
+    rows = []
+    for t in trials_of(runs):
+        over = (t.summary.get("cache") or {}).get("over_time")
+        if not over:
+            continue
+        for t_s, rate, n in zip(over["t_s"], over["hit_rate"], over["reads"]):
+            rows.append(t.ids() | {"t_s": t_s, "bucket_s": over["bucket_s"], "hit_rate": rate, "reads": n,
+                                   "window_s": t.config["duration"]["warmup_s"]})
+    return pd.DataFrame(rows)
+
+
 def rounds_frame(runs) -> pd.DataFrame:
     """Read-only transactions by wide-area rounds (0 = all-local), per (run, point, trial,
     system, dc): count and fraction of that trial's transactions in that dc."""

@@ -152,6 +152,8 @@ def summary_table(summaries: list[dict]) -> Table:
         row("writes with a ring down", lambda s: "-" if not rg(s) else pct(rg(s).get("down_ring_write_fraction")))
         row("write completion p50/p99", lambda s: "-" if not rg(s).get("write_completion_ms", {}).get("count") else
             f"{f(rg(s)['write_completion_ms']['p50'])}/{f(rg(s)['write_completion_ms']['p99'])}")
+        row("dependencies per put, mean/p99", lambda s: "-" if not rg(s).get("dependencies_per_put") else
+            f"{rg(s)['dependencies_per_put']['mean']:.2f}/{rg(s)['dependencies_per_put']['p99']}")
         row("invalidations per write", lambda s: "-" if not rg(s).get("invalidations") else
             f"{rg(s)['invalidations']['per_write']:.3f}")
     row("cache hit rate", lambda s: "-" if not s.get("cache") else f"{100 * s['cache']['hit_rate']:.1f}%")

@@ -266,6 +266,21 @@ def cache_hit_rate(intervals: list[Interval], window: tuple[float, float]) -> di
     return {"hit_rate": round(1 - fetches / reads, 6), "nonreplica_key_reads": reads, "remote_fetches": fetches}
 
 
+def cache_hit_rate_over_time(intervals: list[Interval], origin_ms: float, bucket_s: int = 10) -> dict:
+    """The cache hit rate per ``bucket_s`` seconds since ``origin_ms`` over the whole trial
+    (warm-up included, to show when the cache is warm): start of each bucket (s), hit rate
+    and key reads through the cache in it."""
+    bins: dict[int, list[int]] = {}
+    for iv in intervals:
+        if iv.tag == "cache_miss":
+            b = bins.setdefault(int((iv.midpoint_ms - origin_ms) // (1000 * bucket_s)), [0, 0])
+            b[0] += iv.histogram.get_total_count()
+            b[1] += iv.histogram.get_count_at_value(1)
+    keys = sorted(k for k, (n, _) in bins.items() if n)
+    return {"bucket_s": bucket_s, "t_s": [k * bucket_s for k in keys],
+            "hit_rate": [round(1 - bins[k][1] / bins[k][0], 4) for k in keys], "reads": [bins[k][0] for k in keys]}
+
+
 def _share(h: HdrHistogram) -> float | None:
     """The share of 1s among a 0/1 measurement's values."""
     n = h.get_total_count()
@@ -278,13 +293,15 @@ def rings(intervals: list[Interval], window: tuple[float, float]) -> dict | None
     replica there: ``local_access_fraction``) and by each of the first two; per read, the
     share made while the session was restricted to one ring (``restricted_fraction``); per
     write, the share made while a ring was down for the session (``down_ring_write_fraction``);
-    how long writes took to complete in every ring (``write_completion_ms``); and how many
-    puts a ring left unanswered (``propagation_retries``, the whole trial). None for
-    systems that record none of them."""
+    how long writes took to complete in every ring (``write_completion_ms``); the put-after
+    dependencies a put carries, each checked in every ring (``dependencies_per_put``: mean
+    and p99); and how many puts a ring left unanswered (``propagation_retries``, the whole
+    trial). None for systems that record none of them."""
     local = merge(intervals, "access_local", window)
     if not local.get_total_count():
         return None
     completion = merge(intervals, "write_completion", window)
+    deps = merge(intervals, "put_deps", window)
     return {"key_reads": local.get_total_count(),
             "local_access_fraction": _share(local),
             "write_buffer_fraction": _share(merge(intervals, "access_wb", window)),
@@ -297,7 +314,9 @@ def rings(intervals: list[Interval], window: tuple[float, float]) -> dict | None
             # puts a ring left unanswered for an RPC timeout (sent again), in the whole trial:
             # none in a fault-free run that keeps up
             "propagation_retries": merge(intervals, "propagation_retries", None).get_total_count(),
-            "write_completion_ms": latency(completion, (50, 90, 99)) | {"count": completion.get_total_count()}}
+            "write_completion_ms": latency(completion, (50, 90, 99)) | {"count": completion.get_total_count()},
+            "dependencies_per_put": {"mean": round(mean_value(deps), 3), "p99": deps.get_value_at_percentile(99)}
+            if deps.get_total_count() else None}
 
 
 def ring_invalidations(stats: dict, replicas: int) -> dict | None:
@@ -497,6 +516,8 @@ def summarize(logs: dict[str, list[pathlib.Path]], *, system: str, experiment: s
     summary["messages"] = messages(everything + server_intervals, window_ms, committed)
     origin = origin_ms if origin_ms is not None else window_ms[0]
     summary["timeseries"] = timeseries(everything, origin) | {"origin_ms": origin}
+    if summary["cache"] is not None:
+        summary["cache"]["over_time"] = cache_hit_rate_over_time(everything, origin)
     summary["warnings"] = [w for w in [schedule_warning(summary["schedule_lag_ms"], pacing_interval_ms,
                                                          faults=after_ms is not None),
                                         emulation_warning(summary["emulation_lateness_ms"])] if w]

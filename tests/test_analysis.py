@@ -17,6 +17,7 @@ from conftest import ROOT
 RUN = ROOT / "tests" / "fixtures" / "run-analysis"
 SWEEP = ROOT / "tests" / "fixtures" / "run-sweep"
 PARIS = ROOT / "tests" / "fixtures" / "run-paris"
+KARMA = ROOT / "tests" / "fixtures" / "run-karma"  # k2bench run tests/fixtures/karma-analysis.yaml
 
 
 @pytest.fixture(scope="module")
@@ -236,7 +237,7 @@ def test_every_notebook_runs_end_to_end_and_the_report_has_every_figure(tmp_path
     import nbformat
 
     out = tmp_path / "report"
-    assert report.main([str(RUN), str(SWEEP), str(PARIS), "--out", str(out)]) == 0
+    assert report.main([str(RUN), str(SWEEP), str(PARIS), str(KARMA), "--out", str(out)]) == 0
     index = (out / "index.html").read_text()
     records = [json.loads(p.read_text()) for p in (out / "figures").glob("*.json")]
     names = {r["name"] for r in records}
@@ -707,6 +708,37 @@ def test_the_paris_papers_figures_come_from_its_runs():
     fig = figures.latency_vs_throughput(runs)
     assert len(fig.axes) == 2, "one panel per read:write mix"
     assert figures.visibility_cdf(runs) is not None
+
+
+def test_the_karma_papers_figures_pool_the_trials_and_show_their_spread():
+    """Local access, cache miss ratio and restricted share from the trials' merged 0/1
+    counts (each trial's equals its summary's), min and max across trials around them,
+    messages per operation by type, and dependency checks per put."""
+    runs = [load.load_run(KARMA)]
+    frame = load.rings_frame(runs).set_index("system")
+    assert set(frame.index) == {"karma", "cops-pr"} and (frame["trials"] == 2).all()
+    for system, row in frame.iterrows():
+        sums = [json.loads((KARMA / system / f"trial-{n}" / "summary.json").read_text()) for n in (1, 2)]
+        one = load.rings_frame([dataclasses.replace(runs[0], trials=[t for t in runs[0].trials
+                                                                     if t.system == system and t.trial == 1])])
+        assert one["local_access"].iloc[0] == pytest.approx(sums[0]["rings"]["local_access_fraction"], abs=1e-6)
+        assert one["restricted"].iloc[0] == pytest.approx(sums[0]["rings"]["restricted_fraction"], abs=1e-6)
+        per_trial = sorted(s["rings"]["local_access_fraction"] for s in sums)
+        assert (row["local_access_min"], row["local_access_max"]) == pytest.approx(tuple(per_trial), abs=1e-6)
+        assert row["local_access_min"] <= row["local_access"] <= row["local_access_max"]
+        assert row["throughput_ops_per_s"] == pytest.approx(sum(s["throughput_ops_per_s"] for s in sums) / 2, rel=0.01)
+        puts = sum(s["messages"]["wan"]["Put"]["count"] for s in sums)
+        ops = sum(s["messages"]["wan"]["Put"]["count"] / s["messages"]["wan"]["Put"]["per_op"] for s in sums)
+        assert row["msg_per_op:wan:Put"] == pytest.approx(puts / ops, rel=1e-3)
+    karma, cops = frame.loc["karma"], frame.loc["cops-pr"]
+    assert 0 < karma["cache_miss_ratio"] < 1 and pd.isna(cops["cache_miss_ratio"]), "COPS-PR has no cache"
+    assert cops["restricted"] == 0 and karma["local_access"] > cops["local_access"]
+    assert pd.isna(cops.get("msg_per_op:wan:Ping")), "COPS-PR reads its own ring: no latency probes"
+    assert karma["dependencies_per_put"] < cops["dependencies_per_put"]
+    warm = load.cache_warmup_frame(runs)
+    assert set(warm["system"]) == {"karma"} and set(warm["trial"]) == {1, 2} and (warm["window_s"] == 12).all()
+    assert warm["reads"].sum() > 0 and warm["hit_rate"].between(0, 1).all()
+    assert figures.cache_warmup(runs) is not None
 
 
 def test_latency_against_throughput_joins_points_in_order_of_load(monkeypatch):

@@ -181,8 +181,14 @@ def test_a_schedule_lag_p99_beyond_a_threads_interval_is_a_warning(paced_logs, i
 
 
 def test_the_cache_hit_rate_counts_the_clients_reads_in_the_window(paced_logs):
-    s = S.summarize(paced_logs, system="k2", experiment="t", window_ms=WIN)
+    s = S.summarize(paced_logs, system="k2", experiment="t", window_ms=WIN, origin_ms=BASE_MS)
+    over = s["cache"].pop("over_time")
     assert s["cache"] == {"hit_rate": 0.75, "nonreplica_key_reads": 60, "remote_fetches": 15}
+    # over the whole trial, warm-up included: the warm-up's 100 misses and the window's 45 of 60 hits
+    assert over == {"bucket_s": 10, "t_s": [0], "hit_rate": [round(45 / 160, 4)], "reads": [160]}
+    ivs = [iv for ps in paced_logs.values() for p in ps for iv in S.iter_log(p)]
+    fine = S.cache_hit_rate_over_time(ivs, BASE_MS, bucket_s=1)
+    assert fine == {"bucket_s": 1, "t_s": [0, 2, 4], "hit_rate": [0.0, 0.75, 0.75], "reads": [100, 40, 20]}
     everything = S.summarize(paced_logs, system="k2", experiment="t", window_ms=(BASE_MS, BASE_MS + 10_000))
     assert everything["cache"]["remote_fetches"] == 115, "the warm-up's misses are outside the window"
 
@@ -249,7 +255,8 @@ def test_summarize_rederives_the_new_fields_of_an_old_run(tmp_path):
     new = json.loads((run / "k2" / "summary.json").read_text())
     assert new["schedule_lag_ms"]["interval_ms"] == pytest.approx(1000 * 4 / 12, abs=1e-3)  # 4 threads, 12 ops/s
     assert new["replication_pending_at_end"]["total"] == 0 and len(new["replication_pending_at_end"]["by_dc"]) == 6
-    assert new["cache"] == old["cache"] and new["ops"] == old["ops"]
+    assert {k: v for k, v in new["cache"].items() if k != "over_time"} == old["cache"] and new["ops"] == old["ops"]
+    assert sum(new["cache"]["over_time"]["reads"]) >= old["cache"]["nonreplica_key_reads"], "warm-up included"
 
 
 def test_with_faults_the_schedule_warning_names_them_first(paced_logs):

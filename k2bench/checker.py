@@ -216,6 +216,11 @@ def check(ops: list[dict], max_wan_rounds: int | None = None,
                 loaded[k] = max(loaded.get(k, 0), v)
             else:
                 run_writes[k].setdefault(sidx[o["s"]], _Writes()).add(pos[id(o)], v, n)
+    # The load precedes an operation only if the operation began after the load ended (it
+    # does in every run the harness makes; a history that interleaves them is checked
+    # without that order for the operations that overlap it).
+    load_end = max((o["t1"] for o in order if o["op"] == "load"), default=float("-inf"))
+    after_load = np.fromiter((o["op"] != "load" and o["t0"] >= load_end for o in order), dtype=bool, count=n_ops)
 
     for k, reads in key_reads.items():
         writes = key_writes.get(k)
@@ -259,10 +264,11 @@ def check(ops: list[dict], max_wan_rounds: int | None = None,
                     newer = best[0][0]
             report.add(kind, f"read {v} of {k!r}, older than {newer}, which {why}", [reader, other],
                        key=k, read_version=v, newer_version=newer)
-        _overwritten_reads(k, reads, got, newest, run_writes.get(k, {}), writer, order, vc, sidx, pos, op_no, report)
+        _overwritten_reads(k, reads, got, newest, run_writes.get(k, {}), writer, order, vc, sidx, pos, op_no,
+                           after_load, report)
 
     for k, runs in run_writes.items():
-        _writes_below_their_past(k, runs, key_writes[k], loaded.get(k, 0), order, vc, sidx, report)
+        _writes_below_their_past(k, runs, key_writes[k], loaded.get(k, 0), order, vc, sidx, after_load, report)
 
     # A read-write transaction commits above every version it read (it causally follows them).
     for o in order:
@@ -299,7 +305,9 @@ def check(ops: list[dict], max_wan_rounds: int | None = None,
     return {
         "checked": {"ops": len(ops), "committed_ops": n_ops, "sessions": len(sessions), "reads": reads_checked,
                     "writes": len(writer), "failed_ops": len(ops) - len(ok_ops),
-                    "reads_of_unacknowledged_writes": unknown_reads},
+                    "reads_of_unacknowledged_writes": unknown_reads,
+                    # operations that began before the load ended: the load is not their initial state
+                    "ops_before_load_end": int(n_ops - int(after_load.sum()) - sum(o["op"] == "load" for o in order))},
         "guarantees": ["atomic-visibility", "causality", "read-your-writes", "monotonic-reads", "no-lost-writes"]
         + ([f"at-most-{max_wan_rounds}-wan-rounds"] if claimed else []),
         "round_claim": {"max_wan_rounds": max_wan_rounds,
@@ -356,10 +364,12 @@ def _latest_before(runs: dict[int, "_Writes"], readers: np.ndarray, reader_sessi
         yield s, np.searchsorted(np.asarray(w.positions), bound, side="right") - 1
 
 
-def _overwritten_reads(k, reads, got, newest, runs, writer, order, vc, sidx, pos, op_no, report) -> None:
+def _overwritten_reads(k, reads, got, newest, runs, writer, order, vc, sidx, pos, op_no, after_load,
+                       report) -> None:
     """Reads of ``k`` that return a value W although a write W' with W -> W' causally precedes
-    the read (W loaded: every run write follows it), W' having the lower version, so that the
-    version order does not show it (reads it does show are flagged already)."""
+    the read (W loaded: every run write that began after the load follows it), W' having the
+    lower version, so that the version order does not show it (reads it does show are
+    flagged already)."""
     if not runs:
         return
     cand = np.nonzero((newest <= got) & (got > 0))[0]
@@ -377,7 +387,7 @@ def _overwritten_reads(k, reads, got, newest, runs, writer, order, vc, sidx, pos
     for s, idx in _latest_before(runs, readers, reader_sessions, vc):
         ops = np.asarray(runs[s].ops, dtype=np.int64)[np.maximum(idx, 0)]
         # A session's latest write before the reader follows W if any of its earlier ones does.
-        follows = (idx >= 0) & (ops != w_op) & (w_loaded | (vc[ops, w_sess] >= w_pos))
+        follows = (idx >= 0) & (ops != w_op) & ((w_loaded & after_load[ops]) | (vc[ops, w_sess] >= w_pos))
         lost_by = np.where((lost_by < 0) & follows, ops, lost_by)
     for j in np.nonzero(lost_by >= 0)[0]:
         n, v = reads[cand[j]]
@@ -388,17 +398,18 @@ def _overwritten_reads(k, reads, got, newest, runs, writer, order, vc, sidx, pos
                    [order[n], later, w], key=k, read_version=v, newer_version=later["w"][k])
 
 
-def _writes_below_their_past(k, runs, all_writes, loaded_version, order, vc, sidx, report) -> None:
+def _writes_below_their_past(k, runs, all_writes, loaded_version, order, vc, sidx, after_load, report) -> None:
     """Run writes of ``k`` whose version is below a version of ``k`` in their causal past (the
-    loaded version precedes every one): last-writer-wins drops them. A read-write transaction
-    that read ``k`` is left to its own check (it must commit above what it read)."""
+    loaded version precedes every one that began after the load): last-writer-wins drops
+    them. A read-write transaction that read ``k`` is left to its own check (it must commit
+    above what it read)."""
     ns = np.array([n for w in runs.values() for n in w.ops
                    if not (order[n]["op"] == "rwt" and k in (order[n].get("r") or {}))], dtype=np.int64)
     if not len(ns):
         return
     mine = np.array([order[n]["w"][k] for n in ns], dtype=np.int64)
     sessions = np.array([sidx[order[n]["s"]] for n in ns], dtype=np.int64)
-    past = np.full(len(ns), loaded_version, dtype=np.int64)
+    past = np.where(after_load[ns], loaded_version, -1).astype(np.int64)
     holder = np.full(len(ns), -1, dtype=np.int64)  # -1: the load
     for s, run in all_writes.items():
         bound = vc[ns, s] - (sessions == s)

@@ -233,6 +233,18 @@ def test_a_write_below_a_version_it_causally_follows_is_lost():
     assert listed["read"]["read_version"] == 300 and listed["read"]["newer_version"] == 200
 
 
+def test_the_load_is_the_initial_state_only_of_what_began_after_it():
+    h = H()
+    early = h.write(1, "x", 50)  # overlaps the load: it may be older than the loaded value
+    h.load(9000, x=100)
+    early["t1"] = h.ops[-1]["t1"] + 1
+    h.rot(1, x=100)
+    r = h.check()
+    assert r["violations"]["count"] == 0 and r["checked"]["ops_before_load_end"] == 1
+    h.write(2, "x", 60)  # began after the load: below it, lost
+    assert kinds(h.check()) == {"lost-write": 1}
+
+
 def test_a_write_above_what_it_follows_is_not_lost(h):
     h.write(1, "x", 300)
     h.rot(2, x=300)

@@ -124,8 +124,8 @@ final class KarmaClient implements KvClient {
    * reads in flight.
    */
   private final LinkedHashSet<Dep> readsSincePut = new LinkedHashSet<>();
-  /** The {@link #seq} of the session's last read from a ring or cache. */
-  private long lastRingReadSeq;
+  /** The largest version the session has read from a ring or cache. */
+  private long maxReadVersion;
   /** The session's newest put. */
   private Entry lastPut;
   /** The notify-after on its way, if any: completes true if it lifted the restrictions before it. */
@@ -327,17 +327,19 @@ final class KarmaClient implements KvClient {
   }
 
   /**
-   * Whether an own write may be read from the WB alone: only if the session has read nothing
-   * from a ring or cache since writing it. A read there may have brought into the session's
-   * causal past a concurrent write of the same key with a larger version (a value whose
-   * writer read it), which wins everywhere (last writer wins) and which the ring then holds:
-   * the WB's older value would break causality (the checker found it on hot keys with puts
-   * held up in the queues). Then the key is read from the ring too and the newer version
-   * returned. The paper's WB check (§4.1.2) has only the ring-restriction rule.
+   * Whether an own write may be read from the WB alone (§4.1.2: gets look in the WB first):
+   * unless the session has since read a version above the write's. Such a read may have
+   * brought into the session's causal past a concurrent write of the same key with a larger
+   * version, which wins everywhere (last writer wins) and which the ring then holds: the
+   * WB's older value would break causality (the checker found it on hot keys with puts held
+   * up in the queues). Then the key is read from the ring too and the newer version
+   * returned. Exact because a version is above every version in its causal past (the
+   * stamp follows everything its writer read), so reads of lower versions cannot carry a
+   * newer write of the key. The paper's WB check has only the ring-restriction rule.
    */
   private boolean ownAlone(Entry e) {
     synchronized (state) {
-      return e.seq > lastRingReadSeq;
+      return e.version >= maxReadVersion;
     }
   }
 
@@ -499,8 +501,10 @@ final class KarmaClient implements KvClient {
 
   /** A value read at a ring: an in-flight one restricts the session to that ring (§4.2). */
   private void read(RingValue v, int ring) {
+    ep.clock().observeTimestamp(v.getVersion()); // the session's next stamp is above what it read
     synchronized (state) {
-      lastRingReadSeq = ++seq;
+      ++seq; // orders this read against the session's puts and notify-afters (restrictions)
+      maxReadVersion = Math.max(maxReadVersion, v.getVersion());
       if (mode == Mode.COPS_PR) {
         // COPS's never-depend rule (Lloyd et al., "Don't Settle for Eventual", SOSP 2011,
         // §5.1, client metadata collection): a version known to be in every ring (its
@@ -531,14 +535,14 @@ final class KarmaClient implements KvClient {
     if (closed) {
       throw new OperationFailedException("session closed", null);
     }
-    probe();
+    long version;
     synchronized (state) {
       awaitRoom(key);
       if (closed) {
         throw new OperationFailedException("session closed", null);
       }
       ProcessMetrics.record("write_ring_down", anyDown(System.currentTimeMillis()) ? 1 : 0);
-      long version = stamp();
+      version = stamp();
       List<Dep> deps = new ArrayList<>();
       if (mode == Mode.COPS_PR) {
         if (!Mutants.active(Mutants.COPS_PR_NO_PUT_AFTER)) {
@@ -554,8 +558,9 @@ final class KarmaClient implements KvClient {
       wb.put(key, e);
       lastPut = e;
       enqueue(e);
-      return new WriteResult(version, 0);
     }
+    probe(); // after the stamp: a probe's answer says nothing of what the session follows
+    return new WriteResult(version, 0);
   }
 
   /**
@@ -854,7 +859,7 @@ final class KarmaClient implements KvClient {
   /** Every ring has the entry (§4.1.2 write completion). Holds {@link #state}. */
   private void completed(Entry e) {
     incomplete--;
-    for (int r = 0; r < queues.length; r++) { // Karma: lifts restrictions; COPS-PR: never-depend
+    for (int r = 0; r < queues.length; r++) { // the MMs clear the in-flight mark (readers' restrictions; never-depend)
       ep.send(rings.serverInRing(r, e.key), Stable.newBuilder().setKey(e.key).setVersion(e.version).build());
     }
     wb.remove(e.key, e);

@@ -7,6 +7,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import org.k2bench.core.api.ServerOptions;
+import org.k2bench.core.clock.LamportClock;
 import org.k2bench.core.data.Dep;
 import org.k2bench.core.data.Row;
 import org.k2bench.core.server.ServerActor;
@@ -163,7 +164,19 @@ final class KarmaServer extends ServerActor {
   private RingValue newest(String key) {
     MultiVersionStore.Version<Row> v = store.latestForFirstRound(key);
     return RingValue.newBuilder().setKey(key).setVersion(v.version()).setEvt(v.evt())
-        .setLvt(Math.max(clock.now(), v.evt())).setValue(v.value()).setInFlight(isInFlight(key)).build();
+        .setLvt(Math.max(present(), v.evt())).setValue(v.value()).setInFlight(isInFlight(key)).build();
+  }
+
+  /**
+   * The server's time, caught up with the physical clock first: puts carry hybrid versions
+   * (KarmaClient.stamp), so their EVTs follow wall time, and a newest version's LVT (valid
+   * until now, §4.5 after Eiger) must too, or a get-transaction mixing a recent put with a
+   * key of a quiet server takes a needless second round. Catching up is a Lamport receive
+   * of the wall time: every later EVT here stays above the LVT given.
+   */
+  private long present() {
+    clock.observeCounter(LamportClock.hybridCounter(System.currentTimeMillis()));
+    return clock.now();
   }
 
   /**
@@ -173,7 +186,7 @@ final class KarmaServer extends ServerActor {
    * is not the newest keeps the mark).
    */
   private boolean isInFlight(String key) {
-    return inFlight.containsKey(key) && !Mutants.active(Mutants.KARMA_NO_RESTRICTIONS);
+    return inFlight.containsKey(key) && !(mode == Mode.KARMA && Mutants.active(Mutants.KARMA_NO_RESTRICTIONS));
   }
 
   private void onRingRead(Incoming m, RingRead req) {
@@ -460,14 +473,14 @@ final class KarmaServer extends ServerActor {
         inv.outstanding++;
         count("invalidations_sent");
         // the lease and 1% plus 10 ms more: the cache measures it on a clock of its own
-        invalidate(c.getKey(), key, leaseNanos == 0 ? 0 : c.getValue() + leaseNanos + leaseNanos / 100 + 10_000_000L);
+        invalidate(c.getKey(), key, c.getValue() + leaseNanos + leaseNanos / 100 + 10_000_000L);
       }
     }
   }
 
   /**
    * Invalidates a cache's copy, asking again until it answers or its lease has ended
-   * ({@code leaseEndsNanos} 0: no lease, until it answers): a put is complete in this ring
+   * (without leases, until it answers): a put is complete in this ring
    * only when no cache can serve an older value (§4.3).
    */
   private void invalidate(int cacheServer, String key, long leaseEndsNanos) {
@@ -489,7 +502,7 @@ final class KarmaServer extends ServerActor {
         }
       }
     };
-    if (leaseEndsNanos != 0) {
+    if (leaseNanos > 0) {
       long leftMs = Math.max(0, (leaseEndsNanos - System.nanoTime() + 999_999) / 1_000_000);
       leaseTimer[0] = later(leftMs, () -> {
         if (!done[0]) {

@@ -28,12 +28,15 @@ final class LatencyMonitor {
   private final long periodMs;
   private final double[] rttMs;
   private final long[] lastProbeMs;
+  /** When a read last failed at each datacenter: a probe sent before that says nothing newer. */
+  private final long[] failedAtMs;
 
   private LatencyMonitor(Topology topology, int dc, long periodMs) {
     this.topology = topology;
     this.periodMs = periodMs;
     this.rttMs = new double[topology.numDcs()];
     this.lastProbeMs = new long[topology.numDcs()];
+    this.failedAtMs = new long[topology.numDcs()];
     for (int d = 0; d < rttMs.length; d++) {
       rttMs[d] = d == dc ? 0 : topology.rttMs(dc, d); // the matrix until measured
     }
@@ -58,6 +61,7 @@ final class LatencyMonitor {
   /** A read at a datacenter failed: avoid it until a probe answers. */
   synchronized void unreachable(int toDc) {
     rttMs[toDc] = UNREACHABLE_MS;
+    failedAtMs[toDc] = System.currentTimeMillis();
   }
 
   /**
@@ -83,6 +87,9 @@ final class LatencyMonitor {
               return;
             }
             synchronized (this) {
+              if (error == null && now < failedAtMs[to]) {
+                return; // answered, but sent before a read there failed: keep avoiding it
+              }
               rttMs[to] = error != null ? UNREACHABLE_MS
                   : rttMs[to] >= UNREACHABLE_MS ? nanos / 1e6 : 0.3 * rttMs[to] + 0.7 * (nanos / 1e6);
             }

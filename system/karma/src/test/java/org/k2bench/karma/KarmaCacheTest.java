@@ -96,6 +96,8 @@ class KarmaCacheTest extends KarmaClusterTest {
    * reaches CA's cache while it waits, as another ring's replica would send it; returns
    * whether the cache kept the value.
    */
+  private int nextProbeId;
+
   private boolean keptAFillInvalidatedWhileOutstanding(String prefix) throws Exception {
     String x = key(prefix + "-x", VA, TYO);
     KarmaClient writer = client(LDN, 20);
@@ -103,7 +105,7 @@ class KarmaCacheTest extends KarmaClusterTest {
     assertTrue(writer.drain(5_000));
     Clusters.sleep(100); // stable at VA
     int home = rings.serverFor(CA, x);
-    org.k2bench.core.transport.Endpoint ep = cluster.transport().openClient(60_000 + prefix.length(), CA,
+    org.k2bench.core.transport.Endpoint ep = cluster.transport().openClient(60_000 + nextProbeId++, CA,
         Runnable::run, m -> { });
     try {
       cluster.transport().links().setExtraDelayMs(VA, CA, 300);

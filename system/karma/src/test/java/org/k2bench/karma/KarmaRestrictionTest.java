@@ -281,11 +281,15 @@ class KarmaRestrictionTest extends KarmaClusterTest {
     KarmaClient reader = client(SG, 600_000);
     assertEquals(rings.ringOf(SG), reader.nearestRingFor(List.of(x, y)), "the transaction reads ring 1");
     long secondRounds = cluster.stat(SG, "ring_reads_at");
+    long firstRounds = cluster.stat(SG, "ring_reads");
     cluster.transport().links().setExtraDelayMs(SG, TYO, 300);
     ReadResult[] r = new ReadResult[1];
     Thread t = new Thread(() -> r[0] = reader.readTxn(List.of(x, y)));
     t.start();
-    Clusters.sleep(20); // x's first round is answered; y's request is on its way
+    long deadline = System.currentTimeMillis() + 5_000;
+    while (cluster.stat(SG, "ring_reads") == firstRounds && System.currentTimeMillis() < deadline) {
+      Clusters.sleep(1); // until SG answered x's first round; y's request is on its way
+    }
     writer.write(x, row("new"));
     writer.write(y, row("new"));
     t.join(5_000);
@@ -312,6 +316,36 @@ class KarmaRestrictionTest extends KarmaClusterTest {
     });
     assertEquals("new", got[1]);
     assertEquals("old", got[0], "x from before y's writer wrote it");
+  }
+
+  /**
+   * §4.1.2: a get looks in the WB first. S (CA) puts x, whose rings CA reaches 1 s late, then
+   * reads y, a stable value older than the put, at CA's own replica: the get of x that follows
+   * is served from the WB, in well under the slowed round trip (a rule that sent every get
+   * after a ring read to the ring took 2 s here).
+   */
+  @Test
+  void anOwnWriteIsReadFromTheWriteBufferAfterReadsOfOlderValues() {
+    String y = key("wb-y", CA, TYO);
+    String x = key("wb-x", LDN, TYO);
+    KarmaClient other = (KarmaClient) cluster.client(VA);
+    other.write(y, row("y"));
+    assertTrue(other.drain(5_000));
+    Clusters.sleep(100); // y is stable at CA
+    KarmaClient s = client(CA, 600_000);
+    Clusters.slowLink(cluster, CA, LDN, 1_000);
+    Clusters.slowLink(cluster, CA, TYO, 1_000);
+    long mine = s.write(x, row("mine")).version();
+    assertEquals("y", str(s.readTxn(List.of(y)).rows().get(y)));
+    long start = System.nanoTime();
+    ReadResult r = s.readTxn(List.of(x));
+    long tookMs = (System.nanoTime() - start) / 1_000_000;
+    assertEquals(mine, r.versions().get(x));
+    assertEquals(0, r.wanRounds());
+    assertTrue(tookMs < 500, "served from the WB, not the slowed rings: " + tookMs + " ms");
+    Clusters.slowLink(cluster, CA, LDN, 0);
+    Clusters.slowLink(cluster, CA, TYO, 0);
+    assertTrue(s.drain(5_000));
   }
 
   /**

@@ -298,7 +298,7 @@ CLAIMS: list[tuple[Claim, object]] = [
            systems=("k2", "rad")), _rad_write("wot_p50_ms", 201)),
     (Claim("K2 staleness", "p50 0 ms, p75 <= 105 ms, p99 516-1117 ms (0.1-5% writes)", WRITES_01_TO_5, False,
            "p50 checked; p75 and p99 not: they grow as the hottest keys are written less often, and the "
-           "paper's ~20k ops/s rewrote each of its 10 hottest keys ~28 times/s (README \"Freshness\")",
+           "paper's ~20k ops/s rewrote each of its 10 hottest keys ~28 times/s (docs/freshness.md)",
            systems=("k2",)), _k2_staleness),
 ]
 CHECKS = {c.what: fn for c, fn in CLAIMS}  # by claim, for tests and notebooks

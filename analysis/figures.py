@@ -267,8 +267,8 @@ def transactions_table(runs) -> pd.DataFrame:
 
 def freshness_vs_write_rate(runs) -> plt.Figure:
     """Staleness and snapshot lag (left) and the all-local fraction (right) against the
-    write rate of the hottest keys, one marker per run point, K2 and PaRiS* (README
-    "Freshness")."""
+    write rate of the hottest keys, one marker per run point, K2 and PaRiS*
+    (docs/freshness.md)."""
     data = load.freshness_frame(runs)
     data = data[data["hot_key_writes_per_s"].notna()] if not data.empty else data
     if data.empty:

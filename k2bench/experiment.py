@@ -40,7 +40,7 @@ def _place_objective(v: str) -> str | None:
 # (besides -Xmx from heap_mb): C1 only.
 # Runs here are minutes long on 2 cores, and C2's compiler threads took more CPU than
 # all of a server's protocol and I/O threads together; C1 code starts fast enough (see
-# the README's Experiments section for the figures). Profilers and GC choices go here too, e.g. -XX:+UseZGC.
+# docs/throughput.md for the figures). Profilers and GC choices go here too, e.g. -XX:+UseZGC.
 DEFAULT_JVM_ARGS = ("-XX:TieredStopAtLevel=1",)
 # the one server JVM of a machine (server.processes: per_host): C2, and ZGC with a collection
 # at least every 5 s (server_jvm_args)

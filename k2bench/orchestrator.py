@@ -1,7 +1,7 @@
 """Runs an experiment: for every sweep point, system and trial, start the server JVM(s)
 (server.processes: one for the machine by default), wait until they listen, measure the RTT matrix, load the keys, run the
 clients through warm-up, measurement and cool-down, stop everything by pid, and derive the
-summary from the clients' raw logs. Writes the run directory (README, "The run directory").
+summary from the clients' raw logs. Writes the run directory (docs/running.md, "The run directory").
 
 Teardown is guaranteed (ExitStack): on Ctrl-C, SIGTERM, a crashed process or any error,
 every started process is stopped, the manifest says how the run ended, and the caller

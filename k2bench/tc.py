@@ -1,4 +1,4 @@
-"""The per-host tc script that emulates WAN latency on a cluster (README, "Real clusters").
+"""The per-host tc script that emulates WAN latency on a cluster (docs/clusters.md).
 
 A pure function of (inventory, RTT matrix, host): on the interface that holds the host's
 private address, an HTB root with one class per peer datacenter, each with a netem leaf

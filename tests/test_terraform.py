@@ -34,7 +34,7 @@ TERRAFORM = shutil.which("terraform")
 # module@version` refuses; 1.5 is all these configurations need.
 TERRAFORM_BUILD = "go install github.com/hashicorp/terraform@v1.8.5"
 
-# The paper's six regions (README, "Real clusters").
+# The paper's six regions (docs/clusters.md).
 SPEC_REGIONS = {"VA": "us-east-1", "CA": "us-west-1", "SP": "sa-east-1", "LDN": "eu-west-2",
                 "TYO": "ap-northeast-1", "SG": "ap-southeast-1"}
 

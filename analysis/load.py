@@ -723,13 +723,17 @@ def rings_frame(runs) -> pd.DataFrame:
                "write_completion_p50_ms": completion["p50"], "write_completion_p99_ms": completion["p99"],
                "dependencies_per_put": deps.get_mean_value() if deps.get_total_count() else None}
         for name, tag in RING_SHARES.items():
-            row[name] = _share_of_ones(_everywhere(ts, tag))
-            per = [v for v in (_share_of_ones(_everywhere([t], tag)) for t in ts) if v is not None]
+            each = [_everywhere([t], tag) for t in ts]
+            pooled_counts = new_histogram()
+            for h in each:
+                pooled_counts.add(h)
+            row[name] = _share_of_ones(pooled_counts)
+            per = [v for v in map(_share_of_ones, each) if v is not None]
             row[f"{name}_min"], row[f"{name}_max"] = (min(per), max(per)) if per else (None, None)
         tps = [v for v in (trial_throughput(t) for t in ts) if v is not None]
         row["throughput_ops_per_s"] = sum(tps) / len(tps) if tps else None
         row["throughput_ops_per_s_min"], row["throughput_ops_per_s_max"] = (min(tps), max(tps)) if tps else (None,) * 2
-        ops = sum(c["count"] / c["per_op"] for c in _first_messages(ts))
+        ops = sum(trial_throughput(t) * t.measured_s for t in ts)  # committed, as summaries' per_op counts them
         counts: dict[str, int] = {}
         for t in ts:
             for cls, types in (t.summary.get("messages") or {}).items():
@@ -739,18 +743,6 @@ def rings_frame(runs) -> pd.DataFrame:
             row[f"msg_per_op:{name}"] = n / ops if ops else None
         rows.append(row)
     return pd.DataFrame(rows)
-
-
-def _first_messages(trials) -> list[dict]:
-    """One message figure per trial (count and per_op give the trial's committed operations)."""
-    out = []
-    for t in trials:
-        for types in (t.summary.get("messages") or {}).values():
-            m = next((m for m in types.values() if m.get("per_op")), None)
-            if m:
-                out.append(m)
-                break
-    return out
 
 
 def cache_warmup_frame(runs) -> pd.DataFrame:
@@ -792,7 +784,7 @@ def staleness_frame(runs) -> pd.DataFrame:
 def freshness_frame(runs, hot_keys: int = 10) -> pd.DataFrame:
     """Per (run, point, trial, system) of systems that read past snapshots (K2, PaRiS*):
     the write rate of the hottest keys (``hot_key_writes_per_s``), throughput, staleness and
-    snapshot lag percentiles and the all-local fraction (README "Freshness")."""
+    snapshot lag percentiles and the all-local fraction (docs/freshness.md)."""
     frame = summary_frame(runs)
     if frame.empty:
         return frame

@@ -230,11 +230,8 @@ def check(ops: list[dict], max_wan_rounds: int | None = None,
         got = np.fromiter((v for _, v in reads), dtype=np.int64, count=len(reads))
         newest = np.full(len(reads), -1, dtype=np.int64)  # newest causally preceding version of k
         reader_sessions = np.fromiter((sidx[order[n]["s"]] for n, _ in reads), dtype=np.int64, count=len(reads))
-        for s, run in writes.items():
-            # A read-write transaction's own writes come after its reads: in its own session
-            # only the operations before it count.
-            bound = vc[readers, s] - (reader_sessions == s)
-            idx = np.searchsorted(np.asarray(run.positions), bound, side="right") - 1
+        for s, idx in _latest_before(writes, readers, reader_sessions, vc):
+            run = writes[s]
             vals = np.where(idx >= 0, np.asarray(run.maxima, dtype=np.int64)[np.maximum(idx, 0)], -1)
             np.maximum(newest, vals, out=newest)
         for j in np.nonzero(newest > got)[0]:
@@ -356,9 +353,11 @@ class _Writes:
         self.ops.append(op)
 
 
-def _latest_before(runs: dict[int, "_Writes"], readers: np.ndarray, reader_sessions: np.ndarray, vc: np.ndarray):
-    """Per session, the latest of its writes that causally precedes each reader (an op's own
-    writes come after its reads): (session, index into its writes or -1) pairs."""
+def _latest_before(runs: dict, readers: np.ndarray, reader_sessions: np.ndarray, vc: np.ndarray):
+    """Per session of ``runs`` (its writes of a key, in session order: ``_Writes`` or
+    ``_Running``), the latest of them that causally precedes each of ``readers`` (a
+    read-write transaction's own writes come after its reads: in its own session only the
+    operations before it count): (session, index into its writes or -1) pairs."""
     for s, w in runs.items():
         bound = vc[readers, s] - (reader_sessions == s)
         yield s, np.searchsorted(np.asarray(w.positions), bound, side="right") - 1
@@ -411,9 +410,8 @@ def _writes_below_their_past(k, runs, all_writes, loaded_version, order, vc, sid
     sessions = np.array([sidx[order[n]["s"]] for n in ns], dtype=np.int64)
     past = np.where(after_load[ns], loaded_version, -1).astype(np.int64)
     holder = np.full(len(ns), -1, dtype=np.int64)  # -1: the load
-    for s, run in all_writes.items():
-        bound = vc[ns, s] - (sessions == s)
-        idx = np.searchsorted(np.asarray(run.positions), bound, side="right") - 1
+    for s, idx in _latest_before(all_writes, ns, sessions, vc):
+        run = all_writes[s]
         vals = np.where(idx >= 0, np.asarray(run.maxima, dtype=np.int64)[np.maximum(idx, 0)], -1)
         ops = np.asarray(run.holders, dtype=np.int64)[np.maximum(idx, 0)]
         better = vals > past

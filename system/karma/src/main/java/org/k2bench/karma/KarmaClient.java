@@ -578,8 +578,7 @@ final class KarmaClient implements KvClient {
     if (Mutants.active(Mutants.KARMA_LAMPORT_VERSIONS)) {
       return ep.clock().nextTimestamp();
     }
-    long counter = ep.clock().observeCounter(LamportClock.hybridCounter(System.currentTimeMillis()));
-    return LamportClock.timestamp(counter, ep.clock().nodeId());
+    return LamportClock.timestamp(ep.clock().observeWallClock(), ep.clock().nodeId());
   }
 
   /**

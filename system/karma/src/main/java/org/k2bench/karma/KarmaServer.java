@@ -7,7 +7,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import org.k2bench.core.api.ServerOptions;
-import org.k2bench.core.clock.LamportClock;
 import org.k2bench.core.data.Dep;
 import org.k2bench.core.data.Row;
 import org.k2bench.core.server.ServerActor;
@@ -175,7 +174,7 @@ final class KarmaServer extends ServerActor {
    * of the wall time: every later EVT here stays above the LVT given.
    */
   private long present() {
-    clock.observeCounter(LamportClock.hybridCounter(System.currentTimeMillis()));
+    clock.observeWallClock();
     return clock.now();
   }
 

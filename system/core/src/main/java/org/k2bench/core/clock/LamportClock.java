@@ -104,6 +104,14 @@ public final class LamportClock {
     return advanced(counter.accumulateAndGet(remoteCounter, (mine, theirs) -> Math.max(Math.max(mine, theirs) + 1, f)));
   }
 
+  /**
+   * Receive rule for the wall clock: catches a Lamport clock up with wall time, as a hybrid
+   * one always is (Karma's hybrid put versions), and returns the new counter.
+   */
+  public long observeWallClock() {
+    return observeCounter(hybridCounter(System.currentTimeMillis()));
+  }
+
   /** Wakes a sleeping sampler at the next advance ({@code null}: no longer). */
   void watch(Thread sampler) {
     watcher = sampler;

@@ -451,7 +451,11 @@ def transactions_frame(runs) -> pd.DataFrame:
             "throughput_ops_per_s": committed / t.measured_s if t.measured_s else None,
             "rwt_remote_fraction": (1 - wan.get("0", 0) / sum(wan.values())) if wan and sum(wan.values()) else None,
             "visibility_p50_ms": vis.get("p50"), "visibility_p99_ms": vis.get("p99"),
+            # BPR's as its authors' code records it (a read's snapshot first covers the update)
+            "visibility_at_read_p50_ms": (vis.get("at_read") or {}).get("p50"),
+            "visibility_at_read_p99_ms": (vis.get("at_read") or {}).get("p99"),
             "reads_blocked_share": blocked.get("blocked_share"),
+            "blocked_read_cpu_us": (blocked.get("cpu_us_per_blocked_read") or {}).get("mean"),
             "read_phase_blocked_mean_ms": phase.get("mean"), "read_phase_blocked_p99_ms": phase.get("p99"),
             **{f"bytes_share_{k.replace(' ', '_').replace('-', '_').lower()}": (v / total if total else None)
                for k, v in sorted(sent.items())},
@@ -633,11 +637,12 @@ def pooled(trials) -> dict:
     wot, write = latency(merged_of(trials, "wot"), (50, 99)), latency(merged_of(trials, "write"), (50, 99))
     rwt = merged_of(trials, "rwt")
     rw = latency(rwt, (50, 99))
-    vis = new_histogram()
+    vis, at_read = new_histogram(), new_histogram()
     for t in trials:
         if "visibility_ms" in t.summary:  # the systems that record it (their servers' logs)
             vis.add(t.server_merged("visibility:"))
-    v = latency(vis, (50, 99))
+            at_read.add(t.server_merged("visibility_at_read:"))
+    v, va = latency(vis, (50, 99)), latency(at_read, (50, 99))
     phase = merged_of(trials, "read_phase_blocked")
     for t in trials:
         if "read_blocked_ms" in t.summary:  # BPR: clients inside the server JVM record into its log
@@ -652,6 +657,7 @@ def pooled(trials) -> dict:
         "wot_p50_ms": wot["p50"], "wot_p99_ms": wot["p99"], "write_p50_ms": write["p50"], "write_p99_ms": write["p99"],
         "rwt_count": rwt.get_total_count(), "rwt_mean_ms": rw["mean"], "rwt_p50_ms": rw["p50"], "rwt_p99_ms": rw["p99"],
         "visibility_p50_ms": v["p50"], "visibility_p99_ms": v["p99"],
+        "visibility_at_read_p50_ms": va["p50"], "visibility_at_read_p99_ms": va["p99"],
         "read_phase_blocked_mean_ms": _ms_mean(phase),
         "throughput_ops_per_s": sum(tps) / len(tps) if tps else None,
     }

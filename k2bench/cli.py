@@ -346,7 +346,8 @@ def cmd_systems(args) -> int:
               + ("" if s.get("write_only_transactions", True) else "; no write-only transactions")
               + ("" if s.get("message_loss", True) else "; needs reliable channels (no partition with mode: drop)"))
         for o in s.get("options", []):
-            bounds = "" if o["type"] == "boolean" else f", {o['min']}..{o['max']}"
+            bounds = ("" if o["type"] == "boolean" else f", one of {' | '.join(o['choices'])}" if o["type"] == "choice"
+                      else f", {o['min']}..{o['max']}")
             print(f"  server.options.{name}.{o['name']}: {o['type']}, default {o['default']}{bounds}: {o['description']}")
     return 0
 

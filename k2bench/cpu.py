@@ -27,6 +27,7 @@ _RULES = [
     (PROTOCOL, re.compile(r"^srv-\d+-|^(?!k2bench-)[a-z0-9-]+-server-\d+$|^(?!k2bench-)[a-z0-9-]{10,}-serv")),
     ("transport (gRPC/Netty)", re.compile(r"^(k2b-io|k2b-accept|grpc-|epollEventLoop|nioEventLoop)")),
     ("WAN dispatchers", re.compile(r"^k2b-wan")),
+    ("BPR blocked-read threads", re.compile(r"^k2b-bpr-wait")),
     ("client threads (YCSB, workload, history, histograms)", re.compile(r"^(Thread-\d+|ClientThread|k2b-client)")),
     ("GC", re.compile(r"^(GC Thread|G1 |ZWorker|ZDriver|ZDirector|ZStat|ZUnmapper|ZUncommit|VM Thread|"
                       r"Parallel GC|PS |Conc#|ConcGC|GC-)")),

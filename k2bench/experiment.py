@@ -101,6 +101,10 @@ SCHEMA: dict[str, dict[str, tuple]] = {
         # datacenter with probability local_fraction (its local-DC:multi-DC ratio)
         "partitions_per_op": (int, 0, _NONNEG),
         "local_fraction": (float, 0.95, _FRACTION),
+        # where a multi-DC operation's partitions are: alternate (local and remote in turn from a
+        # local one, its writes too, as the PaRiS authors' generator) or uniform (from all)
+        "multi_dc_partitions": (str, "alternate", lambda v: None if v in ("alternate", "uniform")
+                                else "must be alternate or uniform"),
         # per-datacenter hot sets: each key draw is, with this probability, from the client's
         # datacenter's own popularity order (the global one shifted by dc x keys / D ids), so
         # that where keys are placed matters (latency-aware placement; k2bench place)
@@ -264,8 +268,8 @@ def _typed(field: str, value: Any, typ: type) -> Any:
 
 
 def _system_options(field: str, value: Any) -> dict:
-    """{system: {option: number or bool}}: the shape only; names and ranges are the systems'
-    (orchestrator.check_system_options)."""
+    """{system: {option: number, bool or a choice's name}}: the shape only; names, ranges and
+    choices are the systems' (orchestrator.check_system_options)."""
     if not isinstance(value, dict):
         raise ConfigError(field, f"must be a mapping system: {{option: value}}, got {value!r}")
     out = {}
@@ -273,8 +277,8 @@ def _system_options(field: str, value: Any) -> dict:
         if not isinstance(opts, dict):
             raise ConfigError(f"{field}.{system}", f"must be a mapping option: value, got {opts!r}")
         for name, v in opts.items():
-            if not isinstance(v, (int, float, bool)):
-                raise ConfigError(f"{field}.{system}.{name}", f"must be a number or true/false, got {v!r}")
+            if not isinstance(v, (int, float, bool, str)):
+                raise ConfigError(f"{field}.{system}.{name}", f"must be a number, true/false or a name, got {v!r}")
         out[str(system)] = {str(k): v for k, v in opts.items()}
     return out
 

@@ -279,7 +279,7 @@ def placements(env: Env, exp: dict) -> dict[tuple[str, str], dict]:
 
 
 def option_text(value) -> str:
-    """A system option's value as the launcher reads it (true/false, or a number)."""
+    """A system option's value as the launcher reads it (true/false, a number, or a choice's name)."""
     return ("true" if value else "false") if isinstance(value, bool) else str(value)
 
 
@@ -302,7 +302,11 @@ def check_system_options(env: Env, cfg: dict) -> None:
                 if not isinstance(value, bool):
                     raise ConfigError(f"{field}.{name}", f"must be true or false, got {value!r}")
                 continue
-            if isinstance(value, bool) or not math.isfinite(value) or (o["type"] == "integer" and value != int(value)):
+            if o["type"] == "choice":
+                if value not in o["choices"]:
+                    raise ConfigError(f"{field}.{name}", f"must be one of {', '.join(o['choices'])}, got {value!r}")
+                continue
+            if isinstance(value, (bool, str)) or not math.isfinite(value) or (o["type"] == "integer" and value != int(value)):
                 raise ConfigError(f"{field}.{name}", f"must be {'a whole number' if o['type'] == 'integer' else 'a number'}, "
                                   f"got {value!r}")
             if not float(o["min"]) <= float(value) <= float(o["max"]):
@@ -882,6 +886,7 @@ class Orchestrator:
             "k2bench.rw_writes": w["rw_writes"],
             "k2bench.partitions_per_op": w["partitions_per_op"],
             "k2bench.local_fraction": w["local_fraction"],
+            "k2bench.multi_dc_partitions": w["multi_dc_partitions"],
             "k2bench.locality": w["locality"],
             "k2bench.seed": 1_000 * t.trial + id_base,
             "status.interval": 1,

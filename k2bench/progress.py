@@ -130,6 +130,10 @@ def summary_table(summaries: list[dict]) -> Table:
     if any("visibility_ms" in s for s in summaries):
         row("visibility p50/p99", lambda s: "-" if not (s.get("visibility_ms") or {}).get("count")
             else f"{f(s['visibility_ms']['p50'])}/{f(s['visibility_ms']['p99'])}")
+        at_read = lambda s: (s.get("visibility_ms") or {}).get("at_read") or {}  # noqa: E731
+        if any(at_read(s).get("count") for s in summaries):  # BPR, as its authors' code records it
+            row("visibility at read p50/p99", lambda s: "-" if not at_read(s).get("count")
+                else f"{f(at_read(s)['p50'])}/{f(at_read(s)['p99'])}")
     if any("read_blocked_ms" in s for s in summaries):
         row("reads blocked, p50/p99", lambda s: "-" if not s.get("read_blocked_ms") else
             f"{100 * s['read_blocked_ms']['blocked_share']:.0f}%, "
@@ -137,6 +141,8 @@ def summary_table(summaries: list[dict]) -> Table:
         phase = lambda s: (s.get("read_blocked_ms") or {}).get("per_transaction") or {}  # noqa: E731
         row("read phase blocked, mean/p99", lambda s: "-" if not phase(s).get("count") else
             f"{f(phase(s)['mean'])}/{f(phase(s)['p99'])}")
+        cpu = lambda s: (s.get("read_blocked_ms") or {}).get("cpu_us_per_blocked_read") or {}  # noqa: E731
+        row("CPU per blocked read µs", lambda s: "-" if not cpu(s).get("count") else f(cpu(s)["mean"]))
     row("throughput ops/s", lambda s: f(s["throughput_ops_per_s"]))
     row("schedule lag p50/p99", lambda s: "-" if not (s.get("schedule_lag_ms") or {}).get("count")
         else f"{f(s['schedule_lag_ms']['p50'])}/{f(s['schedule_lag_ms']['p99'])}")

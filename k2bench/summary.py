@@ -229,13 +229,20 @@ def visibility(intervals: list[Interval], window: tuple[float, float]) -> dict |
     a server to when new transactions of its datacenter see it, the PaRiS paper's Fig. 5,
     which factors out propagation) in the window:
     overall and per datacenter; None for systems that do not record it."""
-    tags = sorted({iv.tag for iv in intervals if iv.tag.startswith("visibility:")})
-    if not tags:
-        return None
-    h = new_histogram()
-    for t in tags:
-        h.add(merge(intervals, t, window))
-    return spread_ms(h) | {"by_dc": {t.split(":", 1)[1]: spread_ms(merge(intervals, t, window)) for t in tags}}
+    def measured(prefix: str) -> dict | None:
+        tags = sorted({iv.tag for iv in intervals if iv.tag.startswith(prefix)})
+        if not tags:
+            return None
+        h = new_histogram()
+        for t in tags:
+            h.add(merge(intervals, t, window))
+        return spread_ms(h) | {"by_dc": {t.split(":", 1)[1]: spread_ms(merge(intervals, t, window)) for t in tags}}
+
+    out = measured("visibility:")
+    # BPR also as its authors' code records it: when a read's snapshot first covers the update
+    if out is not None and (at_read := measured("visibility_at_read:")) is not None:
+        out["at_read"] = at_read
+    return out
 
 
 def read_blocked(intervals: list[Interval], window: tuple[float, float]) -> dict | None:
@@ -249,8 +256,12 @@ def read_blocked(intervals: list[Interval], window: tuple[float, float]) -> dict
     phase = merge(intervals, "read_phase_blocked", window)
     per_txn = latency(phase, (50, 99)) | {"count": phase.get_total_count(),
                                           "max": _ms(phase.get_max_value()) if phase.get_total_count() else None}
+    cpu = merge(intervals, "read_blocked_cpu_ns", window)  # ns, one value per blocked read
+    cpu_us = None if not cpu.get_total_count() else {
+        "count": cpu.get_total_count(), "mean": round(cpu.get_mean_value() / 1000, 3),
+        "p50": round(cpu.get_value_at_percentile(50) / 1000, 3), "p99": round(cpu.get_value_at_percentile(99) / 1000, 3)}
     return spread_ms(h) | {"blocked_share": round(1 - h.get_count_at_value(0) / h.get_total_count(), 6),
-                           "per_transaction": per_txn}
+                           "per_transaction": per_txn, "cpu_us_per_blocked_read": cpu_us}
 
 
 def cache_hit_rate(intervals: list[Interval], window: tuple[float, float]) -> dict | None:

@@ -382,8 +382,11 @@ def test_system_options_are_a_mapping_per_system():
     assert resolve({})["server"]["options"] == {}
     assert error({"server": {"options": ["x"]}}).field == "server.options"
     assert error({"server": {"options": {"k2": 5}}}).field == "server.options.k2"
-    e = error({"server": {"options": {"k2": {"x": "fast"}}}})
-    assert e.field == "server.options.k2.x" and "a number or true/false" in str(e)
+    e = error({"server": {"options": {"k2": {"x": [1]}}}})
+    assert e.field == "server.options.k2.x" and "a number, true/false or a name" in str(e)
+    # a name is a choice's value; which names an option takes is the system's (check_system_options)
+    assert resolve({"server": {"options": {"bpr": {"blocking": "queue"}}}})["server"]["options"] == {
+        "bpr": {"blocking": "queue"}}
 
 
 # ------------------------------------------------------------------ key distribution

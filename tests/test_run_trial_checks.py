@@ -246,7 +246,11 @@ def test_system_options_are_checked_against_what_each_system_declares_and_given_
     assert e.field == "server.options.k2.private_cache_ttl_ms" and "its options: none" in str(e)
     e = problem({"pariss": {"x": 1}})
     assert e.field == "server.options.pariss" and "bundled: bpr, cops-pr, k2, karma, nocc, paris, paris-star, rad" in str(e)
-    assert [option_text(v) for v in (True, 5, 0.25)] == ["true", "5", "0.25"]
+    assert [option_text(v) for v in (True, 5, 0.25, "queue")] == ["true", "5", "0.25", "queue"]
+    check_system_options(env, experiment.resolve({"server": {"options": {"bpr": {"blocking": "queue"}}}}, "t", SYSTEMS))
+    e = problem({"bpr": {"blocking": "spin"}})
+    assert e.field == "server.options.bpr.blocking" and "must be one of thread, queue, got 'spin'" in str(e)
+    assert "a whole number" in str(problem({"bpr": {"replication_interval_ms": "5"}}))
 
     exp = experiment.resolve({"server": {"options": {"paris-star": {"private_cache_ttl_ms": 100}}}}, "t", SYSTEMS)
     orch = Orchestrator(env, None)

@@ -38,7 +38,9 @@ final class SystemsCommand implements Callable<Integer> {
           om.put("name", o.name());
           om.put("type", o.type().jsonName());
           om.put("default", o.show(o.defaultValue()));
-          if (o.type() != org.k2bench.core.api.SystemOption.Type.BOOLEAN) {
+          if (o.type() == org.k2bench.core.api.SystemOption.Type.CHOICE) {
+            om.put("choices", o.choices());
+          } else if (o.type() != org.k2bench.core.api.SystemOption.Type.BOOLEAN) {
             om.put("min", o.show(o.min()));
             om.put("max", o.show(o.max()));
           }

@@ -62,10 +62,13 @@ abstract class ParisFamily implements StoreSystem {
 
   @Override
   public List<SystemOption> options() {
-    return mode == Mode.PARIS
-        ? List.of(ParisOptions.REPLICATION_MS, ParisOptions.UST_MS, ParisOptions.ROTATE_COORDINATOR,
-            ParisOptions.NEAREST_REPLICA)
-        : List.of(ParisOptions.REPLICATION_MS, ParisOptions.ROTATE_COORDINATOR, ParisOptions.NEAREST_REPLICA);
+    return switch (mode) {
+      case PARIS -> List.of(ParisOptions.REPLICATION_MS, ParisOptions.UST_MS, ParisOptions.ROTATE_COORDINATOR,
+          ParisOptions.NEAREST_REPLICA);
+      case BPR -> List.of(ParisOptions.REPLICATION_MS, ParisOptions.ROTATE_COORDINATOR, ParisOptions.NEAREST_REPLICA,
+          ParisOptions.BPR_BLOCKING);
+      case NOCC -> List.of(ParisOptions.REPLICATION_MS, ParisOptions.ROTATE_COORDINATOR, ParisOptions.NEAREST_REPLICA);
+    };
   }
 
   @Override

@@ -36,4 +36,15 @@ final class ParisOptions {
   /** Δ_G and Δ_U: how often the UST protocol runs (§V: "every 5 milliseconds"). */
   static final SystemOption UST_MS = SystemOption.integer("ust_interval_ms", 5, 1, 10_000,
       "how often the UST is gathered and announced (the paper's Δ_G and Δ_U: 5), ms");
+
+  /**
+   * How BPR blocks a read (§V: "a partition blocks a read operation ... until it has applied
+   * all local and remote transactions with timestamp up to t"): thread, as its authors' code
+   * does (each blocked read holds a thread that looks at the version vector every 500 µs; the
+   * paper puts BPR's lower peak down to this "overhead to block/unblock read requests", §V-B);
+   * queue, an entry the server thread answers when the snapshot advances (no thread held).
+   */
+  static final SystemOption BPR_BLOCKING = SystemOption.choice("blocking", "thread", java.util.List.of("thread",
+      "queue"), "how a blocked read waits: thread (a polling thread per read, as the paper's authors ran it) or "
+      + "queue (answered by the server thread when the snapshot advances)");
 }

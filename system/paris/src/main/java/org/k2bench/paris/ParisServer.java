@@ -11,6 +11,7 @@ import java.util.Map;
 import java.util.PriorityQueue;
 import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import org.k2bench.core.api.ServerOptions;
 import org.k2bench.core.clock.LamportClock;
@@ -99,10 +100,41 @@ final class ParisServer extends ServerActor {
   private final TreeMap<Long, Integer> proposals = new TreeMap<>();
   private final TreeMap<Long, List<TxnWrites>> committed = new TreeMap<>();
 
-  // BPR: reads waiting for the local snapshot to reach theirs.
-  private record Blocked(long snapshot, long sinceNanos, Runnable answer, Runnable expire) {}
+  /**
+   * BPR: a read waiting for the local snapshot to reach its own. {@code done} is set, on the
+   * server thread, once it is answered or expired: a waiting thread that sees it stops.
+   */
+  private record Blocked(long snapshot, long sinceNanos, Runnable answer, Runnable expire,
+      java.util.concurrent.atomic.AtomicBoolean done, long[] queueNanos) {}
 
   private final PriorityQueue<Blocked> blocked = new PriorityQueue<>((a, b) -> Long.compare(a.snapshot, b.snapshot));
+  /**
+   * BPR's blocking as its authors ran it (ParisOptions.BPR_BLOCKING thread): each blocked read
+   * holds a thread that polls the installed snapshot every {@link #POLL_NANOS}; else (queue)
+   * it is an entry the server thread answers when the snapshot advances.
+   */
+  private final boolean waiterThreads;
+  /** The snapshot this partition has installed, for waiting threads (written on the server thread). */
+  private volatile long installedNow;
+  /** The authors' WaitOnTxSlice sleeps 500 µs between looks at the version vector. */
+  static final long POLL_NANOS = 500_000;
+  private static final java.util.concurrent.ExecutorService WAITERS = Executors.newCachedThreadPool(r -> {
+    Thread t = new Thread(r, "k2b-bpr-wait"); // k2bench/cpu.py counts these threads' CPU apart
+    t.setDaemon(true);
+    return t;
+  });
+  private static final java.lang.management.ThreadMXBean THREAD_CPU =
+      java.lang.management.ManagementFactory.getThreadMXBean();
+  /**
+   * BPR: transactions installed here that no read has yet asked for (a read slice whose
+   * snapshot covers them), for the visibility its authors' code records
+   * (visibility_at_read:<dc>); at most {@link #UNREAD_CAP}.
+   */
+  private final PriorityQueue<Installed> unread = new PriorityQueue<>((a, b) -> Long.compare(a.commitTime(),
+      b.commitTime()));
+  private static final int UNREAD_CAP = 100_000;
+  private long readSnapshotMax;
+  private final String visibilityAtReadTag;
 
   /**
    * Transactions installed here and not yet visible to new transactions of this datacenter
@@ -155,6 +187,8 @@ final class ParisServer extends ServerActor {
     this.dcGst = new long[root ? topology.numDcs() : 0];
     this.dcOld = new long[root ? topology.numDcs() : 0];
     this.visibilityTag = "visibility:" + topology.dcName(dc);
+    this.visibilityAtReadTag = "visibility_at_read:" + topology.dcName(dc);
+    this.waiterThreads = mode == Mode.BPR && options.system().choice(ParisOptions.BPR_BLOCKING).equals("thread");
     this.detector = new FailureDetector(ep, topology, shard, Runnable::run, options.failoverTimeoutMs(),
         FailureDetector::monotonicMs, d -> count("dcs_suspected"), d -> count("dcs_trusted_again"));
     start();
@@ -484,16 +518,72 @@ final class ParisServer extends ServerActor {
     // BPR (§V): block until this partition has applied everything up to the snapshot.
     // Every slice's blocking time, 0 included, is recorded as read_blocked (µs): BPR's cost per read.
     long since = System.nanoTime();
-    if (installed() >= s) {
+    seenByRead(s);
+    long target = bprWaitTarget(s);
+    if (installed() >= target) {
       org.k2bench.core.metrics.ProcessMetrics.record("read_blocked", 0);
       answer(m, r, s, false, 0);
+      return;
+    }
+    count("blocked_reads");
+    Blocked b = new Blocked(target, since, () -> {
+      long waitedNanos = System.nanoTime() - since;
+      org.k2bench.core.metrics.ProcessMetrics.record("read_blocked", waitedNanos / 1000);
+      answer(m, r, s, false, waitedNanos / 1e6);
+    }, () -> m.replyError("snapshot " + s + " not installed here within " + cohortWaitMs() * 3 / 4 + " ms"),
+        new java.util.concurrent.atomic.AtomicBoolean(), new long[1]);
+    long t0 = System.nanoTime();
+    blocked.add(b);
+    if (waiterThreads) {
+      WAITERS.execute(() -> waitInThread(b));
     } else {
-      count("blocked_reads");
-      blocked.add(new Blocked(s, since, () -> {
-        long waitedNanos = System.nanoTime() - since;
-        org.k2bench.core.metrics.ProcessMetrics.record("read_blocked", waitedNanos / 1000);
-        answer(m, r, s, false, waitedNanos / 1e6);
-      }, () -> m.replyError("snapshot " + s + " not installed here within " + cohortWaitMs() * 3 / 4 + " ms")));
+      b.queueNanos()[0] = System.nanoTime() - t0; // with its removal (setVv): the queue's cost per blocked read
+    }
+  }
+
+  /** The snapshot a BPR read waits for: its own (the paper's rule, §V). */
+  private long bprWaitTarget(long snapshot) {
+    return snapshot;
+  }
+
+  /**
+   * A blocked read's thread (BPR, blocking: thread): looks at the installed snapshot every
+   * {@link #POLL_NANOS} until it covers the read or the read is answered otherwise (expired),
+   * then hands the answer to the server thread. Its CPU time is read_blocked_cpu_ns.
+   */
+  private void waitInThread(Blocked b) {
+    long cpu0 = THREAD_CPU.getCurrentThreadCpuTime();
+    while (!b.done().get() && installedNow < b.snapshot()) {
+      java.util.concurrent.locks.LockSupport.parkNanos(POLL_NANOS);
+    }
+    long cpu = THREAD_CPU.getCurrentThreadCpuTime() - cpu0;
+    try {
+      thread.execute(() -> {
+        if (b.done().compareAndSet(false, true)) {
+          blocked.remove(b);
+          org.k2bench.core.metrics.ProcessMetrics.record("read_blocked_cpu_ns", cpu);
+          b.answer().run();
+        }
+      });
+    } catch (java.util.concurrent.RejectedExecutionException e) {
+      // the server closed meanwhile: nobody is left to answer
+    }
+  }
+
+  /**
+   * BPR: a read slice at snapshot {@code s} arrived. Its authors' code records an update's
+   * visibility here, when the largest snapshot a read brought passes the update's commit time
+   * (CheckAndRecordVisibilityLatency from updateUSTifSmaller), even if the read then blocks.
+   */
+  private void seenByRead(long s) {
+    if (s <= readSnapshotMax) {
+      return;
+    }
+    readSnapshotMax = s;
+    long now = System.nanoTime();
+    while (!unread.isEmpty() && unread.peek().commitTime() <= s) {
+      org.k2bench.core.metrics.ProcessMetrics.record(visibilityAtReadTag,
+          Math.max(0, now - unread.poll().installedNanos()) / 1000);
     }
   }
 
@@ -635,7 +725,15 @@ final class ParisServer extends ServerActor {
     for (KeyRow w : t.getWritesList()) {
       items.install(w.getKey(), t.getVersion(), w.getValue(), nowMs, floor);
     }
-    invisible.add(new Installed(LamportClock.counterOf(t.getVersion()), System.nanoTime()));
+    Installed i = new Installed(LamportClock.counterOf(t.getVersion()), System.nanoTime());
+    invisible.add(i);
+    if (mode == Mode.BPR) {
+      if (unread.size() >= UNREAD_CAP) { // no read has come for a long time: forget the oldest
+        unread.poll();
+        count("visibility_at_read_dropped");
+      }
+      unread.add(i);
+    }
     showVisible();
   }
 
@@ -667,8 +765,14 @@ final class ParisServer extends ServerActor {
     vv[i] = Math.max(vv[i], t);
     if (mode == Mode.BPR) {
       long have = installed();
-      while (!blocked.isEmpty() && blocked.peek().snapshot() <= have) {
-        blocked.poll().answer().run();
+      installedNow = have;
+      while (!waiterThreads && !blocked.isEmpty() && blocked.peek().snapshot() <= have) {
+        long t0 = System.nanoTime();
+        Blocked b = blocked.poll();
+        b.done().set(true);
+        org.k2bench.core.metrics.ProcessMetrics.record("read_blocked_cpu_ns",
+            b.queueNanos()[0] + System.nanoTime() - t0);
+        b.answer().run();
       }
       showVisible();
     }
@@ -766,7 +870,7 @@ final class ParisServer extends ServerActor {
     // error (a network partition would otherwise pile them up here), before anyone gives up.
     long nanos = System.nanoTime();
     blocked.removeIf(b -> {
-      if (nanos - b.sinceNanos() > cohortWaitMs() * 3 / 4 * 1_000_000L) {
+      if (nanos - b.sinceNanos() > cohortWaitMs() * 3 / 4 * 1_000_000L && b.done().compareAndSet(false, true)) {
         b.expire().run();
         return true;
       }

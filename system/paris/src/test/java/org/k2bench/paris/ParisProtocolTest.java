@@ -70,12 +70,17 @@ class ParisProtocolTest {
     assertTrue(o.read().snapshotLagMs() > 100, "the UST lags: " + o.read().snapshotLagMs() + " ms");
   }
 
-  @Test
-  void bprBlocksUntilTheFreshSnapshotIsInstalled() {
-    Outcome o = scenario(new BprSystem(), ServerOptions.defaults());
+  /** Either way BPR blocks (server.options.bpr.blocking): a polling thread per read (its authors'), or a queue. */
+  @org.junit.jupiter.params.ParameterizedTest
+  @org.junit.jupiter.params.provider.ValueSource(strings = {"thread", "queue"})
+  void bprBlocksUntilTheFreshSnapshotIsInstalled(String blocking) {
+    BprSystem bpr = new BprSystem();
+    Outcome o = scenario(bpr, ServerOptions.defaults().withSystemOptions(org.k2bench.core.api.SystemOptions.parse(
+        bpr, Map.of("blocking", blocking), "server.options.bpr.")));
     assertEquals("y1", o.y());
     assertEquals("x1", o.x(), "a fresh and consistent snapshot");
     assertTrue(o.readMs() > HOLD_MS / 2, "it waited for the slow replica: " + o.readMs() + " ms");
+    assertTrue(o.readMs() < HOLD_MS * 3 / 2, "answered soon after x1 arrives: " + o.readMs() + " ms");
   }
 
   @Test

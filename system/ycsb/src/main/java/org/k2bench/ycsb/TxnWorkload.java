@@ -89,6 +89,7 @@ public final class TxnWorkload extends Workload {
   private ScrambledZipfianGenerator scrambled;
   private int partitionsPerOp;
   private double localFraction;
+  private PartitionedKeys.MultiDc multiDc;
   /** With partitions_per_op: the partitions' keys, built once the placement is known. */
   private volatile PartitionedKeys partitioned;
   private final Object partitionLock = new Object();
@@ -180,6 +181,12 @@ public final class TxnWorkload extends Workload {
     rwWrites = (int) Math.min(Integer.MAX_VALUE, longProp(p, "k2bench.rw_writes", 1, 1));
     partitionsPerOp = (int) Math.min(Integer.MAX_VALUE, longProp(p, "k2bench.partitions_per_op", 0, 0));
     localFraction = fractionProp(p, "k2bench.local_fraction", 0.95);
+    try {
+      multiDc = PartitionedKeys.MultiDc.parse("k2bench.multi_dc_partitions",
+          p.getProperty("k2bench.multi_dc_partitions", "alternate"));
+    } catch (IllegalArgumentException e) {
+      throw new WorkloadException(e.getMessage());
+    }
     locality = fractionProp(p, "k2bench.locality", 0);
     if (locality > 0 && partitionsPerOp > 0) {
       throw new WorkloadException("k2bench.locality: per-datacenter hot sets do not combine with "
@@ -286,7 +293,7 @@ public final class TxnWorkload extends Workload {
       synchronized (partitionLock) {
         if (partitioned == null) {
           partitioned = new PartitionedKeys(K2BenchDB.placement(), client.dc(), keys.size(), zipf, partitionsPerOp,
-              localFraction);
+              localFraction, multiDc);
         }
       }
     }
@@ -371,10 +378,10 @@ public final class TxnWorkload extends Workload {
     return super.isStopRequested() || System.currentTimeMillis() >= endAtMs;
   }
 
-  /** {@code count} distinct keys by Zipf rank (or YCSB's scrambled Zipfian). */
-  List<String> chooseKeys(Session s, int count) {
+  /** {@code count} distinct keys by Zipf rank (or YCSB's scrambled Zipfian), the last {@code writes} to be written. */
+  List<String> chooseKeys(Session s, int count, int writes) {
     if (partitioned != null) {
-      return partitioned.choose(s.rng, s.partitionRanks, count);
+      return partitioned.choose(s.rng, s.partitionRanks, count, writes);
     }
     Set<String> out = new LinkedHashSet<>();
     while (out.size() < count) {
@@ -464,7 +471,8 @@ public final class TxnWorkload extends Workload {
       // the next ones queue, and their latency from the intended start includes that wait.
       record("schedule_lag", Math.max(0, began - intended) / 1000);
     }
-    List<String> keys = chooseKeys(s, op.equals("write") ? 1 : keysPerOp.sample(s.rng));
+    List<String> keys = chooseKeys(s, op.equals("write") ? 1 : keysPerOp.sample(s.rng),
+        op.equals("rwt") ? rwWrites : 0);
     // The keys an operation writes: all but a read-only transaction's; a read-write
     // transaction's last rwWrites (it reads the others first).
     List<String> written = switch (op) {

@@ -39,7 +39,7 @@ class KeyDistributionTest {
         new KeySpace(KEYS, 0.99).ranks(RandomSource.XO_RO_SHI_RO_128_PP.create(2L)), 0);
     int[] counts = new int[KEYS];
     for (int i = 0; i < DRAWS; i++) {
-      String key = w.chooseKeys(s, 1).get(0);
+      String key = w.chooseKeys(s, 1, 0).get(0);
       long id = Long.parseLong(key.substring(4));
       assertTrue(id >= 0 && id < KEYS, "id in range: " + key);
       counts[(int) id]++;

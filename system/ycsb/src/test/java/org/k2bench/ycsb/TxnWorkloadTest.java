@@ -146,8 +146,8 @@ class TxnWorkloadTest {
     TxnWorkload.Session home = session(new FakeClient(), 0);
     TxnWorkload.Session away = session(new FakeClient(), 5_000);
     for (int i = 0; i < 2_000; i++) { // the same draws, each moved by the datacenter's shift
-      long a = Long.parseLong(w.chooseKeys(home, 1).get(0).substring(4));
-      long b = Long.parseLong(w.chooseKeys(away, 1).get(0).substring(4));
+      long a = Long.parseLong(w.chooseKeys(home, 1, 0).get(0).substring(4));
+      long b = Long.parseLong(w.chooseKeys(away, 1, 0).get(0).substring(4));
       assertEquals((a + 5_000) % 10_000, b, "draw " + i);
     }
     w.cleanup();
@@ -157,8 +157,8 @@ class TxnWorkloadTest {
     away = session(new FakeClient(), 5_000);
     int moved = 0;
     for (int i = 0; i < 10_000; i++) { // the same rank and coin in both; only the away draw can move
-      long a = Long.parseLong(w.chooseKeys(home, 1).get(0).substring(4));
-      long b = Long.parseLong(w.chooseKeys(away, 1).get(0).substring(4));
+      long a = Long.parseLong(w.chooseKeys(home, 1, 0).get(0).substring(4));
+      long b = Long.parseLong(w.chooseKeys(away, 1, 0).get(0).substring(4));
       assertTrue(b == a || b == (a + 5_000) % 10_000, "draw " + i);
       moved += b == a ? 0 : 1;
     }

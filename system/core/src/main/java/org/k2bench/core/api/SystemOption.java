@@ -16,9 +16,10 @@ import org.k2bench.core.topology.ConfigException;
  * @param min the smallest allowed value (numbers)
  * @param max the largest allowed value (numbers)
  * @param description one line: what it does and, where it has one, the paper's value
+ * @param choices the names a {@link Type#CHOICE} takes (its value is the index of one); empty otherwise
  */
 public record SystemOption(String name, Type type, double defaultValue, double min, double max,
-    String description) {
+    String description, java.util.List<String> choices) {
 
   /** The kinds of value an option takes. */
   public enum Type {
@@ -27,7 +28,9 @@ public record SystemOption(String name, Type type, double defaultValue, double m
     /** Any number in range. */
     NUMBER,
     /** true or false (stored as 1 or 0). */
-    BOOLEAN;
+    BOOLEAN,
+    /** One of a few names (stored as its index in {@link SystemOption#choices}). */
+    CHOICE;
 
     public String jsonName() {
       return name().toLowerCase(Locale.ROOT);
@@ -35,6 +38,10 @@ public record SystemOption(String name, Type type, double defaultValue, double m
   }
 
   public SystemOption {
+    choices = java.util.List.copyOf(choices);
+    if ((type == Type.CHOICE) != !choices.isEmpty()) {
+      throw new IllegalArgumentException(name + ": a choice option, and only one, names its choices");
+    }
     if (!name.matches("[a-z][a-z0-9_]*")) {
       throw new IllegalArgumentException("option names are lower_snake_case, got '" + name + "'");
     }
@@ -45,17 +52,26 @@ public record SystemOption(String name, Type type, double defaultValue, double m
 
   /** A whole-number option in [min, max]. */
   public static SystemOption integer(String name, long dflt, long min, long max, String description) {
-    return new SystemOption(name, Type.INTEGER, dflt, min, max, description);
+    return new SystemOption(name, Type.INTEGER, dflt, min, max, description, java.util.List.of());
   }
 
   /** A numeric option in [min, max]. */
   public static SystemOption number(String name, double dflt, double min, double max, String description) {
-    return new SystemOption(name, Type.NUMBER, dflt, min, max, description);
+    return new SystemOption(name, Type.NUMBER, dflt, min, max, description, java.util.List.of());
   }
 
   /** A true/false option. */
   public static SystemOption flag(String name, boolean dflt, String description) {
-    return new SystemOption(name, Type.BOOLEAN, dflt ? 1 : 0, 0, 1, description);
+    return new SystemOption(name, Type.BOOLEAN, dflt ? 1 : 0, 0, 1, description, java.util.List.of());
+  }
+
+  /** One of {@code choices}, {@code dflt} when none is given; {@link SystemOptions#choice} gives it by name. */
+  public static SystemOption choice(String name, String dflt, java.util.List<String> choices, String description) {
+    int i = choices.indexOf(dflt);
+    if (i < 0) {
+      throw new IllegalArgumentException(name + ": default '" + dflt + "' is not one of " + choices);
+    }
+    return new SystemOption(name, Type.CHOICE, i, 0, choices.size() - 1, description, choices);
   }
 
   /**
@@ -69,6 +85,13 @@ public record SystemOption(String name, Type type, double defaultValue, double m
         return t.equals("true") ? 1 : 0;
       }
       throw new ConfigException(field, "must be true or false, got '" + text + "'");
+    }
+    if (type == Type.CHOICE) {
+      int i = choices.indexOf(t);
+      if (i < 0) {
+        throw new ConfigException(field, "must be one of " + String.join(", ", choices) + ", got '" + text + "'");
+      }
+      return i;
     }
     double v;
     try {
@@ -90,6 +113,9 @@ public record SystemOption(String name, Type type, double defaultValue, double m
   public String show(double v) {
     if (type == Type.BOOLEAN) {
       return v != 0 ? "true" : "false";
+    }
+    if (type == Type.CHOICE) {
+      return choices.get((int) v);
     }
     return v == Math.rint(v) && Math.abs(v) < 1e15 ? Long.toString((long) v) : Double.toString(v);
   }

@@ -55,6 +55,11 @@ public final class SystemOptions {
     return number(o) != 0;
   }
 
+  /** A {@link SystemOption.Type#CHOICE} option's value: the name of the choice in force. */
+  public String choice(SystemOption o) {
+    return o.show(number(o));
+  }
+
   /** Every declared option of {@code declared} with the value in force, as a user writes it. */
   public Map<String, String> inForce(List<SystemOption> declared) {
     Map<String, String> out = new TreeMap<>();

@@ -16,6 +16,7 @@ class SystemOptionsTest {
   static final SystemOption INTERVAL = SystemOption.integer("interval_ms", 5, 1, 1000, "gossip interval, ms");
   static final SystemOption SHARE = SystemOption.number("share", 0.5, 0, 1, "a fraction");
   static final SystemOption BLOCKING = SystemOption.flag("blocking", false, "reads block");
+  static final SystemOption WAIT = SystemOption.choice("wait", "thread", List.of("thread", "queue"), "how reads wait");
 
   static final StoreSystem SYSTEM = new StoreSystem() {
     @Override
@@ -30,7 +31,7 @@ class SystemOptionsTest {
 
     @Override
     public List<SystemOption> options() {
-      return List.of(INTERVAL, SHARE, BLOCKING);
+      return List.of(INTERVAL, SHARE, BLOCKING, WAIT);
     }
 
     @Override
@@ -56,7 +57,8 @@ class SystemOptionsTest {
     assertEquals(20, o.integer(INTERVAL));
     assertEquals(0.5, o.number(SHARE));
     assertTrue(o.flag(BLOCKING));
-    assertEquals(Map.of("interval_ms", "20", "share", "0.5", "blocking", "true"), o.inForce(SYSTEM.options()));
+    assertEquals(Map.of("interval_ms", "20", "share", "0.5", "blocking", "true", "wait", "thread"),
+        o.inForce(SYSTEM.options()));
     assertEquals(5, SystemOptions.NONE.integer(INTERVAL));
     assertEquals(SystemOptions.NONE, SystemOptions.parse(SYSTEM, Map.of(), "opt."));
     ServerOptions withThem = ServerOptions.defaults().withSystemOptions(o).withRpcTimeoutMs(5);
@@ -67,7 +69,7 @@ class SystemOptionsTest {
   void eachBadValueIsNamedWithWhatIsAllowed() {
     ConfigException e = bad(Map.of("intervalms", "5"));
     assertEquals("opt.intervalms", e.field());
-    assertTrue(e.getMessage().contains("demo has no option 'intervalms'; its options: blocking, interval_ms, share"),
+    assertTrue(e.getMessage().contains("demo has no option 'intervalms'; its options: blocking, interval_ms, share, wait"),
         e.getMessage());
     e = bad(Map.of("interval_ms", "0"));
     assertTrue(e.getMessage().contains("must be in [1, 1000], got '0'"), e.getMessage());
@@ -77,7 +79,18 @@ class SystemOptionsTest {
     assertTrue(e.getMessage().contains("must be a number in [0, 1], got 'half'"), e.getMessage());
     e = bad(Map.of("blocking", "yes"));
     assertTrue(e.getMessage().contains("must be true or false, got 'yes'"), e.getMessage());
+    e = bad(Map.of("wait", "spin"));
+    assertTrue(e.getMessage().contains("must be one of thread, queue, got 'spin'"), e.getMessage());
+    assertThrows(IllegalArgumentException.class, () -> SystemOption.choice("w", "spin", List.of("a", "b"), "x"));
     assertThrows(IllegalArgumentException.class, () -> SystemOption.integer("Bad-Name", 1, 0, 2, "x"));
     assertThrows(IllegalArgumentException.class, () -> SystemOption.integer("x", 5, 0, 2, "default out of range"));
+  }
+
+  @Test
+  void aChoiceIsGivenByNameAndDefaultsToItsDefault() {
+    assertEquals("thread", SystemOptions.parse(SYSTEM, Map.of(), "opt.").choice(WAIT));
+    SystemOptions o = SystemOptions.parse(SYSTEM, Map.of("wait", "queue"), "opt.");
+    assertEquals("queue", o.choice(WAIT));
+    assertEquals("queue", o.inForce(List.of(WAIT)).get("wait"));
   }
 }

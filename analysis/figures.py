@@ -50,14 +50,16 @@ def _panels(n: int, width: float = 5.0, height: float = 3.6):
 
 # ------------------------------------------------------------------ CDFs (Fig. 7/8, staleness, writes)
 
-def _cdf_grid(data: pd.DataFrame, col: str, xlabel: str, ylabel: str, title: str, xscale: str = "log"):
-    """Step CDFs, one panel per ``col`` value, colour by system; when a panel holds several
-    runs (two runs of one experiment), line style by run: runs are never averaged."""
+def _cdf_grid(data: pd.DataFrame, col: str, xlabel: str, ylabel: str, title: str, xscale: str = "log",
+              style: str | None = None):
+    """Step CDFs, one panel per ``col`` value, colour by system, line style by ``style``; when
+    a panel holds several runs (two runs of one experiment), line style by run: runs are
+    never averaged."""
     data = data.copy()
     data["run"] = data["run"].astype(str)
     several = data.groupby(col)["run"].nunique().max() > 1
     grid = sns.relplot(data=data, kind="line", x="latency_ms", y="fraction", hue="System",
-                       hue_order=_order(data), palette=PALETTE, style="run" if several else None,
+                       hue_order=_order(data), palette=PALETTE, style="run" if several else style,
                        col=col, col_wrap=min(3, data[col].nunique()), drawstyle="steps-post",
                        estimator=None, errorbar=None, height=3.6, aspect=1.3,
                        facet_kws={"sharex": False, "sharey": True})
@@ -242,14 +244,16 @@ def staleness_cdf(runs) -> plt.Figure:
 def visibility_cdf(runs) -> plt.Figure:
     """Update visibility latency, the PaRiS paper's Fig. 5: PaRiS shows an update once the
     UST passes it, so later than BPR, by up to about the largest RTT (the farthest
-    datacenters exchange what they installed); NoCC at once."""
+    datacenters exchange what they installed); NoCC at once. BPR's twice: once its
+    partition has installed the update, and (dashed) as its authors' code records it, when a
+    read's snapshot first covers it (what their Fig. 5 plots)."""
     data = load.visibility_frame(runs)
     if data.empty:
         raise MissingData("no server recorded visibility latency (PaRiS, BPR and NoCC do: "
                           "make local-run EXPERIMENT=paris-default)")
     grid = _cdf_grid(_with_labels(data), "workload", "from install at a server to visible there (ms, symlog)",
                      "fraction of installed transactions", "Update visibility latency (PaRiS paper Fig. 5)",
-                     "symlog")  # NoCC's are 0
+                     "symlog", style="measure")  # NoCC's are 0
     return grid.figure
 
 
@@ -262,6 +266,16 @@ def transactions_table(runs) -> pd.DataFrame:
                           "make local-run EXPERIMENT=paris-default)")
     frame = frame.copy()
     frame["system"] = frame["system"].map(_label)
+    return frame
+
+
+def paris_ratios_table(runs) -> pd.DataFrame:
+    """The PaRiS paper's headline ratios per point with their spread over trials
+    (load.paris_ratios_frame): BPR/PaRiS and PaRiS/NoCC latency and throughput, and the
+    visibility gap; "within noise" where the systems' ranges over trials overlap."""
+    frame = load.paris_ratios_frame(runs)
+    if frame.empty:
+        raise MissingData("no run of PaRiS with BPR or NoCC (make local-run EXPERIMENT=paris-default)")
     return frame
 
 

@@ -396,13 +396,16 @@ def visibility_frame(runs) -> pd.DataFrame:
     that server's datacenter see it (propagation factored out, as the paper does), over every
     server of every datacenter and the point's trials. Only systems that record it (PaRiS,
     BPR, NoCC). The paper plots the mean over nodes of each percentile; this is the merged
-    distribution of every install at every node."""
-    by = ["run", "experiment", "point", "system"]
+    distribution of every install at every node. ``measure``: "installed" (as above), or for
+    BPR also "at read": when a read's snapshot first covers the update, as its authors' code
+    records it."""
+    by = ["run", "experiment", "point", "system", "measure"]
     groups: dict[tuple, HdrHistogram] = {}
     for t in trials_of(runs):
-        h = t.server_merged("visibility:")
-        if h.get_total_count():
-            groups.setdefault((t.run, t.experiment, t.point, t.system), new_histogram()).add(h)
+        for measure, prefix in (("installed", "visibility:"), ("at read", "visibility_at_read:")):
+            h = t.server_merged(prefix)
+            if h.get_total_count():
+                groups.setdefault((t.run, t.experiment, t.point, t.system, measure), new_histogram()).add(h)
     parts = []
     for key, h in groups.items():
         c = cdf(h).rename(columns={"value": "latency_ms"})
@@ -663,7 +666,9 @@ def pooled(trials) -> dict:
     }
 
 
-SPREAD = ("rot_mean_ms", "rot_p50_ms", "rot_p99_ms", "all_local_fraction", "throughput_ops_per_s")
+SPREAD = ("rot_mean_ms", "rot_p50_ms", "rot_p99_ms", "all_local_fraction", "throughput_ops_per_s",
+          "rwt_mean_ms", "rwt_p99_ms", "visibility_p50_ms", "visibility_p99_ms", "visibility_at_read_p50_ms",
+          "visibility_at_read_p99_ms", "read_phase_blocked_mean_ms")
 
 
 def pooled_frame(runs) -> pd.DataFrame:
@@ -855,3 +860,76 @@ def placement_killed(runs) -> str | None:
         if rep.get("killed"):
             return rep["killed"]["dc"]
     return None
+
+
+def versus(a: pd.Series, b: pd.Series, metric: str) -> dict:
+    """``metric`` of system a against system b (pooled rows of ``pooled_frame``): the ratio
+    a / b of their pooled values, its range from the trials' spreads (a's min over b's max
+    to a's max over b's min), and whether they differ beyond it: "a lower", "a higher", or
+    "within noise" where their ranges over trials overlap ("one trial" without a spread)."""
+    x, y = a.get(metric), b.get(metric)
+    lo_a, hi_a, lo_b, hi_b = (a.get(f"{metric}_min"), a.get(f"{metric}_max"), b.get(f"{metric}_min"),
+                              b.get(f"{metric}_max"))
+    if any(v is None or pd.isna(v) for v in (x, y)) or not y:
+        return {"ratio": None, "ratio_min": None, "ratio_max": None, "verdict": "not measured"}
+    out = {"ratio": x / y, "ratio_min": lo_a / hi_b if hi_b else None, "ratio_max": hi_a / lo_b if lo_b else None}
+    if min(a.get("trials", 1), b.get("trials", 1)) < 2:
+        return out | {"verdict": "one trial: no spread"}
+    if hi_a < lo_b:
+        return out | {"verdict": "a lower"}
+    if lo_a > hi_b:
+        return out | {"verdict": "a higher"}
+    return out | {"verdict": "within noise"}
+
+
+def paris_ratios_frame(runs) -> pd.DataFrame:
+    """The PaRiS paper's headline ratios per (run, experiment, point), from the trials'
+    merged histograms with their spread over trials: BPR's mean transaction latency over
+    PaRiS's (Fig. 2: up to 5.91x, 20.56x), PaRiS's over NoCC's (the same), their
+    throughputs, and the update visibility gap (Fig. 5), PaRiS's p50 and p99 against BPR's
+    as measured here and as its authors' code records it (at read)."""
+    pooled = pooled_frame(runs)
+    rows = []
+    if pooled.empty:
+        return pd.DataFrame(rows)
+    for (run, experiment, point), g in pooled.groupby(["run", "experiment", "point"], sort=False):
+        by = {r["system"]: r for _, r in g.iterrows()}
+        if "paris" not in by:
+            continue
+        paris = by["paris"]
+        row = {"run": run, "experiment": experiment, "point": point, "trials": int(paris["trials"])}
+        for system in ("paris", "bpr", "nocc"):
+            if system in by:
+                for m in ("rwt_mean_ms", "throughput_ops_per_s", "visibility_p50_ms", "visibility_p99_ms"):
+                    row[f"{system}_{m}"] = by[system][m]
+                    row[f"{system}_{m}_min"], row[f"{system}_{m}_max"] = by[system][f"{m}_min"], by[system][f"{m}_max"]
+        if "bpr" in by:
+            bpr = by["bpr"]
+            v = versus(bpr, paris, "rwt_mean_ms")
+            row |= {"bpr_over_paris_latency": v["ratio"], "bpr_over_paris_latency_min": v["ratio_min"],
+                    "bpr_over_paris_latency_max": v["ratio_max"],
+                    "latency_paris_vs_bpr": {"a lower": "BPR higher", "a higher": "BPR lower"}.get(v["verdict"],
+                                                                                                 v["verdict"])}
+            t = versus(paris, bpr, "throughput_ops_per_s")
+            row |= {"paris_over_bpr_throughput": t["ratio"], "paris_over_bpr_throughput_min": t["ratio_min"],
+                    "paris_over_bpr_throughput_max": t["ratio_max"]}
+            for q in ("p50", "p99"):
+                row[f"visibility_gap_{q}_ms"] = paris[f"visibility_{q}_ms"] - bpr[f"visibility_{q}_ms"] \
+                    if pd.notna(paris[f"visibility_{q}_ms"]) and pd.notna(bpr[f"visibility_{q}_ms"]) else None
+                at = bpr.get(f"visibility_at_read_{q}_ms")
+                row[f"bpr_visibility_at_read_{q}_ms"] = at
+                row[f"visibility_gap_at_read_{q}_ms"] = paris[f"visibility_{q}_ms"] - at \
+                    if pd.notna(paris[f"visibility_{q}_ms"]) and at is not None and pd.notna(at) else None
+        if "nocc" in by:
+            v = versus(paris, by["nocc"], "rwt_mean_ms")
+            row |= {"paris_over_nocc_latency": v["ratio"], "paris_over_nocc_latency_min": v["ratio_min"],
+                    "paris_over_nocc_latency_max": v["ratio_max"],
+                    "latency_paris_vs_nocc": {"a lower": "PaRiS lower", "a higher": "PaRiS higher"}.get(
+                        v["verdict"], v["verdict"])}
+            t = versus(paris, by["nocc"], "throughput_ops_per_s")
+            row |= {"paris_over_nocc_throughput": t["ratio"],
+                    "throughput_paris_vs_nocc": {"a lower": "PaRiS lower", "a higher": "PaRiS higher"}.get(
+                        t["verdict"], t["verdict"])}
+        rows.append(row)
+    return pd.DataFrame(rows)
+

@@ -689,7 +689,7 @@ def test_the_paris_papers_figures_come_from_its_runs():
     runs = [load.load_run(PARIS)]
     vis = load.visibility_frame(runs)
     assert set(vis["system"]) == {"paris", "bpr", "nocc"}
-    for _, g in vis.groupby(["point", "system"]):
+    for _, g in vis.groupby(["point", "system", "measure"]):
         assert g["fraction"].is_monotonic_increasing and g["fraction"].iloc[-1] == pytest.approx(1.0)
     nocc = vis[vis["system"] == "nocc"]
     at_once = nocc[nocc["latency_ms"] <= 1.0].groupby("point")["fraction"].max()
@@ -780,3 +780,17 @@ def test_the_paris_papers_claims_are_checked_on_its_runs_only():
     assert "threads_per_dc=4" in paris.loc["PaRiS transaction latency below BPR's", "this run"], "at every load"
     k2 = claims.table([load.load_run(RUN)])
     assert not set(k2["claim"]) & {c.what for c, _, _ in claims.PARIS_CLAIMS}, "K2 runs: the K2 paper's claims"
+
+
+def test_a_ratio_is_within_noise_where_the_trials_overlap_and_a_difference_otherwise():
+    """``versus``: a ratio's range from the trials' spreads, and its verdict both ways."""
+    def row(v, lo, hi, trials=3):
+        return pd.Series({"rwt_mean_ms": v, "rwt_mean_ms_min": lo, "rwt_mean_ms_max": hi, "trials": trials})
+
+    apart = load.versus(row(10, 9, 11), row(50, 45, 60), "rwt_mean_ms")
+    assert apart["verdict"] == "a lower" and apart["ratio"] == pytest.approx(0.2)
+    assert (apart["ratio_min"], apart["ratio_max"]) == pytest.approx((9 / 60, 11 / 45))
+    assert load.versus(row(50, 45, 60), row(10, 9, 11), "rwt_mean_ms")["verdict"] == "a higher"
+    assert load.versus(row(10, 9, 12), row(11, 10.5, 13), "rwt_mean_ms")["verdict"] == "within noise"
+    assert load.versus(row(10, 10, 10, 1), row(50, 50, 50, 1), "rwt_mean_ms")["verdict"] == "one trial: no spread"
+    assert load.versus(row(10, 9, 11), row(None, None, None), "rwt_mean_ms")["verdict"] == "not measured"

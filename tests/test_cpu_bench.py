@@ -16,6 +16,7 @@ from k2bench import bench, cpu
     ("k2-server-3", "server protocol"), ("paris-star-serv", "server protocol"),
     ("k2b-io-1", "transport (gRPC/Netty)"), ("k2b-accept-1", "transport (gRPC/Netty)"),
     ("grpc-default-ex", "transport (gRPC/Netty)"), ("k2b-wan-0", "WAN dispatchers"),
+    ("k2b-bpr-wait", "BPR blocked-read threads"),
     ("Thread-12", "client threads (YCSB, workload, history, histograms)"),
     ("GC Thread#0", "GC"), ("G1 Conc#0", "GC"), ("ZWorker#1", "GC"), ("VM Thread", "GC"),
     ("C2 CompilerThre", "JIT"), ("C1 CompilerThre", "JIT"),

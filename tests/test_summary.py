@@ -353,6 +353,23 @@ def test_visibility_and_blocking_are_merged_over_servers_and_clients():
     assert t["count"] == 100 and t["mean"] == pytest.approx(29.0, rel=0.01) and t["max"] == pytest.approx(90, rel=0.01)
     assert S.read_blocked(_lateness_intervals({"visibility:OR": [1]}), (0, 10_000)) is None  # PaRiS never blocks
     assert S.visibility(clients, (0, 10_000)) is None  # systems that do not record it
+    assert "at_read" not in v and b["cpu_us_per_blocked_read"] is None  # recorded by BPR only
+
+
+def test_bprs_visibility_at_read_and_cpu_per_blocked_read():
+    """BPR's visibility also as its authors' code records it (a read's snapshot first covering
+    the update), per datacenter; the CPU each blocked read cost (ns recorded, µs reported)."""
+    servers = _lateness_intervals({"visibility:OR": [1000] * 100, "visibility_at_read:OR": [20_000] * 90 + [90_000] * 10,
+                                   "read_blocked": [0] * 10 + [50_000] * 90,
+                                   "read_blocked_cpu_ns": [600_000] * 80 + [2_000_000] * 10})
+    v = S.visibility(servers, (0, 10_000))
+    assert v["p50"] == pytest.approx(1.0, rel=0.01) and v["count"] == 100
+    r = v["at_read"]
+    assert r["count"] == 100 and r["p50"] == pytest.approx(20.0, rel=0.01) and r["p99"] == pytest.approx(90, rel=0.01)
+    assert r["by_dc"]["OR"]["count"] == 100
+    c = S.read_blocked(servers, (0, 10_000))["cpu_us_per_blocked_read"]
+    assert c["count"] == 90 and c["p50"] == pytest.approx(600, rel=0.01)
+    assert c["mean"] == pytest.approx((80 * 600 + 10 * 2000) / 90, rel=0.01)
 
 
 def test_mean_and_percentiles_are_hdrhs_own_numbers():

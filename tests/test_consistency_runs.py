@@ -45,6 +45,10 @@ JAVA_CAUGHT = {
     "paris-no-hwt": ["paris/src/test/java/org/k2bench/paris/ParisProtocolTest.java"],
     "paris-apply-past-prepared": ["paris/src/test/java/org/k2bench/paris/ParisInvariantsTest.java"],
     "paris-gc-ignores-running": ["paris/src/test/java/org/k2bench/paris/ParisInvariantsTest.java"],
+    # bounds from above on fault-free timing, and a commit time below one cohort's proposal
+    "paris-slow-heartbeats": ["paris/src/test/java/org/k2bench/paris/ParisBoundsTest.java"],
+    "bpr-over-wait": ["paris/src/test/java/org/k2bench/paris/ParisBoundsTest.java"],
+    "paris-commit-min-proposal": ["paris/src/test/java/org/k2bench/paris/ParisCommitTimeTest.java"],
     "karma-no-restrictions": ["karma/src/test/java/org/k2bench/karma/KarmaRestrictionTest.java"],
     "karma-no-invalidation": ["karma/src/test/java/org/k2bench/karma/KarmaCacheTest.java"],
     "cops-pr-no-put-after": ["karma/src/test/java/org/k2bench/karma/CopsPrDependencyTest.java"],

@@ -160,7 +160,9 @@ final class ParisServer extends ServerActor {
     start();
     every(replicationMs, TimeUnit.MILLISECONDS, this::applyAndReplicate);
     if (mode == Mode.PARIS) {
-      every(stabilizationMs, TimeUnit.MILLISECONDS, this::report);
+      // (mutant paris-slow-heartbeats: the UST gossip at 10 Δ_G)
+      every(stabilizationMs * (Mutants.active(Mutants.PARIS_SLOW_HEARTBEATS) ? 10 : 1), TimeUnit.MILLISECONDS,
+          this::report);
     }
   }
 
@@ -335,7 +337,8 @@ final class ParisServer extends ServerActor {
       int wanRounds = 0;
       List<Integer> cohorts = new ArrayList<>();
       for (CompletableFuture<Answer<PrepareResp>> f : prepares) {
-        ct = Math.max(ct, f.join().reply().getProposed()); // Alg. 2 line 26
+        long pt = f.join().reply().getProposed(); // Alg. 2 line 26: the largest (mutant: the smallest)
+        ct = ct == 0 || !Mutants.active(Mutants.PARIS_COMMIT_MIN_PROPOSAL) ? Math.max(ct, pt) : Math.min(ct, pt);
         cohorts.add(f.join().server());
         wanRounds = Math.max(wanRounds, f.join().wanRounds());
       }
@@ -484,7 +487,7 @@ final class ParisServer extends ServerActor {
     // BPR (§V): block until this partition has applied everything up to the snapshot.
     // Every slice's blocking time, 0 included, is recorded as read_blocked (µs): BPR's cost per read.
     long since = System.nanoTime();
-    if (installed() >= s) {
+    if (installed() >= bprWaitTarget(s)) {
       org.k2bench.core.metrics.ProcessMetrics.record("read_blocked", 0);
       answer(m, r, s, false, 0);
     } else {
@@ -495,6 +498,16 @@ final class ParisServer extends ServerActor {
         answer(m, r, s, false, waitedNanos / 1e6);
       }, () -> m.replyError("snapshot " + s + " not installed here within " + cohortWaitMs() * 3 / 4 + " ms")));
     }
+  }
+
+  /**
+   * BPR: what this partition must have installed before a read at {@code snapshot} is
+   * answered: the snapshot itself (§V). Grows with the snapshot, so blocked reads are released
+   * in snapshot order. (Mutant bpr-over-wait: five apply intervals Δ_R past it.)
+   */
+  private long bprWaitTarget(long snapshot) {
+    return Mutants.active(Mutants.BPR_OVER_WAIT) ? snapshot + ((5 * replicationMs) << LamportClock.LOGICAL_BITS)
+        : snapshot;
   }
 
   /** Answers a read slice, or with an error if garbage collection removed what it reads. */
@@ -667,7 +680,7 @@ final class ParisServer extends ServerActor {
     vv[i] = Math.max(vv[i], t);
     if (mode == Mode.BPR) {
       long have = installed();
-      while (!blocked.isEmpty() && blocked.peek().snapshot() <= have) {
+      while (!blocked.isEmpty() && bprWaitTarget(blocked.peek().snapshot()) <= have) {
         blocked.poll().answer().run();
       }
       showVisible();

@@ -15,29 +15,29 @@ import org.k2bench.core.api.KvClient;
 import org.k2bench.core.api.ServerOptions;
 import org.k2bench.core.api.StoreSystem;
 import org.k2bench.core.cluster.LocalCluster;
+import org.k2bench.core.metrics.ProcessMetrics;
 import org.k2bench.core.testing.Clusters;
 
 /**
  * NoCC, the PaRiS paper's negative control, "does not have the start phase of transactions
  * (one round trip less than PaRiS)" and "does not run a stabilization protocol" (§V); for a
  * fair comparison it keeps the 2PC of the commit phase. Counted here by message type as the
- * servers receive them, for NoCC and, for contrast, PaRiS, over the same transactions.
+ * transport delivers them (its msg:&lt;local|wan&gt;:&lt;type&gt; records, one per message), for NoCC
+ * and, for contrast, PaRiS, over the same transactions.
  */
 class NoccMessagesTest {
   static final int TXNS = 20;
 
-  /** Messages every server received, by type, while a session in CA ran {@code TXNS} transactions (and 300 ms more). */
-  static Map<String, Long> received(StoreSystem system) {
+  /** Messages delivered, by type, while a session in CA ran {@code TXNS} transactions (and 300 ms more). */
+  static Map<String, Long> delivered(StoreSystem system) {
     Map<String, LongAdder> counts = new ConcurrentHashMap<>();
-    try (LocalCluster c = Clusters.start(system, ServerOptions.defaults())) {
-      for (int id : c.serverIds()) {
-        ParisServer s = (ParisServer) c.server(id);
-        s.endpoint().setHandler(m -> { // counts, then handles as the server does
-          String type = m.typeName();
-          counts.computeIfAbsent(type.substring(type.lastIndexOf('.') + 1), t -> new LongAdder()).increment();
-          s.handle(m);
-        });
+    ProcessMetrics.Sink sink = (tag, bytes) -> {
+      if (tag.startsWith("msg:")) {
+        counts.computeIfAbsent(tag.substring(tag.lastIndexOf(':') + 1), t -> new LongAdder()).increment();
       }
+    };
+    try (LocalCluster c = Clusters.start(system, ServerOptions.defaults())) {
+      ProcessMetrics.use(sink);
       KvClient client = c.client(CA);
       String near = Clusters.key(c.placement(), "n", -1, new int[] {VA, CA}, new java.util.ArrayList<>());
       for (int i = 0; i < TXNS / 2; i++) {
@@ -45,17 +45,19 @@ class NoccMessagesTest {
         client.readTxn(List.of("r" + i, "s" + i)); // keys it never wrote: PaRiS's private cache has none
       }
       Clusters.sleep(300); // the last commit decisions and replication, and 60 rounds of Δ_G = 5 ms
+    } finally {
+      ProcessMetrics.release(sink);
     }
     Map<String, Long> out = new java.util.TreeMap<>();
     counts.forEach((k, v) -> out.put(k, v.sum()));
-    System.out.println(system.name() + " messages received: " + out);
+    System.out.println(system.name() + " messages delivered: " + out);
     return out;
   }
 
   @Test
   void noccSendsNoStartRequestAndNoStabilizationMessagesWhereParisDoes() {
-    Map<String, Long> nocc = received(new NoccSystem());
-    Map<String, Long> paris = received(new ParisSystem());
+    Map<String, Long> nocc = delivered(new NoccSystem());
+    Map<String, Long> paris = delivered(new ParisSystem());
     for (String type : List.of("StartTxReq", "StableReport", "DcStable", "UstAnnounce")) {
       assertEquals(0, nocc.getOrDefault(type, 0L), "NoCC: no " + type + ": " + nocc);
       assertTrue(paris.getOrDefault(type, 0L) > 0, "PaRiS sends " + type + ": " + paris);

@@ -500,16 +500,6 @@ final class ParisServer extends ServerActor {
     }
   }
 
-  /**
-   * BPR: what this partition must have installed before a read at {@code snapshot} is
-   * answered: the snapshot itself (§V). Grows with the snapshot, so blocked reads are released
-   * in snapshot order. (Mutant bpr-over-wait: five apply intervals Δ_R past it.)
-   */
-  private long bprWaitTarget(long snapshot) {
-    return Mutants.active(Mutants.BPR_OVER_WAIT) ? snapshot + ((5 * replicationMs) << LamportClock.LOGICAL_BITS)
-        : snapshot;
-  }
-
   /** Answers a read slice, or with an error if garbage collection removed what it reads. */
   private void answer(Incoming m, ReadSliceReq r, long snapshot, boolean latest, double blockedMs) {
     ReadSliceResp resp = slice(r, snapshot, latest, blockedMs);
@@ -702,6 +692,16 @@ final class ParisServer extends ServerActor {
       m = Math.min(m, t);
     }
     return m;
+  }
+
+  /**
+   * BPR: what this partition must have installed before a read at {@code snapshot} is
+   * answered: the snapshot itself (§V). Grows with the snapshot, so blocked reads are released
+   * in snapshot order. (Mutant bpr-over-wait: five apply intervals Δ_R past it.)
+   */
+  private long bprWaitTarget(long snapshot) {
+    return Mutants.active(Mutants.BPR_OVER_WAIT) ? snapshot + ((5 * replicationMs) << LamportClock.LOGICAL_BITS)
+        : snapshot;
   }
 
   /** The oldest snapshot a transaction this server coordinates may read, or the UST if none. */

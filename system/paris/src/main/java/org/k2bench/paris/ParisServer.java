@@ -194,7 +194,9 @@ final class ParisServer extends ServerActor {
     start();
     every(replicationMs, TimeUnit.MILLISECONDS, this::applyAndReplicate);
     if (mode == Mode.PARIS) {
-      every(stabilizationMs, TimeUnit.MILLISECONDS, this::report);
+      // (mutant paris-slow-heartbeats: the UST gossip at 10 Δ_G)
+      every(stabilizationMs * (Mutants.active(Mutants.PARIS_SLOW_HEARTBEATS) ? 10 : 1), TimeUnit.MILLISECONDS,
+          this::report);
     }
   }
 
@@ -369,7 +371,8 @@ final class ParisServer extends ServerActor {
       int wanRounds = 0;
       List<Integer> cohorts = new ArrayList<>();
       for (CompletableFuture<Answer<PrepareResp>> f : prepares) {
-        ct = Math.max(ct, f.join().reply().getProposed()); // Alg. 2 line 26
+        long pt = f.join().reply().getProposed(); // Alg. 2 line 26: the largest (mutant: the smallest)
+        ct = ct == 0 || !Mutants.active(Mutants.PARIS_COMMIT_MIN_PROPOSAL) ? Math.max(ct, pt) : Math.min(ct, pt);
         cohorts.add(f.join().server());
         wanRounds = Math.max(wanRounds, f.join().wanRounds());
       }
@@ -539,11 +542,6 @@ final class ParisServer extends ServerActor {
     } else {
       b.queueNanos()[0] = System.nanoTime() - t0; // with its removal (setVv): the queue's cost per blocked read
     }
-  }
-
-  /** The snapshot a BPR read waits for: its own (the paper's rule, §V). */
-  private long bprWaitTarget(long snapshot) {
-    return snapshot;
   }
 
   /**
@@ -793,6 +791,16 @@ final class ParisServer extends ServerActor {
       m = Math.min(m, t);
     }
     return m;
+  }
+
+  /**
+   * BPR: what this partition must have installed before a read at {@code snapshot} is
+   * answered: the snapshot itself (§V); a blocked read waits for it (Blocked.snapshot), and is
+   * released in its order. (Mutant bpr-over-wait: five apply intervals Δ_R past it.)
+   */
+  private long bprWaitTarget(long snapshot) {
+    return Mutants.active(Mutants.BPR_OVER_WAIT) ? snapshot + ((5 * replicationMs) << LamportClock.LOGICAL_BITS)
+        : snapshot;
   }
 
   /** The oldest snapshot a transaction this server coordinates may read, or the UST if none. */

@@ -48,6 +48,18 @@ public final class Mutants {
   /** PaRiS: S_old leaves out the snapshots of running transactions (garbage collection follows the UST alone). */
   public static final String PARIS_GC_IGNORES_RUNNING = "paris-gc-ignores-running";
 
+  /**
+   * PaRiS: the UST gossip runs ten times slower than configured: each server reports its
+   * version vector's minimum to its root (and the roots exchange and announce) every 10 Δ_G.
+   */
+  public static final String PARIS_SLOW_HEARTBEATS = "paris-slow-heartbeats";
+
+  /** BPR: a blocked read waits until its partition has installed five apply intervals (Δ_R) past its snapshot. */
+  public static final String BPR_OVER_WAIT = "bpr-over-wait";
+
+  /** PaRiS: the coordinator commits at the smallest cohort proposal instead of the largest (Alg. 2 line 26). */
+  public static final String PARIS_COMMIT_MIN_PROPOSAL = "paris-commit-min-proposal";
+
   /** Karma: no version is ever reported in flight, so no read restricts its client to a ring (§4.2). */
   public static final String KARMA_NO_RESTRICTIONS = "karma-no-restrictions";
 
@@ -73,7 +85,7 @@ public final class Mutants {
       RAD_SKIP_SECOND_ROUND, READ_PENDING, DEP_CHECK_GC_WATERMARK, REPLICATION_WAITS_EVERY_REPLICA,
       PARIS_SHARED_PINS, CACHE_COUNTS_VERSIONS, CACHE_NEVER_EVICTS, DEPS_MAX_PER_KEY,
       REPLICATION_NOT_CARRIED_ON, PARIS_ABOVE_UST, PARIS_NO_HWT, PARIS_APPLY_PAST_PREPARED,
-      PARIS_GC_IGNORES_RUNNING, KARMA_NO_RESTRICTIONS,
+      PARIS_GC_IGNORES_RUNNING, PARIS_SLOW_HEARTBEATS, BPR_OVER_WAIT, PARIS_COMMIT_MIN_PROPOSAL, KARMA_NO_RESTRICTIONS,
       KARMA_NO_INVALIDATION, COPS_PR_NO_PUT_AFTER, KARMA_SKIP_SECOND_ROUND, KARMA_FILL_IGNORES_INVALIDATION,
       KARMA_OWN_WRITE_ALWAYS, KARMA_LAMPORT_VERSIONS);
 

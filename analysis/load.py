@@ -908,8 +908,9 @@ def paris_ratios_frame(runs) -> pd.DataFrame:
             v = versus(bpr, paris, "rwt_mean_ms")
             row |= {"bpr_over_paris_latency": v["ratio"], "bpr_over_paris_latency_min": v["ratio_min"],
                     "bpr_over_paris_latency_max": v["ratio_max"],
-                    "latency_paris_vs_bpr": {"a lower": "BPR higher", "a higher": "BPR lower"}.get(v["verdict"],
-                                                                                                 v["verdict"])}
+                    # a is BPR: BPR higher is PaRiS lower
+                    "latency_paris_vs_bpr": {"a lower": "PaRiS higher", "a higher": "PaRiS lower"}.get(
+                        v["verdict"], v["verdict"])}
             t = versus(paris, bpr, "throughput_ops_per_s")
             row |= {"paris_over_bpr_throughput": t["ratio"], "paris_over_bpr_throughput_min": t["ratio_min"],
                     "paris_over_bpr_throughput_max": t["ratio_max"]}

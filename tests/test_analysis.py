@@ -794,3 +794,18 @@ def test_a_ratio_is_within_noise_where_the_trials_overlap_and_a_difference_other
     assert load.versus(row(10, 9, 12), row(11, 10.5, 13), "rwt_mean_ms")["verdict"] == "within noise"
     assert load.versus(row(10, 10, 10, 1), row(50, 50, 50, 1), "rwt_mean_ms")["verdict"] == "one trial: no spread"
     assert load.versus(row(10, 9, 11), row(None, None, None), "rwt_mean_ms")["verdict"] == "not measured"
+
+
+def test_the_paris_ratios_say_which_system_is_lower(monkeypatch):
+    """paris_ratios_frame's verdicts are about PaRiS: lower than BPR when BPR's trials are all above."""
+    rows = [{"run": "r", "experiment": "e", "point": "p", "system": s, "trials": 3,
+             **{f"{m}{x}": v for m, v in (("rwt_mean_ms", mean), ("throughput_ops_per_s", thr))
+                for x, v in (("", v), ("_min", 0.9 * v), ("_max", 1.1 * v))},
+             **{f"visibility_{q}_ms{x}": vis for q in ("p50", "p99") for x in ("", "_min", "_max")},
+             "visibility_at_read_p50_ms": None, "visibility_at_read_p99_ms": None}
+            for s, mean, thr, vis in (("paris", 10, 1000, 260), ("bpr", 80, 120, 2), ("nocc", 10.5, 1050, 0))]
+    monkeypatch.setattr(load, "pooled_frame", lambda runs: pd.DataFrame(rows))
+    r = load.paris_ratios_frame([]).iloc[0]
+    assert r["latency_paris_vs_bpr"] == "PaRiS lower" and r["bpr_over_paris_latency"] == pytest.approx(8.0)
+    assert r["latency_paris_vs_nocc"] == "within noise" and r["throughput_paris_vs_nocc"] == "within noise"
+    assert r["visibility_gap_p50_ms"] == pytest.approx(258) and r["visibility_gap_at_read_p50_ms"] is None

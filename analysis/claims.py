@@ -484,9 +484,16 @@ def _visibility(w):
         return None
     # BPR's also as its authors' code records it (Fig. 5's): when a read's snapshot first covers an update
     r, r99 = _get(w, "bpr", "visibility_at_read_p50_ms"), _get(w, "bpr", "visibility_at_read_p99_ms")
-    at_read = "" if None in (r, r99) else f"; BPR at read (Fig. 5's measure) p50 {_ms(r)}, p99 {_ms(r99)}"
-    return (f"p50 {_ms(a)} vs {_ms(b)}, p99 {_ms(a99)} vs {_ms(b99)}{at_read} (largest RTT {w.largest_rtt:.0f} ms)",
-            a > b and 0.5 * w.largest_rtt <= a99 - b99 <= 2 * w.largest_rtt)
+
+    def holds(b50, b99):
+        return a > b50 and 0.5 * w.largest_rtt <= a99 - b99 <= 2 * w.largest_rtt
+
+    text = f"p50 {_ms(a)} vs {_ms(b)}, p99 {_ms(a99)} vs {_ms(b99)}"
+    if None in (r, r99):
+        return f"{text} (largest RTT {w.largest_rtt:.0f} ms)", holds(b, b99)
+    # judged on both: as installed here, and at read, as the authors' code records it (Fig. 5's)
+    return (f"{text}; BPR at read (Fig. 5's measure) p50 {_ms(r)}, p99 {_ms(r99)} "
+            f"(largest RTT {w.largest_rtt:.0f} ms)", holds(b, b99) and holds(r, r99))
 
 
 def _bpr_blocks(w):
@@ -503,7 +510,7 @@ PARIS_CLAIMS = [
      _paris_as_nocc, True),
     (Claim("PaRiS update visibility later than BPR's", "by up to about the farthest datacenters' latency "
            "(~200 ms, Fig. 5)", None, True, "checked: PaRiS's p50 above BPR's, and its p99 above BPR's by the "
-           "order of the largest RTT (half to twice it): the UST waits for every partition's version clock to "
+           "order of the largest RTT (half to twice it), for BPR's as installed and as at read: the UST waits for every partition's version clock to "
            "reach its other replicas and for the roots to exchange them, and a prepared transaction holds its "
            "partition's clock for its commit's round trip", systems=("paris", "bpr")), _visibility, False),
     (Claim("BPR blocks its reads", "29 ms mean per transaction's read phase at peak throughput (§V-B)", None, False,

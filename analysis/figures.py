@@ -58,7 +58,9 @@ def _cdf_grid(data: pd.DataFrame, col: str, xlabel: str, ylabel: str, title: str
     data = data.copy()
     data["run"] = data["run"].astype(str)
     several = data.groupby(col)["run"].nunique().max() > 1
-    grid = sns.relplot(data=data, kind="line", x="latency_ms", y="fraction", hue="System",
+    # one line per run and style value: lines that share a colour and a style never join
+    data["line"] = data["run"] + (" " + data[style].astype(str) if style else "")
+    grid = sns.relplot(data=data, kind="line", x="latency_ms", y="fraction", hue="System", units="line",
                        hue_order=_order(data), palette=PALETTE, style="run" if several else style,
                        col=col, col_wrap=min(3, data[col].nunique()), drawstyle="steps-post",
                        estimator=None, errorbar=None, height=3.6, aspect=1.3,

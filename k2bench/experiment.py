@@ -171,7 +171,7 @@ MUTANTS = ("skip-dependency-checks", "incoming-writes-visible", "rad-skip-second
            "dep-check-gc-watermark", "replication-waits-every-replica", "paris-shared-pins", "cache-counts-versions",
            "deps-max-per-key", "replication-not-carried-on", "cache-never-evicts",
            "paris-above-ust", "paris-no-hwt", "paris-apply-past-prepared", "paris-gc-ignores-running",
-           "paris-slow-heartbeats", "bpr-over-wait", "paris-commit-min-proposal",
+           "paris-slow-gossip", "paris-slow-heartbeats", "bpr-over-wait", "paris-commit-min-proposal",
            "karma-no-restrictions", "karma-no-invalidation", "cops-pr-no-put-after", "karma-skip-second-round",
            "karma-fill-ignores-invalidation", "karma-own-write-always", "karma-lamport-versions")
 DEFAULT_SYSTEMS = ["k2", "rad", "paris-star"]

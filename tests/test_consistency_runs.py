@@ -59,6 +59,7 @@ JAVA_CAUGHT = {
     "paris-apply-past-prepared": ["paris/src/test/java/org/k2bench/paris/ParisInvariantsTest.java"],
     "paris-gc-ignores-running": ["paris/src/test/java/org/k2bench/paris/ParisInvariantsTest.java"],
     # bounds from above on fault-free timing, and a commit time below one cohort's proposal
+    "paris-slow-gossip": ["paris/src/test/java/org/k2bench/paris/ParisBoundsTest.java"],
     "paris-slow-heartbeats": ["paris/src/test/java/org/k2bench/paris/ParisBoundsTest.java"],
     "bpr-over-wait": ["paris/src/test/java/org/k2bench/paris/ParisBoundsTest.java"],
     "paris-commit-min-proposal": ["paris/src/test/java/org/k2bench/paris/ParisCommitTimeTest.java"],

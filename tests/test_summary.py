@@ -351,6 +351,7 @@ def test_visibility_and_blocking_are_merged_over_servers_and_clients():
     assert b["count"] == 100 and b["blocked_share"] == pytest.approx(0.4)
     t = b["per_transaction"]
     assert t["count"] == 100 and t["mean"] == pytest.approx(29.0, rel=0.01) and t["max"] == pytest.approx(90, rel=0.01)
+    assert t["mean_blocked"] == pytest.approx(29.0 * 100 / 50, rel=0.01)  # over the 50 phases that blocked
     assert S.read_blocked(_lateness_intervals({"visibility:OR": [1]}), (0, 10_000)) is None  # PaRiS never blocks
     assert S.visibility(clients, (0, 10_000)) is None  # systems that do not record it
     assert "at_read" not in v and b["cpu_us_per_blocked_read"] is None  # recorded by BPR only

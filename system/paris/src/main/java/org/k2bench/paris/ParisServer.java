@@ -101,11 +101,14 @@ final class ParisServer extends ServerActor {
   private final TreeMap<Long, List<TxnWrites>> committed = new TreeMap<>();
 
   /**
-   * BPR: a read waiting for the local snapshot to reach its own. {@code done} is set, on the
-   * server thread, once it is answered or expired: a waiting thread that sees it stops.
+   * BPR: a read at {@code readSnapshot} waiting for the local snapshot to reach {@code
+   * snapshot} (its wait target). {@code done} is set, on the server thread, once it is
+   * answered or expired: a waiting thread that sees it stops, and the queue drops it when it
+   * comes to it (no O(n) removal). {@code cpuNanos}: the server thread's CPU spent blocking
+   * and unblocking it.
    */
-  private record Blocked(long snapshot, long sinceNanos, Runnable answer, Runnable expire,
-      java.util.concurrent.atomic.AtomicBoolean done, long[] queueNanos) {}
+  private record Blocked(long snapshot, long readSnapshot, long sinceNanos, Runnable answer, Runnable expire,
+      java.util.concurrent.atomic.AtomicBoolean done, long[] cpuNanos) {}
 
   private final PriorityQueue<Blocked> blocked = new PriorityQueue<>((a, b) -> Long.compare(a.snapshot, b.snapshot));
   /**
@@ -116,6 +119,8 @@ final class ParisServer extends ServerActor {
   private final boolean waiterThreads;
   /** The snapshot this partition has installed, for waiting threads (written on the server thread). */
   private volatile long installedNow;
+  /** Set when the server closes: waiting threads stop (the snapshot would never advance again). */
+  private volatile boolean closing;
   /** The authors' WaitOnTxSlice sleeps 500 µs between looks at the version vector. */
   static final long POLL_NANOS = 500_000;
   private static final java.util.concurrent.ExecutorService WAITERS = Executors.newCachedThreadPool(r -> {
@@ -194,8 +199,8 @@ final class ParisServer extends ServerActor {
     start();
     every(replicationMs, TimeUnit.MILLISECONDS, this::applyAndReplicate);
     if (mode == Mode.PARIS) {
-      // (mutant paris-slow-heartbeats: the UST gossip at 10 Δ_G)
-      every(stabilizationMs * (Mutants.active(Mutants.PARIS_SLOW_HEARTBEATS) ? 10 : 1), TimeUnit.MILLISECONDS,
+      // (mutant paris-slow-gossip: the UST gossip at 10 Δ_G)
+      every(stabilizationMs * (Mutants.active(Mutants.PARIS_SLOW_GOSSIP) ? 10 : 1), TimeUnit.MILLISECONDS,
           this::report);
     }
   }
@@ -243,6 +248,9 @@ final class ParisServer extends ServerActor {
       // §V: the maximum of the client's highest snapshot seen and the coordinator's clock.
       // (The mutant reads there too, without BPR's blocking.)
       snapshot = Math.max(r.getClientSnapshot(), clock.counter());
+      if (mode == Mode.BPR) {
+        seenSnapshot(r.getClientSnapshot());
+      }
     } else {
       advanceUst(r.getClientSnapshot(), sOld); // Alg. 2 line 2
       snapshot = ust;
@@ -521,7 +529,7 @@ final class ParisServer extends ServerActor {
     // BPR (§V): block until this partition has applied everything up to the snapshot.
     // Every slice's blocking time, 0 included, is recorded as read_blocked (µs): BPR's cost per read.
     long since = System.nanoTime();
-    seenByRead(s);
+    seenSnapshot(s);
     long target = bprWaitTarget(s);
     if (installed() >= target) {
       org.k2bench.core.metrics.ProcessMetrics.record("read_blocked", 0);
@@ -529,38 +537,42 @@ final class ParisServer extends ServerActor {
       return;
     }
     count("blocked_reads");
-    Blocked b = new Blocked(target, since, () -> {
+    long cpu0 = THREAD_CPU.getCurrentThreadCpuTime();
+    Blocked b = new Blocked(target, s, since, () -> {
       long waitedNanos = System.nanoTime() - since;
       org.k2bench.core.metrics.ProcessMetrics.record("read_blocked", waitedNanos / 1000);
       answer(m, r, s, false, waitedNanos / 1e6);
     }, () -> m.replyError("snapshot " + s + " not installed here within " + cohortWaitMs() * 3 / 4 + " ms"),
         new java.util.concurrent.atomic.AtomicBoolean(), new long[1]);
-    long t0 = System.nanoTime();
     blocked.add(b);
     if (waiterThreads) {
-      WAITERS.execute(() -> waitInThread(b));
-    } else {
-      b.queueNanos()[0] = System.nanoTime() - t0; // with its removal (setVv): the queue's cost per blocked read
+      WAITERS.execute(() -> waitInThread(b)); // a new thread when none is idle: counted below
     }
+    b.cpuNanos()[0] = THREAD_CPU.getCurrentThreadCpuTime() - cpu0;
   }
 
   /**
    * A blocked read's thread (BPR, blocking: thread): looks at the installed snapshot every
-   * {@link #POLL_NANOS} until it covers the read or the read is answered otherwise (expired),
-   * then hands the answer to the server thread. Its CPU time is read_blocked_cpu_ns.
+   * {@link #POLL_NANOS} until it covers the read, the read is answered otherwise (expired) or
+   * the server closes, then hands the answer to the server thread. read_blocked_cpu_ns is
+   * this thread's CPU time plus the server thread's for queueing, starting and answering it.
    */
   private void waitInThread(Blocked b) {
     long cpu0 = THREAD_CPU.getCurrentThreadCpuTime();
-    while (!b.done().get() && installedNow < b.snapshot()) {
+    while (!b.done().get() && !closing && installedNow < b.snapshot()) {
       java.util.concurrent.locks.LockSupport.parkNanos(POLL_NANOS);
     }
     long cpu = THREAD_CPU.getCurrentThreadCpuTime() - cpu0;
+    if (closing) {
+      return;
+    }
     try {
       thread.execute(() -> {
-        if (b.done().compareAndSet(false, true)) {
-          blocked.remove(b);
-          org.k2bench.core.metrics.ProcessMetrics.record("read_blocked_cpu_ns", cpu);
+        long t0 = THREAD_CPU.getCurrentThreadCpuTime();
+        if (b.done().compareAndSet(false, true)) { // the queue drops it when it comes to it
           b.answer().run();
+          org.k2bench.core.metrics.ProcessMetrics.record("read_blocked_cpu_ns",
+              cpu + b.cpuNanos()[0] + THREAD_CPU.getCurrentThreadCpuTime() - t0);
         }
       });
     } catch (java.util.concurrent.RejectedExecutionException e) {
@@ -568,12 +580,27 @@ final class ParisServer extends ServerActor {
     }
   }
 
+  @Override
+  public void close() {
+    closing = true;
+    super.close();
+  }
+
+  /** The oldest blocked read not yet answered, dropping answered ones from the head; null if none. */
+  private Blocked oldestBlocked() {
+    while (!blocked.isEmpty() && blocked.peek().done().get()) {
+      blocked.poll();
+    }
+    return blocked.peek();
+  }
+
   /**
-   * BPR: a read slice at snapshot {@code s} arrived. Its authors' code records an update's
-   * visibility here, when the largest snapshot a read brought passes the update's commit time
-   * (CheckAndRecordVisibilityLatency from updateUSTifSmaller), even if the read then blocks.
+   * BPR: a snapshot {@code s} arrived with a transaction's start (the client's), a read slice
+   * or a prepare. Its authors' code records an update's visibility when the largest snapshot
+   * so seen first passes the update's commit time (updateUSTifSmaller, called at those three,
+   * runs CheckAndRecordVisibilityLatency), even if the read then blocks.
    */
-  private void seenByRead(long s) {
+  private void seenSnapshot(long s) {
     if (s <= readSnapshotMax) {
       return;
     }
@@ -621,6 +648,9 @@ final class ParisServer extends ServerActor {
       long hlc = clock.observeCounter(r.getHt()); // Alg. 3 line 10: max(Clock, ht + 1, HLC + 1)
       advanceUst(r.getSnapshot(), sOld); // line 11
       pt = Math.max(hlc, ust); // line 12
+      if (mode == Mode.BPR) {
+        seenSnapshot(r.getSnapshot());
+      }
     }
     TxnKey key = new TxnKey(r.getCoordinator(), r.getTxnId());
     if (abortedUnprepared.remove(key) != null) {
@@ -665,6 +695,9 @@ final class ParisServer extends ServerActor {
    * replicas, and sets the local version clock; with nothing to replicate, sends it as a
    * heartbeat (Alg. 4 lines 5-21).
    */
+  /** Idle ticks (mutant paris-slow-heartbeats: a heartbeat every twentieth). */
+  private long heartbeatTicks;
+
   private void applyAndReplicate() {
     // Alg. 4 lines 6-7: below every prepared transaction's proposal, whose commit time will be
     // at least it; with none prepared, up to the clock, which every later proposal exceeds.
@@ -690,7 +723,7 @@ final class ParisServer extends ServerActor {
       sent = true;
     }
     setVv(me, ub);
-    if (!sent) {
+    if (!sent && (!Mutants.active(Mutants.PARIS_SLOW_HEARTBEATS) || ++heartbeatTicks % 20 == 0)) {
       Heartbeat hb = Heartbeat.newBuilder().setTime(ub).build();
       for (int i = 0; i < replicaDcs.length; i++) {
         if (i != me) {
@@ -717,8 +750,9 @@ final class ParisServer extends ServerActor {
     // PaRiS collects below S_old; BPR and NoCC, without a stabilization protocol, below the GC
     // window's start, and BPR never above a read still blocked here (it reads at its snapshot).
     long floor = mode == Mode.PARIS ? sOld : LamportClock.hybridCounter(nowMs - options.gcWindowMs());
-    if (mode == Mode.BPR && !blocked.isEmpty()) {
-      floor = Math.min(floor, blocked.peek().snapshot());
+    Blocked oldest = mode == Mode.BPR ? oldestBlocked() : null;
+    if (oldest != null) { // blocked reads are in wait-target order, which follows their snapshots
+      floor = Math.min(floor, oldest.readSnapshot());
     }
     for (KeyRow w : t.getWritesList()) {
       items.install(w.getKey(), t.getVersion(), w.getValue(), nowMs, floor);
@@ -764,13 +798,14 @@ final class ParisServer extends ServerActor {
     if (mode == Mode.BPR) {
       long have = installed();
       installedNow = have;
-      while (!waiterThreads && !blocked.isEmpty() && blocked.peek().snapshot() <= have) {
-        long t0 = System.nanoTime();
-        Blocked b = blocked.poll();
+      Blocked b;
+      while (!waiterThreads && (b = oldestBlocked()) != null && b.snapshot() <= have) {
+        long t0 = THREAD_CPU.getCurrentThreadCpuTime();
+        blocked.poll();
         b.done().set(true);
-        org.k2bench.core.metrics.ProcessMetrics.record("read_blocked_cpu_ns",
-            b.queueNanos()[0] + System.nanoTime() - t0);
         b.answer().run();
+        org.k2bench.core.metrics.ProcessMetrics.record("read_blocked_cpu_ns",
+            b.cpuNanos()[0] + THREAD_CPU.getCurrentThreadCpuTime() - t0);
       }
       showVisible();
     }
@@ -878,6 +913,9 @@ final class ParisServer extends ServerActor {
     // error (a network partition would otherwise pile them up here), before anyone gives up.
     long nanos = System.nanoTime();
     blocked.removeIf(b -> {
+      if (b.done().get()) {
+        return true; // answered by its thread
+      }
       if (nanos - b.sinceNanos() > cohortWaitMs() * 3 / 4 * 1_000_000L && b.done().compareAndSet(false, true)) {
         b.expire().run();
         return true;
@@ -897,7 +935,7 @@ final class ParisServer extends ServerActor {
     out.put("installed", installed());
     out.put("prepared", (long) prepared.size());
     out.put("committed_pending", (long) committed.size());
-    out.put("blocked", (long) blocked.size());
+    out.put("blocked", blocked.stream().filter(b -> !b.done().get()).count());
     out.put("open_txns", (long) tx.size());
     out.put("versions_kept", items.kept());
     out.put("versions_collected", items.removed());

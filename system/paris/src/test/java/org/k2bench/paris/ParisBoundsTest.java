@@ -219,7 +219,7 @@ class ParisBoundsTest {
       UstRun r = new UstRun(terms, lags, degraded);
       System.out.printf("%sUST lag per write, ms (servers A0 A1 B0 B1 C0 C1): bound [%.1f, %.1f]; "
           + "observed [%.1f, %.1f]; %d writes left out, the emulation late%n",
-          Mutants.active(Mutants.PARIS_SLOW_HEARTBEATS) ? "paris-slow-heartbeats: " : "", terms.ustLowerMs(),
+          Mutants.active(Mutants.PARIS_SLOW_GOSSIP) ? "paris-slow-gossip: " : "", terms.ustLowerMs(),
           terms.ustUpperMs(), r.min(), r.max(), degraded);
       lags.forEach(l -> System.out.println("  " + Arrays.toString(Arrays.stream(l).map(x -> Math.round(x * 10) / 10.0)
           .toArray())));
@@ -242,7 +242,7 @@ class ParisBoundsTest {
   /** Gossip ten times slower than Δ_G (three rounds on the path) exceeds the bound. */
   @Test
   void slowGossipIsCaughtByTheUstBound() {
-    UstRun r = Mutants.runWith(Mutants.PARIS_SLOW_HEARTBEATS, () -> ustRun(4));
+    UstRun r = Mutants.runWith(Mutants.PARIS_SLOW_GOSSIP, () -> ustRun(4));
     assertTrue(r.late() > OUTLIERS, "the slow gossip overshoots " + r.terms().ustUpperMs() + " ms: " + r.late()
         + " of 4 writes (fastest " + r.min() + " ms)");
   }
@@ -281,7 +281,8 @@ class ParisBoundsTest {
         ProcessMetrics.release(rec);
       }
       System.out.printf("%sBPR local read blocked, ms: bound [%.1f, %.1f]; observed %s; %d reads left out, the "
-          + "emulation late%n", Mutants.active(Mutants.BPR_OVER_WAIT) ? "bpr-over-wait: " : "", terms.bprLowerMs(),
+          + "emulation late%n", Mutants.active(Mutants.BPR_OVER_WAIT) ? "bpr-over-wait: "
+          : Mutants.active(Mutants.PARIS_SLOW_HEARTBEATS) ? "paris-slow-heartbeats: " : "", terms.bprLowerMs(),
           terms.bprUpperMs(), waits.stream().map(w -> Math.round(w * 10) / 10.0).toList(), degraded);
       assertEquals(reads, waits.size(), "the machine is too busy to measure: the emulation was late during "
           + degraded + " reads");
@@ -296,6 +297,14 @@ class ParisBoundsTest {
     long under = r.waits().stream().filter(w -> w < r.terms().bprLowerMs()).count();
     assertTrue(over <= OUTLIERS, over + " reads blocked over " + r.terms().bprUpperMs() + " ms: " + r.waits());
     assertTrue(under <= OUTLIERS, under + " reads blocked under " + r.terms().bprLowerMs() + " ms: " + r.waits());
+  }
+
+  /** A partner that heartbeats every twentieth Δ_R (100 ms) when idle keeps most reads past the bound. */
+  @Test
+  void slowHeartbeatsAreCaughtByTheBprBound() {
+    BprRun r = Mutants.runWith(Mutants.PARIS_SLOW_HEARTBEATS, () -> bprRun(6));
+    long over = r.waits().stream().filter(w -> w > r.terms().bprUpperMs()).count();
+    assertTrue(over > OUTLIERS, over + " of 6 reads blocked over " + r.terms().bprUpperMs() + " ms: " + r.waits());
   }
 
   /** A read held five Δ_R past the snapshot it needs exceeds the bound. */

@@ -10,6 +10,7 @@ import static org.k2bench.core.testing.Clusters.str;
 
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 import org.junit.jupiter.api.Test;
 import org.k2bench.core.api.KvClient;
 import org.k2bench.core.api.ReadResult;
@@ -81,6 +82,37 @@ class ParisProtocolTest {
     assertEquals("x1", o.x(), "a fresh and consistent snapshot");
     assertTrue(o.readMs() > HOLD_MS / 2, "it waited for the slow replica: " + o.readMs() + " ms");
     assertTrue(o.readMs() < HOLD_MS * 3 / 2, "answered soon after x1 arrives: " + o.readMs() + " ms");
+  }
+
+  /**
+   * BPR with a thread per blocked read: a read blocked when its server closes leaves no thread
+   * polling behind (the snapshot would never advance again), and one blocked read holds one.
+   */
+  @Test
+  void aClosedBprServerLeavesNoBlockedReadThreadBehind() throws Exception {
+    java.util.function.LongSupplier pollers = () -> Thread.getAllStackTraces().entrySet().stream()
+        .filter(e -> java.util.Arrays.stream(e.getValue()).anyMatch(f -> f.getMethodName().equals("waitInThread")))
+        .count();
+    try (LocalCluster cluster = Clusters.start(new BprSystem(), ServerOptions.defaults())) {
+      Cast cast = Cast.of(cluster, "x", "y").seeded("x0", "y0");
+      String x = cast.far();
+      Clusters.slowLink(cluster, TYO, SG, 60_000); // x's replicas stop hearing each other
+      cast.writer().write(x, row("x1"));
+      CompletableFuture.runAsync(() -> {
+        try {
+          cast.reader().readTxn(List.of(x));
+        } catch (RuntimeException e) {
+          // the cluster closes under it
+        }
+      });
+      long deadline = System.currentTimeMillis() + 5_000;
+      while (pollers.getAsLong() == 0 && System.currentTimeMillis() < deadline) {
+        Clusters.sleep(20);
+      }
+      assertEquals(1, pollers.getAsLong(), "the blocked read holds a thread");
+    }
+    Clusters.sleep(50); // a poll is 0.5 ms
+    assertEquals(0, pollers.getAsLong(), "and it stopped when its server closed");
   }
 
   @Test

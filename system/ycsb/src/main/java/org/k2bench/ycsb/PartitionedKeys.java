@@ -33,7 +33,7 @@ final class PartitionedKeys {
 
     static MultiDc parse(String field, String value) {
       for (MultiDc m : values()) {
-        if (m.name().equalsIgnoreCase(value.trim())) {
+        if (m.name().toLowerCase(java.util.Locale.ROOT).equals(value.trim())) { // as the experiment file's
           return m;
         }
       }

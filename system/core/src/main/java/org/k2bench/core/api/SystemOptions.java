@@ -57,6 +57,9 @@ public final class SystemOptions {
 
   /** A {@link SystemOption.Type#CHOICE} option's value: the name of the choice in force. */
   public String choice(SystemOption o) {
+    if (o.type() != SystemOption.Type.CHOICE) {
+      throw new IllegalArgumentException(o.name() + " is not a choice option");
+    }
     return o.show(number(o));
   }
 

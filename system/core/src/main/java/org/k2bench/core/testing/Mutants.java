@@ -52,6 +52,13 @@ public final class Mutants {
    * PaRiS: the UST gossip runs ten times slower than configured: each server reports its
    * version vector's minimum to its root (and the roots exchange and announce) every 10 Δ_G.
    */
+  public static final String PARIS_SLOW_GOSSIP = "paris-slow-gossip";
+
+  /**
+   * PaRiS, BPR: an idle partition heartbeats its version clock to its other replicas only
+   * every twentieth Δ_R (Alg. 4 lines 19-21), so their version vectors, the UST and BPR's
+   * blocked reads wait for it.
+   */
   public static final String PARIS_SLOW_HEARTBEATS = "paris-slow-heartbeats";
 
   /** BPR: a blocked read waits until its partition has installed five apply intervals (Δ_R) past its snapshot. */
@@ -85,7 +92,7 @@ public final class Mutants {
       RAD_SKIP_SECOND_ROUND, READ_PENDING, DEP_CHECK_GC_WATERMARK, REPLICATION_WAITS_EVERY_REPLICA,
       PARIS_SHARED_PINS, CACHE_COUNTS_VERSIONS, CACHE_NEVER_EVICTS, DEPS_MAX_PER_KEY,
       REPLICATION_NOT_CARRIED_ON, PARIS_ABOVE_UST, PARIS_NO_HWT, PARIS_APPLY_PAST_PREPARED,
-      PARIS_GC_IGNORES_RUNNING, PARIS_SLOW_HEARTBEATS, BPR_OVER_WAIT, PARIS_COMMIT_MIN_PROPOSAL, KARMA_NO_RESTRICTIONS,
+      PARIS_GC_IGNORES_RUNNING, PARIS_SLOW_GOSSIP, PARIS_SLOW_HEARTBEATS, BPR_OVER_WAIT, PARIS_COMMIT_MIN_PROPOSAL, KARMA_NO_RESTRICTIONS,
       KARMA_NO_INVALIDATION, COPS_PR_NO_PUT_AFTER, KARMA_SKIP_SECOND_ROUND, KARMA_FILL_IGNORES_INVALIDATION,
       KARMA_OWN_WRITE_ALWAYS, KARMA_LAMPORT_VERSIONS);
 

@@ -882,6 +882,12 @@ def versus(a: pd.Series, b: pd.Series, metric: str) -> dict:
     return out | {"verdict": "within noise"}
 
 
+def _of_paris(compared: dict, paris_is_b: bool = False) -> str:
+    """``versus``'s verdict said of PaRiS (system a, or b with ``paris_is_b``)."""
+    lower, higher = ("PaRiS higher", "PaRiS lower") if paris_is_b else ("PaRiS lower", "PaRiS higher")
+    return {"a lower": lower, "a higher": higher}.get(compared["verdict"], compared["verdict"])
+
+
 def paris_ratios_frame(runs) -> pd.DataFrame:
     """The PaRiS paper's headline ratios per (run, experiment, point), from the trials'
     merged histograms with their spread over trials: BPR's mean transaction latency over
@@ -908,14 +914,11 @@ def paris_ratios_frame(runs) -> pd.DataFrame:
             v = versus(bpr, paris, "rwt_mean_ms")
             row |= {"bpr_over_paris_latency": v["ratio"], "bpr_over_paris_latency_min": v["ratio_min"],
                     "bpr_over_paris_latency_max": v["ratio_max"],
-                    # a is BPR: BPR higher is PaRiS lower
-                    "latency_paris_vs_bpr": {"a lower": "PaRiS higher", "a higher": "PaRiS lower"}.get(
-                        v["verdict"], v["verdict"])}
+                    "latency_paris_vs_bpr": _of_paris(v, paris_is_b=True)}
             t = versus(paris, bpr, "throughput_ops_per_s")
             row |= {"paris_over_bpr_throughput": t["ratio"], "paris_over_bpr_throughput_min": t["ratio_min"],
                     "paris_over_bpr_throughput_max": t["ratio_max"],
-                    "throughput_paris_vs_bpr": {"a lower": "PaRiS lower", "a higher": "PaRiS higher"}.get(
-                        t["verdict"], t["verdict"])}
+                    "throughput_paris_vs_bpr": _of_paris(t)}
             for q in ("p50", "p99"):
                 row[f"visibility_gap_{q}_ms"] = paris[f"visibility_{q}_ms"] - bpr[f"visibility_{q}_ms"] \
                     if pd.notna(paris[f"visibility_{q}_ms"]) and pd.notna(bpr[f"visibility_{q}_ms"]) else None
@@ -927,12 +930,10 @@ def paris_ratios_frame(runs) -> pd.DataFrame:
             v = versus(paris, by["nocc"], "rwt_mean_ms")
             row |= {"paris_over_nocc_latency": v["ratio"], "paris_over_nocc_latency_min": v["ratio_min"],
                     "paris_over_nocc_latency_max": v["ratio_max"],
-                    "latency_paris_vs_nocc": {"a lower": "PaRiS lower", "a higher": "PaRiS higher"}.get(
-                        v["verdict"], v["verdict"])}
+                    "latency_paris_vs_nocc": _of_paris(v)}
             t = versus(paris, by["nocc"], "throughput_ops_per_s")
             row |= {"paris_over_nocc_throughput": t["ratio"],
-                    "throughput_paris_vs_nocc": {"a lower": "PaRiS lower", "a higher": "PaRiS higher"}.get(
-                        t["verdict"], t["verdict"])}
+                    "throughput_paris_vs_nocc": _of_paris(t)}
         rows.append(row)
     # The paper's throughput ratios (1.47x, 1.46x over BPR) compare peaks: each system's
     # highest pooled throughput over the sweep, with that point's spread over trials.
@@ -953,8 +954,7 @@ def paris_ratios_frame(runs) -> pd.DataFrame:
                 row |= {f"paris_over_{other}_throughput": t["ratio"],
                         f"paris_over_{other}_throughput_min": t["ratio_min"],
                         f"paris_over_{other}_throughput_max": t["ratio_max"],
-                        f"throughput_paris_vs_{other}": {"a lower": "PaRiS lower", "a higher": "PaRiS higher"}.get(
-                            t["verdict"], t["verdict"])}
+                        f"throughput_paris_vs_{other}": _of_paris(t)}
         rows.append(row)
     return pd.DataFrame(rows)
 

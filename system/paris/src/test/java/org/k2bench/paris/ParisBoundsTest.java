@@ -69,6 +69,37 @@ class ParisBoundsTest {
     }
   }
 
+  /** What {@link #onTime} kept, and how many it left out because the emulation was late. */
+  record Measured<T>(List<T> kept, int degraded) {}
+
+  /**
+   * {@code attempt(i)} until {@code n} measurements were taken with the emulation on time
+   * (or six times as many tried), leaving out the first {@link #WARM_UP} (they warm the path
+   * up: JIT) and any during which a message was over {@link #LATE_LIMIT_MS} late; {@code
+   * after(i)} runs after each.
+   */
+  static <T> Measured<T> onTime(Recorder rec, int n, java.util.function.IntFunction<T> attempt,
+      java.util.function.IntConsumer after) {
+    List<T> kept = new ArrayList<>();
+    int degraded = 0;
+    ProcessMetrics.use(rec);
+    try {
+      for (int i = 0; kept.size() < n && i < WARM_UP + 6 * n; i++) {
+        rec.takeMs();
+        T v = attempt.apply(i);
+        if (rec.takeMs() > LATE_LIMIT_MS) {
+          degraded++;
+        } else if (i >= WARM_UP) {
+          kept.add(v);
+        }
+        after.accept(i);
+      }
+    } finally {
+      ProcessMetrics.release(rec);
+    }
+    return new Measured<>(kept, degraded);
+  }
+
   static Topology topology() {
     return FreePorts.assign(TopologyLoader.parse("""
         datacenters: [A, B, C]
@@ -186,36 +217,26 @@ class ParisBoundsTest {
       KvClient writer = c.client(A);
       String k = keyAtAB(c, new ArrayList<>());
       int servers = c.topology().numServers();
-      List<double[]> lags = new ArrayList<>();
-      int degraded = 0;
-      ProcessMetrics.use(rec);
-      try {
-        for (int i = 0; lags.size() < writes && i < WARM_UP + 6 * writes; i++) {
-          rec.takeMs();
-          long ct = LamportClock.counterOf(writer.write(k, row("v" + i)).version());
-          long t = System.nanoTime();
-          double[] lag = new double[servers];
-          Arrays.fill(lag, Double.NaN);
-          int left = servers;
-          while (left > 0 && System.nanoTime() - t < 3_000_000_000L) {
-            for (int s = 0; s < servers; s++) {
-              if (Double.isNaN(lag[s]) && c.server(s).stats().getOrDefault("ust", 0L) >= ct) {
-                lag[s] = (System.nanoTime() - t) / 1e6;
-                left--;
-              }
+      Measured<double[]> m = onTime(rec, writes, i -> {
+        long ct = LamportClock.counterOf(writer.write(k, row("v" + i)).version());
+        long t = System.nanoTime();
+        double[] lag = new double[servers];
+        Arrays.fill(lag, Double.NaN);
+        int left = servers;
+        while (left > 0 && System.nanoTime() - t < 3_000_000_000L) {
+          for (int s = 0; s < servers; s++) {
+            if (Double.isNaN(lag[s]) && c.server(s).stats().getOrDefault("ust", 0L) >= ct) {
+              lag[s] = (System.nanoTime() - t) / 1e6;
+              left--;
             }
-            LockSupport.parkNanos(200_000);
           }
-          assertEquals(0, left, "every UST passed write " + i + " within 3 s: " + Arrays.toString(lag));
-          if (rec.takeMs() > LATE_LIMIT_MS) {
-            degraded++;
-          } else if (i >= WARM_UP) { // the first ones warm the path up (JIT)
-            lags.add(lag);
-          }
+          LockSupport.parkNanos(200_000);
         }
-      } finally {
-        ProcessMetrics.release(rec);
-      }
+        assertEquals(0, left, "every UST passed write " + i + " within 3 s: " + Arrays.toString(lag));
+        return lag;
+      }, i -> { });
+      List<double[]> lags = m.kept();
+      int degraded = m.degraded();
       UstRun r = new UstRun(terms, lags, degraded);
       System.out.printf("%sUST lag per write, ms (servers A0 A1 B0 B1 C0 C1): bound [%.1f, %.1f]; "
           + "observed [%.1f, %.1f]; %d writes left out, the emulation late%n",
@@ -261,25 +282,14 @@ class ParisBoundsTest {
       Terms terms = Terms.of(c, options);
       KvClient reader = c.client(A);
       String k = keyAtAB(c, new ArrayList<>());
-      List<Double> waits = new ArrayList<>();
-      int degraded = 0;
-      ProcessMetrics.use(rec);
-      try {
-        for (int i = 0; waits.size() < reads && i < WARM_UP + 6 * reads; i++) {
-          rec.takeMs();
-          rec.blockedMs.clear();
-          reader.readTxn(List.of(k));
-          assertEquals(1, rec.blockedMs.size(), "one slice per read");
-          if (rec.takeMs() > LATE_LIMIT_MS) {
-            degraded++;
-          } else if (i >= WARM_UP) { // the first ones warm the path up (JIT)
-            waits.add(rec.blockedMs.get(0));
-          }
-          Clusters.sleep(3 + i % 5); // reads at different phases of the partner's heartbeats
-        }
-      } finally {
-        ProcessMetrics.release(rec);
-      }
+      Measured<Double> m = onTime(rec, reads, i -> {
+        rec.blockedMs.clear();
+        reader.readTxn(List.of(k));
+        assertEquals(1, rec.blockedMs.size(), "one slice per read");
+        return rec.blockedMs.get(0);
+      }, i -> Clusters.sleep(3 + i % 5)); // reads at different phases of the partner's heartbeats
+      List<Double> waits = m.kept();
+      int degraded = m.degraded();
       System.out.printf("%sBPR local read blocked, ms: bound [%.1f, %.1f]; observed %s; %d reads left out, the "
           + "emulation late%n", Mutants.active(Mutants.BPR_OVER_WAIT) ? "bpr-over-wait: "
           : Mutants.active(Mutants.PARIS_SLOW_HEARTBEATS) ? "paris-slow-heartbeats: " : "", terms.bprLowerMs(),

@@ -23,6 +23,8 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
+from k2bench.experiment import axis_label
+
 from . import load, paper
 
 # Fig. 8's panels: 8a read-only, 8b Zipf 1.4, 8c f=3, 8d 5% writes, 8e Zipf 0.9, 8f f=1.
@@ -121,7 +123,7 @@ class Workload:
         zipf)."""
         if self.setting:
             return self.setting
-        values = ", ".join(f"{a.split('.')[1]}={v}" for a, v in sorted(self.point_values.items())
+        values = ", ".join(f"{axis_label(a)}={v}" for a, v in sorted(self.point_values.items())
                            if a not in LOAD_AXES)
         return f"{self.experiment} ({values})" if values else self.experiment
 

@@ -575,16 +575,20 @@ def placement_latency(runs) -> plt.Figure:
     if len(pcts) < 5:
         raise MissingData("these runs' placement.json predates the CDF percentiles: "
                           "run k2bench placement-report RUN again")
-    killed = load.placement_killed(runs)
-    phases = [p for p in load.PLACEMENT_PHASES if (data["phase"] == p).any()]
+    present = set(data["phase"])
+    normal = ["cold", "warm"] if {"cold", "warm"} <= present else ["normal"] if "normal" in present else []
+    kills = sorted(data.loc[data["phase"] == "failure", "killed"].fillna("").unique())
+    phases = [(p, None) for p in normal] + [("failure", k or None) for k in kills]  # one row each
     columns = data[["run", "system"]].drop_duplicates().values.tolist()
     several_runs = data["run"].nunique() > 1
     fig, axes = plt.subplots(len(phases), len(columns), figsize=(5.2 * len(columns), 3.8 * len(phases)),
                              squeeze=False, sharex=True, sharey=True)
-    for row, phase in enumerate(phases):
+    for row, (phase, killed) in enumerate(phases):
         for col, (run, system) in enumerate(columns):
             ax = axes[row][col]
             sub = data[(data["run"] == run) & (data["system"] == system) & (data["phase"] == phase)]
+            if phase == "failure":
+                sub = sub[sub["killed"].fillna("") == (killed or "")]
             for name in sorted(sub["placement"].unique(), key=_placement_order):
                 colour = PLACEMENT_COLOUR.get(name.split()[0], "black")
                 for source, style in (("measured", "-"), ("predicted", "--")):
@@ -599,7 +603,9 @@ def placement_latency(runs) -> plt.Figure:
             ax.set_xscale("symlog", linthresh=1)
             ax.set_xlim(left=0)
             ax.grid(alpha=0.3)
-            when = "normal operation" if phase == "normal" else f"{killed} killed" if killed else "after the kill"
+            when = {"normal": "normal operation", "cold": "normal, cold cache (first window)",
+                    "warm": "normal, warmer cache (last window)"}.get(
+                phase, f"{killed} killed" if killed else "after the kill")
             ax.set_title(f"{_label(system)}{f' ({run})' if several_runs else ''}: {when}")
             if row == len(phases) - 1:
                 ax.set_xlabel("single-key read latency (ms)")

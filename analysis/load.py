@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 from hdrh.histogram import HdrHistogram
 
-from k2bench.experiment import for_system
+from k2bench.experiment import axis_set, for_system
 from k2bench.summary import BASE_OPS, OPS, Interval, iter_log, latency, new_histogram, selected
 
 ALL = "all"
@@ -237,8 +237,7 @@ def _point_config(config: dict, point_values: dict, system: str | None = None) -
     experiment's per_system overrides) when given."""
     cfg = copy.deepcopy(config)
     for axis, value in point_values.items():
-        section, name = axis.split(".")
-        cfg[section][name] = value
+        axis_set(cfg, axis, value)
     return for_system(cfg, system) if system else cfg
 
 
@@ -808,7 +807,7 @@ def freshness_frame(runs, hot_keys: int = 10) -> pd.DataFrame:
     return frame[cols].sort_values(["system", "hot_key_writes_per_s"]).reset_index(drop=True)
 
 
-PLACEMENT_PHASES = ("normal", "failure")
+PLACEMENT_PHASES = ("normal", "cold", "warm", "failure")
 
 
 def _placement_reports(runs) -> list[tuple[Run, dict]]:
@@ -828,21 +827,28 @@ def _is_percentile(name: str) -> bool:
 
 
 def placement_frame(runs) -> pd.DataFrame:
-    """Per run, system, placement, phase (normal; failure: after the kill) and source
-    (measured; predicted: the latency model): mean and percentiles of single-key read
-    latency (ms), and the reads measured."""
+    """Per run, system, placement, window (normal, cold, warm; failure, with the killed
+    datacenter) and source (measured; predicted: the latency model): mean and percentiles of
+    single-key read latency (ms), the reads measured and the trials pooled (a report's
+    groups: each window's reads of every trial in one histogram; an older report's trials)."""
     rows = []
     for r, rep in _placement_reports(runs):
-        for t in rep["trials"]:
+        entries = rep.get("groups")
+        if entries is None:  # before the groups: a row per trial, the kill the run's
+            killed = (rep.get("killed") or {}).get("dc")
+            entries = [{"system": t["system"], "placement": t["placement"], "phase": phase, "trials": 1,
+                        "killed": killed if phase == "failure" else None,
+                        "measured": t["measured"].get(phase), "predicted": t["predicted"].get(phase)}
+                       for t in rep["trials"] for phase in ("normal", "failure")]
+        for g in entries:
             for source in ("measured", "predicted"):
-                for phase in PLACEMENT_PHASES:
-                    s = t[source].get(phase)
-                    if not s or s.get("mean") is None:
-                        continue
-                    rows.append({"run": r.name, "system": t["system"], "placement": t["placement"], "phase": phase,
-                                 "source": source, "reads": s.get("reads"), "remote_share": s.get("remote_share"),
-                                 "mean_ms": s["mean"],
-                                 **{k + "_ms": v for k, v in s.items() if _is_percentile(k)}})
+                s = g.get(source)
+                if not s or s.get("mean") is None:
+                    continue
+                rows.append({"run": r.name, "system": g["system"], "placement": g["placement"], "phase": g["phase"],
+                             "killed": g.get("killed"), "trials": g.get("trials", 1), "source": source,
+                             "reads": s.get("reads"), "remote_share": s.get("remote_share"), "mean_ms": s["mean"],
+                             **{k + "_ms": v for k, v in s.items() if _is_percentile(k)}})
     return pd.DataFrame(rows)
 
 
@@ -855,10 +861,10 @@ def placement_buckets_frame(runs) -> pd.DataFrame:
 
 
 def placement_killed(runs) -> str | None:
-    """The datacenter the placement runs killed (the first run's that killed one)."""
+    """The datacenter(s) the placement runs killed (the first run's that killed any)."""
     for _, rep in _placement_reports(runs):
         if rep.get("killed"):
-            return rep["killed"]["dc"]
+            return ", ".join(rep["killed"].get("dcs") or [rep["killed"]["dc"]])
     return None
 
 

@@ -39,6 +39,7 @@ from analysis.paper import FIG9_SETTINGS, fig9_ratio
 
 from . import cpu, rundir
 from .errors import ConfigError
+from .experiment import axis_set
 from .orchestrator import Orchestrator, trial_dir
 
 FALL = 0.95
@@ -139,8 +140,7 @@ def check_resume(run_dir: Path, exp: dict) -> str | None:
 def setting_experiment(exp: dict, setting: str) -> dict:
     out = copy.deepcopy(exp)
     for axis, value in FIG9_SETTINGS[setting].items():
-        section, name = axis.split(".")
-        out[section][name] = value
+        axis_set(out, axis, value)
     out["name"] = exp["name"]
     out["trials"] = 1  # a climb reads one trial per point
     return out

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import copy
 import json
 import os
 import re
@@ -354,6 +355,7 @@ def cmd_systems(args) -> int:
 
 def cmd_summarize(args) -> int:
     """Re-derives summary.json of every trial in a run from its raw logs."""
+    from .faults import paused_ms
     from .summary import EMULATION_DEGRADED, SCHEDULE_WARNING, replication_pending_at_end, summarize
     run = Path(args.run)
     manifest = json.loads((run / "manifest.json").read_text())
@@ -365,12 +367,14 @@ def cmd_summarize(args) -> int:
         logs = {dc: [run / entry["dir"] / rel for rel in rels] for dc, rels in entry["client_logs"].items()}
         after_ms = (old.get("replication_lag_ms") or {}).get("after", {}).get("from_ms")
         cfg = manifest["config"]
+        cfg = copy.deepcopy(cfg)
         for axis, value in old.get("point_values", {}).items():
-            cfg = cfg | {axis.split(".")[0]: cfg[axis.split(".")[0]] | {axis.split(".")[1]: value}}
+            experiment.axis_set(cfg, axis, value)
         new = summarize(logs, system=old["system"], experiment=manifest["experiment"],
                         window_ms=tuple(old["window_ms"]), origin_ms=old["timeseries"]["origin_ms"],
                         server_logs=sorted((run / entry["dir"] / "servers").glob("*.hlog")), after_ms=after_ms,
-                        pacing_interval_ms=experiment.pacing_interval_ms(cfg, {dc: len(ps) for dc, ps in logs.items()}))
+                        pacing_interval_ms=experiment.pacing_interval_ms(cfg, {dc: len(ps) for dc, ps in logs.items()}),
+                        paused_ms=paused_ms(run / entry["dir"] / "timeline.jsonl"))
         new |= {k: old[k] for k in ("point", "point_values", "trial", "start_ms", "start", "server_stats",
                                     "availability", "faults", "consistency", "cpu", "server_processes") if k in old}
         if new["cache"] is None and old.get("cache"):

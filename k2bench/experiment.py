@@ -162,7 +162,7 @@ TOP_LEVEL = {"name", "description", "extends", "systems", "trials", "sweep", "ch
 PER_SYSTEM_SECTIONS = ("topology", "workload", "server", "clients", "load")
 FAULT_KINDS = {
     # kind: (required fields, optional fields)
-    "kill": ({"at_s"}, {"dc", "server"}),          # kill -9, for the rest of the trial
+    "kill": ({"at_s"}, {"dc", "server", "clients"}),  # kill -9, for the rest of the trial; clients: fail | redirect
     "pause": ({"at_s", "for_s"}, {"dc", "server"}),  # SIGSTOP, SIGCONT after for_s
     "partition": ({"at_s", "for_s", "dcs"}, {"mode"}),  # hold (deliver at heal) | drop
     "delay": ({"at_s", "for_s", "dcs", "extra_ms"}, set()),  # latency spike, both directions
@@ -400,6 +400,7 @@ def resolve(doc: dict, name: str, known_systems: list[str]) -> dict:
     out["trials"] = trials
     if dist_max(out["workload"]["keys_per_op"]) > out["workload"]["keys"]:
         raise ConfigError("workload.keys_per_op", "is larger than workload.keys")
+    out["faults"] = _faults(doc.get("faults"), out["duration"])  # before the sweep: it may sweep a fault
     out["sweep"] = _sweep(doc.get("sweep"), out)
     out["per_system"] = _per_system(doc.get("per_system"), out)
     for system in out["per_system"]:
@@ -408,12 +409,12 @@ def resolve(doc: dict, name: str, known_systems: list[str]) -> dict:
             raise ConfigError(f"per_system.{system}.workload.keys_per_op", "is larger than workload.keys")
     _check_pacing(out)
     _check_timeouts(out)
+    _check_redirects(out)
     _check_key_distribution(out)
     check = doc.get("check", True)
     if not isinstance(check, bool):
         raise ConfigError("check", f"must be true or false (run the consistency checker), got {check!r}")
     out["check"] = check
-    out["faults"] = _faults(doc.get("faults"), out["duration"])
     out["testing"] = _testing(doc.get("testing"))
     return out
 
@@ -501,6 +502,14 @@ def _faults(given: Any, duration: dict) -> list[dict]:
                 raise ConfigError(field, "give exactly one of dc (a whole datacenter) or server (DC:SHARD)")
             g["dc" if "dc" in f else "server"] = _typed(f"{field}.{'dc' if 'dc' in f else 'server'}",
                                                         f.get("dc", f.get("server")), str)
+        if f["kind"] == "kill":
+            # redirect: the datacenter's clients go on against the nearest surviving one (the
+            # replica-placement paper's failure, faults.py); fail: they keep asking their own
+            g["clients"] = f.get("clients", "fail")
+            if g["clients"] not in ("fail", "redirect"):
+                raise ConfigError(f"{field}.clients", f"must be fail or redirect, got {g['clients']!r}")
+            if g["clients"] == "redirect" and "dc" not in f:
+                raise ConfigError(f"{field}.clients", "redirect moves a whole datacenter's clients: give dc, not server")
         if "dcs" in f:
             dcs = f["dcs"]
             if not (isinstance(dcs, list) and len(dcs) == 2 and all(isinstance(d, str) for d in dcs)
@@ -536,8 +545,12 @@ def _sweep(given: Any, resolved: dict) -> dict:
     for axis, values in given.items():
         field = f"sweep.{axis}"
         parts = str(axis).split(".")
+        if parts[0] == "faults":
+            out[axis] = _sweep_fault(field, parts, values, resolved)
+            continue
         if len(parts) != 2 or parts[0] not in SCHEMA or parts[1] not in SCHEMA[parts[0]]:
-            raise ConfigError(field, "not a sweepable field; use section.field, e.g. workload.zipf")
+            raise ConfigError(field, "not a sweepable field; use section.field (e.g. workload.zipf) or "
+                              "faults.N.field (e.g. faults.0.dc)")
         if not isinstance(values, list) or not values:
             raise ConfigError(field, "must be a non-empty list of values")
         checked = []
@@ -551,6 +564,31 @@ def _sweep(given: Any, resolved: dict) -> dict:
                 raise ConfigError(f"{field}[{i}]", problem) from None
         out[axis] = checked
     return out
+
+
+def _sweep_fault(field: str, parts: list[str], values: Any, resolved: dict) -> list:
+    """A swept field of one of the experiment's faults (``faults.N.field``): each value checked
+    as that fault's field."""
+    faults = resolved["faults"]
+    if len(parts) != 3 or not parts[1].isdigit() or int(parts[1]) >= len(faults):
+        raise ConfigError(field, f"a fault axis is faults.N.field with N below the {len(faults)} fault(s), "
+                          "e.g. faults.0.dc")
+    i, name = int(parts[1]), parts[2]
+    required, optional = FAULT_KINDS[faults[i]["kind"]]
+    if name == "kind" or name not in required | optional or name not in faults[i]:
+        raise ConfigError(field, f"fault {i} ({faults[i]['kind']}) has no field {name!r} to sweep; its fields: "
+                          f"{', '.join(sorted(k for k in faults[i] if k != 'kind'))}")
+    if not isinstance(values, list) or not values:
+        raise ConfigError(field, "must be a non-empty list of values")
+    checked = []
+    for j, v in enumerate(values):
+        probe = copy.deepcopy(faults)
+        probe[i][name] = v
+        try:
+            checked.append(_faults(probe, resolved["duration"])[i][name])
+        except ConfigError as e:
+            raise ConfigError(f"{field}[{j}]", e.problem) from None
+    return checked
 
 
 # YCSB 0.17 takes -target as an int and paces each thread at target / threads ops/s. A
@@ -629,7 +667,7 @@ def _swept_field(exp: dict, cfg: dict, axes: tuple[str, ...], default: str) -> s
     swept = [a for a in axes if a in exp["sweep"]]
     if not swept:
         return default
-    return " and ".join(f"sweep.{a}={_value_text(cfg[a.split('.')[0]][a.split('.')[1]])}" for a in swept)
+    return " and ".join(f"sweep.{a}={_value_text(axis_get(cfg, a))}" for a in swept)
 
 
 def _value_text(v: Any) -> str:
@@ -701,6 +739,25 @@ def _check_timeouts(exp: dict) -> None:
                               f"or clients.rpc_timeout_ms above {failover}")
 
 
+# The session ids of one client process: its threads', a warm-up's and, with a redirecting
+# kill, one more per thread for every datacenter kill (each may re-point the redirect).
+IDS_PER_PROCESS = 1000
+
+
+def _check_redirects(exp: dict) -> None:
+    for _, _, cfg in system_points(exp):
+        faults = cfg["faults"]
+        if not any(f.get("clients") == "redirect" for f in faults):
+            continue
+        kills = sum(1 for f in faults if f["kind"] == "kill" and "dc" in f)
+        most = (IDS_PER_PROCESS - 2) // (1 + kills)
+        if cfg["clients"]["threads_per_dc"] > most:
+            field = _swept_field(exp, cfg, ("clients.threads_per_dc",), "clients.threads_per_dc")
+            raise ConfigError(field, f"{cfg['clients']['threads_per_dc']} threads: a kill with clients: redirect opens "
+                              f"a session per thread for each of the {kills} datacenter kill(s), at most {most} "
+                              "threads per datacenter fit; use fewer threads or clients: fail")
+
+
 def _check_key_distribution(exp: dict) -> None:
     """workload.key_distribution: ycsb_scrambled is YCSB's generator as it is: at its constant,
     over the whole key space, one popularity order for every datacenter; and topology.place's
@@ -742,6 +799,31 @@ def _point_field(exp: dict, cfg: dict, system: str, axes: tuple[str, ...], defau
     return _swept_field(exp, cfg, axes, default)
 
 
+def axis_get(cfg: dict, axis: str) -> Any:
+    """The value of a sweep axis in a configuration: ``section.field``, or ``faults.N.field``
+    (a field of the experiment's N-th fault, e.g. which datacenter a kill takes)."""
+    parts = axis.split(".")
+    if parts[0] == "faults":
+        return cfg["faults"][int(parts[1])][parts[2]]
+    return cfg[parts[0]][parts[1]]
+
+
+def axis_set(cfg: dict, axis: str, value: Any) -> dict:
+    """``cfg`` with a sweep axis set to ``value`` (in place; returned for chaining)."""
+    parts = axis.split(".")
+    if parts[0] == "faults":
+        cfg["faults"][int(parts[1])][parts[2]] = value
+    else:
+        cfg[parts[0]][parts[1]] = value
+    return cfg
+
+
+def axis_label(axis: str) -> str:
+    """How a point names an axis: the field (``zipf``), a fault's as fault<N>_field (``fault0_dc``)."""
+    parts = axis.split(".")
+    return parts[-1] if parts[0] != "faults" else f"fault{parts[1]}_{parts[2]}"
+
+
 def points(exp: dict) -> list[tuple[str, dict]]:
     """(point id, configuration) for every combination of sweep values; one point without a sweep."""
     axes = exp["sweep"]
@@ -752,9 +834,8 @@ def points(exp: dict) -> list[tuple[str, dict]]:
         cfg = copy.deepcopy(exp)
         labels = []
         for axis, value in zip(axes, combo):
-            section, field = axis.split(".")
-            cfg[section][field] = value
-            labels.append(f"{field}={value}")
+            axis_set(cfg, axis, value)
+            labels.append(f"{axis_label(axis)}={value}")
         cfg["sweep"] = {}
         out.append(("_".join(labels), cfg))
     return out

@@ -7,6 +7,13 @@ would come back empty); ``pause`` sends SIGSTOP and, ``for_s`` later, SIGCONT; `
 and ``delay`` change the links of every process through the faults file each transport
 watches (system/core FaultFile). Every start and end goes into the trial's
 ``timeline.jsonl`` beside the operations' own times in the histories.
+
+A ``kill`` of a datacenter with ``clients: redirect`` is the replica-placement paper's
+failure (§VIII-E): the datacenter's storage stops, its application servers go on and send
+their requests "to the closest DC". Its clients then use the servers of the nearest
+surviving datacenter by configured RTT (``placement.redirect_dc``), through a ``redirects``
+entry of the faults file (Java K2BenchDB.serving); with ``clients: fail`` (the default) they
+keep asking their own, dead, servers.
 """
 from __future__ import annotations
 
@@ -37,11 +44,14 @@ class FaultInjector:
     hosts: list
     faults_rel: str
     timeline: Path
+    topology: object = None  # placement.Topology: where redirected clients go
     killed: set = field(default_factory=set)
     paused: set = field(default_factory=set)
     _events: list = field(default_factory=list)
     _links: list = field(default_factory=list)
     _partitions: list = field(default_factory=list)
+    _redirected: list = field(default_factory=list)  # datacenters whose clients are redirected
+    _down: set = field(default_factory=set)          # datacenters killed whole
 
     def __post_init__(self):
         for f in self.faults:
@@ -95,7 +105,15 @@ class FaultInjector:
                     self.paused.add(p.name)
                 else:
                     self.paused.discard(p.name)
-            self._record(e, f"{signal.Signals(sig).name} to {', '.join(p.name for _, p in hit)}")
+            note = f"{signal.Signals(sig).name} to {', '.join(p.name for _, p in hit)}"
+            if sig == signal.SIGKILL and "dc" in f:
+                self._down.add(f["dc"])
+                if f.get("clients") == "redirect":
+                    self._redirected.append(f["dc"])
+                if self._redirected:  # new ones, and old ones whose target just died
+                    self._write_network()
+                    note += "; clients " + ", ".join(f"{a} -> {b}" for a, b in self.redirects().items())
+            self._record(e, note)
             return
         a, b = f["dcs"]
         if f["kind"] == "partition":
@@ -112,8 +130,21 @@ class FaultInjector:
         self._write_network()
         self._record(e, "links of every process")
 
+    def redirects(self) -> dict[str, str]:
+        """Each redirected datacenter's clients' datacenter now: the nearest one still up."""
+        from .placement import redirect_dc
+        if not self._redirected:
+            return {}
+        if self.topology is None:
+            raise ConfigError("faults.clients", "redirect needs the trial's topology")
+        dcs = self.topology.dcs
+        down = {dcs.index(x) for x in self._down}
+        return {a: dcs[redirect_dc(self.topology.rtt, dcs.index(a), down)] for a in self._redirected}
+
     def _write_network(self) -> None:
         doc = {"links": [x for pair in self._links for x in pair], "partitions": list(self._partitions)}
+        if self._redirected:
+            doc["redirects"] = [{"from": a, "to": b} for a, b in self.redirects().items()]
         for h in self.hosts:
             h.put_text(self.faults_rel, json.dumps(doc) + "\n")
 
@@ -123,10 +154,31 @@ class FaultInjector:
             if p.name in self.paused:
                 p.handle_host.signal(p, signal.SIGCONT)
         self.paused.clear()
-        if self._links or self._partitions:
+        if self._links or self._partitions or self._redirected:
             self._links.clear()
             self._partitions.clear()
+            self._redirected.clear()
             self._write_network()
+
+
+def paused_ms(timeline: Path) -> dict[str, list[tuple[float, float]]]:
+    """Each paused server process's pauses (epoch ms), from a trial's timeline: log name
+    (``servers/<process>``) -> (SIGSTOP, SIGCONT) times; a pause the trial ended in lasts to
+    infinity."""
+    out: dict[str, list[list[float]]] = {}
+    if not Path(timeline).exists():
+        return {}
+    for line in Path(timeline).read_text().splitlines():
+        e = json.loads(line)
+        if e.get("kind") != "pause" or " to " not in e.get("note", ""):
+            continue
+        for name in e["note"].split(" to ", 1)[1].split(", "):
+            spans = out.setdefault(f"servers/{name}", [])
+            if e["event"] == "fault-start":
+                spans.append([e["t_ms"], float("inf")])
+            elif spans and spans[-1][1] == float("inf"):
+                spans[-1][1] = e["t_ms"]
+    return {k: [tuple(x) for x in v] for k, v in out.items()}
 
 
 def unavailability(ops_by_dc: dict[str, list[dict]], t0_ms: float, gap_ms: float = 2000) -> dict:

@@ -32,14 +32,13 @@ from . import rundir
 from .errors import ConfigError, RunFailed
 from . import checker, cpu
 from .experiment import (check_pacing, server_jvm_args, client_shares, dist_min, dist_text, pacing_interval_ms,
-                         for_system, points, system_points)
+                         IDS_PER_PROCESS, axis_get, for_system, points, system_points)
 from .deploy import ALL_DCS, Deployment, LocalDeployment
-from .faults import FAULTS_FILE, FaultInjector, fault_windows, unavailability
+from .faults import FAULTS_FILE, FaultInjector, fault_windows, paused_ms, unavailability
 from .hosts import Host, InServerHost, LeaseKeeper, LocalHost, Proc
 from .summary import replication_pending_at_end, ring_invalidations, server_totals_hit_rate, summarize
 
 CLIENT_ID_BASE = 4096
-IDS_PER_PROCESS = 1000
 # Printed by every client process once its threads are connected (TxnWorkload.READY_LINE).
 CLIENTS_READY = "k2bench: clients ready"
 CLIENT_START_TIMEOUT_S = 300
@@ -708,6 +707,9 @@ class Orchestrator:
                                                CLIENT_ID_BASE + (len(dcs) + n) * IDS_PER_PROCESS,
                                                slot.host.path(f"{t.rel}/clients/{slot.name}.hlog"))
                     n += 1
+                    # a redirected thread's new session (a kill with clients: redirect) takes an id
+                    # after the threads' and the warm-up's (experiment._check_redirects)
+                    props["k2bench.redirect_id_base"] = props["k2bench.client_id_base"] + load.threads + 1
                     props |= {"operationcount": 2**31 - 1, "k2bench.start_file": slot.host.path(start_rel),
                               "k2bench.run_s": total,
                               "k2bench.history": slot.host.path(f"{t.rel}/clients/history-{slot.name}.jsonl"),
@@ -749,7 +751,7 @@ class Orchestrator:
                 return info
 
             t.faults = FaultInjector(cfg["faults"], round(t0 * 1000), list(zip(slots, servers)), dep.hosts(),
-                                     f"{t.rel}/{FAULTS_FILE}", t.dir / "timeline.jsonl")
+                                     f"{t.rel}/{FAULTS_FILE}", t.dir / "timeline.jsonl", redirect_topology(cfg, doc))
             stack.callback(t.faults.close)
             sampler = None
             if all(isinstance(p.handle_host, (LocalHost, InServerHost)) for p in servers + clients):
@@ -830,7 +832,8 @@ class Orchestrator:
         after_ms = (t0 + max(fault_ends)) * 1000 + checker.FAULT_SLACK_MS if fault_ends else None
         summary = summarize(logs, system=t.system, experiment=cfg["name"], window_ms=window,
                             origin_ms=t0 * 1000, server_logs=sorted((t.dir / "servers").glob("*.hlog")),
-                            after_ms=after_ms, pacing_interval_ms=pacing_interval_ms(cfg, client_processes(dep, dcs)))
+                            after_ms=after_ms, pacing_interval_ms=pacing_interval_ms(cfg, client_processes(dep, dcs)),
+                            paused_ms=paused_ms(t.dir / "timeline.jsonl"))
         summary["warnings"] += client_warnings
         for op, why in self.env.system_info[t.system].get("not_own", {}).items():
             if op in summary["ops"]:
@@ -1076,9 +1079,17 @@ def rtt_check(doc: dict, measured: dict) -> dict:
     return out
 
 
+def redirect_topology(cfg: dict, doc: dict):
+    """The topology whose RTTs say where a kill's redirected clients go, if a kill redirects."""
+    if not any(f.get("clients") == "redirect" for f in cfg["faults"]):
+        return None
+    from .placement import load_topology
+    return load_topology(doc)
+
+
 def point_values(exp: dict, cfg: dict) -> dict:
     """The sweep values of one point, e.g. {"workload.zipf": 1.2}; {} without a sweep."""
-    return {axis: cfg[axis.split(".")[0]][axis.split(".")[1]] for axis in exp["sweep"]}
+    return {axis: axis_get(cfg, axis) for axis in exp["sweep"]}
 
 
 def _raise_interrupt(signum, frame):

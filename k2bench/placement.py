@@ -22,7 +22,16 @@ program is solved with the hits of the previous solution's placement until the p
 settles). Without it the objective is the nearest replica's latency, for K2 an upper bound.
 Writes are local in K2 (replicated asynchronously), so the objective counts reads only;
 writes enter the cache term (they invalidate other datacenters' copies) and are reported.
-Under the failure of datacenter k its clients are gone with it: k's own demand is left out.
+**A failure** is the one the paper's experiment ran (§VIII-E): the storage of datacenter k
+stops, its application servers go on and send their requests to the closest surviving
+datacenter c (by RTT), whose coordinator reads the replicas; so k's readers keep reading at
+rtt(k, c) + c's latency to its nearest surviving replica (``redirect_dc``, ``set_latency``),
+what the harness's redirected clients measure. (Where the RTTs break the triangle
+inequality, 8 pairs of the K2 paper's matrix, this is above rtt(k, nearest surviving
+replica), a user-to-replica form the paper's model section may use; the excerpt we have
+does not give it.) They count as cache misses (c's cache was filled for c's own readers;
+an approximation for K2). N-1C's objective is the paper's per-key worst case over every
+single-datacenter failure and every reader, displaced ones included.
 
 **The program** (``solve``). The paper's form chooses x[b, j] (bucket b has a replica at j)
 with routing variables y (and, for N-1C, per failure z and a worst-case t_b); since the
@@ -90,7 +99,7 @@ def code_fingerprint() -> str:
     return hashlib.sha256(Path(__file__).read_bytes() + scipy.__version__.encode()).hexdigest()[:16]
 
 
-MODEL_VERSION = 1  # bump when a table for the same inputs would come out differently
+MODEL_VERSION = 2  # bump when a table for the same inputs would come out differently
 DC_CACHE_SYSTEMS = ("k2",)  # systems whose reads of non-local keys a datacenter cache serves (K2 §III-A)
 CACHE_ROUNDS = 4  # with a cache term: re-solves on the last placement's hits, at most
 N1C_NORMAL_WEIGHT = 0.01  # N-1C's tie-break: this x the BA objective is added to the failure objective
@@ -766,18 +775,15 @@ def _coverage_groups(reads_b: np.ndarray, hits_b: np.ndarray, candidates: list[t
                      model: str):
     """What a percentile objective bounds, per population of reads: (misses' weights, [set, i]
     latency, the share of cache hits), weights and hits as shares of the population's reads.
-    BA: every read in normal operation. N-1C: for each datacenter k, the survivors' reads
-    under k's failure (k's own clients are gone)."""
+    BA: every read in normal operation. N-1C: for each datacenter k, every read under k's
+    failure (k's own readers redirected, ``set_latency``)."""
     out = []
+    total = reads_b.sum()
+    if total <= 0:
+        return out
     for k in ([None] if model == "ba" else range(topo.d)):
-        keep = np.ones(topo.d, dtype=bool)
-        if k is not None:
-            keep[k] = False
-        total = reads_b[:, keep].sum()
-        if total <= 0:
-            continue
-        miss = (reads_b - hits_b) * keep
-        out.append((miss / total, set_latency(candidates, topo.rtt, k), float(hits_b[:, keep].sum() / total)))
+        hits = hits_b if k is None else failure_hits(hits_b, k)
+        out.append(((reads_b - hits) / total, set_latency(candidates, topo.rtt, k), float(hits.sum() / total)))
     return out
 
 
@@ -788,8 +794,10 @@ def _solve_xyz(w: np.ndarray, sizes: np.ndarray, topo: Topology, model: str, cap
     sum_j x[b, j] = f. y[b, i, j] in [0, 1] (for the datacenters i that read b): i reads b
     from j; sum_j y = 1, y <= x. BA minimises sum_b sum_i w[b, i] sum_j rtt(i, j) y[b, i, j].
     Storage: sum_b size_b x[b, j] <= cap. one_per_group: sum_{j = g mod f} x[b, j] = 1.
-    N-1C: z[b, k, i, j] (i, j != k) routes i's reads to a survivor of k's failure (sum_j z = 1,
-    z <= x), t_b >= sum_{i != k} w[b, i] sum_{j != k} rtt(i, j) z[b, k, i, j] for every k,
+    N-1C: z[b, k, i, j] (j != k) routes i's reads to a survivor of k's failure (sum_j z = 1,
+    z <= x), t_b >= sum_i w[b, i] sum_{j != k} lat_k(i, j) z[b, k, i, j] for every k, where
+    lat_k(i, j) = rtt(i, j), and for k's own readers, sent to c = redirect_dc(k),
+    rtt(k, c) + rtt(c, j),
     and the objective is sum_b t_b + N1C_NORMAL_WEIGHT x the BA objective. Same optimum as
     the set form; its LP relaxation is weak under N-1C (fractional x shrink the worst failure),
     so HiGHS branches long: a few hundred buckets of N-1C ran past 15 minutes here."""
@@ -833,10 +841,8 @@ def _solve_xyz(w: np.ndarray, sizes: np.ndarray, topo: Topology, model: str, cap
     n_vars = nx + ny
     tcols = None
     if model == "n-1c":
-        qp = np.repeat(np.arange(P), d)  # q = (pair p, failed k != its reader): z over the survivors j != k
+        qp = np.repeat(np.arange(P), d)  # q = (pair p, failed k): z over the survivors j != k
         qk = np.tile(jj, P)
-        keep = qk != pi[qp]
-        qp, qk = qp[keep], qk[keep]
         Q = len(qp)
         jsurv = np.tile(np.arange(d - 1), Q).reshape(Q, d - 1)
         jsurv = jsurv + (jsurv >= qk[:, None])
@@ -849,7 +855,11 @@ def _solve_xyz(w: np.ndarray, sizes: np.ndarray, topo: Topology, model: str, cap
         qb = pb[qp]
         add(np.concatenate([rz, rz]), np.concatenate([zcol, np.repeat(qb, d - 1) * d + jsurv.ravel()]),
             np.concatenate([np.ones(len(rz)), -np.ones(len(rz))]), -np.inf, 0, len(rz))  # z <= x
-        coef = (w[qb, pi[qp]][:, None] * rtt[pi[qp][:, None], jsurv]).ravel()
+        redirect = np.array([redirect_dc(rtt, k) for k in range(d)])
+        own = pi[qp] == qk  # k's own readers, sent to redirect[k]
+        via = np.where(own, redirect[qk], pi[qp])
+        hop = np.where(own, rtt[qk, redirect[qk]], 0.0)
+        coef = (w[qb, pi[qp]][:, None] * (hop[:, None] + rtt[via[:, None], jsurv])).ravel()
         add(np.concatenate([np.repeat(qb * d + qk, d - 1), np.arange(B * d)]),
             np.concatenate([zcol, np.repeat(tcols, d)]),
             np.concatenate([coef, -np.ones(B * d)]), -np.inf, 0, B * d)      # t_b >= failure latency
@@ -881,16 +891,16 @@ def solve(reads_b: np.ndarray, sizes: np.ndarray, topo: Topology, model: str, ba
     modulo f); sum_s u[b, s] = 1. Storage: sum_b size_b sum_{s contains j} u[b, s] <=
     ceil(balance f N / D) for every j. The objective is sum_{b,s} cost[b, s] u[b, s], where
     a bucket's cost on a set is fixed by the set alone: BA, sum_i w[b, i] rtt(i, nearest
-    member of s); N-1C, max over failed k of sum_{i != k} w[b, i] rtt(i, nearest member of s
-    other than k) (the failed datacenter's clients are gone with it), plus N1C_NORMAL_WEIGHT x
-    the BA cost. Choosing a set per bucket is the same program as choosing x[b, j] with
+    member of s); N-1C, max over failed k of sum_i w[b, i] lat(i, nearest member of s other
+    than k), the failed datacenter's own readers redirected (``set_latency``; the paper's
+    per-key worst case), plus N1C_NORMAL_WEIGHT x the BA cost. Choosing a set per bucket is the same program as choosing x[b, j] with
     routing variables (nearest-replica routing and the per-bucket worst failure are functions
     of the chosen set), with B x C(D, f) binaries instead of B x D x (D - 1)^2 routes: a
     million keys' N-1C solves in seconds, not past a 10-minute limit. ``formulation="xyz"``
     solves the paper's own x/y/z program instead (``_solve_xyz``), as a cross-check (tests).
 
     ``objective="pNN"`` minimises a percentile of read latency instead of the mean: BA's over
-    every read, N-1C's the worst over single-datacenter failures of the survivors' reads.
+    every read, N-1C's the worst over single-datacenter failures of every read.
     The p-th percentile is at most T exactly when reads served within T weigh at least p,
     and that weight is linear in u (a bucket's reads within T on a set are fixed by the
     set), so for a threshold T the program above with a coverage row per population
@@ -942,8 +952,8 @@ def solve(reads_b: np.ndarray, sizes: np.ndarray, topo: Topology, model: str, ba
         if model == "n-1c":
             worst = np.zeros((B, S))
             for k in range(d):
-                wk = w.copy()
-                wk[:, k] = 0                                    # k's clients are gone with it
+                wk = ((reads_b - failure_hits(hits_b, k)) / total  # k's readers redirected, as misses
+                      if total > 0 else np.zeros_like(reads_b))
                 worst = np.maximum(worst, wk @ set_latency(candidates, rtt, failed=k).T)
             cost = worst + N1C_NORMAL_WEIGHT * cost
         member = np.array([[j in c for j in range(d)] for c in candidates], dtype=np.float64)  # [S, D]
@@ -1019,22 +1029,51 @@ def objective_of(sets: list[tuple[int, ...]], reads_b: np.ndarray, topo: Topolog
             for k in range(topo.d):
                 alive = [j for j in s if j != k]
                 lat = topo.rtt[:, alive].min(axis=1)
-                fails.append(float(sum(w[b, i] * lat[i] for i in range(topo.d) if i != k)))
+                c = redirect_dc(topo.rtt, k)
+                lat[k] = topo.rtt[k, c] + lat[c]  # k's readers, redirected to c, miss there
+                wk = w[b].copy()
+                wk[k] = reads_b[b, k] / total if total > 0 else 0.0
+                fails.append(float(wk @ lat))
             worst += max(fails)
     return normal if model == "ba" else worst + N1C_NORMAL_WEIGHT * normal
 
 
 # ------------------------------------------------------------------ predictions
 
+def redirect_dc(rtt: np.ndarray, failed: int, down: frozenset[int] | set[int] = frozenset()) -> int:
+    """Where the failed datacenter's clients send their requests (the paper, §VIII-E: "to
+    the closest DC"): the surviving datacenter (neither ``failed`` nor in ``down``) nearest
+    it by RTT, ties to the lower index; a ConfigError when none survives."""
+    others = [j for j in range(rtt.shape[0]) if j != failed and j not in down]
+    if not others:
+        raise ConfigError("faults", "every datacenter is killed: redirected clients have nowhere to go")
+    return min(others, key=lambda j: (rtt[failed, j], j))
+
+
 def set_latency(sets: list[tuple[int, ...]], rtt: np.ndarray, failed: int | None = None) -> np.ndarray:
-    """[set, i]: datacenter i's read latency of a key of each set (its nearest replica, the
-    failed datacenter's left out; inf when no replica survives)."""
+    """[set, i]: datacenter i's read latency of a key of each set: its nearest replica; under
+    the failure of ``failed`` the survivors' nearest, and for the failed datacenter's own
+    clients, redirected to c = ``redirect_dc``, rtt(failed, c) + c's latency (inf when no
+    replica survives)."""
     d = rtt.shape[0]
     out = np.full((len(sets), d), np.inf)
     for s, members in enumerate(sets):
         alive = [j for j in members if j != failed]
         if alive:
             out[s] = rtt[:, alive].min(axis=1)
+    if failed is not None and d > 1:
+        c = redirect_dc(rtt, failed)
+        out[:, failed] = rtt[failed, c] + out[:, c]
+    return out
+
+
+def failure_hits(hits: np.ndarray | None, failed: int) -> np.ndarray | None:
+    """The cache hits under ``failed``'s failure: its cache is gone with its storage, and its
+    displaced readers count as misses at the datacenter they are sent to (module doc)."""
+    if hits is None:
+        return None
+    out = hits.copy()
+    out[..., failed] = 0
     return out
 
 
@@ -1078,7 +1117,8 @@ def predict(set_of_bucket: np.ndarray, sets: list[tuple[int, ...]], reads_b: np.
             percentiles: tuple = (50, 90)) -> dict:
     """The model's read latency of a placement: overall (mean, p50, p90 over every read of
     every key, weighted by reads) in normal operation and under each single datacenter's failure
-    (its own reads left out), the most critical datacenter (the worst mean under its failure),
+    (its own readers redirected, ``set_latency``), the most critical datacenter (the worst
+    mean under its failure),
     and per bucket (the demand-weighted mean, normal and under each failure). All keys of a
     bucket share their replicas, so the (bucket, reader) pairs carry the exact distribution.
     With ``hits_b`` (reads the datacenter cache serves) those count at 0 ms."""
@@ -1087,10 +1127,7 @@ def predict(set_of_bucket: np.ndarray, sets: list[tuple[int, ...]], reads_b: np.
     failed = {k: set_latency(sets, topo.rtt, k)[set_of_bucket] for k in range(topo.d)}
     overall = {"normal": read_stats(normal, reads_b, hits_b, percentiles), "failure": {}}
     for k, dc in enumerate(dcs):
-        keep = np.ones(topo.d)
-        keep[k] = 0
-        overall["failure"][dc] = read_stats(failed[k], reads_b * keep, None if hits_b is None else hits_b * keep,
-                                             percentiles)
+        overall["failure"][dc] = read_stats(failed[k], reads_b, failure_hits(hits_b, k), percentiles)
     means = {dc: s["mean"] for dc, s in overall["failure"].items() if s["mean"] is not None}
     overall["most_critical_dc"] = max(means, key=lambda dc: (overall["failure"][dc]["unavailable_share"], means[dc])) \
         if means else None
@@ -1113,13 +1150,11 @@ def predict(set_of_bucket: np.ndarray, sets: list[tuple[int, ...]], reads_b: np.
                  "normal_ms": round(float(miss @ normal[b] / rb), 3) if rb > 0 else None, "failure_ms": {}}
         for k, dc in enumerate(dcs):
             rk = miss.copy()
-            rk[k] = 0
+            rk[k] = r[k]  # redirected, as misses
             lat = failed[k][b]
             live = rk > 0
-            rall = r.copy()
-            rall[k] = 0
-            entry["failure_ms"][dc] = (round(float(rk[live] @ lat[live] / rall.sum()), 3)
-                                       if rall.sum() > 0 and np.isfinite(lat[live]).all() else None)
+            entry["failure_ms"][dc] = (round(float(rk[live] @ lat[live] / rb), 3)
+                                       if rb > 0 and np.isfinite(lat[live]).all() else None)
         per_bucket.append(entry)
     return {"overall": overall, "buckets": per_bucket}
 

@@ -2,16 +2,26 @@
 ``placement`` experiment; ``k2bench placement-report RUN``): for every trial, the latency
 model of k2bench.placement evaluated on the trial's own placement (its table, or for a hash
 placement the table the launcher writes of it) and the experiment's expected demand, beside
-the single-key read-only transactions the trial's clients measured, in normal operation
-(warm-up end to the kill) and after the experiment's kill fault (from 2 s after it to the end
-of the measurement, the killed datacenter's own clients left out, as the model leaves out
-its demand). Written to ``placement.json`` in the run directory, with per-bucket figures for
-table placements."""
+the single-key read-only transactions the trial's clients measured, per window (``windows``):
+normal operation (warm-up end to the kill; with its first and last WINDOW_S apart as "cold",
+K2's cache still filling, and "warm": warmer, not yet the steady state, which at the
+experiment's rate takes far longer than a trial) and after the experiment's kill (from the fail-over's
+settling to the end). Latency counts from each read's intended start, as summary.json does,
+and failed reads are counted as such. A kill with ``clients: redirect`` (the paper's failure)
+keeps the killed datacenter's clients in every window, as the model keeps its readers; with
+``clients: fail`` they are left out of both sides.
+
+Over trials (``groups``): per system, placement and window (and killed datacenter) the
+reads of every trial in one merged histogram, and the trials' spread; ``comparisons`` set
+BA against hash and N-1C against BA, "within noise" where the trials' ranges overlap.
+Written to ``placement.json`` in the run directory, with per-bucket figures for table
+placements."""
 from __future__ import annotations
 
 import json
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +30,7 @@ from hdrh.histogram import HdrHistogram
 
 from . import placement
 from .errors import ConfigError
-from .experiment import for_system
+from .experiment import axis_set, for_system
 
 REPORT_FILE = "placement.json"
 FIGURE_FILE = "placement.png"
@@ -28,22 +38,33 @@ BUCKETS_FIGURE_FILE = "placement-buckets.png"
 # The percentiles reported per phase: p50 and p90 in the table, all of them for the CDFs drawn.
 PERCENTILES = (1, 5, 10, 20, 25, 30, 40, 50, 60, 70, 75, 80, 85, 90, 95, 97, 99, 99.9)
 DC_CACHE_SYSTEMS = placement.DC_CACHE_SYSTEMS
+# Normal operation at least twice this long is also reported as its first WINDOW_S ("cold":
+# K2's cache filling from empty) and its last ("warm": warmer; a trial never reaches the
+# cache's steady state at the experiment's rate).
+WINDOW_S = 25.0
+NORMAL_PHASES = ("normal", "cold", "warm")
+# BA against hash (the paper's Fig. 6), N-1C against BA (its Fig. 7/8): (a, b) pairs.
+PAIRS = (("BA", "hash"), ("N-1C", "BA"))
 
 
 def cache_hits(local: np.ndarray, draws: np.ndarray, capacity: float, ops_per_s: float, write_fraction: float,
-               window_s: tuple[float, float], failed: int | None = None) -> np.ndarray:
+               window_s: tuple[float, float], failed: int | None = None, redirected_to: int | None = None
+               ) -> np.ndarray:
     """[key, dc]: the probability that a read of a non-local key hits K2's datacenter cache
     (K2 §III-A: non-replica values cached after a fetch and for writes of non-replica keys
     from local clients, LRU, ``capacity`` keys per datacenter). A read of key k in datacenter
     i at time t hits when, since k's last write by another datacenter, i read or wrote k
     itself (its own write is cached), and LRU still holds k: with i's reads r and writes w_i of
     k and the others' writes w_o (Poisson; ``draws`` per datacenter and key, ``ops_per_s`` per
-    datacenter split by ``write_fraction``; the ``failed`` datacenter writes nothing),
+    datacenter split by ``write_fraction``; the ``failed`` datacenter writes nothing, or with
+    its clients redirected its writes go through ``redirected_to``),
     P = (r + w_i) / (r + w_i + w_o) (1 - exp(-(r + w_i + w_o) t)) from an empty cache at the
     start, averaged over the measurement ``window_s``, times the probability that LRU holds k
     (``placement.lru_hits``, Che's approximation, at steady state)."""
     writes = write_fraction * ops_per_s * draws                  # [key, dc] writes per second
     if failed is not None:
+        if redirected_to is not None:
+            writes[:, redirected_to] += writes[:, failed]
         writes[:, failed] = 0
     reads = (1 - write_fraction) * ops_per_s * draws
     hit = placement.cache_hits(reads, writes, local, capacity, (1.0, *window_s))
@@ -62,17 +83,55 @@ def stats(lat: np.ndarray, weight: np.ndarray, hit: np.ndarray | None) -> dict:
     return placement.read_stats(lat, weight, hits, PERCENTILES) | remote
 
 
-def _kill(cfg: dict) -> tuple[str, float] | None:
-    """The experiment's datacenter kill (a kill of one server is not a datacenter failure)."""
+@dataclass(frozen=True)
+class Kill:
+    dc: str
+    at_s: float
+    clients: str  # redirect: the killed datacenter's clients go on elsewhere; fail: they fail
+
+
+def _kill(cfg: dict) -> Kill | None:
+    """The trial's datacenter kill (a kill of one server is not a datacenter failure)."""
     kills = [f for f in cfg.get("faults") or [] if f.get("kind") == "kill" and f.get("dc")]
     if not kills:
         return None
-    return kills[0]["dc"], float(kills[0]["at_s"])
+    return Kill(kills[0]["dc"], float(kills[0]["at_s"]), kills[0].get("clients", "fail"))
+
+
+def windows(cfg: dict) -> dict[str, tuple[float, float]]:
+    """The report's windows, in seconds since the clients' start: normal (warm-up end to the
+    kill, or the end), and when it lasts 2 x WINDOW_S or more also cold (its first WINDOW_S)
+    and warm (its last); failure (the fail-over's settling after the kill to the end). A read
+    that started before the kill and ended after it is in no normal window (``measured``)."""
+    d = cfg["duration"]
+    kill = _kill(cfg)
+    start, end = float(d["warmup_s"]), float(d["warmup_s"] + d["measure_s"])
+    normal_end = kill.at_s if kill else end
+    out = {"normal": (start, normal_end)}
+    if normal_end - start >= 2 * WINDOW_S:
+        out |= {"cold": (start, start + WINDOW_S), "warm": (normal_end - WINDOW_S, normal_end)}
+    if kill:
+        out["failure"] = (kill.at_s + settle_s(cfg), end)
+    return out
 
 
 def settle_s(cfg: dict) -> float:
-    """After the kill: clients' fail-over (the failover timeout, then a second) is not the placement's."""
-    return cfg["server"]["failover_timeout_ms"] / 1000 + 1.0
+    """After the kill, what is the fail-over's and not the placement's: the servers' fail-over
+    timeout, and when the kill redirects its clients their calls in flight to the dead servers
+    (the RPC timeout, the threads queueing behind them), then a second."""
+    kill = _kill(cfg)
+    wait = cfg["server"]["failover_timeout_ms"]
+    if kill and kill.clients == "redirect":
+        wait = max(wait, cfg["clients"]["rpc_timeout_ms"])
+    return wait / 1000 + 1.0
+
+
+def _encode(h: HdrHistogram) -> str:
+    return h.encode().decode() if isinstance(h.encode(), bytes) else h.encode()
+
+
+def _decode(text: str) -> HdrHistogram:
+    return HdrHistogram.decode(text.encode() if isinstance(text, str) else text)
 
 
 def label(cfg: dict, trial: dict) -> str:
@@ -84,57 +143,67 @@ def label(cfg: dict, trial: dict) -> str:
 
 
 def measured(trial_dir: Path, start_ms: float, cfg: dict, dcs: list[str], bucket_of_id: np.ndarray | None) -> dict:
-    """The trial's single-key read-only transactions: latency (ms) per phase, merged in one
-    histogram per phase (never averaged percentiles), reads slower than the failover timeout
-    counted apart, and per bucket the normal-phase mean. With a kill, the killed datacenter's
-    clients are left out of both phases, so the phases compare the same clients."""
-    d = cfg["duration"]
+    """The trial's single-key read-only transactions per window (``windows``): latency (ms)
+    from each read's intended start, in one histogram per window (never averaged
+    percentiles, kept encoded for merging over trials), failed reads counted, reads slower
+    than the failover timeout counted apart, and per bucket the normal window's mean. The
+    killed datacenter's clients are left out only when the kill does not redirect them. A
+    read that started before the kill and ended after it is the kill's, not normal
+    operation's: counted as ``cut_by_kill`` in its normal windows, not measured there."""
     kill = _kill(cfg)
-    end_s = d["warmup_s"] + d["measure_s"]
-    normal_end = kill[1] if kill else end_s
+    skip = kill.dc if kill and kill.clients != "redirect" else None
+    kill_ms = start_ms + 1000 * kill.at_s if kill else float("inf")
+    wins = windows(cfg)
     slow_ms = cfg["server"]["failover_timeout_ms"]
-    phases = {"normal": HdrHistogram(1, 3_600_000_000, 3), "failure": HdrHistogram(1, 3_600_000_000, 3)}
-    sums = {"normal": 0.0, "failure": 0.0}
-    slow = {"normal": 0, "failure": 0}
-    remote = {"normal": 0, "failure": 0}
-    per_dc = {"normal": {}, "failure": {}}
+    acc = {p: {"hist": HdrHistogram(1, 3_600_000_000, 3), "sum": 0.0, "failed": 0, "slow": 0, "remote": 0,
+               "cut": 0, "per_dc": {}} for p in wins}
     per_bucket: dict[int, list[float]] = {}
     for h in sorted((trial_dir / "clients").glob("history-client-*.jsonl")):
         dc = placement._history_dc(h.name, dcs)
-        if kill and dc == kill[0]:
+        if dc == skip:
             continue
         with open(h) as lines:
             for line in lines:
                 op = json.loads(line)
-                if not op.get("ok") or op.get("op") != "rot" or len(op.get("r") or {}) != 1:
-                    continue
-                s = (op["t0"] - start_ms) / 1000
-                if d["warmup_s"] <= s < normal_end:
-                    phase = "normal"
-                elif kill and kill[1] + settle_s(cfg) <= s < end_s:
-                    phase = "failure"
-                else:
-                    continue
-                ms = op["t1"] - op["t0"]
-                phases[phase].record_value(max(1, int(ms * 1000)))
-                sums[phase] += ms
-                slow[phase] += ms >= slow_ms
-                remote[phase] += (op.get("rounds") or 0) > 0
-                per_dc[phase][dc] = per_dc[phase].get(dc, 0) + 1
-                key = next(iter(op["r"]))
-                if phase == "normal" and bucket_of_id is not None and key[4:].isdigit():
-                    kid = int(key[4:])
-                    if kid < len(bucket_of_id):
-                        acc = per_bucket.setdefault(int(bucket_of_id[kid]), [0.0, 0])
-                        acc[0] += ms
-                        acc[1] += 1
+                ok = bool(op.get("ok"))
+                if op.get("op") != "rot" or (ok and len(op.get("r") or {}) != 1):
+                    continue  # a failed read names no keys; the experiment's reads are all single-key
+                began = op.get("ti", op["t0"])  # the intended start of a paced read behind schedule
+                s = (began - start_ms) / 1000
+                ms = op["t1"] - began
+                cut = op["t1"] >= kill_ms
+                for phase, (a, b) in wins.items():
+                    if not a <= s < b:
+                        continue
+                    x = acc[phase]
+                    if cut and phase in NORMAL_PHASES:
+                        x["cut"] += 1
+                        continue
+                    if not ok:
+                        x["failed"] += 1
+                        continue
+                    x["hist"].record_value(max(1, int(ms * 1000)))
+                    x["sum"] += ms
+                    x["slow"] += ms >= slow_ms
+                    x["remote"] += (op.get("rounds") or 0) > 0
+                    x["per_dc"][dc] = x["per_dc"].get(dc, 0) + 1
+                if ok and not cut and wins["normal"][0] <= s < wins["normal"][1] and bucket_of_id is not None:
+                    key = next(iter(op["r"]))
+                    if key[4:].isdigit() and int(key[4:]) < len(bucket_of_id):
+                        got = per_bucket.setdefault(int(bucket_of_id[int(key[4:])]), [0.0, 0])
+                        got[0] += ms
+                        got[1] += 1
     out = {}
-    for phase, hist in phases.items():
+    for phase, x in acc.items():
+        hist = x["hist"]
         n = hist.get_total_count()
-        out[phase] = {"reads": n, "mean": round(sums[phase] / n, 3) if n else None}
+        out[phase] = {"reads": n, "failed_reads": x["failed"], **({"cut_by_kill": x["cut"]} if phase in NORMAL_PHASES
+                                                                  and kill else {}),
+                      "failed_share": round(x["failed"] / (n + x["failed"]), 4) if n + x["failed"] else None,
+                      "mean": round(x["sum"] / n, 3) if n else None}
         out[phase] |= {f"p{p}": round(hist.get_value_at_percentile(p) / 1000, 3) if n else None for p in PERCENTILES}
-        out[phase] |= {"remote_share": round(remote[phase] / n, 4) if n else None,
-                       f"reads_over_{slow_ms}_ms": slow[phase], "reads_per_dc": per_dc[phase]}
+        out[phase] |= {"remote_share": round(x["remote"] / n, 4) if n else None,
+                       f"reads_over_{slow_ms}_ms": x["slow"], "reads_per_dc": x["per_dc"], "hist": _encode(hist)}
     out["buckets"] = {b: {"reads": c, "mean_ms": round(total / c, 3)} for b, (total, c) in per_bucket.items()}
     return out
 
@@ -159,12 +228,12 @@ def trial_start_ms(trial_dir: Path, trial: dict) -> float:
 
 
 def report(run_dir: Path, jar_check) -> dict:
-    """Per trial: the placement, the model's prediction and the measurement, normal and
-    after the kill; per bucket (table placements) predicted and measured normal means."""
+    """Per trial: the placement, the model's prediction and the measurement per window; per
+    bucket (table placements) predicted and measured normal means; then ``groups`` and
+    ``comparisons`` over trials (module doc)."""
     run_dir = Path(run_dir).resolve()
     manifest = json.loads((run_dir / "manifest.json").read_text())
     cfg_all = manifest["config"]
-    kill = _kill(cfg_all)
     rows = []
     with tempfile.TemporaryDirectory(prefix="k2bench-placement-") as tmp_dir:
         scratch = Path(tmp_dir)  # the hash placements written as tables, gone with the report
@@ -174,8 +243,7 @@ def report(run_dir: Path, jar_check) -> dict:
                 continue
             cfg = json.loads(json.dumps(cfg_all))
             for dotted, value in (t.get("point_values") or {}).items():
-                section, name = dotted.split(".", 1)
-                cfg[section][name] = value
+                axis_set(cfg, dotted, value)
             cfg = for_system(cfg, t["system"])  # as the system ran it (per_system overrides)
             topo_doc = yaml.safe_load((trial_dir / "topology.yaml").read_text())
             topo = placement.load_topology(topo_doc)
@@ -186,45 +254,120 @@ def report(run_dir: Path, jar_check) -> dict:
                                                  topo.d)
             normal = placement.set_latency(sets_idx, topo.rtt)[set_per_id]  # [key, dc]
             cache = cfg["server"]["cache_fraction"] * n if t["system"] in DC_CACHE_SYSTEMS else 0
-            d, kill_at = cfg["duration"], (kill[1] if kill else None)
-            normal_window = (d["warmup_s"], kill_at if kill else d["warmup_s"] + d["measure_s"])
-            fail_window = (kill_at + settle_s(cfg), d["warmup_s"] + d["measure_s"]) if kill else None
             ops = float(cfg["clients"]["target_ops_per_s_per_dc"] or 0)
             wf = float(cfg["workload"]["write_fraction"])
             if cache and not ops:
                 cache = 0  # a closed loop's rate is not known beforehand: the model leaves the cache out
-            k = topo.dcs.index(kill[0]) if kill else None
-            survivors = reads.copy()  # the clients both phases count (the killed datacenter's left out)
-            if k is not None:
-                survivors[:, k] = 0
-            hit = cache_hits(normal == 0, reads, cache, ops, wf, normal_window) if cache else None
-            predicted = {"normal": stats(normal, survivors, hit), "cache_keys_per_dc": int(cache)}
-            if hit is not None:
-                predicted["cache_hit_share_of_remote_reads"] = round(float(
-                    (hit * survivors * (normal > 0)).sum() / max((survivors * (normal > 0)).sum(), 1e-300)), 4)
+            kill = _kill(cfg)
+            k = topo.dcs.index(kill.dc) if kill else None
+            readers = reads.copy()  # the clients every window counts: all, or without the killed ones
+            if kill and kill.clients != "redirect":
+                readers[:, k] = 0
+            wins = windows(cfg)
+            predicted = {"cache_keys_per_dc": int(cache)}
+            for phase in (p for p in NORMAL_PHASES if p in wins):
+                hit = cache_hits(normal == 0, reads, cache, ops, wf, wins[phase]) if cache else None
+                predicted[phase] = stats(normal, readers, hit)
+                if hit is not None and phase == "normal":
+                    predicted["cache_hit_share_of_remote_reads"] = round(float(
+                        (hit * readers * (normal > 0)).sum() / max((readers * (normal > 0)).sum(), 1e-300)), 4)
+            normal_hit = cache_hits(normal == 0, reads, cache, ops, wf, wins["normal"]) if cache else None
             if kill:
-                lat = placement.set_latency(sets_idx, topo.rtt, k)[set_per_id]
-                fhit = cache_hits(lat == 0, reads, cache, ops, wf, fail_window, failed=k) if cache else None
-                predicted["failure"] = stats(lat, survivors, fhit)
+                lat = placement.set_latency(sets_idx, topo.rtt, k)[set_per_id]  # k's readers redirected
+                to = placement.redirect_dc(topo.rtt, k) if kill.clients == "redirect" else None
+                fhit = cache_hits(lat == 0, reads, cache, ops, wf, wins["failure"], failed=k, redirected_to=to) \
+                    if cache else None
+                predicted["failure"] = stats(lat, readers, placement.failure_hits(fhit, k))
             has_buckets = bucket_of_id is not None and len(bucket_of_id) and bucket_of_id.max() > 0
             m = measured(trial_dir, trial_start_ms(trial_dir, t), cfg, topo.dcs, bucket_of_id if has_buckets else None)
             buckets = []
             if has_buckets:
-                expected = normal * (1 - hit) if hit is not None else normal
+                expected = normal * (1 - normal_hit) if normal_hit is not None else normal
                 nb = int(bucket_of_id.max()) + 1
-                num = np.bincount(bucket_of_id, weights=(expected * survivors).sum(axis=1), minlength=nb)
-                den = np.bincount(bucket_of_id, weights=survivors.sum(axis=1), minlength=nb)
+                num = np.bincount(bucket_of_id, weights=(expected * readers).sum(axis=1), minlength=nb)
+                den = np.bincount(bucket_of_id, weights=readers.sum(axis=1), minlength=nb)
                 for b, got in sorted(m["buckets"].items()):
                     buckets.append({"bucket": b, "predicted_ms": round(float(num[b] / den[b]), 3) if den[b] else None,
                                     "measured_ms": got["mean_ms"], "reads": got["reads"]})
-            rows.append({"system": t["system"], "placement": label(cfg, t), "dir": t["dir"],
+            rows.append({"system": t["system"], "placement": label(cfg, t), "dir": t["dir"], "trial": t.get("trial", 1),
+                         "killed": kill.dc if kill else None, "clients": kill.clients if kill else None,
+                         "windows": {p: list(w) for p, w in wins.items()},
                          "predicted": predicted, "measured": {k: v for k, v in m.items() if k != "buckets"},
                          "buckets": buckets})
-    out = {"killed": {"dc": kill[0], "at_s": kill[1], "settle_s": settle_s(cfg_all)} if kill else None,
-           "trials": rows}
+    kills = sorted({r["killed"] for r in rows if r["killed"]})
+    first = _kill(cfg_all)
+    killed = None
+    if first:
+        killed = {"dc": first.dc if len(kills) <= 1 else None, "dcs": kills or [first.dc], "at_s": first.at_s,
+                  "settle_s": settle_s(cfg_all), "clients": first.clients}
+    groups = pool(rows)
+    out = {"killed": killed, "window_s": WINDOW_S, "trials": rows, "groups": groups,
+           "comparisons": comparisons(groups)}
     tmp = run_dir / (REPORT_FILE + ".tmp")
     tmp.write_text(json.dumps(out, indent=1) + "\n")
     tmp.replace(run_dir / REPORT_FILE)
+    return out
+
+
+def _kind(name: str) -> str:
+    """A placement label's scheme: BA, N-1C or hash ("BA +cache" is BA)."""
+    head = name.split()[0]
+    return head if head in ("BA", "N-1C") else "hash"
+
+
+def pool(rows: list[dict]) -> list[dict]:
+    """Per system, placement and window (the failure window per killed datacenter; the normal
+    ones over every trial, whichever datacenter it later killed): the reads of every trial
+    merged in one histogram, the trials' spread of mean, p50 and p90 (min, max), failed
+    reads, and the model's prediction (the same for every trial of a group)."""
+    groups: dict[tuple, list[tuple[dict, dict, dict]]] = {}
+    for r in rows:
+        for phase, m in r["measured"].items():
+            key = (r["system"], r["placement"], phase, r["killed"] if phase == "failure" else None)
+            groups.setdefault(key, []).append((r, m, r["predicted"].get(phase) or {}))
+    out = []
+    for (system, name, phase, killed), members in groups.items():
+        merged = HdrHistogram(1, 3_600_000_000, 3)
+        total_ms, reads, failed = 0.0, 0, 0
+        for _, m, _ in members:
+            merged.add(_decode(m["hist"]))
+            reads += m["reads"]
+            failed += m["failed_reads"]
+            total_ms += (m["mean"] or 0) * m["reads"]
+        got = {"reads": reads, "failed_reads": failed,
+               "failed_share": round(failed / (reads + failed), 4) if reads + failed else None,
+               "mean": round(total_ms / reads, 3) if reads else None}
+        got |= {f"p{p}": round(merged.get_value_at_percentile(p) / 1000, 3) if reads else None for p in PERCENTILES}
+        for metric in ("mean", "p50", "p90"):
+            values = [m[metric] for _, m, _ in members if m.get(metric) is not None]
+            got[f"{metric}_min"], got[f"{metric}_max"] = (min(values), max(values)) if values else (None, None)
+        pred = members[0][2]
+        out.append({"system": system, "placement": name, "scheme": _kind(name), "phase": phase, "killed": killed,
+                    "trials": len(members), "measured": got,
+                    "predicted": {k: pred.get(k) for k in ("mean", *(f"p{p}" for p in PERCENTILES),
+                                                           "unavailable_share")}})
+    order = {p: i for i, p in enumerate((*NORMAL_PHASES, "failure"))}
+    return sorted(out, key=lambda g: (g["system"], order[g["phase"]], g["killed"] or "", g["placement"]))
+
+
+def comparisons(groups: list[dict]) -> list[dict]:
+    """BA against hash and N-1C against BA, per system and window, on the measured mean, p50
+    and p90: the ratio of the pooled values, its range from the trials' spreads, and a
+    verdict ("a lower", "a higher", "within noise" where the ranges overlap)."""
+    from analysis.load import versus  # the same verdicts as the other reports' (lazy: analysis imports us)
+    out = []
+    by = {(g["system"], g["phase"], g["killed"], g["scheme"]): g for g in groups}
+    for (system, phase, killed, scheme), g in by.items():
+        for a, b in PAIRS:
+            other = by.get((system, phase, killed, b))
+            if scheme != a or other is None:
+                continue
+            for metric in ("mean", "p50", "p90"):
+                v = versus(g["measured"] | {"trials": g["trials"]}, other["measured"] | {"trials": other["trials"]},
+                           metric)
+                out.append({"system": system, "phase": phase, "killed": killed, "a": g["placement"],
+                            "b": other["placement"], "metric": metric,
+                            **{k: (round(x, 3) if isinstance(x, float) else x) for k, x in v.items()}})
     return out
 
 
@@ -268,29 +411,60 @@ def bucket_error(buckets: list[dict], min_reads: int = 30) -> tuple[int, float |
     return len(good), round(sum(abs(b["measured_ms"] - b["predicted_ms"]) for b in good) / len(good), 1)
 
 
+def _phase_text(phase: str, killed: str | None) -> str:
+    return {"normal": "normal", "cold": f"normal, first {WINDOW_S:g} s", "warm": f"normal, last {WINDOW_S:g} s",
+            "failure": f"{killed} killed"}[phase]
+
+
 def print_report(console, rep: dict) -> None:
     from rich.table import Table
-    killed = rep["killed"]
-    table = Table(title="read latency, ms: model (predicted) vs measured, single-key reads")
-    for col in ("system", "placement", "normal predicted mean/p90", "normal measured mean/p90 (reads)"):
-        table.add_column(col, justify="left" if col in ("system", "placement") else "right")
-    if killed:
-        table.add_column(f"{killed['dc']} killed predicted", justify="right")
-        table.add_column(f"{killed['dc']} killed measured (reads)", justify="right")
-    table.add_column("per bucket |meas - pred| (buckets)", justify="right")
+    if "groups" not in rep:  # a report written before the groups: written again by placement-report
+        console.print("this placement.json predates the pooled tables: run k2bench placement-report RUN again")
+        return
+    table = Table(title="single-key read latency, ms: the model (predicted) and measured over trials "
+                        "(pooled mean / p90 [min-max over trials]; latency from the intended start)")
+    for col in ("system", "placement", "window", "trials", "predicted mean / p90", "measured mean / p90",
+                "failed reads", "per bucket |meas - pred| (buckets)"):
+        table.add_column(col, justify="left" if col in ("system", "placement", "window") else "right")
+    buckets = {}
+    for r in rep["trials"]:
+        buckets.setdefault((r["system"], r["placement"]), []).extend(r["buckets"])
 
     def fmt(s):
         return "-" if not s or s.get("mean") is None else f"{s['mean']:.1f} / {s['p90']:.0f}"
-    for r in rep["trials"]:
-        cells = [r["system"], r["placement"], fmt(r["predicted"]["normal"]),
-                 f"{fmt(r['measured']['normal'])} ({r['measured']['normal']['reads']})"]
-        if killed:
-            cells += [fmt(r["predicted"].get("failure")),
-                      f"{fmt(r['measured']['failure'])} ({r['measured']['failure']['reads']})"]
-        n, err = bucket_error(r["buckets"])
-        cells.append("-" if err is None else f"{err} ({n})")
-        table.add_row(*cells)
+
+    def spread(m):
+        if m["mean"] is None:
+            return "-"
+        text = f"{m['mean']:.1f} / {m['p90']:.0f}"
+        if m["mean_min"] != m["mean_max"] or m["p90_min"] != m["p90_max"]:
+            text += f" [{m['mean_min']:.0f}-{m['mean_max']:.0f} / {m['p90_min']:.0f}-{m['p90_max']:.0f}]"
+        return text
+    for g in rep["groups"]:
+        m = g["measured"]
+        n, err = bucket_error(buckets.get((g["system"], g["placement"]), [])) if g["phase"] == "normal" else (0, None)
+        table.add_row(g["system"], g["placement"], _phase_text(g["phase"], g["killed"]), str(g["trials"]),
+                      fmt(g["predicted"]), spread(m),
+                      f"{m['failed_reads']} ({100 * (m['failed_share'] or 0):.1f}%)",
+                      "-" if err is None else f"{err} ({n})")
     console.print(table)
+    if rep.get("comparisons"):
+        cmp = Table(title="measured: a against b (ratio of pooled values [range over trials])")
+        for col in ("system", "window", "a vs b", "mean", "p50", "p90"):
+            cmp.add_column(col, justify="left" if col in ("system", "window", "a vs b") else "right")
+        rows: dict[tuple, dict] = {}
+        for c in rep["comparisons"]:
+            rows.setdefault((c["system"], c["phase"], c["killed"], c["a"], c["b"]), {})[c["metric"]] = c
+
+        def cell(c):
+            if not c or c.get("ratio") is None:
+                return "-"
+            rng = f" [{c['ratio_min']:.2f}-{c['ratio_max']:.2f}]" if c.get("ratio_min") is not None else ""
+            return f"{c['ratio']:.2f}x{rng} {c['verdict']}"
+        for (system, phase, killed, a, b), ms in rows.items():
+            cmp.add_row(system, _phase_text(phase, killed), f"{a} vs {b}", cell(ms.get("mean")), cell(ms.get("p50")),
+                        cell(ms.get("p90")))
+        console.print(cmp)
 
 
 def has_placements(exp: dict) -> bool:

@@ -396,13 +396,18 @@ def messages(intervals: list[Interval], window: tuple[float, float], ops: int) -
     return {cls: dict(sorted(types.items(), key=lambda kv: -kv[1]["count"])) for cls, types in sorted(out.items())}
 
 
-def emulation(intervals: list[Interval], window: tuple[float, float], faults: bool = False) -> dict:
+PAUSE_SETTLE_MS = 2000.0  # after SIGCONT, a paused JVM works off what queued meanwhile
+
+
+def emulation(intervals: list[Interval], window: tuple[float, float]) -> dict:
     """The WAN emulation's lateness in the window: how long after its due time each message
     reached its node (every process records ``lateness:wan`` between datacenters and
     ``lateness:local`` inside one, in microseconds), merged over all processes; p50, p99,
     p99.9 and max in ms per class and over both, and ``degraded`` when a class's p99 exceeds
-    DEGRADED_P99_MS: the run's latencies are then not those of the configured WAN. A run
-    with faults is not judged (partitions and paused JVMs make messages late on purpose)."""
+    DEGRADED_P99_MS: the run's latencies are then not those of the configured WAN. Every run
+    is judged: a message a partition or delay fault held back is late by design and recorded
+    apart (``lateness:faulted``, reported as ``faulted``, not judged), and a paused JVM's own
+    deliveries are left out by the caller (``summarize``)."""
     every = new_histogram()
     classes = {}
     for c in LATENESS_CLASSES:
@@ -412,10 +417,23 @@ def emulation(intervals: list[Interval], window: tuple[float, float], faults: bo
     out = spread_ms(every, (50, 99, 99.9)) | {"classes": classes}
     p99s = [b["p99"] for b in classes.values() if b["p99"] is not None]
     out["worst_p99"] = max(p99s) if p99s else None
-    out["degraded"] = bool(p99s) and max(p99s) > DEGRADED_P99_MS and not faults
-    if faults:
-        # messages held by a partition or to a paused JVM are late by design
-        out["not_judged"] = "the run injects faults"
+    out["degraded"] = bool(p99s) and max(p99s) > DEGRADED_P99_MS
+    faulted = merge(intervals, "lateness:faulted", window)
+    if faulted.get_total_count():
+        out["faulted"] = spread_ms(faulted, (50, 99, 99.9))
+    return out
+
+
+def without_paused(per_process: dict[str, list[Interval]], paused_ms: dict[str, list[tuple[float, float]]] | None
+                   ) -> list[Interval]:
+    """Every interval of every process log, but a paused process's own (``paused_ms``: log
+    name -> its pauses, epoch ms) that overlap a pause or the PAUSE_SETTLE_MS after it: its
+    deliveries then are late by the fault's design, not the machine's."""
+    out = []
+    for name, ivs in per_process.items():
+        pauses = (paused_ms or {}).get(name, ())
+        out += [iv for iv in ivs
+                if not any(iv.start_ms < b + PAUSE_SETTLE_MS and iv.end_ms > a for a, b in pauses)]
     return out
 
 
@@ -474,12 +492,14 @@ def replication_pending_at_end(stats_dir: pathlib.Path, faults: list[dict] = ())
 def summarize(logs: dict[str, list[pathlib.Path]], *, system: str, experiment: str,
               window_ms: tuple[float, float], origin_ms: float | None = None,
               server_logs: list[pathlib.Path] = (), after_ms: float | None = None,
-              pacing_interval_ms: float | None = None) -> dict:
+              pacing_interval_ms: float | None = None,
+              paused_ms: dict[str, list[tuple[float, float]]] | None = None) -> dict:
     """The summary of one system's run from its clients' logs (datacenter -> its clients'
     logs) and its servers' logs; ``after_ms``: the last fault's end plus the checker's
     slack, if the trial has faults;
     ``pacing_interval_ms``: the time between two operations of one client thread on
-    schedule (experiment.pacing_interval_ms), None for closed-loop clients."""
+    schedule (experiment.pacing_interval_ms), None for closed-loop clients; ``paused_ms``:
+    the pauses of each paused process (log name, e.g. ``servers/server-SP``; faults.paused_ms)."""
     by_dc = {dc: {f"clients/{pathlib.Path(p).stem}": read_log(p) for p in paths} for dc, paths in sorted(logs.items())}
     per_process = {name: ivs for procs in by_dc.values() for name, ivs in procs.items()}
     per_client = {dc: [iv for ivs in procs.values() for iv in ivs] for dc, procs in by_dc.items()}
@@ -526,7 +546,7 @@ def summarize(logs: dict[str, list[pathlib.Path]], *, system: str, experiment: s
         summary["read_blocked_ms"] = b
     if (r := rings(everything + server_intervals, window_ms)) is not None:
         summary["rings"] = r
-    summary["emulation_lateness_ms"] = emulation(everything + server_intervals, window_ms, faults=after_ms is not None)
+    summary["emulation_lateness_ms"] = emulation(without_paused(per_process | per_server, paused_ms), window_ms)
     summary["messages"] = messages(everything + server_intervals, window_ms, committed)
     origin = origin_ms if origin_ms is not None else window_ms[0]
     summary["timeseries"] = timeseries(everything, origin) | {"origin_ms": origin}

@@ -53,9 +53,49 @@ def test_every_kind_of_fault_resolves():
     ([{"kind": "partition", "dcs": ["VA", "VA"], "at_s": 1, "for_s": 1}], "faults[0].dcs"),
     ([{"kind": "partition", "dcs": ["VA", "CA"], "at_s": 1, "for_s": 1, "mode": "lose"}], "faults[0].mode"),
     ([{"kind": "delay", "dcs": ["VA", "CA"], "at_s": 1, "for_s": 1}], "faults[0].extra_ms"),
+    ([{"kind": "kill", "dc": "VA", "at_s": 1, "clients": "move"}], "faults[0].clients"),
+    ([{"kind": "kill", "server": "VA:0", "at_s": 1, "clients": "redirect"}], "faults[0].clients"),
+    ([{"kind": "pause", "dc": "VA", "at_s": 1, "for_s": 1, "clients": "redirect"}], "faults[0].clients"),
 ])
 def test_bad_faults_are_named_in_one_line(faults, field):
     assert field_of(faults) == field
+
+
+def test_a_kill_keeps_its_clients_failing_unless_told_to_redirect_them():
+    f = resolve([{"kind": "kill", "dc": "VA", "at_s": 1}, {"kind": "kill", "dc": "CA", "at_s": 2, "clients": "redirect"},
+                 {"kind": "kill", "server": "SP:0", "at_s": 3}])["faults"]
+    assert [x["clients"] for x in f] == ["fail", "redirect", "fail"]
+
+
+def test_a_redirecting_kill_needs_room_for_a_second_session_per_thread():
+    redirect = [{"kind": "kill", "dc": "VA", "at_s": 1, "clients": "redirect"}]
+    assert resolve(redirect, clients={"threads_per_dc": 499})["faults"][0]["clients"] == "redirect"
+    assert field_of(redirect, clients={"threads_per_dc": 500}) == "clients.threads_per_dc"
+    two = redirect + [{"kind": "kill", "dc": "CA", "at_s": 2}]  # VA's clients may be re-pointed once
+    assert resolve(two, clients={"threads_per_dc": 332})
+    assert field_of(two, clients={"threads_per_dc": 333}) == "clients.threads_per_dc"
+    swept = {"faults.0.clients": ["fail", "redirect"]}  # checked at each point, as it runs
+    assert field_of([{"kind": "kill", "dc": "VA", "at_s": 1}], clients={"threads_per_dc": 600}, sweep=swept) \
+        == "clients.threads_per_dc"
+    assert resolve([{"kind": "kill", "dc": "VA", "at_s": 1}], clients={"threads_per_dc": 900})
+
+
+def test_a_sweep_can_take_each_datacenter_down_in_turn():
+    from k2bench.experiment import points
+    exp = resolve([{"kind": "kill", "dc": "VA", "at_s": 5, "clients": "redirect"}],
+                  sweep={"faults.0.dc": ["VA", "CA", "TYO"], "workload.zipf": [0.8, 1.2]})
+    pts = points(exp)
+    assert len(pts) == 6
+    assert [(c["faults"][0]["dc"], c["workload"]["zipf"]) for _, c in pts][:3] == [("VA", 0.8), ("VA", 1.2), ("CA", 0.8)]
+    assert pts[0][0] == "fault0_dc=VA_zipf=0.8"
+    assert exp["faults"][0]["dc"] == "VA", "the experiment itself is not changed"
+    for sweep, field in [({"faults.1.dc": ["VA"]}, "sweep.faults.1.dc"),
+                         ({"faults.0.server": ["VA:0"]}, "sweep.faults.0.server"),
+                         ({"faults.0.kind": ["pause"]}, "sweep.faults.0.kind"),
+                         ({"faults.0.at_s": [5, 99]}, "sweep.faults.0.at_s[1]"),
+                         ({"faults.0.clients": ["redirect", "stay"]}, "sweep.faults.0.clients[1]"),
+                         ({"faults.0.dc": []}, "sweep.faults.0.dc")]:
+        assert field_of([{"kind": "kill", "dc": "VA", "at_s": 5}], sweep=sweep) == field, sweep
 
 
 def test_check_and_testing_switches_are_validated():
@@ -151,6 +191,47 @@ def test_closing_resumes_paused_servers_and_heals_the_network(tmp_path):
     inj.close()
     assert host.signals[-1] == ("server-VA", signal.SIGCONT)
     assert json.loads(host.files["f.json"]) == {"links": [], "partitions": []}
+
+
+def test_a_redirecting_kill_sends_the_clients_to_the_nearest_datacenter_still_up(tmp_path):
+    """VA's storage dies (its clients go to CA, the nearest: 60 ms), then CA's: VA's clients
+    move on to SP (146 ms; every other datacenter is farther), CA's stay failing (fail)."""
+    from k2bench.placement import load_topology
+    host = FakeHost()
+    topo = load_topology({"datacenters": ["VA", "CA", "SP"], "replication_factor": 2,
+                          "rtt_ms": {"VA": {"CA": 60, "SP": 146}, "CA": {"SP": 194}}})
+    faults = resolve([{"kind": "kill", "dc": "VA", "at_s": 1, "clients": "redirect"},
+                      {"kind": "kill", "dc": "CA", "at_s": 2}])["faults"]
+    inj = FaultInjector(faults, time.time() * 1000, servers(host), [host], "f.json", tmp_path / "t.jsonl", topo)
+    run_schedule(inj, 1.5)
+    assert json.loads(host.files["f.json"])["redirects"] == [{"from": "VA", "to": "CA"}]
+    run_schedule(inj, 2.5)
+    assert json.loads(host.files["f.json"])["redirects"] == [{"from": "VA", "to": "SP"}]
+    notes = [json.loads(x)["note"] for x in (tmp_path / "t.jsonl").read_text().splitlines()]
+    assert notes[0].endswith("clients VA -> CA") and notes[1].endswith("clients VA -> SP")
+    inj.close()
+    assert "redirects" not in json.loads(host.files["f.json"])
+    # without a topology a redirect cannot be placed: said, not guessed
+    inj = FaultInjector(faults, time.time() * 1000, servers(host), [host], "g.json", tmp_path / "u.jsonl")
+    with pytest.raises(ConfigError) as e:
+        run_schedule(inj, 1.5)
+    assert e.value.field == "faults.clients"
+
+
+def test_the_pauses_of_each_process_come_from_the_timeline(tmp_path):
+    from k2bench.faults import paused_ms
+    host = FakeHost()
+    faults = resolve([{"kind": "pause", "dc": "SP", "at_s": 1, "for_s": 2},
+                      {"kind": "pause", "dc": "SP", "at_s": 5, "for_s": 20},
+                      {"kind": "partition", "dcs": ["VA", "CA"], "at_s": 1, "for_s": 1}])["faults"]
+    inj = FaultInjector(faults, 1_000_000.0, servers(host), [host], "f.json", tmp_path / "t.jsonl")
+    for at in (1_001_000.0, 1_003_000.0, 1_005_000.0):
+        inj.poll(at)
+    got = paused_ms(tmp_path / "t.jsonl")
+    assert list(got) == ["servers/server-SP"]
+    (first, second) = got["servers/server-SP"]
+    assert first[1] - first[0] >= 0 and second[1] == float("inf"), "a pause the trial ends in lasts on"
+    assert paused_ms(tmp_path / "missing.jsonl") == {}
 
 
 def test_a_fault_on_one_server_needs_one_process_per_server(tmp_path):

@@ -35,6 +35,17 @@ def long_demand(reads: np.ndarray, dcs, writes=None):
     return pd.DataFrame(rows, columns=["key_id", "dc", "reads", "writes"]).astype({"key_id": "int64"})
 
 
+def failure_latency(members, rtt: np.ndarray, x: int) -> np.ndarray:
+    """Each datacenter's read latency of a key on ``members`` while x's storage is down (the
+    replica-placement paper, §VIII-E): the nearest surviving replica; x's own clients send
+    their requests to the datacenter closest to x and read from there."""
+    d = rtt.shape[0]
+    lat = np.array([min(rtt[i, j] for j in members if j != x) for i in range(d)], dtype=float)
+    closest = min((j for j in range(d) if j != x), key=lambda j: (rtt[x, j], j))
+    lat[x] = rtt[x, closest] + lat[closest]
+    return lat
+
+
 def brute_force(reads: np.ndarray, rtt: np.ndarray, f: int, cap: int, model: str):
     """The optimum over every assignment of an f-subset to every key, within the storage bound."""
     n, d = reads.shape
@@ -46,8 +57,7 @@ def brute_force(reads: np.ndarray, rtt: np.ndarray, f: int, cap: int, model: str
         for k in range(n):
             c = float(w[k] @ normal)
             if model == "n-1c":
-                fails = [sum(w[k, i] * min(rtt[i, j] for j in members if j != x) for i in range(d) if i != x)
-                         for x in range(d)]
+                fails = [float(w[k] @ failure_latency(members, rtt, x)) for x in range(d)]
                 c = max(fails) + 0.01 * c
             cost[k, s] = c
     member = np.array([[j in m for j in range(d)] for m in subsets], dtype=int)
@@ -89,24 +99,21 @@ def lower_quantile(lat: np.ndarray, weight: np.ndarray, q: float) -> float:
 @pytest.mark.parametrize("q", [50, 75, 90])
 def test_a_percentile_objective_finds_the_brute_force_optimum(model, q):
     """Every assignment of the six keys within the bound, costed by its p-th percentile (BA:
-    all reads in normal operation; N-1C: the worst failure's, survivors' reads) and then by
+    all reads in normal operation; N-1C: the worst failure's, the failed datacenter's readers
+    redirected) and then by
     the mean objective: the optimiser's placement has the least percentile, and the least
     mean objective among the assignments that reach it."""
     topo = P.load_topology(SMALL)
     n, d, cap = 6, 4, 3
     _, _, cost, subsets = brute_force(SMALL_READS, topo.rtt, 2, cap, model)
     w = SMALL_READS / SMALL_READS.sum()
-    lat = {k: P.set_latency(subsets, topo.rtt, k) for k in [None, *range(d)]}  # [set, i]
+    lat = {None: P.set_latency(subsets, topo.rtt)} | {
+        k: np.array([failure_latency(m, topo.rtt, k) for m in subsets]) for k in range(d)}  # [set, i]
 
     def percentile(choice):
         if model == "ba":
             return lower_quantile(lat[None][choice].ravel(), w.ravel(), q / 100)
-        worst = 0.0
-        for k in range(d):
-            wk = w.copy()
-            wk[:, k] = 0
-            worst = max(worst, lower_quantile(lat[k][choice].ravel(), wk.ravel(), q / 100))
-        return worst
+        return max(lower_quantile(lat[k][choice].ravel(), w.ravel(), q / 100) for k in range(d))
     member = np.array([[j in m for j in range(d)] for m in subsets], dtype=int)
     best = (math.inf, math.inf)
     for choice in itertools.product(range(len(subsets)), repeat=n):
@@ -138,11 +145,38 @@ def test_each_objective_is_best_at_its_own_measure():
 
 def test_n1c_trades_normal_latency_for_the_worst_failure():
     demand = long_demand(SMALL_READS, SMALL["datacenters"])
-    ba = P.place(demand, SMALL, "ba", balance=1.0, mip_rel_gap=0, progress=None).predictions["overall"]
-    n1c = P.place(demand, SMALL, "n-1c", balance=1.0, mip_rel_gap=0, progress=None).predictions["overall"]
-    assert ba["normal"]["mean"] <= n1c["normal"]["mean"]
-    worst = lambda o: max(s["mean"] for s in o["failure"].values())  # noqa: E731
-    assert worst(n1c) <= worst(ba)
+    ba = P.place(demand, SMALL, "ba", balance=1.0, mip_rel_gap=0, progress=None).predictions
+    n1c = P.place(demand, SMALL, "n-1c", balance=1.0, mip_rel_gap=0, progress=None).predictions
+    assert ba["overall"]["normal"]["mean"] <= n1c["overall"]["normal"]["mean"]
+    # the paper's measure: each key's read latency when its most critical datacenter fails
+    by_key = lambda p: sum(b["read_share"] * max(b["failure_ms"].values()) for b in p["buckets"])  # noqa: E731
+    assert by_key(n1c) < by_key(ba)
+
+
+@pytest.mark.parametrize("reader", ["VA", "SG", "SP"])
+def test_n1c_puts_a_single_readers_second_replica_where_its_clients_go_when_it_fails(reader):
+    """A key read only from one datacenter: N-1C gives it a replica there and the second at
+    the datacenter nearest it, where the reader's clients are sent while its storage is down
+    (the paper's failure, §VIII-E). With the reader's demand dropped under its own failure,
+    as before, every second replica cost the same and the choice was arbitrary."""
+    topo = P.load_topology(PAPER)
+    i = topo.dcs.index(reader)
+    nearest = topo.dcs[min((j for j in range(topo.d) if j != i), key=lambda j: topo.rtt[i, j])]
+    demand = pd.DataFrame([(0, reader, 100.0, 0.0)], columns=["key_id", "dc", "reads", "writes"])
+    placed = P.place(demand, PAPER, "n-1c", f=2, keys=1, balance=3.0, progress=None)
+    assert placed.sets[placed.set_per_id[0]] == (reader, nearest)
+    o = placed.predictions["overall"]
+    assert o["normal"]["mean"] == 0
+    assert o["failure"][reader]["mean"] == topo.rtt[i, topo.dcs.index(nearest)]  # the redirect hop, then local
+    assert o["most_critical_dc"] == reader
+
+
+@pytest.mark.parametrize("model", ["ba", "n-1c"])
+def test_a_demand_without_reads_still_places(model):
+    """Written but never read: every set costs 0 (no division of nothing by nothing)."""
+    demand = pd.DataFrame([(k, "VA", 0.0, 5.0) for k in range(4)], columns=["key_id", "dc", "reads", "writes"])
+    placed = P.place(demand, PAPER, model, f=2, keys=4, balance=3.0, progress=None)
+    assert len(placed.set_per_id) == 4 and placed.info["objective"] == 0
 
 
 def paper_demand(n=3000, locality=0.8):
@@ -185,7 +219,8 @@ def test_refusals_of_the_models_arguments():
 
 
 def test_the_model_predicts_va_most_critical_for_the_placement_experiment():
-    """workloads/placement.yaml kills the datacenter whose failure hurts BA most: still VA."""
+    """workloads/placement.yaml fails, among others, the datacenter whose failure hurts BA
+    most (still VA), with its clients redirected as the paper's failure has them."""
     exp = yaml.safe_load((ROOT / "workloads" / "placement.yaml").read_text())
     w = exp["workload"]
     topo = P.load_topology(ROOT / "workloads" / exp["topology"]["file"], exp["topology"]["replication_factor"])
@@ -194,15 +229,18 @@ def test_the_model_predicts_va_most_critical_for_the_placement_experiment():
     placed = P.place(demand, ROOT / "workloads" / exp["topology"]["file"], "ba", f=topo.f, progress=None)
     critical = placed.predictions["overall"]["most_critical_dc"]
     assert critical == "VA"
-    assert [x["dc"] for x in exp["faults"] if x["kind"] == "kill"] == [critical]
+    assert [(x["dc"], x["clients"]) for x in exp["faults"] if x["kind"] == "kill"] == [(critical, "redirect")]
+    assert critical in exp["sweep"]["faults.0.dc"]
 
 
 def test_the_experiments_cache_term_is_its_trials_warming_cache():
     """K2's placements in workloads/placement.yaml count its cache as the trial sees it: from
     empty at the start, over the normal window (warm-up end to the kill), at the paced rate;
-    placed that way, the model of that window gives N-1C a lower mean than the plain
-    placement does, where the steady-state cache term (which trusts hits a one-minute
-    trial never gets) gave a higher one (measured 20.6 vs 16.0 ms)."""
+    placed that way, N-1C's objective in that window is lower than with the steady-state cache
+    term (which trusts hits a trial of minutes never gets). Against the plain placement it is
+    within 1%: under the paper's failure the redirected readers count as misses and the
+    failure term dominates, and the optimiser's worst case is per bucket where this one is
+    per key."""
     from k2bench import experiment
     from conftest import SYSTEMS
     doc = experiment.load_file(ROOT / "workloads" / "placement.yaml")
@@ -210,7 +248,7 @@ def test_the_experiments_cache_term_is_its_trials_warming_cache():
     cfg["topology"]["place"] = "n-1c"
     assert P.place_cache_keys(cfg) == 1500
     window = P.place_cache_window(cfg)
-    assert window == (40 / P.EXPECTED_DRAWS, 10.0, 35.0)
+    assert window == (40 / P.EXPECTED_DRAWS, 10.0, 95.0)
     plain_cfg = experiment.for_system(experiment.resolve(doc, "placement", SYSTEMS), "paris-star")
     assert P.place_cache_keys(plain_cfg) == 0 and P.place_cache_window(plain_cfg) is None
 
@@ -219,17 +257,18 @@ def test_the_experiments_cache_term_is_its_trials_warming_cache():
     demand = P.expected_demand(n, 1.2, 0.8, topo.dcs, 950_000, 50_000)
     reads, writes, _ = P.demand_matrices(demand, topo.dcs, n)
 
-    def mean_in_window(pl):
+    def in_window(pl):  # N-1C's objective, with the hits of the trial's window
         member = np.zeros((n, topo.d), dtype=bool)
         for k in range(n):
             member[k, [topo.dcs.index(x) for x in pl.sets[pl.set_per_id[k]]]] = True
         hit = P.cache_hits(reads, writes, member, 1500, window)
-        lat = P.set_latency([tuple(topo.dcs.index(x) for x in st) for st in pl.sets], topo.rtt)[pl.set_per_id]
-        return float((reads * (1 - hit) * lat).sum() / reads.sum())
+        sets = [tuple(topo.dcs.index(x) for x in pl.sets[s]) for s in pl.set_per_id]
+        return P.objective_of(sets, reads, topo, "n-1c", reads * hit)
     plain = P.place(demand, topo_doc, "n-1c", f=2, keys=n, progress=None)
     steady = P.place(demand, topo_doc, "n-1c", f=2, keys=n, cache_keys=1500, progress=None)
     warming = P.place(demand, topo_doc, "n-1c", f=2, keys=n, cache_keys=1500, cache_window=window, progress=None)
-    assert mean_in_window(warming) < mean_in_window(plain) < mean_in_window(steady)
+    assert in_window(warming) < in_window(steady)
+    assert in_window(warming) <= 1.01 * in_window(plain) and in_window(plain) < in_window(steady)
 
 
 # ------------------------------------------------------------------ the table file

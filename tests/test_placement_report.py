@@ -1,6 +1,7 @@
-"""The placement experiment's report (k2bench/placement_report.py): measured phases split at
-the kill, the killed datacenter's clients left out after it, the model's prediction on the
-trial's own table, and K2's cache term. (tests/test_placement.py checks that the experiment
+"""The placement experiment's report (k2bench/placement_report.py): measured windows split at
+the kill, latency from the intended start, failed reads counted, the killed datacenter's
+clients left out (fail) or kept (redirect), trials pooled in merged histograms with their
+spread, the model's prediction on the trial's own table, and K2's cache term. (tests/test_placement.py checks that the experiment
 kills the datacenter BA's model calls most critical.)"""
 import json
 from types import SimpleNamespace
@@ -18,15 +19,15 @@ TOPO = {"datacenters": ["A", "B", "C"], "rtt_ms": {"A": {"B": 10, "C": 100}, "B"
         "servers_per_dc": 1, "replication_factor": 1, "base_port": 17000}
 
 
-def make_run(tmp_path):
+def make_run(tmp_path, clients="fail"):
     """A run of one trial: keys 0-1 at A, 2-3 at C (f = 1); C killed at 20 s."""
     run = tmp_path / "run"
     trial = run / "k2"
     (trial / "clients").mkdir(parents=True)
     cfg = experiment.resolve({"systems": ["k2"], "workload": {"keys": 4, "keys_per_op": 1, "zipf": 1.0, "locality": 0.0},
                               "duration": {"warmup_s": 5, "measure_s": 30, "cooldown_s": 1},
-                              "server": {"cache_fraction": 0},
-                              "faults": [{"kind": "kill", "dc": "C", "at_s": 20}]}, "t", SYSTEMS)
+                              "server": {"cache_fraction": 0}, "clients": {"rpc_timeout_ms": 3000},
+                              "faults": [{"kind": "kill", "dc": "C", "at_s": 20, "clients": clients}]}, "t", SYSTEMS)
     start = 1_000_000.0
     (run / "manifest.json").write_text(json.dumps({"config": cfg, "trials": [
         {"system": "k2", "dir": "k2", "point_values": {"topology.place": "ba"}, "start": {"t0_ms": start}}]}))
@@ -34,29 +35,38 @@ def make_run(tmp_path):
     (trial / "topology.yaml").write_text(yaml.safe_dump(TOPO))
     (trial / "placement.csv").write_text("ids,replicas,bucket\n0-1,A,0\n2-3,C,1\n")
 
-    def op(s, key, ms, ok=True, kind="rot"):
-        return json.dumps({"s": 1, "i": 0, "op": kind, "t0": start + s * 1000, "t1": start + s * 1000 + ms,
-                           "ok": ok, "r": {f"user{key}": 1}}) + "\n"
+    def op(s, key, ms, ok=True, kind="rot", late_ms=0):
+        o = {"s": 1, "i": 0, "op": kind, "t0": start + s * 1000 + late_ms, "t1": start + s * 1000 + late_ms + ms,
+             "ok": ok, "r": {f"user{key}": 1} if ok else None}
+        if late_ms:
+            o["ti"] = start + s * 1000  # paced, started late_ms behind its schedule
+        return json.dumps({k: v for k, v in o.items() if v is not None}) + "\n"
     (trial / "clients" / "history-client-B.jsonl").write_text(
         op(1, 0, 999)            # warm-up: left out
-        + op(6, 0, 10) + op(7, 2, 50)   # normal
-        + op(8, 0, 999, ok=False)      # failed: left out
+        + op(6, 0, 4, late_ms=6) + op(7, 2, 50)   # normal: 10 ms from the intended start, 50
+        + op(8, 0, 999, ok=False)      # failed: counted as such
+        + op(19.5, 2, 900)       # started before the kill, ended after it: the kill's, not normal operation's
         + op(21, 0, 999)         # inside the settling time after the kill: left out
         + op(25, 0, 12) + op(26, 1, 14))  # failure phase
-    (trial / "clients" / "history-client-C.jsonl").write_text(op(10, 2, 1) + op(30, 2, 999))  # C's own after the kill: out
+    (trial / "clients" / "history-client-C.jsonl").write_text(
+        op(10, 2, 1) + op(30, 2, 70) + op(31, 2, 999, ok=False))  # C's own: out unless redirected
     return run
 
 
 def test_the_report_splits_at_the_kill_and_predicts_on_the_trials_table(tmp_path):
     run = make_run(tmp_path)
     rep = placement_report.report(run, jar_check=None)
-    assert rep["killed"] == {"dc": "C", "at_s": 20.0, "settle_s": 3.0}  # the failover timeout (2 s) and 1 s
+    assert rep["killed"] == {"dc": "C", "dcs": ["C"], "at_s": 20.0, "settle_s": 3.0,  # failover timeout (2 s) + 1 s
+                             "clients": "fail"}
     (r,) = rep["trials"]
     assert r["placement"] == "BA" and r["system"] == "k2"
+    assert r["windows"] == {"normal": [5.0, 20.0], "failure": [23.0, 35.0]}  # too short for cold and warm
     m = r["measured"]
-    # C's own clients are left out of both phases: the phases compare the same clients
+    # C's own clients are left out of both phases (they fail): the phases compare the same clients
     assert m["normal"]["reads"] == 2 and m["normal"]["mean"] == 30.0 and m["normal"]["reads_per_dc"] == {"B": 2}
-    assert m["failure"]["reads"] == 2 and m["failure"]["mean"] == 13.0
+    assert m["normal"]["failed_reads"] == 1 and m["normal"]["failed_share"] == round(1 / 3, 4)
+    assert m["normal"]["cut_by_kill"] == 1
+    assert m["failure"]["reads"] == 2 and m["failure"]["mean"] == 13.0 and m["failure"]["failed_reads"] == 0
     # the model: each key's draw probability per reader times its latency from A (keys 0-1) or C
     p = placement.draw_probabilities(4, 1.0, 0.0, 3)
     p[:, 2] = 0  # C's reads: its clients are gone after the kill, so both phases leave them out
@@ -65,6 +75,81 @@ def test_the_report_splits_at_the_kill_and_predicts_on_the_trials_table(tmp_path
     assert r["predicted"]["failure"]["mean"] is not None or r["predicted"]["failure"]["unavailable_share"] > 0
     assert {b["bucket"]: b["measured_ms"] for b in r["buckets"]} == {0: 10.0, 1: 50.0}
     assert json.loads((run / "placement.json").read_text()) == json.loads(json.dumps(rep))
+
+
+def test_redirected_clients_of_the_killed_datacenter_are_counted_on_both_sides(tmp_path):
+    """clients: redirect (the paper's failure): C's clients go on from the nearest survivor,
+    B (50 ms), and keys 2-3 (on C only, f = 1) are then unavailable: the model says so, and
+    the measurement counts C's reads and its failed one."""
+    run = make_run(tmp_path, clients="redirect")
+    rep = placement_report.report(run, jar_check=None)
+    assert rep["killed"]["settle_s"] == 4.0  # the clients' RPC timeout (3 s): their calls to C's dead servers
+    (r,) = rep["trials"]
+    m = r["measured"]
+    assert m["normal"]["reads_per_dc"] == {"B": 2, "C": 1}
+    assert m["failure"]["reads_per_dc"] == {"B": 2, "C": 1} and m["failure"]["failed_reads"] == 1
+    p = placement.draw_probabilities(4, 1.0, 0.0, 3)
+    lat = np.array([[0, 10, 100], [0, 10, 100], [100, 50, 0], [100, 50, 0]])
+    want = (p * lat).sum() / p.sum()
+    assert abs(r["predicted"]["normal"]["mean"] - want) < 1e-3
+    # under C's failure: keys 0-1 from A; C's readers through B (50 ms) then to A (10 ms): 60 ms
+    f = r["predicted"]["failure"]
+    survive = p[:2]
+    fail_lat = np.array([[0, 10, 60], [0, 10, 60]])
+    assert abs(f["mean"] - (survive * fail_lat).sum() / survive.sum()) < 1e-3
+    assert abs(f["unavailable_share"] - p[2:].sum() / p.sum()) < 1e-6
+
+
+def test_trials_pool_into_one_histogram_with_their_spread_and_verdicts(tmp_path, monkeypatch):
+    """Two trials each of BA and hash: the group's percentiles are of every read of both trials
+    (not an average of the trials'), its range the trials' own; BA against hash is "a lower"
+    only when the ranges do not overlap."""
+    run = tmp_path / "run"
+    cfg = experiment.resolve({"systems": ["k2"], "workload": {"keys": 4, "keys_per_op": 1, "zipf": 1.0, "locality": 0.0},
+                              "duration": {"warmup_s": 5, "measure_s": 60, "cooldown_s": 1},
+                              "server": {"cache_fraction": 0}}, "t", SYSTEMS)
+    start = 1_000_000.0
+    trials = []
+    for place, latencies in (("ba", ([10] * 9 + [30], [12] * 10)), ("none", ([40] * 10, [45] * 9 + [90]))):
+        for i, lats in enumerate(latencies, 1):
+            d = run / f"k2/{place}/{i}"
+            (d / "clients").mkdir(parents=True)
+            (d / "summary.json").write_text("{}")
+            (d / "topology.yaml").write_text(yaml.safe_dump(TOPO))
+            (d / "placement.csv").write_text("ids,replicas,bucket\n0-1,A,0\n2-3,C,1\n")
+            lines = [json.dumps({"s": 1, "i": j, "op": "rot", "t0": start + (6 + j * 5) * 1000,
+                                 "t1": start + (6 + j * 5) * 1000 + ms, "ok": True, "r": {"user0": 1}})
+                     for j, ms in enumerate(lats)]
+            (d / "clients" / "history-client-B.jsonl").write_text("\n".join(lines) + "\n")
+            trials.append({"system": "k2", "dir": f"k2/{place}/{i}", "trial": i, "start": {"t0_ms": start},
+                           "point_values": {"topology.place": place}})
+    (run / "manifest.json").write_text(json.dumps({"config": cfg, "trials": trials}))
+    monkeypatch.setattr(placement_report, "trial_table",
+                        lambda jar_check, trial_dir, keys, scratch: trial_dir / "placement.csv")
+    rep = placement_report.report(run, jar_check=None)
+    assert {(x["placement"], x["phase"]) for x in rep["groups"]} == {
+        (p, w) for p in ("BA", "hash (groups)") for w in ("normal", "cold", "warm")}
+    ba = next(x for x in rep["groups"] if x["placement"] == "BA" and x["phase"] == "normal")
+    assert ba["trials"] == 2 and ba["measured"]["reads"] == 20
+    assert ba["measured"]["mean"] == 12.0  # (9 x 10 + 30 + 10 x 12) / 20
+    assert ba["measured"]["p90"] == pytest.approx(12.0, abs=0.01)  # of the 20 reads (HdrHistogram's 3 digits)
+    # the trials' own p90s are 10 and 12
+    assert (ba["measured"]["p90_min"], ba["measured"]["p90_max"]) == pytest.approx((10.0, 12.0), abs=0.01)
+    assert (ba["measured"]["mean_min"], ba["measured"]["mean_max"]) == (12.0, 12.0)
+    verdicts = {(c["phase"], c["metric"]): c["verdict"] for c in rep["comparisons"] if c["a"] == "BA"}
+    assert verdicts[("normal", "mean")] == "a lower" and verdicts[("normal", "p50")] == "a lower"
+    # the cold window (first 25 s: reads 0-4 of each trial) against the warm one (40-65 s: 7-9)
+    cold = next(x for x in rep["groups"] if x["placement"] == "BA" and x["phase"] == "cold")
+    warm = next(x for x in rep["groups"] if x["placement"] == "BA" and x["phase"] == "warm")
+    assert cold["measured"]["reads"] == 10 and warm["measured"]["reads"] == 6
+    import io
+    from rich.console import Console
+    out = io.StringIO()
+    placement_report.print_report(Console(file=out, width=220), rep)
+    text = out.getvalue()
+    assert "normal, first 25 s" in text and "normal, last 25 s" in text
+    assert "BA vs hash (groups)" in text and "a lower" in text
+    assert "12.0 / 12 [12-12 / 10-12]" in text  # pooled mean / p90 [the trials' ranges]
 
 
 def test_the_report_refuses_what_is_not_a_run(tmp_path):

@@ -334,6 +334,24 @@ def test_jvm_memory_is_the_largest_gauge_of_each_process_log():
     assert m == {"servers/all": {"live_mb": 700, "committed_mb": 1200, "max_mb": 4608}}
 
 
+def test_every_run_is_judged_without_what_its_faults_made_late():
+    """Messages a partition or delay held back (lateness:faulted) are reported apart and not
+    judged; a paused server's own intervals from its SIGSTOP to 2 s after its SIGCONT are
+    left out; everything else is judged as in a run without faults."""
+    held = _lateness_intervals({"lateness:wan": [100] * 100, "lateness:faulted": [3_000_000] * 50})
+    e = S.emulation(held, (0, 10_000))
+    assert not e["degraded"] and e["faulted"]["count"] == 50 and e["faulted"]["p99"] == pytest.approx(3000, rel=0.01)
+    busy = _lateness_intervals({"lateness:wan": [100] * 90 + [8000] * 10})  # the machine, not the faults
+    assert S.emulation(held + busy, (0, 10_000))["degraded"]
+    paused = {"servers/server-SP": [S.Interval("lateness:wan", 4000.0, 5000.0, busy[0].histogram)],
+              "servers/server-VA": [S.Interval("lateness:wan", 4000.0, 5000.0, held[0].histogram)]}
+    kept = S.without_paused(paused, {"servers/server-SP": [(1000.0, 2500.0)]})  # 4-5 s is within 2 s of 2.5 s
+    assert kept == paused["servers/server-VA"]
+    assert not S.emulation(kept, (0, 10_000))["degraded"]
+    assert len(S.without_paused(paused, {"servers/server-SP": [(1000.0, 1500.0)]})) == 2  # settled by 3.5 s
+    assert len(S.without_paused(paused, None)) == 2
+
+
 def test_a_run_without_lateness_values_is_not_degraded():
     e = S.emulation([], (0, 1))
     assert e["worst_p99"] is None and not e["degraded"]

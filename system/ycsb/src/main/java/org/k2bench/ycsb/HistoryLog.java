@@ -21,7 +21,9 @@ import java.util.Map;
  * {"s":4098,"i":3,"op":"write","t0":...,"t1":...,"ok":false,"w":{"user3":null},"err":"..."}
  * </pre>
  *
- * Times are epoch milliseconds with sub-millisecond precision. Thread-safe.
+ * Times are epoch milliseconds with sub-millisecond precision: t0 the actual start, and for a
+ * paced operation that started behind its schedule "ti", the intended one (latency counted
+ * from it, as the interval logs count it, includes the wait). Thread-safe.
  */
 final class HistoryLog implements AutoCloseable {
   private static final JsonFactory JSON = new JsonFactory();
@@ -46,9 +48,10 @@ final class HistoryLog implements AutoCloseable {
    * @param writes key -> version written (null values: the client never learned it), or null
    * @param rounds wide-area rounds of a read-only transaction or of a read-write transaction's reads, or -1
    * @param error why the operation failed, or null
+   * @param intendedNanos the paced start (System.nanoTime), or 0 when unpaced
    */
   synchronized void record(long session, long index, String op, long startNanos, long endNanos,
-      Map<String, Long> reads, Map<String, Long> writes, int rounds, String error) {
+      Map<String, Long> reads, Map<String, Long> writes, int rounds, String error, long intendedNanos) {
     try {
       json.writeStartObject();
       json.writeNumberField("s", session);
@@ -56,6 +59,9 @@ final class HistoryLog implements AutoCloseable {
       json.writeStringField("op", op);
       json.writeNumberField("t0", epochMs(startNanos));
       json.writeNumberField("t1", epochMs(endNanos));
+      if (intendedNanos > 0 && intendedNanos < startNanos) {
+        json.writeNumberField("ti", epochMs(intendedNanos));
+      }
       json.writeBooleanField("ok", error == null);
       writeMap("r", reads);
       writeMap("w", writes);

@@ -38,6 +38,9 @@ import site.ycsb.Status;
  *
  * <p>Properties: {@code k2bench.system}, {@code k2bench.topology} (file), {@code k2bench.dc},
  * {@code k2bench.client_id_base} (ids of this process's sessions start there),
+ * {@code k2bench.redirect_id_base} (ids of the sessions opened when a redirect sends this
+ * datacenter's clients to another's servers; default right after the threads' and the
+ * warm-up's),
  * {@code k2bench.rpc_timeout_ms}.
  */
 public final class K2BenchDB extends DB {
@@ -50,8 +53,16 @@ public final class K2BenchDB extends DB {
   private static volatile int localDc = -1;
   private static int users;
   private static final AtomicInteger NEXT_SESSION = new AtomicInteger();
+  private static final AtomicInteger NEXT_REDIRECTED = new AtomicInteger();
+  private static final ThreadLocal<K2BenchDB> SELF = new ThreadLocal<>();
 
   private KvClient client;
+  private StoreSystem system;
+  private ServerOptions options;
+  private Transport transport;
+  private int redirectIdBase;
+  /** This thread's sessions by the datacenter whose servers they use (its own, redirects). */
+  private final Map<Integer, KvClient> byServingDc = new HashMap<>();
 
   /** The session of the calling YCSB client thread. */
   public static KvClient current() {
@@ -101,6 +112,10 @@ public final class K2BenchDB extends DB {
     try {
       StoreSystem system = Systems.byName("k2bench.system", required(p, "k2bench.system"));
       int base = Integer.parseInt(p.getProperty("k2bench.client_id_base", String.valueOf(Topology.firstClientId())));
+      int threadCount = Integer.parseInt(p.getProperty("threadcount", "1"));
+      // after the threads' ids and the warm-up's (connectToEveryServer)
+      redirectIdBase = Integer.parseInt(p.getProperty("k2bench.redirect_id_base",
+          String.valueOf(base + threadCount + 1)));
       long timeout = Long.parseLong(p.getProperty("k2bench.rpc_timeout_ms", "10000"));
       Transport t;
       int dc;
@@ -135,11 +150,41 @@ public final class K2BenchDB extends DB {
           .withSystemOptions(SystemOptions.parse(system, systemOptions(p), OPTION_PREFIX));
       client = system.newClient(t, base + NEXT_SESSION.getAndIncrement(), dc, options);
       CURRENT.set(client);
+      this.system = system;
+      this.options = options;
+      this.transport = t;
+      byServingDc.put(dc, client);
+      SELF.set(this);
     } catch (ConfigException e) {
       throw new DBException(e.getMessage());
     } catch (NumberFormatException e) {
-      throw new DBException("k2bench.client_id_base/k2bench.rpc_timeout_ms: not a number: " + e.getMessage());
+      throw new DBException("k2bench.client_id_base/redirect_id_base/rpc_timeout_ms: not a number: "
+          + e.getMessage());
     }
+  }
+
+  /**
+   * The session the calling thread's next operation uses instead of {@code now}: {@code now}
+   * unless a redirect in the faults file sends this datacenter's clients to another
+   * datacenter's servers (a kill with {@code clients: redirect}: the replica-placement
+   * paper's application servers sending "requests ... to the closest DC", §VIII-E). Then a
+   * session of that datacenter, opened on first use with an id of its own and located here,
+   * so each of its messages crosses the wide area between the two.
+   */
+  static KvClient serving(KvClient now) {
+    K2BenchDB db = SELF.get();
+    if (db == null) {
+      return now;
+    }
+    int to = db.transport.links().servingDc(localDc);
+    if (to == now.dc()) {
+      return now;
+    }
+    return db.byServingDc.computeIfAbsent(to, dc -> {
+      int id = db.redirectIdBase + NEXT_REDIRECTED.getAndIncrement();
+      db.transport.locateClient(id, localDc);
+      return db.system.newClient(db.transport, id, dc, db.options);
+    });
   }
 
   /**
@@ -190,8 +235,10 @@ public final class K2BenchDB extends DB {
   @Override
   public void cleanup() throws DBException {
     if (client != null) {
-      client.close();
+      byServingDc.values().forEach(KvClient::close);
+      byServingDc.clear();
       CURRENT.remove();
+      SELF.remove();
     }
     synchronized (SHARED_LOCK) {
       if (--users == 0 && shared != null) {

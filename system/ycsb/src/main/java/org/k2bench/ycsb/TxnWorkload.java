@@ -4,6 +4,7 @@ import com.google.protobuf.ByteString;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -114,7 +115,7 @@ public final class TxnWorkload extends Workload {
 
   /** Per client thread. */
   static final class Session {
-    final KvClient client;
+    KvClient client;
     final UniformRandomProvider rng;
     final RejectionInversionZipfSampler ranks;
     final PartitionedKeys.Samplers partitionRanks = new PartitionedKeys.Samplers();
@@ -122,12 +123,30 @@ public final class TxnWorkload extends Workload {
     final long localShift;
     /** Index of the session's next operation in its history. */
     long nextOp;
+    /** The paced start of the operation under way (System.nanoTime), 0 when unpaced. */
+    long intendedNanos;
+    /** The next index of each client this thread used before (a redirect opens new ones). */
+    private final Map<Integer, Long> nextOpOf = new HashMap<>();
 
     Session(KvClient client, UniformRandomProvider rng, RejectionInversionZipfSampler ranks, long localShift) {
       this.client = client;
       this.rng = rng;
       this.ranks = ranks;
       this.localShift = localShift;
+    }
+
+    /**
+     * The client for the next operation: this thread's own, or while its datacenter's
+     * clients are redirected another datacenter's ({@link K2BenchDB#serving}); the keys it
+     * draws stay its own datacenter's. Each client is a session of its own in the history.
+     */
+    void useServingClient() {
+      KvClient next = K2BenchDB.serving(client);
+      if (next != client) {
+        nextOpOf.put(client.id(), nextOp);
+        nextOp = nextOpOf.getOrDefault(next.id(), 0L);
+        client = next;
+      }
     }
   }
 
@@ -456,6 +475,7 @@ public final class TxnWorkload extends Workload {
     }
     long intended = Measurements.getMeasurements().getIntendedtartTimeNs();
     long start = intended > 0 ? intended : System.nanoTime();
+    s.intendedNanos = Math.max(0, intended);
     String op;
     if (rwFraction > 0 && s.rng.nextDouble() < rwFraction) { // no draw without them: same streams as before
       op = "rwt";
@@ -464,6 +484,7 @@ public final class TxnWorkload extends Workload {
     } else {
       op = "rot";
     }
+    s.useServingClient();
     long began = System.nanoTime(); // the history's times are actual, not intended
     if (intended > 0) {
       // How late the operation started against the pacing schedule: a thread still busy
@@ -544,7 +565,8 @@ public final class TxnWorkload extends Workload {
   private void log(Session s, String op, long startNanos, Map<String, Long> reads, Map<String, Long> writes,
       int rounds, String error) {
     if (history != null) {
-      history.record(s.client.id(), s.nextOp++, op, startNanos, System.nanoTime(), reads, writes, rounds, error);
+      history.record(s.client.id(), s.nextOp++, op, startNanos, System.nanoTime(), reads, writes, rounds, error,
+          s.intendedNanos);
     }
   }
 

@@ -17,7 +17,8 @@ import org.k2bench.core.topology.Topology;
  * <pre>
  * {"links": [{"from": "VA", "to": "LDN", "extra_ms": 200}],           # latency spike, one way
  *  "partitions": [{"a": "VA", "b": "CA", "until_ms": 1795...,         # epoch ms of the heal
- *                  "mode": "hold"}]}                                  # hold (deliver at heal) | drop
+ *                  "mode": "hold"}],                                  # hold (deliver at heal) | drop
+ *  "redirects": [{"from": "VA", "to": "CA"}]}                        # VA's clients use CA's servers
  * </pre>
  *
  * The file is replaced atomically and always holds the complete set: an empty object
@@ -79,6 +80,7 @@ final class FaultFile implements AutoCloseable {
     JsonNode root = new ObjectMapper().readTree(json);
     links.clearFaults();
     if (root == null) {
+      links.redirect(java.util.Map.of());
       return;
     }
     for (JsonNode l : root.path("links")) {
@@ -90,6 +92,11 @@ final class FaultFile implements AutoCloseable {
       long until = nowNanos + Math.max(0, p.path("until_ms").asLong() - nowMs) * 1_000_000L;
       links.partition(dc(p, "a"), dc(p, "b"), until, "drop".equals(p.path("mode").asText("hold")));
     }
+    java.util.Map<Integer, Integer> redirects = new java.util.HashMap<>();
+    for (JsonNode r : root.path("redirects")) {
+      redirects.put(dc(r, "from"), dc(r, "to"));
+    }
+    links.redirect(redirects);
     Transport.LOG.info("faults now in force: {}", json.strip());
   }
 

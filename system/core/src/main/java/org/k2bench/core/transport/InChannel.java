@@ -20,6 +20,8 @@ final class InChannel {
   private final Endpoint node;
   private Dispatcher dispatcher;
   private long lastDueNanos = Long.MIN_VALUE;
+  /** Whether the message that set lastDueNanos was held or slowed by a fault. */
+  private boolean lastFaulted;
   private int queued;
   /**
    * Sender in this process: hand over on the sender's thread only what merely queues work
@@ -52,10 +54,17 @@ final class InChannel {
     }
     long now = System.nanoTime();
     long sent = env.getClockDomain() == ClockDomain.ID ? Math.min(env.getSentNanos(), now) : now;
-    long due = Math.max(sent + transport.links().sampleDelayNanos(env.getFromDc(), node.dc()), lastDueNanos);
+    LinkConditions links = transport.links();
+    long own = sent + links.sampleDelayNanos(env.getFromDc(), node.dc());
+    // A message held by a partition or slowed by a delay fault, or queued behind one on its
+    // channel (FIFO), is late by design: its lateness is recorded apart, not judged.
+    boolean behind = own < lastDueNanos;
+    long due = behind ? lastDueNanos : own;
+    boolean faulted = links.faulted(env.getFromDc(), node.dc()) || (behind && lastFaulted);
     lastDueNanos = due;
+    lastFaulted = faulted;
     if (due <= now && queued == 0 && (!inProcess || node.queuesOnly(env))) {
-      recordDelivery(env, now - due);
+      recordDelivery(env, now - due, faulted);
       node.receive(env);
       return;
     }
@@ -63,13 +72,13 @@ final class InChannel {
       dispatcher = transport.dispatcherFor(env.getFrom(), node.id());
     }
     queued++;
-    dispatcher.schedule(due, () -> release(env, due));
+    dispatcher.schedule(due, () -> release(env, due, faulted));
   }
 
   /** Under the channel's lock, so an arrival that is already due cannot overtake it. */
-  private synchronized void release(Envelope env, long due) {
+  private synchronized void release(Envelope env, long due, boolean faulted) {
     queued--;
-    recordDelivery(env, System.nanoTime() - due);
+    recordDelivery(env, System.nanoTime() - due, faulted);
     node.receive(env);
   }
 
@@ -78,14 +87,15 @@ final class InChannel {
    * after its due time it reached its node, in microseconds (0 when on time), tagged by the
    * link's class:
    * {@code lateness:wan} between datacenters, {@code lateness:local} inside one (due after
-   * the topology's intra-datacenter delay, usually 0: there any transit time is lateness).
+   * the topology's intra-datacenter delay, usually 0: there any transit time is lateness),
+   * {@code lateness:faulted} for a message a partition or delay fault held back.
    */
-  private void recordDelivery(Envelope env, long lateNanos) {
+  private void recordDelivery(Envelope env, long lateNanos, boolean faulted) {
     if (node.isClosed()) {
       return; // not delivered
     }
     boolean local = env.getFromDc() == node.dc();
-    ProcessMetrics.record(local ? LOCAL : WAN, Math.max(0, lateNanos) / 1000);
+    ProcessMetrics.record(faulted ? FAULTED : local ? LOCAL : WAN, Math.max(0, lateNanos) / 1000);
     // and what was delivered: msg:<local|wan>:<payload type>, its payload's size in bytes
     // (summary.json's messages: count and bytes per type, the traffic an operation costs)
     String url = env.getPayload().getTypeUrl();
@@ -98,6 +108,7 @@ final class InChannel {
 
   static final String WAN = "lateness:wan";
   static final String LOCAL = "lateness:local";
+  static final String FAULTED = "lateness:faulted";
   /** Type URL -> its two message tags (local, wan), made once per type. */
   private static final java.util.concurrent.ConcurrentHashMap<String, String[]> MESSAGE_TAGS =
       new java.util.concurrent.ConcurrentHashMap<>();

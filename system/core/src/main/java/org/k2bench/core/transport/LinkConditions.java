@@ -17,9 +17,16 @@ public final class LinkConditions {
   private final long[][] holdUntilNanos;
   private final boolean[][] dropping;
   private final long jitterNanos;
+  /**
+   * Where each datacenter's clients send their requests: their own datacenter, or while its
+   * storage is down another one (a kill with {@code clients: redirect}; the replica-placement
+   * paper's failure, §VIII-E). Replaced whole, never written in place.
+   */
+  private volatile int[] servingDc;
 
   public LinkConditions(Topology topology) {
     int d = topology.numDcs();
+    servingDc = identity(d);
     baseNanos = new long[d][d];
     extraNanos = new long[d][d];
     holdUntilNanos = new long[d][d];
@@ -55,6 +62,13 @@ public final class LinkConditions {
     return holdFor > 0 ? Math.max(d, holdFor + baseNanos[fromDc][toDc]) : d;
   }
 
+  /** Whether a fault holds (partition) or slows (extra delay) this link now. */
+  public boolean faulted(int fromDc, int toDc) {
+    synchronized (extraNanos) {
+      return extraNanos[fromDc][toDc] != 0 || holdUntilNanos[fromDc][toDc] - System.nanoTime() > 0;
+    }
+  }
+
   /** Whether messages on this link are being dropped (a partition in drop mode). */
   public boolean dropping(int fromDc, int toDc) {
     synchronized (extraNanos) {
@@ -73,7 +87,7 @@ public final class LinkConditions {
     }
   }
 
-  /** Heals every partition and removes every extra delay. */
+  /** Heals every partition and removes every extra delay (redirects stay: {@link #redirect}). */
   public void clearFaults() {
     synchronized (extraNanos) {
       for (int a = 0; a < extraNanos.length; a++) {
@@ -82,6 +96,30 @@ public final class LinkConditions {
         java.util.Arrays.fill(dropping[a], false);
       }
     }
+  }
+
+  /** The datacenter whose servers the clients of {@code dc} use now. */
+  public int servingDc(int dc) {
+    return servingDc[dc];
+  }
+
+  /**
+   * From now on the clients of each key datacenter use the servers of its value, every
+   * other datacenter's their own: one replacement, so a client never sees a redirect lapse
+   * while the faults file is applied again.
+   */
+  public void redirect(java.util.Map<Integer, Integer> to) {
+    int[] next = identity(servingDc.length);
+    to.forEach((from, dc) -> next[from] = dc);
+    servingDc = next;
+  }
+
+  private static int[] identity(int d) {
+    int[] out = new int[d];
+    for (int i = 0; i < d; i++) {
+      out[i] = i;
+    }
+    return out;
   }
 
   /** Adds {@code ms} of one-way delay from {@code fromDc} to {@code toDc} (0 to clear). */

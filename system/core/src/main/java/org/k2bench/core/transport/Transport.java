@@ -178,14 +178,28 @@ public final class Transport implements AutoCloseable {
     return ep;
   }
 
-  /** Opens a client node located in datacenter {@code dc}. */
+  /**
+   * Opens a client node located in datacenter {@code dc}, or where {@link #locateClient}
+   * put its id.
+   */
   public Endpoint openClient(int clientId, int dc, Executor inbox, MessageHandler handler) {
     if (clientId < Topology.firstClientId() || clientId >= 1 << org.k2bench.core.clock.LamportClock.NODE_BITS) {
       throw new IllegalArgumentException("client id " + clientId + " outside ["
           + Topology.firstClientId() + ", 65536)");
     }
-    return register(new Endpoint(this, clientId, dc, inbox, handler));
+    return register(new Endpoint(this, clientId, located.getOrDefault(clientId, dc), inbox, handler));
   }
+
+  /**
+   * Places the client node {@code clientId}, when it opens, in datacenter {@code dc} whatever
+   * datacenter its system's client serves it from: a client redirected to another
+   * datacenter's servers stays where it is, its messages cross the wide area.
+   */
+  public void locateClient(int clientId, int dc) {
+    located.put(clientId, dc);
+  }
+
+  private final java.util.Map<Integer, Integer> located = new java.util.concurrent.ConcurrentHashMap<>();
 
   private Endpoint register(Endpoint ep) {
     if (closed) {

@@ -1,5 +1,6 @@
 package org.k2bench.core.transport;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -70,6 +71,39 @@ class FaultFileTest {
       write(file, "{}", () -> !links.dropping(0, 1) && links.sampleDelayNanos(0, 1) < 10_000_000L);
       double healed = pingMs(va, 1, 5_000);
       assertTrue(healed < 30, "an empty set heals everything: " + healed + " ms");
+    } finally {
+      System.clearProperty("k2bench.faults_file");
+    }
+  }
+
+  @Test
+  void aRedirectReachesTheLinksAndARedirectedClientStaysWhereItIs() throws Exception {
+    Topology t = FreePorts.assign(TopologyLoader.paperDefault(1, 2, 7000).withRttScale(0.5)); // VA-CA 30 ms
+    Path file = dir.resolve("faults.json");
+    System.setProperty("k2bench.faults_file", file.toString());
+    try (Transport transport = new Transport(t)) {
+      transport.openServer(0, Runnable::run, m -> { }); // VA
+      transport.openServer(1, Runnable::run, m -> { }); // CA
+      LinkConditions links = transport.links();
+      assertEquals(0, links.servingDc(0));
+      write(file, "{\"redirects\": [{\"from\": \"VA\", \"to\": \"CA\"}]}", () -> links.servingDc(0) == 1);
+      assertEquals(1, links.servingDc(1), "CA's own clients stay");
+      // VA's client, redirected to CA's servers, is opened for CA but located in VA
+      int id = Topology.firstClientId();
+      transport.locateClient(id, 0);
+      Endpoint moved = transport.openClient(id, 1, Runnable::run, m -> { });
+      Endpoint local = transport.openClient(id + 1, 1, Runnable::run, m -> { });
+      assertEquals(0, moved.dc());
+      assertEquals(1, local.dc());
+      double movedMs = Double.MAX_VALUE;
+      double localMs = Double.MAX_VALUE;
+      for (int i = 0; i < 30; i++) {
+        movedMs = Math.min(movedMs, pingMs(moved, 1, 5_000));
+        localMs = Math.min(localMs, pingMs(local, 1, 5_000));
+      }
+      assertTrue(movedMs >= 29, "the redirected client's messages cross VA-CA: " + movedMs + " ms");
+      assertTrue(localMs < 15, "a CA client's do not: " + localMs + " ms");
+      write(file, "{}", () -> links.servingDc(0) == 0);
     } finally {
       System.clearProperty("k2bench.faults_file");
     }

@@ -140,4 +140,35 @@ class InChannelTest {
           "not run on the sender's thread, under its channel's lock: " + threads);
     }
   }
+  @Test
+  void aMessageAFaultHeldBackIsLateApartAndSoIsOneQueuedBehindIt() throws Exception {
+    Topology t = EmulationTest.scaledPaperTopology(0).withRttScale(10);
+    List<String> tags = new CopyOnWriteArrayList<>();
+    org.k2bench.core.metrics.ProcessMetrics.Sink sink = (tag, v) -> {
+      if (tag.startsWith("lateness:")) {
+        tags.add(tag);
+      }
+    };
+    org.k2bench.core.metrics.ProcessMetrics.use(sink);
+    try (Transport transport = new Transport(t)) {
+      List<Delivery> got = new CopyOnWriteArrayList<>();
+      Endpoint node = transport.openClient(60_000, 0, Runnable::run,
+          m -> got.add(new Delivery(m.as(UInt64Value.class).getValue(), System.nanoTime())));
+      InChannel ch = new InChannel(transport, node);
+      long now = System.nanoTime();
+      ch.arrive(env(1, now, ClockDomain.ID)); // before the partition: judged
+      awaitCount(got, 1);
+      transport.links().partition(0, 1, System.nanoTime() + 50 * MS, false); // held 50 ms
+      ch.arrive(env(2, System.nanoTime(), ClockDomain.ID));
+      transport.links().partition(0, 1, 0, false); // healed at once: 3 is not held itself,
+      ch.arrive(env(3, System.nanoTime(), ClockDomain.ID)); // but queued behind 2 on its channel
+      awaitCount(got, 3);
+      Thread.sleep(100);
+      ch.arrive(env(4, System.nanoTime(), ClockDomain.ID)); // long after: judged again
+      awaitCount(got, 4);
+      assertEquals(List.of("lateness:wan", "lateness:faulted", "lateness:faulted", "lateness:wan"), tags);
+    } finally {
+      org.k2bench.core.metrics.ProcessMetrics.release(sink);
+    }
+  }
 }

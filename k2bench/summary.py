@@ -462,7 +462,12 @@ def jvm_memory(logs: dict[str, list[Interval]]) -> dict:
     return out
 
 
-PENDING_GAUGES = ("pending_replicated_txns", "incoming_writes", "replicating", "waiting_remote_reads")
+# What a server still owes or waits for: replication and commit state (a write-only
+# transaction undecided at a participant counts too), and messages being sent again
+# until answered (retransmit_parked, kept for a datacenter that is down, is not: it waits
+# for a datacenter that may never come back).
+PENDING_GAUGES = ("pending_replicated_txns", "incoming_writes", "replicating", "waiting_remote_reads",
+                  "pending_client_txns", "retransmit_pending")
 
 
 def replication_pending_at_end(stats_dir: pathlib.Path, faults: list[dict] = ()) -> dict | None:

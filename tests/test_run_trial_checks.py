@@ -361,7 +361,7 @@ def test_systems_of_one_run_on_their_own_placements_each_through_per_system(jar)
 def test_systems_built_on_reliable_channels_refuse_faults_that_drop_messages(jar):
     from k2bench.orchestrator import validate
     env = Env(repo=ROOT, jar=jar, deployment=LocalDeployment(LocalHost(jar)))
-    assert {s for s, info in env.system_info.items() if not info["message_loss"]} == {"bpr", "nocc", "paris"}
+    assert {s for s, info in env.system_info.items() if not info["message_loss"]} == {"bpr", "nocc", "paris", "rad"}
     faults = [{"kind": "delay", "at_s": 5, "for_s": 2, "dcs": ["VA", "CA"], "extra_ms": 50},
               {"kind": "partition", "at_s": 10, "for_s": 5, "dcs": ["VA", "CA"], "mode": "drop"}]
     exp = experiment.resolve({"systems": ["k2", "paris"], "faults": faults}, "t", SYSTEMS)
@@ -371,4 +371,11 @@ def test_systems_built_on_reliable_channels_refuse_faults_that_drop_messages(jar
     assert "paris assumes no message is lost" in str(e.value) and "use mode: hold" in str(e.value)
     faults[1]["mode"] = "hold"
     validate(env, experiment.resolve({"systems": ["k2", "paris"], "faults": faults}, "t", SYSTEMS))
-    validate(env, experiment.resolve({"systems": ["k2", "rad"], "faults": [dict(faults[1], mode="drop")]}, "t", SYSTEMS))
+    # RAD: a client's sub-request lost past its timeout would leave keys prepared for good.
+    with pytest.raises(ConfigError) as e:
+        validate(env, experiment.resolve({"systems": ["k2", "rad"], "faults": [dict(faults[1], mode="drop")]},
+                                         "t", SYSTEMS))
+    assert e.value.field == "faults[0].mode" and "rad assumes no message is lost" in str(e.value)
+    # K2 and PaRiS* resend until acknowledged.
+    validate(env, experiment.resolve({"systems": ["k2", "paris-star"], "faults": [dict(faults[1], mode="drop")]},
+                                     "t", SYSTEMS))

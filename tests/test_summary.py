@@ -204,15 +204,16 @@ def _stats(path, servers):
 
 def test_replication_pending_at_the_end_sums_the_gauges_per_surviving_datacenter(tmp_path):
     gauges = {"pending_replicated_txns": 2, "incoming_writes": 3, "replicating": 1, "waiting_remote_reads": 4,
-              "remote_fetches": 1000, "pending_client_txns": 7}  # not replication gauges
+              "pending_client_txns": 7, "retransmit_pending": 6,
+              "remote_fetches": 1000, "retransmit_parked": 50}  # not pending gauges
     _stats(tmp_path / "stats-server-VA.json", {"VA:0": gauges, "VA:1": {"incoming_writes": 5}})
     _stats(tmp_path / "stats-server-CA.json", {"CA:0": {"pending_replicated_txns": 0, "incoming_writes": 0}})
     _stats(tmp_path / "stats-server-TYO-0.json", {"TYO:0": {"replicating": 9}})  # TYO:1 was killed: no file
     p = S.replication_pending_at_end(tmp_path, [{"kind": "kill", "server": "TYO:1", "at_s": 3},
                                                 {"kind": "pause", "dc": "CA", "at_s": 1, "for_s": 1}])
-    assert p == {"total": 15, "by_dc": {"CA": 0, "VA": 15},
+    assert p == {"total": 28, "by_dc": {"CA": 0, "VA": 28},
                  "by_gauge": {"pending_replicated_txns": 2, "incoming_writes": 8, "replicating": 1,
-                              "waiting_remote_reads": 4},
+                              "waiting_remote_reads": 4, "pending_client_txns": 7, "retransmit_pending": 6},
                  "skipped_dcs": ["TYO"]}
     assert S.replication_pending_at_end(tmp_path)["by_dc"]["TYO"] == 9, "counted when no fault killed it"
     assert S.replication_pending_at_end(tmp_path / "none") is None

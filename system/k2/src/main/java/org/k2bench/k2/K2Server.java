@@ -26,7 +26,6 @@ import org.k2bench.core.txn.WriteTransactions;
 import org.k2bench.core.data.Dep;
 import org.k2bench.core.txn.proto.KeyValue;
 import org.k2bench.core.txn.proto.Replicate;
-import org.k2bench.core.txn.proto.ReplicateAck;
 import org.k2bench.core.txn.proto.ReplicatedKey;
 import org.k2bench.core.txn.proto.WotSubRequest;
 import org.k2bench.k2.proto.KeyVersions;
@@ -109,6 +108,12 @@ public final class K2Server extends ServerActor {
   private final Map<Long, List<Replication>> replicating = new HashMap<>();
   /** Write-only transactions, local and replicated; also holds IncomingWrites (§IV-A). */
   private final WriteTransactions writes;
+  /**
+   * Sends replication messages again until the other datacenter acknowledges them, parked
+   * while the detector suspects it (§VI-A: a transient failure loses no data, pending
+   * updates are replicated once a datacenter is restored).
+   */
+  private final org.k2bench.core.server.Retransmitter retx;
 
   /**
    * Starts a K2 server on its topology address.
@@ -124,6 +129,8 @@ public final class K2Server extends ServerActor {
     super("k2", transport, serverId, options, replicaKeysOf(transport, serverId));
     int perKey = options.cacheVersionsPerKey() == 0 ? Integer.MAX_VALUE : options.cacheVersionsPerKey();
     this.cache = new DcCache<>(dcCache ? options.cacheKeysPerServer(topology.serversPerDc()) : 0, perKey, !dcCache);
+    // Entries for a suspected datacenter wait for trust(): heartbeats are the probe.
+    this.retx = new org.k2bench.core.server.Retransmitter(this, this::suspectedDc);
     this.writes = new WriteTransactions(ep, thread, store, new WriteTransactions.Host() {
       @Override
       public int homeServer(String key) {
@@ -171,7 +178,7 @@ public final class K2Server extends ServerActor {
       public void replicated(Replicate r, int from) {
         K2Server.this.received(r, from);
       }
-    }, options.rpcTimeoutMs());
+    }, options.rpcTimeoutMs(), retx);
     this.detector = new FailureDetector(ep, topology, shard, Runnable::run,
         options.failoverTimeoutMs(), FailureDetector::monotonicMs, this::suspect, this::trust);
     double maxRtt = 0;
@@ -651,32 +658,27 @@ public final class K2Server extends ServerActor {
     }
   }
 
+  /**
+   * Sends the first phase to a replica datacenter until it acknowledges, also after the
+   * second phase went on without it (§VI-A: a replica cut off or down for a while still
+   * gets the data once it answers again). An error reply counts as an acknowledgement: the
+   * replica had committed the version already (and collected its data since).
+   */
   private void sendPhase1(Replication r, int replicaDc) {
-    // A call to a dead datacenter ends at the RPC timeout.
-    CompletableFuture<ReplicateAck> call = ep.call(topology.serverId(replicaDc, shard), r.phase1.get(replicaDc),
-        ReplicateAck.class);
-    onServer(call, options.rpcTimeoutMs(), (ack, err) -> {
-      if (r.done) {
-        return;
-      }
-      if (err != null) {
-        // Lost or timed out (a dead or cut-off replica): ask again until the second phase
-        // has started; a replica that comes back then gets the data (messages held by a
-        // partition arrive on their own).
-        count("replication_resends");
-        later(options.failoverTimeoutMs(), () -> {
-          if (!r.done) {
-            sendPhase1(r, replicaDc);
-          }
-        });
-        return;
-      }
-      for (ReplicatedKey k : r.phase1.get(replicaDc).getKeysList()) {
-        r.unacked.get(k.getKey()).remove(replicaDc);
-        r.hasCopy.put(k.getKey(), true);
-      }
-      maybeSecondPhase(r);
-    });
+    retx.call(topology.serverId(replicaDc, shard), r.phase1.get(replicaDc),
+        ack -> phase1Acked(r, replicaDc), refused -> phase1Acked(r, replicaDc));
+  }
+
+  private void phase1Acked(Replication r, int replicaDc) {
+    if (r.done) {
+      count("late_phase1_acks"); // the second phase went on without it
+      return;
+    }
+    for (ReplicatedKey k : r.phase1.get(replicaDc).getKeysList()) {
+      r.unacked.get(k.getKey()).remove(replicaDc);
+      r.hasCopy.put(k.getKey(), true);
+    }
+    maybeSecondPhase(r);
   }
 
   private void maybeSecondPhase(Replication r) {
@@ -741,7 +743,7 @@ public final class K2Server extends ServerActor {
       if (partial) {
         e.getValue().addAllReplicaDcsWithData(withData);
       }
-      ep.send(topology.serverId(e.getKey(), shard), e.getValue().build());
+      retx.call(topology.serverId(e.getKey(), shard), e.getValue().build()); // acknowledged, not waited for
     }
   }
 
@@ -765,9 +767,15 @@ public final class K2Server extends ServerActor {
     carryOn(otherDc);
   }
 
+  /** Whether the detector suspects {@code otherDc} (for the retransmitter, made before the detector). */
+  private boolean suspectedDc(int otherDc) {
+    return detector.suspected(otherDc);
+  }
+
   private void trust(int otherDc) {
     count("dcs_trusted_again");
     LOG.info("server {}: {} answers again", ep.id(), topology.dcName(otherDc));
+    retx.kick(otherDc); // what waited for it goes out now
   }
 
   /**
@@ -847,7 +855,7 @@ public final class K2Server extends ServerActor {
       if (metadataOnly) {
         b.addReplicaDcsWithData(dc); // this one has the data for sure
       }
-      ep.send(topology.serverId(other, shard), b.build());
+      retx.call(topology.serverId(other, shard), b.build());
     }
   }
 
@@ -872,5 +880,6 @@ public final class K2Server extends ServerActor {
     out.put("pending_calls", (long) Math.max(0, ep.pendingCalls() - detector.outstanding()));
     out.put("heartbeats_in_flight", (long) detector.outstanding());
     out.putAll(writes.gauges());
+    out.putAll(retx.gauges());
   }
 }

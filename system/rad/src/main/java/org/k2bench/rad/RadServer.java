@@ -39,11 +39,17 @@ final class RadServer extends ServerActor {
   private final GroupPlacement groups;
   private final int groupPosition;
   private final WriteTransactions writes;
+  /**
+   * Sends Replicate to the other groups again until acknowledged (no failure detector: a
+   * datacenter silent for an RPC timeout gets one probe until it answers).
+   */
+  private final org.k2bench.core.server.Retransmitter retx;
 
   RadServer(Transport transport, int serverId, ServerOptions options) {
     super("rad", transport, serverId, options, key -> false);
     this.groups = GroupPlacement.of(topology, "RAD");
     this.groupPosition = dc / topology.replicationFactor();
+    this.retx = new org.k2bench.core.server.Retransmitter(this, null);
     this.writes = new WriteTransactions(ep, thread, store, new WriteTransactions.Host() {
       @Override
       public int homeServer(String key) {
@@ -69,7 +75,7 @@ final class RadServer extends ServerActor {
       public void later(long delayMs, Runnable r) {
         RadServer.this.later(delayMs, r);
       }
-    }, options.rpcTimeoutMs());
+    }, options.rpcTimeoutMs(), retx);
     start();
   }
 
@@ -220,7 +226,7 @@ final class RadServer extends ServerActor {
           r.addParticipants(topology.serverId(groups.group(g)[pDc / topology.replicationFactor()],
               topology.shardOfServer(p)));
         }
-        ep.send(topology.serverId(groups.group(g)[groupPosition], shard), r.build());
+        retx.call(topology.serverId(groups.group(g)[groupPosition], shard), r.build());
       }
     }
   }
@@ -235,5 +241,6 @@ final class RadServer extends ServerActor {
   protected void gauges(Map<String, Long> out) {
     super.gauges(out);
     out.putAll(writes.gauges());
+    out.putAll(retx.gauges());
   }
 }

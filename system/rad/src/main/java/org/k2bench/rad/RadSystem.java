@@ -18,6 +18,15 @@ public final class RadSystem implements StoreSystem {
     return "RAD: Eiger with each replica split over a group of datacenters; up to three wide-area rounds";
   }
 
+  /**
+   * No: a client's sub-request lost for longer than its timeout leaves its keys prepared for
+   * good (the coordinator waits for that cohort forever; RAD's paper has no abort rule).
+   */
+  @Override
+  public boolean toleratesMessageLoss() {
+    return false;
+  }
+
   @Override
   public ServerNode startServer(Transport transport, int serverId, ServerOptions options) {
     return new RadServer(transport, serverId, options);

@@ -88,7 +88,13 @@ public final class Mutants {
   /** Karma and COPS-PR: a put's version from the session's Lamport clock alone, which may rank it below the key's value. */
   public static final String KARMA_LAMPORT_VERSIONS = "karma-lamport-versions";
 
-  public static final Set<String> ALL = Set.of(SKIP_DEPENDENCY_CHECKS, INCOMING_WRITES_VISIBLE,
+  /**
+   * Servers send each replication and commit message to another datacenter once, as before
+   * {@link org.k2bench.core.server.Retransmitter}: a message lost on a dropping link is lost for good.
+   */
+  public static final String NO_RETRANSMISSION = "no-retransmission";
+
+  public static final Set<String> ALL = Set.of(NO_RETRANSMISSION, SKIP_DEPENDENCY_CHECKS, INCOMING_WRITES_VISIBLE,
       RAD_SKIP_SECOND_ROUND, READ_PENDING, DEP_CHECK_GC_WATERMARK, REPLICATION_WAITS_EVERY_REPLICA,
       PARIS_SHARED_PINS, CACHE_COUNTS_VERSIONS, CACHE_NEVER_EVICTS, DEPS_MAX_PER_KEY,
       REPLICATION_NOT_CARRIED_ON, PARIS_ABOVE_UST, PARIS_NO_HWT, PARIS_APPLY_PAST_PREPARED,

@@ -135,8 +135,20 @@ public final class WriteTransactions {
       return size() > RECENT_COMMITS;
     }
   };
+  /**
+   * Client transactions committed here as a cohort lately, so a repeated sub-request (a
+   * client that sent it again) does not prepare its keys again; bounded.
+   */
+  private final Map<Long, Boolean> recentCohortCommits = new LinkedHashMap<>(16, 0.75f, false) {
+    @Override
+    protected boolean removeEldestEntry(Map.Entry<Long, Boolean> eldest) {
+      return size() > RECENT_COMMITS;
+    }
+  };
   /** How long a server waits for something another node owes it before giving up or asking again. */
   private final long waitTimeoutMs;
+  /** Repeats a cohort's messages to a coordinator in another datacenter; null: sent once. */
+  private final org.k2bench.core.server.Retransmitter retx;
 
   /**
    * @param waitTimeoutMs how long a dependency check waits here before answering "not yet"
@@ -144,6 +156,18 @@ public final class WriteTransactions {
    *     coordinator's answer; the RPC timeout
    */
   public WriteTransactions(Endpoint ep, Executor thread, MultiVersionStore<Row> store, Host host, long waitTimeoutMs) {
+    this(ep, thread, store, host, waitTimeoutMs, null);
+  }
+
+  /**
+   * As above; {@code retx} repeats a cohort's Prepared and Notify to a coordinator in another
+   * datacenter while the cohort still waits for the Commit (a lost message, either way, is
+   * then repaired: the coordinator answers a repeat of a committed transaction with the
+   * Commit again). Null: each is sent once.
+   */
+  public WriteTransactions(Endpoint ep, Executor thread, MultiVersionStore<Row> store, Host host, long waitTimeoutMs,
+      org.k2bench.core.server.Retransmitter retx) {
+    this.retx = retx;
     this.ep = ep;
     this.thread = thread;
     this.topology = ep.transport().topology();
@@ -213,6 +237,19 @@ public final class WriteTransactions {
     for (KeyValue kv : sub.getWritesList()) {
       checkHome(kv.getKey());
     }
+    // A repeated sub-request of a transaction decided here already: the coordinator answers
+    // the decision again (a second commit would write it again under another version), a
+    // cohort drops it (preparing again would leave its keys pending for good).
+    Long committed = sub.getCoordinator() == ep.id() ? recentCommits.get(sub.getTxnId()) : null;
+    if (committed != null) {
+      host.count("wot_duplicates");
+      m.reply(WotReply.newBuilder().setVersion(committed).build());
+      return;
+    }
+    if (sub.getCoordinator() != ep.id() && recentCohortCommits.containsKey(sub.getTxnId())) {
+      host.count("wot_duplicates");
+      return;
+    }
     ClientTxn t = clientTxns.computeIfAbsent(sub.getTxnId(), ClientTxn::new);
     t.sub = sub;
     t.writer = m.from();
@@ -225,12 +262,33 @@ public final class WriteTransactions {
       t.client = m;
       maybeCommitClientTxn(t);
     } else {
-      ep.send(sub.getCoordinator(), Prepared.newBuilder().setTxnId(t.id).setPrepareTs(prepareTs).build());
+      toCoordinator(sub.getCoordinator(), Prepared.newBuilder().setTxnId(t.id).setPrepareTs(prepareTs).build(),
+          () -> clientTxns.containsKey(t.id));
+    }
+  }
+
+  /**
+   * A cohort's message to its coordinator: sent once in this datacenter; to another one,
+   * repeated while {@code waiting} (the Commit has not come), so that neither it nor the
+   * Commit is lost for good on a link that drops messages.
+   */
+  private void toCoordinator(int coordinator, com.google.protobuf.Message msg, java.util.function.BooleanSupplier waiting) {
+    if (retx != null && topology.dcOfServer(coordinator) != ep.dc()) {
+      retx.repeat(coordinator, msg, waiting);
+    } else {
+      ep.send(coordinator, msg);
     }
   }
 
   /** Coordinator: a cohort prepared ("Yes"); cohorts make themselves known this way. */
   private void onPrepared(int cohort, Prepared p) {
+    Long evt = recentCommits.get(p.getTxnId());
+    if (evt != null) {
+      // A repeat from a cohort whose Commit was lost (or is still on its way): commit again.
+      host.count("commit_resends");
+      ep.send(cohort, Commit.newBuilder().setTxnId(p.getTxnId()).setVersion(evt).setEvt(evt).build());
+      return;
+    }
     ClientTxn t = clientTxns.computeIfAbsent(p.getTxnId(), ClientTxn::new);
     t.cohorts.add(cohort);
     maybeCommitClientTxn(t);
@@ -263,6 +321,7 @@ public final class WriteTransactions {
     coordinators.remove(c.getTxnId());
     ClientTxn t = clientTxns.remove(c.getTxnId());
     if (t != null && t.sub != null) {
+      recentCohortCommits.put(t.id, Boolean.TRUE);
       for (KeyValue kv : t.sub.getWritesList()) {
         host.apply(kv.getKey(), t.id, c.getVersion(), c.getEvt(), kv.getValue(), t.writer);
       }
@@ -354,7 +413,8 @@ public final class WriteTransactions {
       maybePrepareReplicated(t);
     } else {
       coordinators.put(t.version, coordinator);
-      ep.send(coordinator, Notify.newBuilder().setVersion(t.version).build());
+      long v = t.version;
+      toCoordinator(coordinator, Notify.newBuilder().setVersion(v).build(), () -> replicatedTxns.containsKey(v));
     }
   }
 
@@ -381,6 +441,13 @@ public final class WriteTransactions {
   }
 
   private void onNotify(int from, Notify n) {
+    Long evt = recentCommits.get(n.getVersion());
+    if (evt != null) {
+      // A repeat from a cohort whose Commit was lost (or is still on its way): commit again.
+      host.count("commit_resends");
+      ep.send(from, Commit.newBuilder().setTxnId(n.getVersion()).setVersion(n.getVersion()).setEvt(evt).build());
+      return;
+    }
     ReplicatedTxn t = replicatedTxns.computeIfAbsent(n.getVersion(), ReplicatedTxn::new);
     t.cohorts.add(from);
     maybePrepareReplicated(t);

@@ -173,7 +173,8 @@ MUTANTS = ("skip-dependency-checks", "incoming-writes-visible", "rad-skip-second
            "paris-above-ust", "paris-no-hwt", "paris-apply-past-prepared", "paris-gc-ignores-running",
            "paris-slow-gossip", "paris-slow-heartbeats", "bpr-over-wait", "paris-commit-min-proposal",
            "karma-no-restrictions", "karma-no-invalidation", "cops-pr-no-put-after", "karma-skip-second-round",
-           "karma-fill-ignores-invalidation", "karma-own-write-always", "karma-lamport-versions")
+           "karma-fill-ignores-invalidation", "karma-own-write-always", "karma-lamport-versions",
+           "no-retransmission")
 DEFAULT_SYSTEMS = ["k2", "rad", "paris-star"]
 
 

@@ -1018,23 +1018,18 @@ def objective_of(sets: list[tuple[int, ...]], reads_b: np.ndarray, topo: Topolog
     """The model's mean objective of given bucket sets, computed directly (nearest replica,
     worst failure, the cache's hits at 0): what ``solve`` minimises for the mean."""
     total = reads_b.sum()
-    misses = reads_b - hits_b if hits_b is not None else reads_b
-    w = misses / total if total > 0 else np.zeros_like(reads_b)
+
+    def misses(hits):  # as shares of all reads
+        m = reads_b - hits if hits is not None else reads_b
+        return m / total if total > 0 else np.zeros_like(reads_b, dtype=np.float64)
+    w = misses(hits_b)
+    failed_w = [misses(failure_hits(hits_b, k)) for k in range(topo.d)] if model == "n-1c" else []
     normal = 0.0
     worst = 0.0
     for b, s in enumerate(sets):
         normal += float(w[b] @ topo.rtt[:, list(s)].min(axis=1))
-        if model == "n-1c":
-            fails = []
-            for k in range(topo.d):
-                alive = [j for j in s if j != k]
-                lat = topo.rtt[:, alive].min(axis=1)
-                c = redirect_dc(topo.rtt, k)
-                lat[k] = topo.rtt[k, c] + lat[c]  # k's readers, redirected to c, miss there
-                wk = w[b].copy()
-                wk[k] = reads_b[b, k] / total if total > 0 else 0.0
-                fails.append(float(wk @ lat))
-            worst += max(fails)
+        if model == "n-1c":  # k's readers redirected, as misses (set_latency, failure_hits)
+            worst += max(float(failed_w[k][b] @ set_latency([tuple(s)], topo.rtt, k)[0]) for k in range(topo.d))
     return normal if model == "ba" else worst + N1C_NORMAL_WEIGHT * normal
 
 

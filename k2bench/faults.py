@@ -85,9 +85,11 @@ class FaultInjector:
             e = self._events.pop(0)
             self._apply(e)
 
-    def _record(self, e: _Event, note: str) -> None:
+    def _record(self, e: _Event, note: str, processes: list[str] | None = None) -> None:
         line = {"t_ms": time.time() * 1000, "t_s": round(time.time() - self.t0_ms / 1000, 3),
                 "event": f"fault-{e.phase}", **e.fault, "note": note}
+        if processes is not None:  # the signalled server processes, for readers (paused_ms)
+            line["processes"] = processes
         with open(self.timeline, "a") as out:
             out.write(json.dumps(line) + "\n")
 
@@ -113,7 +115,7 @@ class FaultInjector:
                 if self._redirected:  # new ones, and old ones whose target just died
                     self._write_network()
                     note += "; clients " + ", ".join(f"{a} -> {b}" for a, b in self.redirects().items())
-            self._record(e, note)
+            self._record(e, note, [p.name for _, p in hit])
             return
         a, b = f["dcs"]
         if f["kind"] == "partition":
@@ -164,15 +166,20 @@ class FaultInjector:
 def paused_ms(timeline: Path) -> dict[str, list[tuple[float, float]]]:
     """Each paused server process's pauses (epoch ms), from a trial's timeline: log name
     (``servers/<process>``) -> (SIGSTOP, SIGCONT) times; a pause the trial ended in lasts to
-    infinity."""
+    infinity. Runs recorded before the timeline had ``processes`` name them in the note."""
     out: dict[str, list[list[float]]] = {}
     if not Path(timeline).exists():
         return {}
     for line in Path(timeline).read_text().splitlines():
         e = json.loads(line)
-        if e.get("kind") != "pause" or " to " not in e.get("note", ""):
+        if e.get("kind") != "pause":
             continue
-        for name in e["note"].split(" to ", 1)[1].split(", "):
+        names = e.get("processes")
+        if names is None:
+            if " to " not in e.get("note", ""):
+                continue
+            names = e["note"].split(" to ", 1)[1].split("; ", 1)[0].split(", ")
+        for name in names:
             spans = out.setdefault(f"servers/{name}", [])
             if e["event"] == "fault-start":
                 spans.append([e["t_ms"], float("inf")])
@@ -212,6 +219,9 @@ def timeline(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+_NOT_IDENTITY = ("t_ms", "t_s", "event", "note", "processes")  # what differs between a fault's start and end
+
+
 def fault_windows(path: Path) -> list[tuple[float, float]]:
     """When each fault of a trial's timeline was in force (epoch ms): from its start event to
     its end event, or for good (a kill, or a trial that ended first)."""
@@ -220,9 +230,9 @@ def fault_windows(path: Path) -> list[tuple[float, float]]:
     for n, e in enumerate(events):
         if e["event"] != "fault-start":
             continue
-        ident = {k: v for k, v in e.items() if k not in ("t_ms", "t_s", "event", "note")}
+        ident = {k: v for k, v in e.items() if k not in _NOT_IDENTITY}
         end = next((x["t_ms"] for x in events[n + 1:] if x["event"] == "fault-end"
-                    and {k: v for k, v in x.items() if k not in ("t_ms", "t_s", "event", "note")} == ident),
+                    and {k: v for k, v in x.items() if k not in _NOT_IDENTITY} == ident),
                    float("inf"))
         out.append((e["t_ms"], end))
     return out

@@ -232,6 +232,12 @@ def test_the_pauses_of_each_process_come_from_the_timeline(tmp_path):
     (first, second) = got["servers/server-SP"]
     assert first[1] - first[0] >= 0 and second[1] == float("inf"), "a pause the trial ends in lasts on"
     assert paused_ms(tmp_path / "missing.jsonl") == {}
+    lines = [json.loads(x) for x in (tmp_path / "t.jsonl").read_text().splitlines()]
+    assert [x.get("processes") for x in lines if x["kind"] == "pause"] == [["server-SP"]] * 3
+    # A run recorded before the field: the processes are read from the note.
+    legacy = tmp_path / "legacy.jsonl"
+    legacy.write_text("".join(json.dumps({k: v for k, v in x.items() if k != "processes"}) + "\n" for x in lines))
+    assert paused_ms(legacy) == got
 
 
 def test_a_fault_on_one_server_needs_one_process_per_server(tmp_path):

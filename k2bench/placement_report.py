@@ -117,13 +117,9 @@ def windows(cfg: dict) -> dict[str, tuple[float, float]]:
 
 def settle_s(cfg: dict) -> float:
     """After the kill, what is the fail-over's and not the placement's: the servers' fail-over
-    timeout, and when the kill redirects its clients their calls in flight to the dead servers
-    (the RPC timeout, the threads queueing behind them), then a second."""
-    kill = _kill(cfg)
-    wait = cfg["server"]["failover_timeout_ms"]
-    if kill and kill.clients == "redirect":
-        wait = max(wait, cfg["clients"]["rpc_timeout_ms"])
-    return wait / 1000 + 1.0
+    timeout, then a second. Redirected clients lose their calls in flight with the dead
+    servers' connections (Endpoint.connectionLost) and go on at once."""
+    return cfg["server"]["failover_timeout_ms"] / 1000 + 1.0
 
 
 def _encode(h: HdrHistogram) -> str:

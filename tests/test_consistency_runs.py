@@ -222,8 +222,9 @@ def test_a_run_with_a_datacenter_killed_reports_unavailability_and_no_violation(
     avail = s["availability"]
     assert avail["failed_ops"] > 0, "TYO's operations in flight at the kill fail"
     tyo = [w for w in avail["windows"] if w["dc"] == "TYO"]
-    # only around the kill: TYO's clients then go on against SG (the RPC timeout is 2 s)
-    assert len(tyo) == 1 and 3.5 <= tyo[0]["from_s"] and tyo[0]["to_s"] <= 6.5, avail["windows"]
+    # Only at the kill: the calls in flight fail with the dead servers' connections, not at
+    # the 2 s RPC timeout, and TYO's clients go on against SG.
+    assert len(tyo) == 1 and 3.5 <= tyo[0]["from_s"] and tyo[0]["to_s"] <= 5.0, avail["windows"]
     tyo_ops = [json.loads(ln) for p in (rundir / "k2" / "clients").glob("history-client-TYO*.jsonl")
                for ln in p.read_text().splitlines() if ln.strip()]
     t_kill = timeline[0]["t_ms"]

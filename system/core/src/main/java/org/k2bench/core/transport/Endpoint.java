@@ -40,9 +40,12 @@ public final class Endpoint implements AutoCloseable {
   /** Messages that arrived before a handler was installed; touched only on the inbox. */
   private List<Incoming> early = new ArrayList<>();
   private final Map<Integer, OutChannel> out = new ConcurrentHashMap<>();
-  private final Map<Long, CompletableFuture<Any>> calls = new ConcurrentHashMap<>();
+  private final Map<Long, Call> calls = new ConcurrentHashMap<>();
   private final AtomicLong nextRpcId = new AtomicLong();
   private volatile boolean closed;
+
+  /** A call awaiting its reply: where it went, and its caller's future. */
+  private record Call(int to, CompletableFuture<Any> future) {}
 
   Endpoint(Transport transport, int id, int dc, Executor inbox, MessageHandler handler) {
     this.transport = transport;
@@ -103,7 +106,7 @@ public final class Endpoint implements AutoCloseable {
   public CompletableFuture<Any> call(int to, Message request) {
     long rpc = nextRpcId.incrementAndGet();
     CompletableFuture<Any> f = new CompletableFuture<>();
-    calls.put(rpc, f);
+    calls.put(rpc, new Call(to, f));
     f.whenComplete((r, e) -> calls.remove(rpc));
     sendEnvelope(to, Envelope.newBuilder().setRpcId(rpc).setPayload(Any.pack(request)));
     return f;
@@ -179,10 +182,11 @@ public final class Endpoint implements AutoCloseable {
       clock.observeCounter(env.getLamport());
     }
     if (env.getIsReply()) {
-      CompletableFuture<Any> f = calls.get(env.getRpcId());
-      if (f == null) {
+      Call call = calls.get(env.getRpcId());
+      if (call == null) {
         return; // the caller gave up (timeout) or closed
       }
+      CompletableFuture<Any> f = call.future();
       if (!env.getError().isEmpty()) {
         inbox.execute(() -> f.completeExceptionally(
             new RemoteException("node " + env.getFrom() + ": " + env.getError())));
@@ -238,6 +242,26 @@ public final class Endpoint implements AutoCloseable {
     }
   }
 
+  /** The id of the newest call made so far (calls are numbered in order). */
+  long lastRpcId() {
+    return nextRpcId.get();
+  }
+
+  /**
+   * The stream to {@code to} broke (its process died: the kernel reset the connection):
+   * the calls to it up to {@code upToRpcId}, sent on that stream, will not be answered, so
+   * they fail now, as a database driver's pending requests fail on a reset connection,
+   * instead of at their caller's timeout.
+   */
+  void connectionLost(int to, long upToRpcId, String why) {
+    RemoteException lost = new RemoteException("connection to node " + to + " lost: " + why);
+    calls.forEach((rpc, call) -> {
+      if (call.to() == to && rpc <= upToRpcId) {
+        inbox.execute(() -> call.future().completeExceptionally(lost));
+      }
+    });
+  }
+
   /** Calls sent and not yet answered, timed out or cancelled (for leak checks). */
   public int pendingCalls() {
     return calls.size();
@@ -254,8 +278,8 @@ public final class Endpoint implements AutoCloseable {
       ch.close();
     }
     RemoteException gone = new RemoteException("endpoint " + id + " closed");
-    for (CompletableFuture<Any> f : calls.values()) {
-      f.completeExceptionally(gone);
+    for (Call call : calls.values()) {
+      call.future().completeExceptionally(gone);
     }
     transport.unregister(this);
   }

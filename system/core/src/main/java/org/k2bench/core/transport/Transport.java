@@ -263,7 +263,14 @@ public final class Transport implements AutoCloseable {
         .build());
     var self = new java.util.concurrent.atomic.AtomicReference<StreamObserver<Envelope>>();
     InChannel back = new InChannel(this, owner);
-    self.set(WireGrpc.newStub(ch).withWaitForReady().connect(new StreamObserver<>() {
+    // A client is a database driver: its server was up before it started, and a server that
+    // dies resets the connection, so its calls fail at once (connectionLost, and no waiting
+    // for a dead server to come back) and the application goes on, e.g. to the datacenter
+    // it is redirected to. Servers keep to their protocols' own timeouts and failure
+    // detection (the papers' fail-over), and wait for peers that start after them.
+    boolean driver = !topology.isServer(owner.id());
+    WireGrpc.WireStub stub = WireGrpc.newStub(ch);
+    self.set((driver ? stub : stub.withWaitForReady()).connect(new StreamObserver<>() {
       @Override
       public void onNext(Envelope env) {
         back.arrive(env);
@@ -274,12 +281,20 @@ public final class Transport implements AutoCloseable {
         if (!closed && !owner.isClosed()) {
           LOG.debug("node {}: stream to {} ended: {}", owner.id(), to, t.toString());
         }
-        channel.detach(self.get());
+        ended(t.toString());
       }
 
       @Override
       public void onCompleted() {
+        ended("closed by the server");
+      }
+
+      private void ended(String why) {
+        long sent = owner.lastRpcId(); // before detaching: later calls go on a new stream
         channel.detach(self.get());
+        if (driver) {
+          owner.connectionLost(to, sent, why);
+        }
       }
     }));
     return self.get();

@@ -557,7 +557,23 @@ public final class TxnWorkload extends Workload {
       // Recorded and counted; the thread goes on (returning false would end it for good).
       record(op + "_error", (System.nanoTime() - start) / 1000);
       log(s, op, began, null, written.isEmpty() ? null : nullVersions(written), -1, String.valueOf(e.getMessage()));
+      if (s.intendedNanos == 0) {
+        // Unpaced, a thread whose server is dead would spin on failures that come at once
+        // (a reset connection): back off as a driver does before it tries again.
+        backOff();
+      }
       return true;
+    }
+  }
+
+  /** How long an unpaced thread waits after a failed operation. */
+  static final long FAILURE_BACKOFF_MS = 100;
+
+  private static void backOff() {
+    try {
+      Thread.sleep(FAILURE_BACKOFF_MS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
     }
   }
 

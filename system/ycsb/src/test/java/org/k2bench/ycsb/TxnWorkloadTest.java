@@ -28,7 +28,7 @@ class TxnWorkloadTest {
   Path dir;
 
   /** Counts operations; reads take one wide-area round every third time. */
-  static final class FakeClient implements KvClient {
+  static class FakeClient implements KvClient {
     final Map<String, Integer> ops = new HashMap<>();
     final AtomicInteger reads = new AtomicInteger();
     int lastKeys;
@@ -164,6 +164,37 @@ class TxnWorkloadTest {
     }
     w.cleanup();
     assertEquals(0.3, moved / 10_000.0, 0.02, "share of draws from the datacenter's own order");
+  }
+
+  @Test
+  void anUnpacedThreadBacksOffAfterAFailureAndGoesOn() throws Exception {
+    TxnWorkload w = workload(props(0.2));
+    FakeClient dead = new FakeClient() {
+      @Override
+      public ReadResult readTxn(Collection<String> keys) {
+        throw new IllegalStateException("connection to node 0 lost");
+      }
+
+      @Override
+      public WriteResult writeTxn(Map<String, Row> writes) {
+        throw new IllegalStateException("connection to node 0 lost");
+      }
+
+      @Override
+      public WriteResult write(String key, Row row) {
+        throw new IllegalStateException("connection to node 0 lost");
+      }
+    };
+    Object s = session(dead);
+    long t0 = System.nanoTime();
+    for (int i = 0; i < 5; i++) {
+      assertTrue(w.doTransaction(null, s), "the thread goes on");
+    }
+    double ms = (System.nanoTime() - t0) / 1e6;
+    w.cleanup();
+    // a failure that comes at once (a reset connection) must not become a spin
+    assertTrue(ms >= 5 * TxnWorkload.FAILURE_BACKOFF_MS * 0.95, "backed off after each failure: " + ms + " ms");
+    assertTrue(ms < 5 * TxnWorkload.FAILURE_BACKOFF_MS + 3_000, "once per failure: " + ms + " ms");
   }
 
   @Test

@@ -53,6 +53,9 @@ final class OutChannel {
         return;
       }
       sink = transport.openStream(owner, to, this);
+      if (sink == null) {
+        return; // the server is down: the stream failed at once, and with it this call
+      }
     }
     try {
       sink.onNext(env);

@@ -250,7 +250,10 @@ public final class Transport implements AutoCloseable {
     return dispatchers[Math.floorMod(Math.min(from, to) * 31 + Math.max(from, to), dispatchers.length)];
   }
 
-  /** Opens a stream from {@code owner} to server {@code to}; what comes back goes to {@code owner}. */
+  /**
+   * Opens a stream from {@code owner} to server {@code to}; what comes back goes to {@code owner}.
+   * Null when it failed at once (a client's own-datacenter server that is down).
+   */
   StreamObserver<Envelope> openStream(Endpoint owner, int to, OutChannel channel) {
     HostPort addr = topology.address(to);
     ManagedChannel ch = channels.computeIfAbsent(addr, a -> NettyChannelBuilder
@@ -262,15 +265,18 @@ public final class Transport implements AutoCloseable {
         .maxInboundMessageSize(MAX_MESSAGE_BYTES)
         .build());
     var self = new java.util.concurrent.atomic.AtomicReference<StreamObserver<Envelope>>();
+    var ended = new java.util.concurrent.atomic.AtomicBoolean();
     InChannel back = new InChannel(this, owner);
-    // A client is a database driver: its server was up before it started, and a server that
-    // dies resets the connection, so its calls fail at once (connectionLost, and no waiting
-    // for a dead server to come back) and the application goes on, e.g. to the datacenter
-    // it is redirected to. Servers keep to their protocols' own timeouts and failure
-    // detection (the papers' fail-over), and wait for peers that start after them.
-    boolean driver = !topology.isServer(owner.id());
+    // A client and a server of its own datacenter are a database driver and its database:
+    // the server was up before the client started, and when its process dies the
+    // connection resets, so the calls on it fail at once (connectionLost) and new ones do
+    // not wait for it to come back; the application goes on, e.g. to the datacenter it is
+    // redirected to. The end is noticed where the emulated delay is a local one. Calls to
+    // other datacenters, and every server's, keep to the protocols' own timeouts and
+    // failure detection (the papers' fail-over) and wait for peers that start later.
+    boolean driver = !topology.isServer(owner.id()) && topology.dcOfServer(to) == owner.dc();
     WireGrpc.WireStub stub = WireGrpc.newStub(ch);
-    self.set((driver ? stub : stub.withWaitForReady()).connect(new StreamObserver<>() {
+    StreamObserver<Envelope> stream = (driver ? stub : stub.withWaitForReady()).connect(new StreamObserver<>() {
       @Override
       public void onNext(Envelope env) {
         back.arrive(env);
@@ -291,13 +297,20 @@ public final class Transport implements AutoCloseable {
 
       private void ended(String why) {
         long sent = owner.lastRpcId(); // before detaching: later calls go on a new stream
-        channel.detach(self.get());
+        ended.set(true);
+        StreamObserver<Envelope> s = self.get();
+        if (s != null) {
+          channel.detach(s);
+        }
         if (driver) {
           owner.connectionLost(to, sent, why);
         }
       }
-    }));
-    return self.get();
+    });
+    self.set(stream);
+    // Without waitForReady a call to a server that is down fails inside connect(), before
+    // the stream is known here: hand back no stream, or the channel would keep a dead one.
+    return ended.get() ? null : stream;
   }
 
   /** The server side of a stream: envelopes from one peer node to one local server. */

@@ -214,13 +214,30 @@ public final class K2BenchDB extends DB {
         }
         for (int server = 0; server < topology.numServers(); server++) {
           try {
-            pings.get(server).get(Math.max(0, deadline - System.nanoTime()), java.util.concurrent.TimeUnit.NANOSECONDS);
+            while (true) {
+              try {
+                pings.get(server).get(Math.max(0, deadline - System.nanoTime()),
+                    java.util.concurrent.TimeUnit.NANOSECONDS);
+                break;
+              } catch (java.util.concurrent.ExecutionException e) {
+                // A server of this datacenter that is not listening yet refuses the connection
+                // at once (Transport.openStream): ask again until the patience runs out.
+                if (!(e.getCause() instanceof org.k2bench.core.transport.ConnectionLostException)
+                    || System.nanoTime() > deadline) {
+                  throw e;
+                }
+                Thread.sleep(100);
+                pings.set(server, ep.ping(server, 0));
+              }
+            }
           } catch (java.util.concurrent.TimeoutException e) {
             throw new DBException(topology.addressField(server) + ": server " + topology.address(server)
                 + " did not answer a ping within " + patienceMs + " ms");
           } catch (java.util.concurrent.ExecutionException e) {
             throw new DBException(topology.addressField(server) + ": server " + topology.address(server)
-                + " answered a ping with an error: " + e.getCause());
+                + (e.getCause() instanceof org.k2bench.core.transport.ConnectionLostException
+                ? " refused the connection for " + patienceMs + " ms: " : " answered a ping with an error: ")
+                + e.getCause().getMessage());
           } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new DBException("interrupted while connecting to the servers");

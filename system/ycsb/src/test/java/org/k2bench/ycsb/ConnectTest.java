@@ -42,4 +42,37 @@ class ConnectTest {
       t.close();
     }
   }
+  @Test
+  void aServerOfItsDatacenterNotListeningYetIsAskedAgainWithinThePatience() throws Exception {
+    Topology topology = FreePorts.assign(TopologyLoader.paperDefault(1, 2, 7000).withRttScale(0.1));
+    Transport servers = new Transport(topology);
+    Transport clients = new Transport(topology); // apart: the client reaches them over gRPC
+    try {
+      for (int s = 1; s < topology.numServers(); s++) {
+        servers.openServer(s, Runnable::run, m -> { });
+      }
+      // VA's server (node 0) is not listening: the connection is refused until the patience ends
+      DBException e = assertThrows(DBException.class,
+          () -> K2BenchDB.connectToEveryServer(clients, topology, Topology.firstClientId(), 0, 500, 800));
+      assertTrue(e.getMessage().startsWith("servers.VA[0]: server ")
+          && e.getMessage().contains(" refused the connection for 800 ms: connection to node 0 lost"), e.getMessage());
+
+      Thread late = new Thread(() -> {
+        try {
+          Thread.sleep(700);
+          servers.openServer(0, Runnable::run, m -> { });
+        } catch (InterruptedException ignored) {
+          Thread.currentThread().interrupt();
+        }
+      });
+      long start = System.nanoTime();
+      late.start();
+      K2BenchDB.connectToEveryServer(clients, topology, Topology.firstClientId() + 1, 0, 500, 10_000);
+      late.join();
+      assertTrue(System.nanoTime() - start >= 700_000_000L, "it waited for VA's server to listen");
+    } finally {
+      clients.close();
+      servers.close();
+    }
+  }
 }

@@ -254,7 +254,7 @@ public final class Endpoint implements AutoCloseable {
    * instead of at their caller's timeout.
    */
   void connectionLost(int to, long upToRpcId, String why) {
-    RemoteException lost = new RemoteException("connection to node " + to + " lost: " + why);
+    ConnectionLostException lost = new ConnectionLostException("connection to node " + to + " lost: " + why);
     calls.forEach((rpc, call) -> {
       if (call.to() == to && rpc <= upToRpcId) {
         inbox.execute(() -> call.future().completeExceptionally(lost));

@@ -60,7 +60,7 @@ class ConnectionLossTest {
         dying.close();
         Throwable why = failure(fromClient, 5_000);
         double ms = (System.nanoTime() - died) / 1e6;
-        assertInstanceOf(RemoteException.class, why);
+        assertInstanceOf(ConnectionLostException.class, why);
         assertTrue(why.getMessage().contains("connection to node 0 lost"), why.getMessage());
         assertTrue(ms < 2_000, "failed with the connection, not at a timeout: " + ms + " ms");
 

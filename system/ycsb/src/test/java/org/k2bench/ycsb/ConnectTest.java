@@ -42,6 +42,7 @@ class ConnectTest {
       t.close();
     }
   }
+
   @Test
   void aServerOfItsDatacenterNotListeningYetIsAskedAgainWithinThePatience() throws Exception {
     Topology topology = FreePorts.assign(TopologyLoader.paperDefault(1, 2, 7000).withRttScale(0.1));

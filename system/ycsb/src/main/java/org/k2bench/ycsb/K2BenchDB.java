@@ -214,22 +214,7 @@ public final class K2BenchDB extends DB {
         }
         for (int server = 0; server < topology.numServers(); server++) {
           try {
-            while (true) {
-              try {
-                pings.get(server).get(Math.max(0, deadline - System.nanoTime()),
-                    java.util.concurrent.TimeUnit.NANOSECONDS);
-                break;
-              } catch (java.util.concurrent.ExecutionException e) {
-                // A server of this datacenter that is not listening yet refuses the connection
-                // at once (Transport.openStream): ask again until the patience runs out.
-                if (!(e.getCause() instanceof org.k2bench.core.transport.ConnectionLostException)
-                    || System.nanoTime() > deadline) {
-                  throw e;
-                }
-                Thread.sleep(100);
-                pings.set(server, ep.ping(server, 0));
-              }
-            }
+            awaitPing(ep, server, pings.get(server), deadline);
           } catch (java.util.concurrent.TimeoutException e) {
             throw new DBException(topology.addressField(server) + ": server " + topology.address(server)
                 + " did not answer a ping within " + patienceMs + " ms");
@@ -246,6 +231,29 @@ public final class K2BenchDB extends DB {
       }
     } finally {
       ep.close();
+    }
+  }
+
+  /**
+   * Waits for {@code ping} until {@code deadline} (System.nanoTime). A server of this
+   * datacenter that is not listening yet refuses the connection at once
+   * (Transport.openStream), so it is asked again every 100 ms until then.
+   */
+  private static void awaitPing(org.k2bench.core.transport.Endpoint ep, int server,
+      java.util.concurrent.CompletableFuture<Long> ping, long deadline)
+      throws java.util.concurrent.ExecutionException, java.util.concurrent.TimeoutException, InterruptedException {
+    while (true) {
+      try {
+        ping.get(Math.max(0, deadline - System.nanoTime()), java.util.concurrent.TimeUnit.NANOSECONDS);
+        return;
+      } catch (java.util.concurrent.ExecutionException e) {
+        if (!(e.getCause() instanceof org.k2bench.core.transport.ConnectionLostException)
+            || System.nanoTime() > deadline) {
+          throw e;
+        }
+        Thread.sleep(100);
+        ping = ep.ping(server, 0);
+      }
     }
   }
 

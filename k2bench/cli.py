@@ -140,6 +140,7 @@ def cmd_run(args) -> int:
     from . import placement_report
     if placement_report.has_placements(exp):
         placement_report.print_report(console, placement_report.report(run_dir, env.check_output))
+        console.print(f"tables: {run_dir / placement_report.TABLE_FILE}")
         for png in placement_report.draw(run_dir):
             console.print(f"figure: {png}")
     return code
@@ -153,6 +154,7 @@ def cmd_placement_report(args) -> int:
     placement_report.check_run(Path(args.run))
     console = Console()
     placement_report.print_report(console, placement_report.report(Path(args.run), _env(args).check_output))
+    console.print(f"tables: {Path(args.run) / placement_report.TABLE_FILE}")
     for png in placement_report.draw(Path(args.run)):
         console.print(f"figure: {png}")
     return 0

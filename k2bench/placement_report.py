@@ -33,6 +33,7 @@ from .errors import ConfigError
 from .experiment import axis_set, for_system
 
 REPORT_FILE = "placement.json"
+TABLE_FILE = "placement.md"  # the same tables in Markdown, for docs and papers (width-independent)
 FIGURE_FILE = "placement.png"
 BUCKETS_FIGURE_FILE = "placement-buckets.png"
 # The percentiles reported per phase: p50 and p90 in the table, all of them for the CDFs drawn.
@@ -299,9 +300,10 @@ def report(run_dir: Path, jar_check) -> dict:
     groups = pool(rows)
     out = {"killed": killed, "window_s": WINDOW_S, "trials": rows, "groups": groups,
            "comparisons": comparisons(groups)}
-    tmp = run_dir / (REPORT_FILE + ".tmp")
-    tmp.write_text(json.dumps(out, indent=1) + "\n")
-    tmp.replace(run_dir / REPORT_FILE)
+    for name, text in ((REPORT_FILE, json.dumps(out, indent=1) + "\n"), (TABLE_FILE, markdown(out))):
+        tmp = run_dir / (name + ".tmp")
+        tmp.write_text(text)
+        tmp.replace(run_dir / name)
     return out
 
 
@@ -452,15 +454,61 @@ def print_report(console, rep: dict) -> None:
         for c in rep["comparisons"]:
             rows.setdefault((c["system"], c["phase"], c["killed"], c["a"], c["b"]), {})[c["metric"]] = c
 
-        def cell(c):
-            if not c or c.get("ratio") is None:
-                return "-"
-            rng = f" [{c['ratio_min']:.2f}-{c['ratio_max']:.2f}]" if c.get("ratio_min") is not None else ""
-            return f"{c['ratio']:.2f}x{rng} {c['verdict']}"
         for (system, phase, killed, a, b), ms in rows.items():
-            cmp.add_row(system, _phase_text(phase, killed), f"{a} vs {b}", cell(ms.get("mean")), cell(ms.get("p50")),
-                        cell(ms.get("p90")))
+            cmp.add_row(system, _phase_text(phase, killed), f"{a} vs {b}", _ratio(ms.get("mean")),
+                        _ratio(ms.get("p50")), _ratio(ms.get("p90")))
         console.print(cmp)
+
+
+def _range(m: dict, metric: str, digits: int) -> str:
+    """A pooled value with the trials' range: "11.4 [10.7-12.1]" (no range for one trial)."""
+    if m.get(metric) is None:
+        return "-"
+    text = f"{m[metric]:.{digits}f}"
+    lo, hi = m.get(f"{metric}_min"), m.get(f"{metric}_max")
+    if lo is not None and lo != hi:
+        text += f" [{lo:.{digits}f}-{hi:.{digits}f}]"
+    return text
+
+
+def markdown(rep: dict) -> str:
+    """The report's two tables in Markdown (``placement.md``): read latency per system, window
+    and placement, predicted beside measured with the trials' ranges; then each comparison's
+    ratio, range and verdict."""
+    kill = rep.get("killed") or {}
+    lines = ["# Single-key read latency, ms", "",
+             "Measured: every trial's reads pooled in one histogram, [min-max over trials]; latency from each "
+             "read's intended start. Predicted: the placement model on the trial's own placement."
+             + (f" Kill at {kill['at_s']:g} s (clients: {kill['clients']}); its window starts "
+                f"{kill['settle_s']:g} s later." if kill else ""), "",
+             "| system | window | placement | trials | predicted mean / p90 | measured mean | measured p50 "
+             "| measured p90 | failed reads |",
+             "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for g in rep.get("groups", []):
+        m, p = g["measured"], g["predicted"]
+        pred = "-" if p.get("mean") is None else f"{p['mean']:.1f} / {p['p90']:.0f}"
+        lines.append(f"| {g['system']} | {_phase_text(g['phase'], g['killed'])} | {g['placement']} | {g['trials']} "
+                     f"| {pred} | {_range(m, 'mean', 1)} | {_range(m, 'p50', 1)} | {_range(m, 'p90', 0)} "
+                     f"| {m['failed_reads']} |")
+    if rep.get("comparisons"):
+        lines += ["", "# Measured: a against b", "",
+                  "Ratio of the pooled values [range over trials] and the verdict (\"within noise\" where the "
+                  "trials' ranges overlap).", "",
+                  "| system | window | a vs b | mean | p50 | p90 |", "| --- | --- | --- | ---: | ---: | ---: |"]
+        rows: dict[tuple, dict] = {}
+        for c in rep["comparisons"]:
+            rows.setdefault((c["system"], c["phase"], c["killed"], c["a"], c["b"]), {})[c["metric"]] = c
+        for (system, phase, killed, a, b), ms in rows.items():
+            cells = [_ratio(ms.get(metric)) for metric in ("mean", "p50", "p90")]
+            lines.append(f"| {system} | {_phase_text(phase, killed)} | {a} vs {b} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _ratio(c: dict | None) -> str:
+    if not c or c.get("ratio") is None:
+        return "-"
+    rng = f" [{c['ratio_min']:.2f}-{c['ratio_max']:.2f}]" if c.get("ratio_min") is not None else ""
+    return f"{c['ratio']:.2f}x{rng} {c['verdict']}"
 
 
 def has_placements(exp: dict) -> bool:

@@ -150,6 +150,10 @@ def test_trials_pool_into_one_histogram_with_their_spread_and_verdicts(tmp_path,
     assert "normal, first 25 s" in text and "normal, last 25 s" in text
     assert "BA vs hash (groups)" in text and "a lower" in text
     assert "12.0 / 12 [12-12 / 10-12]" in text  # pooled mean / p90 [the trials' ranges]
+    md = (run / "placement.md").read_text()  # the same tables in Markdown, written beside placement.json
+    # pooled mean (equal in both trials: no range), p50 and p90 [the trials' own], failed reads
+    assert "| k2 | normal | BA | 2 | 44.7 / 100 | 12.0 | 12.0 [10.0-12.0] | 12 [10-12] | 0 |" in md
+    assert "| k2 | normal | BA vs hash (groups) | 0.27x [0.24-0.30] a lower |" in md
 
 
 def test_the_report_refuses_what_is_not_a_run(tmp_path):

@@ -39,10 +39,23 @@ BUCKETS_FIGURE_FILE = "placement-buckets.png"
 # The percentiles reported per phase: p50 and p90 in the table, all of them for the CDFs drawn.
 PERCENTILES = (1, 5, 10, 20, 25, 30, 40, 50, 60, 70, 75, 80, 85, 90, 95, 97, 99, 99.9)
 DC_CACHE_SYSTEMS = placement.DC_CACHE_SYSTEMS
+# Systems whose client runs a read-only transaction's second round itself (K2 §III-D, Fig. 5:
+# a first round to its datacenter's servers, then one to them for the keys without a value,
+# which they fetch remotely; PaRiS* runs K2's client). A client redirected to a datacenter
+# rtt(k, c) away pays that hop twice on such a read; the placement model (the paper's,
+# one coordinator hop) counts it once.
+CLIENT_SECOND_ROUND_SYSTEMS = ("k2", "paris-star")
 # Normal operation at least twice this long is also reported as its first WINDOW_S ("cold":
 # K2's cache filling from empty) and its last ("warm": warmer; a trial never reaches the
 # cache's steady state at the experiment's rate).
 WINDOW_S = 25.0
+# After the fail-over timeout, the failure window waits this long for client threads that
+# waited it out to work off their backlog (run 20261202T213511Z, VA killed: PaRiS* on hash,
+# its slowest, back on schedule 6-7 s after the kill with a 2 s timeout; K2 after 5-6 s).
+DRAIN_S = 5.0
+# A read that started this far behind its intended start is counted as a late start: in the
+# failure window, a backlog the settling time did not drain.
+LATE_MS = 100.0
 NORMAL_PHASES = ("normal", "cold", "warm")
 # BA against hash (the paper's Fig. 6), N-1C against BA (its Fig. 7/8): (a, b) pairs.
 PAIRS = (("BA", "hash"), ("N-1C", "BA"))
@@ -72,16 +85,75 @@ def cache_hits(local: np.ndarray, draws: np.ndarray, capacity: float, ops_per_s:
     return np.where(local, 0.0, hit)
 
 
-def stats(lat: np.ndarray, weight: np.ndarray, hit: np.ndarray | None) -> dict:
+def stats(lat: np.ndarray, weight: np.ndarray, hit: np.ndarray | None, hit_lat: np.ndarray | None = None,
+          wan: np.ndarray | None = None) -> dict:
     """Read latency statistics: with a cache, each (key, datacenter) pair's reads split into
-    hits (0 ms, weight x hit) and misses (its latency, weight x (1 - hit)), so percentiles are
-    of reads, not of expected values."""
+    hits (``hit_lat``, 0 ms unless given; weight x hit) and misses (``lat``, weight x (1 - hit)),
+    so percentiles are of reads, not of expected values. ``remote_share``: the misses whose
+    serving datacenter reads across the wide area (``wan`` > 0, its latency to the replica;
+    ``lat`` unless given), as the clients' ``rounds`` count them."""
     hits = None if hit is None else weight * hit
     miss = weight if hits is None else weight - hits
     total = weight.sum()
-    # the reads that cross the wide area (neither local nor a cache hit), as the clients' rounds show
-    remote = {"remote_share": round(float(miss[np.isfinite(lat) & (lat > 0)].sum() / total), 4) if total > 0 else None}
-    return placement.read_stats(lat, weight, hits, PERCENTILES) | remote
+    wan = lat if wan is None else wan
+    remote = {"remote_share": round(float(miss[np.isfinite(wan) & (wan > 0)].sum() / total), 4) if total > 0 else None}
+    if hit_lat is None or hits is None:
+        return placement.read_stats(lat, weight, hits, PERCENTILES) | remote
+    return placement.weighted_stats(np.concatenate([hit_lat.ravel(), lat.ravel()]),
+                                    np.concatenate([hits.ravel(), miss.ravel()]), PERCENTILES) | remote
+
+
+def redirected_hits(draws: np.ndarray, local: np.ndarray, capacity: float, ops_per_s: float, write_fraction: float,
+                    failed: int, to: int, kill_s: float, window_s: tuple[float, float]) -> np.ndarray:
+    """[key]: the probability that a read at ``to`` hits its cache once ``failed``'s clients are
+    redirected there at ``kill_s``: from then on both datacenters' reads and writes go through
+    ``to``'s servers and fill one cache (``cache_hits``' terms, with its rates before the kill
+    and the sum after: the last event on a key is "mine" with probability m/(m + o) per
+    piece), averaged over ``window_s``; LRU (Che) under the summed rates."""
+    reads = (1 - write_fraction) * ops_per_s * draws
+    writes = write_fraction * ops_per_s * draws
+    w_all = writes.sum(axis=1)
+    m1 = reads[:, to] + writes[:, to]
+    m2 = m1 + reads[:, failed] + writes[:, failed]
+    s1, s2 = m1 + w_all - writes[:, to], w_all + reads[:, to] + reads[:, failed]  # mine + the others' writes
+    a, b = window_s[0] - kill_s, window_s[1] - kill_s
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        before = np.where(s1 > 0, m1 / s1 * (1 - np.exp(-s1 * kill_s)), 0.0)  # at the kill, from empty at 0
+        after = np.where(s2 > 0, m2 / s2, 0.0)
+        stay = np.where(s2 > 0, (np.exp(-s2 * a) - np.exp(-s2 * b)) / (s2 * (b - a)), 1.0)  # no event since the kill
+    fresh = after * (1 - stay) + before * stay
+    return np.where(local[:, to], 0.0, fresh * placement._in_cache(m2, placement.che_time(m2[~local[:, to]], capacity)))
+
+
+def failure_stats(sets_idx: list, set_per_id: np.ndarray, rtt: np.ndarray, draws: np.ndarray, readers: np.ndarray,
+                  kill: "Kill", k: int, cache: float, ops: float, wf: float, window_s: tuple[float, float],
+                  second_round: bool) -> dict:
+    """The model's reads under ``kill`` (datacenter k's storage gone): the survivors read their
+    nearest surviving replica (``set_latency``), their caches as before; with ``clients:
+    redirect`` k's clients read through c = ``redirect_dc``: a key c holds or caches costs
+    rtt(k, c), another rtt(k, c) + c's latency, plus rtt(k, c) again where the client runs the
+    second round (``CLIENT_SECOND_ROUND_SYSTEMS``); they share c's cache from the kill on
+    (``redirected_hits``). k's own cache is gone with its storage."""
+    lat = placement.set_latency(sets_idx, rtt, k)[set_per_id]
+    to = placement.redirect_dc(rtt, k) if kill.clients == "redirect" else None
+    hit = cache_hits(lat == 0, draws, cache, ops, wf, window_s, failed=k, redirected_to=to) if cache else None
+    if hit is not None:
+        hit[:, k] = 0
+    if to is None:
+        return stats(lat, readers, hit)
+    serve, hop = lat[:, to], rtt[k, to]
+    if hit is None:
+        hit = np.zeros_like(lat)
+    else:
+        hit[:, to] = redirected_hits(draws, lat == 0, cache, ops, wf, k, to, kill.at_s, window_s)
+    hit[:, k] = np.where(serve > 0, hit[:, to], 1.0)  # a key c holds: "hit" at the hop's cost
+    hit_lat = np.zeros_like(lat)
+    hit_lat[:, k] = hop
+    miss = lat.copy()
+    miss[:, k] = serve + hop * (2 if second_round else 1)
+    wan = lat.copy()
+    wan[:, k] = serve
+    return stats(miss, readers, hit, hit_lat, wan)
 
 
 @dataclass(frozen=True)
@@ -118,9 +190,11 @@ def windows(cfg: dict) -> dict[str, tuple[float, float]]:
 
 def settle_s(cfg: dict) -> float:
     """After the kill, what is the fail-over's and not the placement's: the servers' fail-over
-    timeout, then a second. Redirected clients lose their calls in flight with the dead
-    servers' connections (Endpoint.connectionLost) and go on at once."""
-    return cfg["server"]["failover_timeout_ms"] / 1000 + 1.0
+    timeout (a survivor's read of the dead datacenter waits it out once), then DRAIN_S for the
+    paced client threads held up by it to catch up with their schedules. Redirected clients
+    lose their calls in flight with the dead servers' connections (Endpoint.connectionLost)
+    and go on at once. ``late_starts`` in the failure window says whether that sufficed."""
+    return cfg["server"]["failover_timeout_ms"] / 1000 + DRAIN_S
 
 
 def _encode(h: HdrHistogram) -> str:
@@ -153,7 +227,7 @@ def measured(trial_dir: Path, start_ms: float, cfg: dict, dcs: list[str], bucket
     wins = windows(cfg)
     slow_ms = cfg["server"]["failover_timeout_ms"]
     acc = {p: {"hist": HdrHistogram(1, 3_600_000_000, 3), "sum": 0.0, "failed": 0, "slow": 0, "remote": 0,
-               "cut": 0, "per_dc": {}} for p in wins}
+               "cut": 0, "late": 0, "per_dc": {}} for p in wins}
     per_bucket: dict[int, list[float]] = {}
     for h in sorted((trial_dir / "clients").glob("history-client-*.jsonl")):
         dc = placement._history_dc(h.name, dcs)
@@ -176,6 +250,7 @@ def measured(trial_dir: Path, start_ms: float, cfg: dict, dcs: list[str], bucket
                     if cut and phase in NORMAL_PHASES:
                         x["cut"] += 1
                         continue
+                    x["late"] += op["t0"] - began > LATE_MS
                     if not ok:
                         x["failed"] += 1
                         continue
@@ -194,8 +269,8 @@ def measured(trial_dir: Path, start_ms: float, cfg: dict, dcs: list[str], bucket
     for phase, x in acc.items():
         hist = x["hist"]
         n = hist.get_total_count()
-        out[phase] = {"reads": n, "failed_reads": x["failed"], **({"cut_by_kill": x["cut"]} if phase in NORMAL_PHASES
-                                                                  and kill else {}),
+        out[phase] = {"reads": n, "failed_reads": x["failed"], "late_starts": x["late"],
+                      **({"cut_by_kill": x["cut"]} if phase in NORMAL_PHASES and kill else {}),
                       "failed_share": round(x["failed"] / (n + x["failed"]), 4) if n + x["failed"] else None,
                       "mean": round(x["sum"] / n, 3) if n else None}
         out[phase] |= {f"p{p}": round(hist.get_value_at_percentile(p) / 1000, 3) if n else None for p in PERCENTILES}
@@ -270,11 +345,9 @@ def report(run_dir: Path, jar_check) -> dict:
                         (hit * readers * (normal > 0)).sum() / max((readers * (normal > 0)).sum(), 1e-300)), 4)
             normal_hit = cache_hits(normal == 0, reads, cache, ops, wf, wins["normal"]) if cache else None
             if kill:
-                lat = placement.set_latency(sets_idx, topo.rtt, k)[set_per_id]  # k's readers redirected
-                to = placement.redirect_dc(topo.rtt, k) if kill.clients == "redirect" else None
-                fhit = cache_hits(lat == 0, reads, cache, ops, wf, wins["failure"], failed=k, redirected_to=to) \
-                    if cache else None
-                predicted["failure"] = stats(lat, readers, placement.failure_hits(fhit, k))
+                predicted["failure"] = failure_stats(sets_idx, set_per_id, topo.rtt, reads, readers, kill, k, cache,
+                                                     ops, wf, wins["failure"],
+                                                     t["system"] in CLIENT_SECOND_ROUND_SYSTEMS)
             has_buckets = bucket_of_id is not None and len(bucket_of_id) and bucket_of_id.max() > 0
             m = measured(trial_dir, trial_start_ms(trial_dir, t), cfg, topo.dcs, bucket_of_id if has_buckets else None)
             buckets = []
@@ -326,13 +399,14 @@ def pool(rows: list[dict]) -> list[dict]:
     out = []
     for (system, name, phase, killed), members in groups.items():
         merged = HdrHistogram(1, 3_600_000_000, 3)
-        total_ms, reads, failed = 0.0, 0, 0
+        total_ms, reads, failed, late = 0.0, 0, 0, 0
         for _, m, _ in members:
             merged.add(_decode(m["hist"]))
             reads += m["reads"]
             failed += m["failed_reads"]
+            late += m.get("late_starts", 0)  # absent in reports written before it
             total_ms += (m["mean"] or 0) * m["reads"]
-        got = {"reads": reads, "failed_reads": failed,
+        got = {"reads": reads, "failed_reads": failed, "late_starts": late,
                "failed_share": round(failed / (reads + failed), 4) if reads + failed else None,
                "mean": round(total_ms / reads, 3) if reads else None}
         got |= {f"p{p}": round(merged.get_value_at_percentile(p) / 1000, 3) if reads else None for p in PERCENTILES}
@@ -482,14 +556,14 @@ def markdown(rep: dict) -> str:
              + (f" Kill at {kill['at_s']:g} s (clients: {kill['clients']}); its window starts "
                 f"{kill['settle_s']:g} s later." if kill else ""), "",
              "| system | window | placement | trials | predicted mean / p90 | measured mean | measured p50 "
-             "| measured p90 | failed reads |",
-             "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+             f"| measured p90 | failed reads | reads started >{LATE_MS:g} ms late |",
+             "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for g in rep.get("groups", []):
         m, p = g["measured"], g["predicted"]
         pred = "-" if p.get("mean") is None else f"{p['mean']:.1f} / {p['p90']:.0f}"
         lines.append(f"| {g['system']} | {_phase_text(g['phase'], g['killed'])} | {g['placement']} | {g['trials']} "
                      f"| {pred} | {_range(m, 'mean', 1)} | {_range(m, 'p50', 1)} | {_range(m, 'p90', 0)} "
-                     f"| {m['failed_reads']} |")
+                     f"| {m['failed_reads']} | {m.get('late_starts', '-')} |")
     if rep.get("comparisons"):
         lines += ["", "# Measured: a against b", "",
                   "Ratio of the pooled values [range over trials] and the verdict (\"within noise\" where the "

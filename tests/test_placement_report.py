@@ -47,7 +47,8 @@ def make_run(tmp_path, clients="fail"):
         + op(8, 0, 999, ok=False)      # failed: counted as such
         + op(19.5, 2, 900)       # started before the kill, ended after it: the kill's, not normal operation's
         + op(21, 0, 999)         # inside the settling time after the kill: left out
-        + op(25, 0, 12) + op(26, 1, 14))  # failure phase
+        + op(28, 0, 12) + op(29, 1, 14)   # failure phase
+        + op(29.5, 1, 14, late_ms=200))   # behind schedule by 200 ms: a late start, 214 ms
     (trial / "clients" / "history-client-C.jsonl").write_text(
         op(10, 2, 1) + op(30, 2, 70) + op(31, 2, 999, ok=False))  # C's own: out unless redirected
     return run
@@ -56,17 +57,18 @@ def make_run(tmp_path, clients="fail"):
 def test_the_report_splits_at_the_kill_and_predicts_on_the_trials_table(tmp_path):
     run = make_run(tmp_path)
     rep = placement_report.report(run, jar_check=None)
-    assert rep["killed"] == {"dc": "C", "dcs": ["C"], "at_s": 20.0, "settle_s": 3.0,  # failover timeout (2 s) + 1 s
+    assert rep["killed"] == {"dc": "C", "dcs": ["C"], "at_s": 20.0, "settle_s": 7.0,  # failover timeout (2 s) + 5 s
                              "clients": "fail"}
     (r,) = rep["trials"]
     assert r["placement"] == "BA" and r["system"] == "k2"
-    assert r["windows"] == {"normal": [5.0, 20.0], "failure": [23.0, 35.0]}  # too short for cold and warm
+    assert r["windows"] == {"normal": [5.0, 20.0], "failure": [27.0, 35.0]}  # too short for cold and warm
     m = r["measured"]
     # C's own clients are left out of both phases (they fail): the phases compare the same clients
     assert m["normal"]["reads"] == 2 and m["normal"]["mean"] == 30.0 and m["normal"]["reads_per_dc"] == {"B": 2}
     assert m["normal"]["failed_reads"] == 1 and m["normal"]["failed_share"] == round(1 / 3, 4)
     assert m["normal"]["cut_by_kill"] == 1
-    assert m["failure"]["reads"] == 2 and m["failure"]["mean"] == 13.0 and m["failure"]["failed_reads"] == 0
+    assert m["failure"]["reads"] == 3 and m["failure"]["mean"] == 80.0 and m["failure"]["failed_reads"] == 0
+    assert m["failure"]["late_starts"] == 1 and m["normal"]["late_starts"] == 0  # 6 ms behind is on time
     # the model: each key's draw probability per reader times its latency from A (keys 0-1) or C
     p = placement.draw_probabilities(4, 1.0, 0.0, 3)
     p[:, 2] = 0  # C's reads: its clients are gone after the kill, so both phases leave them out
@@ -83,19 +85,20 @@ def test_redirected_clients_of_the_killed_datacenter_are_counted_on_both_sides(t
     the measurement counts C's reads and its failed one."""
     run = make_run(tmp_path, clients="redirect")
     rep = placement_report.report(run, jar_check=None)
-    assert rep["killed"]["settle_s"] == 3.0  # as without a redirect: the clients' calls fail with the connection
+    assert rep["killed"]["settle_s"] == 7.0  # as without a redirect: the clients' calls fail with the connection
     (r,) = rep["trials"]
     m = r["measured"]
     assert m["normal"]["reads_per_dc"] == {"B": 2, "C": 1}
-    assert m["failure"]["reads_per_dc"] == {"B": 2, "C": 1} and m["failure"]["failed_reads"] == 1
+    assert m["failure"]["reads_per_dc"] == {"B": 3, "C": 1} and m["failure"]["failed_reads"] == 1
     p = placement.draw_probabilities(4, 1.0, 0.0, 3)
     lat = np.array([[0, 10, 100], [0, 10, 100], [100, 50, 0], [100, 50, 0]])
     want = (p * lat).sum() / p.sum()
     assert abs(r["predicted"]["normal"]["mean"] - want) < 1e-3
-    # under C's failure: keys 0-1 from A; C's readers through B (50 ms) then to A (10 ms): 60 ms
+    # under C's failure: keys 0-1 from A; C's readers through B (50 ms), whose servers read A
+    # (10 ms); K2's client runs the second round itself, so the hop to B is paid twice: 110 ms
     f = r["predicted"]["failure"]
     survive = p[:2]
-    fail_lat = np.array([[0, 10, 60], [0, 10, 60]])
+    fail_lat = np.array([[0, 10, 110], [0, 10, 110]])
     assert abs(f["mean"] - (survive * fail_lat).sum() / survive.sum()) < 1e-3
     assert abs(f["unavailable_share"] - p[2:].sum() / p.sum()) < 1e-6
 
@@ -154,6 +157,58 @@ def test_trials_pool_into_one_histogram_with_their_spread_and_verdicts(tmp_path,
     # pooled mean (equal in both trials: no range), p50 and p90 [the trials' own], failed reads
     assert "| k2 | normal | BA | 2 | 44.7 / 100 | 12.0 | 12.0 [10.0-12.0] | 12 [10-12] | 0 |" in md
     assert "| k2 | normal | BA vs hash (groups) | 0.27x [0.24-0.30] a lower |" in md
+
+
+def test_redirected_readers_pay_the_hop_once_per_client_round():
+    """C killed, its clients redirected to B (50 ms away): a key B holds costs the hop; one
+    only A holds (B reads it in 10 ms) the hop, B's read, and the hop again where the client
+    runs the second round (K2's), or once (the placement paper's coordinator)."""
+    rtt = np.array([[0, 10, 100], [10, 0, 50], [100, 50, 0]], dtype=float)
+    sets, per_id = [(0,), (1,)], np.array([0, 1])
+    readers = np.array([[0, 0, 1.0], [0, 0, 1.0]])  # C reads both keys, equally
+    kill = placement_report.Kill("C", 95.0, "redirect")
+    for second_round, want in ((True, (110 + 50) / 2), (False, (60 + 50) / 2)):
+        got = placement_report.failure_stats(sets, per_id, rtt, readers, readers, kill, 2, 0, 40.0, 0.05,
+                                             (98.0, 135.0), second_round)
+        assert got["mean"] == pytest.approx(want) and got["remote_share"] == 0.5  # B reads key 0 remotely
+    # with the clients failing instead, nobody reads under the failure
+    gone = placement_report.failure_stats(sets, per_id, rtt, readers, readers * 0, placement_report.Kill(
+        "C", 95.0, "fail"), 2, 0, 40.0, 0.05, (98.0, 135.0), True)
+    assert gone["mean"] is None
+
+
+def test_redirected_readers_fill_the_serving_cache_from_the_kill_as_a_simulation_does():
+    """B serves C's redirected clients from the kill (95 s) on: a key's hit probability at B
+    over the failure window, against Poisson events drawn one by one (B's reads and writes
+    before the kill, B's and C's after, A's writes throughout; a read hits when the last event
+    before it is B's or C's)."""
+    rng = np.random.default_rng(7)
+    ops, wf, kill_s, window = 10.0, 0.2, 95.0, (98.0, 135.0)
+    # per key: datacenters A, B, C's draw shares (rates = ops x share x (1 - wf) reads, x wf writes)
+    draws = np.array([[0.02, 0.01, 0.05], [0.0, 0.0, 0.003], [0.01, 0.004, 0.0], [0.05, 0.0, 0.02]])
+    local = np.array([[True, False, False]] * 4)
+    got = placement_report.redirected_hits(draws, local, 1e9, ops, wf, 2, 1, kill_s, window)
+    for key in range(len(draws)):
+        reads, writes = (1 - wf) * ops * draws[key], wf * ops * draws[key]
+        hits, n = 0, 4000
+        for _ in range(n):
+            t = rng.uniform(*window)
+            events = []  # (time, mine)
+            for rate, a, b, mine in ((reads[1] + writes[1], 0, t, True), (writes[0], 0, t, False),
+                                     (writes[2], 0, kill_s, False), (reads[2] + writes[2], kill_s, t, True)):
+                if rate > 0:
+                    times = rng.uniform(a, b, rng.poisson(rate * (b - a)))
+                    events += [(x, mine) for x in times]
+            hits += bool(events) and max(events)[1]
+        assert abs(got[key] - hits / n) < 0.03, (key, got[key], hits / n)
+    # key 1, only C reads and writes it: cached from C's first operation after the kill on
+    r = ops * 0.003
+    assert got[1] == pytest.approx(1 - (np.exp(-r * 3) - np.exp(-r * 40)) / (r * 37))
+    # key 2, C never touches it: B's own hits, as without the redirect
+    alone = placement_report.cache_hits(local, draws, 1e9, ops, wf, window)
+    assert got[2] == pytest.approx(alone[2, 1])
+    assert np.all(placement_report.redirected_hits(draws, np.ones_like(local), 1e9, ops, wf, 2, 1, kill_s,
+                                                   window) == 0)  # B holds every key: nothing to cache
 
 
 def test_the_report_refuses_what_is_not_a_run(tmp_path):

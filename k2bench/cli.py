@@ -148,7 +148,7 @@ def cmd_run(args) -> int:
 
 def cmd_placement_report(args) -> int:
     """The model's predicted read latency beside the measured one for each trial of a run
-    (placement.json in the run; k2bench/placement_report.py)."""
+    (placement.json and its tables, placement.md, in the run; k2bench/placement_report.py)."""
     from rich.console import Console
     from . import placement_report
     placement_report.check_run(Path(args.run))

@@ -25,13 +25,15 @@ writes enter the cache term (they invalidate other datacenters' copies) and are 
 **A failure** is the one the paper's experiment ran (§VIII-E): the storage of datacenter k
 stops, its application servers go on and send their requests to the closest surviving
 datacenter c (by RTT), whose coordinator reads the replicas; so k's readers keep reading at
-rtt(k, c) + c's latency to its nearest surviving replica (``redirect_dc``, ``set_latency``),
-what the harness's redirected clients measure. (Where the RTTs break the triangle
+rtt(k, c) + c's latency to its nearest surviving replica (``redirect_dc``, ``set_latency``;
+the paper's form and the solver's objective). (Where the RTTs break the triangle
 inequality, 8 pairs of the K2 paper's matrix, this is above rtt(k, nearest surviving
 replica), a user-to-replica form the paper's model section may use; the excerpt we have
-does not give it.) They count as cache misses (c's cache was filled for c's own readers;
-an approximation for K2). N-1C's objective is the paper's per-key worst case over every
-single-datacenter failure and every reader, displaced ones included.
+does not give it.) They count as cache misses, one hop from c (the paper's coordinator;
+the placement report predicts K2's client instead, which shares c's cache and pays the hop
+twice on a miss: ``placement_report.failure_stats``). N-1C's objective is the paper's
+per-key worst case over every single-datacenter failure and every reader, displaced ones
+included.
 
 **The program** (``solve``). The paper's form chooses x[b, j] (bucket b has a replica at j)
 with routing variables y (and, for N-1C, per failure z and a worst-case t_b); since the
@@ -727,8 +729,20 @@ def _in_cache(rates: np.ndarray, t: float) -> np.ndarray:
     return 1 - np.exp(-rates * t)
 
 
+def in_cache_filling(rates: np.ndarray, t: float, a: float, b: float) -> np.ndarray:
+    """LRU's share of Che's approximation over [a, b] s from an empty cache at 0, ``rates``
+    per second and ``t`` Che's time in seconds: an empty cache has touched as many distinct
+    keys as it holds, in expectation, at t itself, so it evicts nothing before t (the
+    freshness term already says whether a key was touched) and holds a key with
+    probability 1 - exp(-rate t) after it."""
+    if t == math.inf or b <= t:
+        return np.ones_like(rates, dtype=np.float64)
+    before = max(0.0, t - a) / (b - a)
+    return before + (1 - before) * _in_cache(rates, t)
+
+
 def cache_hits(reads: np.ndarray, writes: np.ndarray, local: np.ndarray, capacity: float,
-               window: tuple[float, float, float] | None = None) -> np.ndarray:
+               window: tuple[float, float, float] | None = None, filling: bool = False) -> np.ndarray:
     """[key, dc]: in steady state, the probability that a read of key k in datacenter i hits
     i's cache (K2 §III-A: non-replica values are cached after a fetch, and local clients'
     writes of non-replica keys; LRU of ``capacity`` keys): i read or wrote k since another
@@ -741,7 +755,10 @@ def cache_hits(reads: np.ndarray, writes: np.ndarray, local: np.ndarray, capacit
     ``window = (per_s, a, b)``: not in steady state but from an empty cache at time 0, averaged
     over the measurement window [a, b] s, the counts times ``per_s`` being rates per second:
     the first term becomes (r + w_i) / c x (1 - exp(-c t)) with c = r + w_i + w_others, whose
-    mean over [a, b] is 1 - (exp(-c a) - exp(-c b)) / (c (b - a)) (what a trial measures)."""
+    mean over [a, b] is 1 - (exp(-c a) - exp(-c b)) / (c (b - a)) (what a trial measures).
+    With ``filling`` too, LRU is not at its steady state either (``in_cache_filling``; the
+    placement report's prediction: a trial's caches evicted nothing in run 20261202T213511Z;
+    the solver's cache term keeps the steady state)."""
     hit = np.zeros_like(reads, dtype=np.float64)
     w_all = writes.sum(axis=1)
     for i in range(reads.shape[1]):
@@ -753,7 +770,12 @@ def cache_hits(reads: np.ndarray, writes: np.ndarray, local: np.ndarray, capacit
                 per_s, a, b = window
                 cs = c * per_s
                 fresh = fresh * np.where(cs > 0, 1 - (np.exp(-cs * a) - np.exp(-cs * b)) / (cs * (b - a)), 0.0)
-        hit[:, i] = fresh * _in_cache(mine, che_time(mine[~local[:, i]], capacity))
+        t = che_time(mine[~local[:, i]], capacity)
+        if filling and window is not None:
+            per_s, a, b = window
+            hit[:, i] = fresh * in_cache_filling(mine * per_s, t / per_s, a, b)
+        else:
+            hit[:, i] = fresh * _in_cache(mine, t)
     return hit
 
 

@@ -1,7 +1,9 @@
 """Predicted beside measured read latency for runs of latency-aware placement (the
 ``placement`` experiment; ``k2bench placement-report RUN``): for every trial, the latency
 model of k2bench.placement evaluated on the trial's own placement (its table, or for a hash
-placement the table the launcher writes of it) and the experiment's expected demand, beside
+placement the table the launcher writes of it) and the experiment's expected demand, with
+K2's cache as a trial fills it and, under a failure, the redirected clients as K2's client
+library serves them (``failure_stats``, where it departs from the solver's paper form), beside
 the single-key read-only transactions the trial's clients measured, per window (``windows``):
 normal operation (warm-up end to the kill; with its first and last WINDOW_S apart as "cold",
 K2's cache still filling, and "warm": warmer, not yet the steady state, which at the
@@ -15,7 +17,7 @@ Over trials (``groups``): per system, placement and window (and killed datacente
 reads of every trial in one merged histogram, and the trials' spread; ``comparisons`` set
 BA against hash and N-1C against BA, "within noise" where the trials' ranges overlap.
 Written to ``placement.json`` in the run directory, with per-bucket figures for table
-placements."""
+placements, and its tables in Markdown to ``placement.md``."""
 from __future__ import annotations
 
 import json
@@ -39,20 +41,21 @@ BUCKETS_FIGURE_FILE = "placement-buckets.png"
 # The percentiles reported per phase: p50 and p90 in the table, all of them for the CDFs drawn.
 PERCENTILES = (1, 5, 10, 20, 25, 30, 40, 50, 60, 70, 75, 80, 85, 90, 95, 97, 99, 99.9)
 DC_CACHE_SYSTEMS = placement.DC_CACHE_SYSTEMS
-# Systems whose client runs a read-only transaction's second round itself (K2 §III-D, Fig. 5:
+# Systems whose client runs a read-only transaction's second round itself (K2 §V-C, Fig. 5:
 # a first round to its datacenter's servers, then one to them for the keys without a value,
 # which they fetch remotely; PaRiS* runs K2's client). A client redirected to a datacenter
 # rtt(k, c) away pays that hop twice on such a read; the placement model (the paper's,
-# one coordinator hop) counts it once.
+# one coordinator hop) counts it once. (K2's clients never change datacenter, §VI-B; the
+# experiment's redirect does, and pays for it so.)
 CLIENT_SECOND_ROUND_SYSTEMS = ("k2", "paris-star")
 # Normal operation at least twice this long is also reported as its first WINDOW_S ("cold":
 # K2's cache filling from empty) and its last ("warm": warmer; a trial never reaches the
 # cache's steady state at the experiment's rate).
 WINDOW_S = 25.0
 # After the fail-over timeout, the failure window waits this long for client threads that
-# waited it out to work off their backlog (run 20261202T213511Z, VA killed: PaRiS* on hash,
-# its slowest, back on schedule 6-7 s after the kill with a 2 s timeout; K2 after 5-6 s).
-DRAIN_S = 5.0
+# waited it out to work off their backlog (run 20261202T213511Z, hash, VA killed: K2's last
+# late start 5 s after the kill, PaRiS*'s, whose threads have less slack, 10 s).
+DRAIN_S = 10.0
 # A read that started this far behind its intended start is counted as a late start: in the
 # failure window, a backlog the settling time did not drain.
 LATE_MS = 100.0
@@ -81,7 +84,7 @@ def cache_hits(local: np.ndarray, draws: np.ndarray, capacity: float, ops_per_s:
             writes[:, redirected_to] += writes[:, failed]
         writes[:, failed] = 0
     reads = (1 - write_fraction) * ops_per_s * draws
-    hit = placement.cache_hits(reads, writes, local, capacity, (1.0, *window_s))
+    hit = placement.cache_hits(reads, writes, local, capacity, (1.0, *window_s), filling=True)
     return np.where(local, 0.0, hit)
 
 
@@ -109,7 +112,9 @@ def redirected_hits(draws: np.ndarray, local: np.ndarray, capacity: float, ops_p
     redirected there at ``kill_s``: from then on both datacenters' reads and writes go through
     ``to``'s servers and fill one cache (``cache_hits``' terms, with its rates before the kill
     and the sum after: the last event on a key is "mine" with probability m/(m + o) per
-    piece), averaged over ``window_s``; LRU (Che) under the summed rates."""
+    piece), averaged over ``window_s``; LRU filling from empty (``in_cache_filling``) under
+    the summed rates, as if they had held from the start (a cache fuller than it is: at most
+    an early eviction)."""
     reads = (1 - write_fraction) * ops_per_s * draws
     writes = write_fraction * ops_per_s * draws
     w_all = writes.sum(axis=1)
@@ -122,18 +127,21 @@ def redirected_hits(draws: np.ndarray, local: np.ndarray, capacity: float, ops_p
         after = np.where(s2 > 0, m2 / s2, 0.0)
         stay = np.where(s2 > 0, (np.exp(-s2 * a) - np.exp(-s2 * b)) / (s2 * (b - a)), 1.0)  # no event since the kill
     fresh = after * (1 - stay) + before * stay
-    return np.where(local[:, to], 0.0, fresh * placement._in_cache(m2, placement.che_time(m2[~local[:, to]], capacity)))
+    held = placement.in_cache_filling(m2, placement.che_time(m2[~local[:, to]], capacity), *window_s)
+    return np.where(local[:, to], 0.0, fresh * held)
 
 
 def failure_stats(sets_idx: list, set_per_id: np.ndarray, rtt: np.ndarray, draws: np.ndarray, readers: np.ndarray,
                   kill: "Kill", k: int, cache: float, ops: float, wf: float, window_s: tuple[float, float],
                   second_round: bool) -> dict:
     """The model's reads under ``kill`` (datacenter k's storage gone): the survivors read their
-    nearest surviving replica (``set_latency``), their caches as before; with ``clients:
-    redirect`` k's clients read through c = ``redirect_dc``: a key c holds or caches costs
-    rtt(k, c), another rtt(k, c) + c's latency, plus rtt(k, c) again where the client runs the
-    second round (``CLIENT_SECOND_ROUND_SYSTEMS``); they share c's cache from the kill on
-    (``redirected_hits``). k's own cache is gone with its storage."""
+    nearest surviving replica (``set_latency``) and keep their caches, k's writes coming
+    through c; with ``clients: redirect`` k's clients read through c = ``redirect_dc``: a key c
+    holds or caches costs rtt(k, c), another rtt(k, c) + c's latency, plus rtt(k, c) again
+    where the client runs the second round (``CLIENT_SECOND_ROUND_SYSTEMS``); c's readers and
+    k's share c's cache from the kill on (``redirected_hits``). k's own cache is gone with its
+    storage. A key with no surviving replica is unavailable to k's clients (their misses fill
+    nothing; counted as misses); a survivor's cached copy of it still serves."""
     lat = placement.set_latency(sets_idx, rtt, k)[set_per_id]
     to = placement.redirect_dc(rtt, k) if kill.clients == "redirect" else None
     hit = cache_hits(lat == 0, draws, cache, ops, wf, window_s, failed=k, redirected_to=to) if cache else None
@@ -146,7 +154,7 @@ def failure_stats(sets_idx: list, set_per_id: np.ndarray, rtt: np.ndarray, draws
         hit = np.zeros_like(lat)
     else:
         hit[:, to] = redirected_hits(draws, lat == 0, cache, ops, wf, k, to, kill.at_s, window_s)
-    hit[:, k] = np.where(serve > 0, hit[:, to], 1.0)  # a key c holds: "hit" at the hop's cost
+    hit[:, k] = np.where(serve == 0, 1.0, np.where(np.isfinite(serve), hit[:, to], 0.0))  # held: the hop's cost
     hit_lat = np.zeros_like(lat)
     hit_lat[:, k] = hop
     miss = lat.copy()
@@ -217,8 +225,9 @@ def measured(trial_dir: Path, start_ms: float, cfg: dict, dcs: list[str], bucket
     """The trial's single-key read-only transactions per window (``windows``): latency (ms)
     from each read's intended start, in one histogram per window (never averaged
     percentiles, kept encoded for merging over trials), failed reads counted, reads slower
-    than the failover timeout counted apart, and per bucket the normal window's mean. The
-    killed datacenter's clients are left out only when the kill does not redirect them. A
+    than the failover timeout counted apart, how far behind their schedule reads started
+    (``start_lag_mean_ms``; ``late_starts``: over LATE_MS), and per bucket the normal
+    window's mean. The killed datacenter's clients are left out only when the kill does not redirect them. A
     read that started before the kill and ended after it is the kill's, not normal
     operation's: counted as ``cut_by_kill`` in its normal windows, not measured there."""
     kill = _kill(cfg)
@@ -227,7 +236,7 @@ def measured(trial_dir: Path, start_ms: float, cfg: dict, dcs: list[str], bucket
     wins = windows(cfg)
     slow_ms = cfg["server"]["failover_timeout_ms"]
     acc = {p: {"hist": HdrHistogram(1, 3_600_000_000, 3), "sum": 0.0, "failed": 0, "slow": 0, "remote": 0,
-               "cut": 0, "late": 0, "per_dc": {}} for p in wins}
+               "cut": 0, "late": 0, "lag_ms": 0.0, "per_dc": {}} for p in wins}
     per_bucket: dict[int, list[float]] = {}
     for h in sorted((trial_dir / "clients").glob("history-client-*.jsonl")):
         dc = placement._history_dc(h.name, dcs)
@@ -251,6 +260,7 @@ def measured(trial_dir: Path, start_ms: float, cfg: dict, dcs: list[str], bucket
                         x["cut"] += 1
                         continue
                     x["late"] += op["t0"] - began > LATE_MS
+                    x["lag_ms"] += op["t0"] - began
                     if not ok:
                         x["failed"] += 1
                         continue
@@ -270,6 +280,7 @@ def measured(trial_dir: Path, start_ms: float, cfg: dict, dcs: list[str], bucket
         hist = x["hist"]
         n = hist.get_total_count()
         out[phase] = {"reads": n, "failed_reads": x["failed"], "late_starts": x["late"],
+                      "start_lag_mean_ms": round(x["lag_ms"] / (n + x["failed"]), 2) if n + x["failed"] else None,
                       **({"cut_by_kill": x["cut"]} if phase in NORMAL_PHASES and kill else {}),
                       "failed_share": round(x["failed"] / (n + x["failed"]), 4) if n + x["failed"] else None,
                       "mean": round(x["sum"] / n, 3) if n else None}
@@ -390,7 +401,7 @@ def pool(rows: list[dict]) -> list[dict]:
     """Per system, placement and window (the failure window per killed datacenter; the normal
     ones over every trial, whichever datacenter it later killed): the reads of every trial
     merged in one histogram, the trials' spread of mean, p50 and p90 (min, max), failed
-    reads, and the model's prediction (the same for every trial of a group)."""
+    reads and late starts, and the model's prediction (the same for every trial of a group)."""
     groups: dict[tuple, list[tuple[dict, dict, dict]]] = {}
     for r in rows:
         for phase, m in r["measured"].items():
@@ -399,14 +410,16 @@ def pool(rows: list[dict]) -> list[dict]:
     out = []
     for (system, name, phase, killed), members in groups.items():
         merged = HdrHistogram(1, 3_600_000_000, 3)
-        total_ms, reads, failed, late = 0.0, 0, 0, 0
+        total_ms, reads, failed, late, lag_ms = 0.0, 0, 0, 0, 0.0
         for _, m, _ in members:
             merged.add(_decode(m["hist"]))
             reads += m["reads"]
             failed += m["failed_reads"]
-            late += m.get("late_starts", 0)  # absent in reports written before it
+            late += m["late_starts"]
+            lag_ms += (m["start_lag_mean_ms"] or 0) * (m["reads"] + m["failed_reads"])
             total_ms += (m["mean"] or 0) * m["reads"]
         got = {"reads": reads, "failed_reads": failed, "late_starts": late,
+               "start_lag_mean_ms": round(lag_ms / (reads + failed), 2) if reads + failed else None,
                "failed_share": round(failed / (reads + failed), 4) if reads + failed else None,
                "mean": round(total_ms / reads, 3) if reads else None}
         got |= {f"p{p}": round(merged.get_value_at_percentile(p) / 1000, 3) if reads else None for p in PERCENTILES}
@@ -496,7 +509,7 @@ def print_report(console, rep: dict) -> None:
     table = Table(title="single-key read latency, ms: the model (predicted) and measured over trials "
                         "(pooled mean / p90 [min-max over trials]; latency from the intended start)")
     for col in ("system", "placement", "window", "trials", "predicted mean / p90", "measured mean / p90",
-                "failed reads", "per bucket |meas - pred| (buckets)"):
+                "failed reads", f"late starts (>{LATE_MS:g} ms)", "per bucket |meas - pred| (buckets)"):
         table.add_column(col, justify="left" if col in ("system", "placement", "window") else "right")
     buckets = {}
     for r in rep["trials"]:
@@ -517,7 +530,7 @@ def print_report(console, rep: dict) -> None:
         n, err = bucket_error(buckets.get((g["system"], g["placement"]), [])) if g["phase"] == "normal" else (0, None)
         table.add_row(g["system"], g["placement"], _phase_text(g["phase"], g["killed"]), str(g["trials"]),
                       fmt(g["predicted"]), spread(m),
-                      f"{m['failed_reads']} ({100 * (m['failed_share'] or 0):.1f}%)",
+                      f"{m['failed_reads']} ({100 * (m['failed_share'] or 0):.1f}%)", str(m["late_starts"]),
                       "-" if err is None else f"{err} ({n})")
     console.print(table)
     if rep.get("comparisons"):
@@ -552,18 +565,26 @@ def markdown(rep: dict) -> str:
     kill = rep.get("killed") or {}
     lines = ["# Single-key read latency, ms", "",
              "Measured: every trial's reads pooled in one histogram, [min-max over trials]; latency from each "
-             "read's intended start. Predicted: the placement model on the trial's own placement."
-             + (f" Kill at {kill['at_s']:g} s (clients: {kill['clients']}); its window starts "
-                f"{kill['settle_s']:g} s later." if kill else ""), "",
+             "read's intended start; start lag: how far behind its schedule a read started, mean (reads over "
+             f"{LATE_MS:g} ms). Predicted: the placement model on the trial's own placement, K2's cache filling "
+             "from empty (a local read costs 0 ms)"
+             + (f"; after the kill (at {kill['at_s']:g} s, clients: {kill['clients']}, its window "
+                f"{kill['settle_s']:g} s later) the redirected clients as K2's client serves them: through the "
+                "nearest survivor's cache, a miss paying the hop twice (docs/placement.md)" if kill else "") + ".",
+             "",
              "| system | window | placement | trials | predicted mean / p90 | measured mean | measured p50 "
-             f"| measured p90 | failed reads | reads started >{LATE_MS:g} ms late |",
+             "| measured p90 | failed reads | start lag, ms |",
              "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for g in rep.get("groups", []):
         m, p = g["measured"], g["predicted"]
         pred = "-" if p.get("mean") is None else f"{p['mean']:.1f} / {p['p90']:.0f}"
+        if p.get("unavailable_share"):
+            pred += f", {100 * p['unavailable_share']:.1f}% unavailable"
+        failed = f"{m['failed_reads']}" + (f" ({100 * m['failed_share']:.1f}%)" if m["failed_reads"] else "")
+        lag = "-" if m.get("start_lag_mean_ms") is None else f"{m['start_lag_mean_ms']:.1f} ({m['late_starts']})"
         lines.append(f"| {g['system']} | {_phase_text(g['phase'], g['killed'])} | {g['placement']} | {g['trials']} "
                      f"| {pred} | {_range(m, 'mean', 1)} | {_range(m, 'p50', 1)} | {_range(m, 'p90', 0)} "
-                     f"| {m['failed_reads']} | {m.get('late_starts', '-')} |")
+                     f"| {failed} | {lag} |")
     if rep.get("comparisons"):
         lines += ["", "# Measured: a against b", "",
                   "Ratio of the pooled values [range over trials] and the verdict (\"within noise\" where the "

@@ -25,7 +25,7 @@ def make_run(tmp_path, clients="fail"):
     trial = run / "k2"
     (trial / "clients").mkdir(parents=True)
     cfg = experiment.resolve({"systems": ["k2"], "workload": {"keys": 4, "keys_per_op": 1, "zipf": 1.0, "locality": 0.0},
-                              "duration": {"warmup_s": 5, "measure_s": 30, "cooldown_s": 1},
+                              "duration": {"warmup_s": 5, "measure_s": 35, "cooldown_s": 1},
                               "server": {"cache_fraction": 0}, "clients": {"rpc_timeout_ms": 3000},
                               "faults": [{"kind": "kill", "dc": "C", "at_s": 20, "clients": clients}]}, "t", SYSTEMS)
     start = 1_000_000.0
@@ -46,22 +46,22 @@ def make_run(tmp_path, clients="fail"):
         + op(6, 0, 4, late_ms=6) + op(7, 2, 50)   # normal: 10 ms from the intended start, 50
         + op(8, 0, 999, ok=False)      # failed: counted as such
         + op(19.5, 2, 900)       # started before the kill, ended after it: the kill's, not normal operation's
-        + op(21, 0, 999)         # inside the settling time after the kill: left out
-        + op(28, 0, 12) + op(29, 1, 14)   # failure phase
-        + op(29.5, 1, 14, late_ms=200))   # behind schedule by 200 ms: a late start, 214 ms
+        + op(21, 0, 999) + op(31, 0, 999)  # inside the settling time after the kill: left out
+        + op(33, 0, 12) + op(34, 1, 14)   # failure phase
+        + op(34.5, 1, 14, late_ms=200))   # behind schedule by 200 ms: a late start, 214 ms
     (trial / "clients" / "history-client-C.jsonl").write_text(
-        op(10, 2, 1) + op(30, 2, 70) + op(31, 2, 999, ok=False))  # C's own: out unless redirected
+        op(10, 2, 1) + op(35, 2, 70) + op(36, 2, 999, ok=False))  # C's own: out unless redirected
     return run
 
 
 def test_the_report_splits_at_the_kill_and_predicts_on_the_trials_table(tmp_path):
     run = make_run(tmp_path)
     rep = placement_report.report(run, jar_check=None)
-    assert rep["killed"] == {"dc": "C", "dcs": ["C"], "at_s": 20.0, "settle_s": 7.0,  # failover timeout (2 s) + 5 s
+    assert rep["killed"] == {"dc": "C", "dcs": ["C"], "at_s": 20.0, "settle_s": 12.0,  # failover timeout (2 s) + 10 s
                              "clients": "fail"}
     (r,) = rep["trials"]
     assert r["placement"] == "BA" and r["system"] == "k2"
-    assert r["windows"] == {"normal": [5.0, 20.0], "failure": [27.0, 35.0]}  # too short for cold and warm
+    assert r["windows"] == {"normal": [5.0, 20.0], "failure": [32.0, 40.0]}  # too short for cold and warm
     m = r["measured"]
     # C's own clients are left out of both phases (they fail): the phases compare the same clients
     assert m["normal"]["reads"] == 2 and m["normal"]["mean"] == 30.0 and m["normal"]["reads_per_dc"] == {"B": 2}
@@ -85,7 +85,7 @@ def test_redirected_clients_of_the_killed_datacenter_are_counted_on_both_sides(t
     the measurement counts C's reads and its failed one."""
     run = make_run(tmp_path, clients="redirect")
     rep = placement_report.report(run, jar_check=None)
-    assert rep["killed"]["settle_s"] == 7.0  # as without a redirect: the clients' calls fail with the connection
+    assert rep["killed"]["settle_s"] == 12.0  # as without a redirect: the clients' calls fail with the connection
     (r,) = rep["trials"]
     m = r["measured"]
     assert m["normal"]["reads_per_dc"] == {"B": 2, "C": 1}
@@ -155,7 +155,7 @@ def test_trials_pool_into_one_histogram_with_their_spread_and_verdicts(tmp_path,
     assert "12.0 / 12 [12-12 / 10-12]" in text  # pooled mean / p90 [the trials' ranges]
     md = (run / "placement.md").read_text()  # the same tables in Markdown, written beside placement.json
     # pooled mean (equal in both trials: no range), p50 and p90 [the trials' own], failed reads
-    assert "| k2 | normal | BA | 2 | 44.7 / 100 | 12.0 | 12.0 [10.0-12.0] | 12 [10-12] | 0 |" in md
+    assert "| k2 | normal | BA | 2 | 44.7 / 100 | 12.0 | 12.0 [10.0-12.0] | 12 [10-12] | 0 | 0.0 (0) |" in md
     assert "| k2 | normal | BA vs hash (groups) | 0.27x [0.24-0.30] a lower |" in md
 
 
@@ -167,10 +167,25 @@ def test_redirected_readers_pay_the_hop_once_per_client_round():
     sets, per_id = [(0,), (1,)], np.array([0, 1])
     readers = np.array([[0, 0, 1.0], [0, 0, 1.0]])  # C reads both keys, equally
     kill = placement_report.Kill("C", 95.0, "redirect")
-    for second_round, want in ((True, (110 + 50) / 2), (False, (60 + 50) / 2)):
+    for second_round, want in ((True, 110), (False, 60)):
         got = placement_report.failure_stats(sets, per_id, rtt, readers, readers, kill, 2, 0, 40.0, 0.05,
                                              (98.0, 135.0), second_round)
-        assert got["mean"] == pytest.approx(want) and got["remote_share"] == 0.5  # B reads key 0 remotely
+        assert got["mean"] == pytest.approx((want + 50) / 2) and got["remote_share"] == 0.5  # B reads key 0 remotely
+        assert got["p50"] == 50 and got["p90"] == want
+    # with K2's cache (room for everything, no writes): key 0 is cached at B from C's first read
+    # of it after the kill (B never reads it itself), then costs the hop alone
+    r = 40.0 * 0.5  # C's reads of key 0 per second (draws: each key half of C's)
+    a, b = 98.0 - 95, 135.0 - 95
+    hit = 1 - (np.exp(-r * a) - np.exp(-r * b)) / (r * (b - a))
+    cached = placement_report.failure_stats(sets, per_id, rtt, readers / 2, readers / 2, kill, 2, 1e9, 40.0, 0.0,
+                                            (98.0, 135.0), True)
+    assert cached["mean"] == pytest.approx((hit * 50 + (1 - hit) * 110 + 50) / 2)
+    assert cached["remote_share"] == pytest.approx((1 - hit) / 2)
+    # a key only the killed datacenter held is unavailable to its clients, cache or not (their
+    # misses fill nothing)
+    lost = placement_report.failure_stats([(2,), (1,)], per_id, rtt, readers / 2, readers / 2, kill, 2, 1e9, 40.0,
+                                          0.0, (98.0, 135.0), True)
+    assert lost["unavailable_share"] == pytest.approx(0.5) and lost["mean"] == pytest.approx(50)
     # with the clients failing instead, nobody reads under the failure
     gone = placement_report.failure_stats(sets, per_id, rtt, readers, readers * 0, placement_report.Kill(
         "C", 95.0, "fail"), 2, 0, 40.0, 0.05, (98.0, 135.0), True)
@@ -185,8 +200,9 @@ def test_redirected_readers_fill_the_serving_cache_from_the_kill_as_a_simulation
     rng = np.random.default_rng(7)
     ops, wf, kill_s, window = 10.0, 0.2, 95.0, (98.0, 135.0)
     # per key: datacenters A, B, C's draw shares (rates = ops x share x (1 - wf) reads, x wf writes)
-    draws = np.array([[0.02, 0.01, 0.05], [0.0, 0.0, 0.003], [0.01, 0.004, 0.0], [0.05, 0.0, 0.02]])
-    local = np.array([[True, False, False]] * 4)
+    draws = np.array([[0.02, 0.01, 0.05], [0.0, 0.0, 0.003], [0.01, 0.004, 0.0], [0.05, 0.0, 0.02],
+                      [0.0005, 0.001, 0.0005]])  # the last: slow enough that the time before the kill counts
+    local = np.array([[True, False, False]] * 5)
     got = placement_report.redirected_hits(draws, local, 1e9, ops, wf, 2, 1, kill_s, window)
     for key in range(len(draws)):
         reads, writes = (1 - wf) * ops * draws[key], wf * ops * draws[key]
@@ -209,6 +225,18 @@ def test_redirected_readers_fill_the_serving_cache_from_the_kill_as_a_simulation
     assert got[2] == pytest.approx(alone[2, 1])
     assert np.all(placement_report.redirected_hits(draws, np.ones_like(local), 1e9, ops, wf, 2, 1, kill_s,
                                                    window) == 0)  # B holds every key: nothing to cache
+
+
+def test_a_cache_filling_from_empty_evicts_nothing_before_it_holds_its_capacity():
+    """Che's time T is when an empty cache has touched as many keys as it holds: before it
+    nothing is evicted, after it LRU holds a key with 1 - exp(-rate T)."""
+    rates = 1.0 / np.arange(1, 101)
+    t = placement.che_time(rates, 10)
+    assert np.all(placement.in_cache_filling(rates, t, 0.0, t) == 1)  # not full yet
+    assert np.allclose(placement.in_cache_filling(rates, t, t, 2 * t), placement.lru_hits(rates, 10))  # full
+    half = placement.in_cache_filling(rates, t, 0.0, 2 * t)  # half the window each way
+    assert np.allclose(half, 0.5 + 0.5 * placement.lru_hits(rates, 10))
+    assert np.all(placement.in_cache_filling(rates, placement.che_time(rates, 500), 0, 1e6) == 1)  # all fit
 
 
 def test_the_report_refuses_what_is_not_a_run(tmp_path):

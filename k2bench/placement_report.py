@@ -537,11 +537,7 @@ def print_report(console, rep: dict) -> None:
         cmp = Table(title="measured: a against b (ratio of pooled values [range over trials])")
         for col in ("system", "window", "a vs b", "mean", "p50", "p90"):
             cmp.add_column(col, justify="left" if col in ("system", "window", "a vs b") else "right")
-        rows: dict[tuple, dict] = {}
-        for c in rep["comparisons"]:
-            rows.setdefault((c["system"], c["phase"], c["killed"], c["a"], c["b"]), {})[c["metric"]] = c
-
-        for (system, phase, killed, a, b), ms in rows.items():
+        for (system, phase, killed, a, b), ms in _comparison_rows(rep).items():
             cmp.add_row(system, _phase_text(phase, killed), f"{a} vs {b}", _ratio(ms.get("mean")),
                         _ratio(ms.get("p50")), _ratio(ms.get("p90")))
         console.print(cmp)
@@ -590,13 +586,18 @@ def markdown(rep: dict) -> str:
                   "Ratio of the pooled values [range over trials] and the verdict (\"within noise\" where the "
                   "trials' ranges overlap).", "",
                   "| system | window | a vs b | mean | p50 | p90 |", "| --- | --- | --- | ---: | ---: | ---: |"]
-        rows: dict[tuple, dict] = {}
-        for c in rep["comparisons"]:
-            rows.setdefault((c["system"], c["phase"], c["killed"], c["a"], c["b"]), {})[c["metric"]] = c
-        for (system, phase, killed, a, b), ms in rows.items():
+        for (system, phase, killed, a, b), ms in _comparison_rows(rep).items():
             cells = [_ratio(ms.get(metric)) for metric in ("mean", "p50", "p90")]
             lines.append(f"| {system} | {_phase_text(phase, killed)} | {a} vs {b} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+def _comparison_rows(rep: dict) -> dict[tuple, dict]:
+    """The comparisons a row each: (system, phase, killed, a, b) -> {metric: comparison}."""
+    rows: dict[tuple, dict] = {}
+    for c in rep["comparisons"]:
+        rows.setdefault((c["system"], c["phase"], c["killed"], c["a"], c["b"]), {})[c["metric"]] = c
+    return rows
 
 
 def _ratio(c: dict | None) -> str:

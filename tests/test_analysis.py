@@ -792,6 +792,13 @@ def test_a_ratio_is_within_noise_where_the_trials_overlap_and_a_difference_other
     assert (apart["ratio_min"], apart["ratio_max"]) == pytest.approx((9 / 60, 11 / 45))
     assert load.versus(row(50, 45, 60), row(10, 9, 11), "rwt_mean_ms")["verdict"] == "a higher"
     assert load.versus(row(10, 9, 12), row(11, 10.5, 13), "rwt_mean_ms")["verdict"] == "within noise"
+    # apart by less than the histograms' precision (one bucket at 146.7 ms), then by more
+    assert load.versus(row(146.687, 146.687, 146.687), row(146.815, 146.815, 146.943),
+                       "rwt_mean_ms")["verdict"] == "within noise"
+    assert load.versus(row(146.687, 146.687, 146.687), row(147.1, 147.1, 147.3),
+                       "rwt_mean_ms")["verdict"] == "a lower"
+    assert load.versus(row(147.1, 147.1, 147.3), row(146.687, 146.687, 146.687),
+                       "rwt_mean_ms")["verdict"] == "a higher"
     assert load.versus(row(10, 10, 10, 1), row(50, 50, 50, 1), "rwt_mean_ms")["verdict"] == "one trial: no spread"
     assert load.versus(row(10, 9, 11), row(None, None, None), "rwt_mean_ms")["verdict"] == "not measured"
 

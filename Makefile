@@ -116,8 +116,11 @@ bench-emulation: $(JAR)
 
 # SETTINGS="default" (or a comma list) climbs fewer Fig. 9 settings than all six (~1 h each);
 # RESUME=runs/<stamp>_bench-throughput continues an interrupted bench.
+# The Fig. 9 ratio table (analysis/throughput.py) is printed after the climbs, whatever their exit.
 bench-throughput: $(JAR) $(VENV)/.installed
-	$(VENV)/bin/k2bench bench-throughput $(if $(SETTINGS),--settings "$(SETTINGS)") $(if $(RESUME),--resume "$(RESUME)")
+	@rc=0; $(VENV)/bin/k2bench bench-throughput $(if $(SETTINGS),--settings "$(SETTINGS)") $(if $(RESUME),--resume "$(RESUME)") || rc=$$?; \
+	run="$(RESUME)"; [ -n "$$run" ] || run=$$(ls -d runs/*_bench-throughput 2>/dev/null | tail -n 1); \
+	[ -z "$$run" ] || [ ! -f "$$run/throughput.json" ] || $(VENV)/bin/python -m analysis.throughput "$$run"; exit $$rc
 
 # ---------------------------------------------------------------- real clusters
 # Each target first checks credentials and variables and stops with one line naming what

@@ -24,6 +24,7 @@ from hdrh.histogram import HdrHistogram
 
 from k2bench.experiment import axis_set, for_system
 from k2bench.summary import BASE_OPS, OPS, Interval, iter_log, latency, new_histogram, selected
+from k2bench.verdicts import HISTOGRAM_PRECISION, versus  # noqa: F401 - analysis's verdicts are the harness's
 
 ALL = "all"
 PERCENTILES = (1, 50, 75, 90, 99, 99.9)
@@ -866,33 +867,6 @@ def placement_killed(runs) -> str | None:
         if rep.get("killed"):
             return ", ".join(rep["killed"].get("dcs") or [rep["killed"]["dc"]])
     return None
-
-
-# The recorders keep 3 significant digits (core's LatencyHistogram, IntervalLog): values a
-# thousandth apart may share a bucket, so ranges closer than that do not differ (K2's p90
-# with SP killed, a constant 146.7 ms round trip, read 146.687 for N-1C, 146.815 for BA).
-HISTOGRAM_PRECISION = 1e-3
-
-
-def versus(a: pd.Series, b: pd.Series, metric: str) -> dict:
-    """``metric`` of system a against system b (pooled rows of ``pooled_frame``): the ratio
-    a / b of their pooled values, its range from the trials' spreads (a's min over b's max
-    to a's max over b's min), and whether they differ beyond it: "a lower", "a higher", or
-    "within noise" where their ranges over trials overlap or lie within the histograms'
-    precision of each other ("one trial" without a spread)."""
-    x, y = a.get(metric), b.get(metric)
-    lo_a, hi_a, lo_b, hi_b = (a.get(f"{metric}_min"), a.get(f"{metric}_max"), b.get(f"{metric}_min"),
-                              b.get(f"{metric}_max"))
-    if any(v is None or pd.isna(v) for v in (x, y, lo_a, hi_a, lo_b, hi_b)) or not y:
-        return {"ratio": None, "ratio_min": None, "ratio_max": None, "verdict": "not measured"}
-    out = {"ratio": x / y, "ratio_min": lo_a / hi_b if hi_b else None, "ratio_max": hi_a / lo_b if lo_b else None}
-    if min(a.get("trials", 1), b.get("trials", 1)) < 2:
-        return out | {"verdict": "one trial: no spread"}
-    if hi_a < lo_b * (1 - HISTOGRAM_PRECISION):
-        return out | {"verdict": "a lower"}
-    if lo_a > hi_b * (1 + HISTOGRAM_PRECISION):
-        return out | {"verdict": "a higher"}
-    return out | {"verdict": "within noise"}
 
 
 def _of_paris(compared: dict, paris_is_b: bool = False) -> str:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+from k2bench.bench import FIG9_SETTINGS
+
 # Fig. 9: peak throughput in K txn/s with 24 servers, the default setting and one
 # parameter changed at a time.
 FIG9_KTXN_PER_S = {
@@ -38,15 +40,6 @@ def order(ratio: float, tie: float) -> str:
         raise ValueError(f"K2/RAD must be a positive ratio, got {ratio!r}")
     return "tie" if abs(math.log(ratio)) < math.log1p(tie) else "K2 ahead" if ratio > 1 else "RAD ahead"
 
-
-# The setting of each Fig. 9 column as experiment-file values (the paper's defaults elsewhere).
-FIG9_SETTINGS = {
-    "default": {},
-    "f=1": {"topology.replication_factor": 1}, "f=3": {"topology.replication_factor": 3},
-    "write 0.1%": {"workload.write_fraction": 0.001}, "write 5%": {"workload.write_fraction": 0.05},
-    "zipf 0.9": {"workload.zipf": 0.9}, "zipf 1.4": {"workload.zipf": 1.4},
-    "cache 1%": {"server.cache_fraction": 0.01}, "cache 15%": {"server.cache_fraction": 0.15},
-}
 
 # The paper's smallest RTT (VA-CA, its Fig. 6): a run is judged against its own topology's
 # smallest RTT x rtt_scale (claims.smallest_rtt_of); this one on a real WAN or without it.

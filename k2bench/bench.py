@@ -1,5 +1,5 @@
-"""``make bench-throughput``: each system's real peak on this machine, where its CPU goes
-there, and the K2/RAD and K2/PaRiS* ratios at peak beside the paper's Fig. 9.
+"""``make bench-throughput``: each system's real peak on this machine and where its CPU goes
+there (the ratios at peak beside the paper's Fig. 9 are analysis/throughput.py's).
 
 A peak is searched, not assumed: for each setting and system the closed-loop client
 threads per datacenter climb the experiment's ladder (``sweep: clients.threads_per_dc``)
@@ -34,14 +34,20 @@ from pathlib import Path
 
 import yaml
 
-from analysis import paper
-from analysis.paper import FIG9_SETTINGS, fig9_ratio
-
 from . import cpu, rundir
 from .errors import ConfigError
 from .experiment import axis_set
 from .orchestrator import Orchestrator, trial_dir
 
+# The setting of each Fig. 9 column of the K2 paper as experiment-file values (its defaults,
+# §VII-B, elsewhere): what a climb changes in the bench-throughput experiment.
+FIG9_SETTINGS = {
+    "default": {},
+    "f=1": {"topology.replication_factor": 1}, "f=3": {"topology.replication_factor": 3},
+    "write 0.1%": {"workload.write_fraction": 0.001}, "write 5%": {"workload.write_fraction": 0.05},
+    "zipf 0.9": {"workload.zipf": 0.9}, "zipf 1.4": {"workload.zipf": 1.4},
+    "cache 1%": {"server.cache_fraction": 0.01}, "cache 15%": {"server.cache_fraction": 0.15},
+}
 FALL = 0.95
 P99_FACTOR = 5.0
 # The Fig. 9 columns that fit one machine (cache sizes are left out: at 10k keys a 1% cache
@@ -366,34 +372,6 @@ def ratio(a: dict | None, b: dict | None) -> float | None:
     if not a or not b or not b["ops_per_s"]:
         return None
     return a["ops_per_s"] / b["ops_per_s"]
-
-
-def ratio_rows(climbs: list[Climb], settings: list[str]) -> list[tuple[str, ...]]:
-    """The ratio table's rows: per setting K2/RAD here, by busiest server and in the paper,
-    the orders here and in the paper (``paper.order``: a tie within 10% here, 5% there;
-    "DIFFERS" when they differ; not judged unless both K2's and RAD's climbs reached a peak)
-    and K2/PaRiS*; a ratio with a DISTURBED peak in it is starred."""
-    by = {(c.setting, c.system): c.peak for c in climbs}
-    shaky = {(c.setting, c.system) for c in climbs if c.disturbed}
-    peaked = {(c.setting, c.system) for c in climbs if c.is_peak}
-
-    def mark(v, setting, *systems):
-        return "-" if v is None else f"{v:.2f}" + ("*" if any((setting, x) in shaky for x in systems) else "")
-    rows = []
-    for s in settings:
-        here, theirs = ratio(by.get((s, "k2")), by.get((s, "rad"))), fig9_ratio(s)
-        bound = busiest_server_ratio(by.get((s, "k2")), by.get((s, "rad")))
-        kp = ratio(by.get((s, "k2")), by.get((s, "paris-star")))
-        orders = "-"
-        if here is not None and not {(s, "k2"), (s, "rad")} <= peaked:
-            orders = "not judged: " + " and ".join(x.upper() for x in ("k2", "rad") if (s, x) not in peaked) \
-                + " not a peak"
-        elif here is not None and theirs is not None:
-            a, b = paper.order(here, paper.TIE_HERE), paper.order(theirs, paper.TIE_PAPER)
-            orders = f"{a} / {b}" + ("" if a == b else ": DIFFERS")
-        rows.append((s, mark(here, s, "k2", "rad"), mark(bound, s, "k2", "rad"), mark(theirs, s), orders,
-                     mark(kp, s, "k2", "paris-star")))
-    return rows
 
 
 def cpu_rows(climbs: list[Climb]) -> tuple[list[str], list[tuple[str, dict]]]:

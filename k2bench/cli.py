@@ -141,9 +141,18 @@ def cmd_run(args) -> int:
     if placement_report.has_placements(exp):
         placement_report.print_report(console, placement_report.report(run_dir, env.check_output))
         console.print(f"tables: {run_dir / placement_report.TABLE_FILE}")
-        for png in placement_report.draw(run_dir):
-            console.print(f"figure: {png}")
+        _placement_figures(console, run_dir)
     return code
+
+
+def _placement_figures(console, run_dir: Path) -> None:
+    """A placement run's figures, drawn by analysis's ``placement-figures`` command when it
+    is installed (the harness never imports analysis)."""
+    draw = plugin_commands().get("placement-figures")
+    if draw is None:
+        console.print("figures: not drawn (the analysis package is not installed)")
+    elif draw.load()([str(run_dir)]) != 0:
+        console.print("figures: not drawn")
 
 
 def cmd_placement_report(args) -> int:
@@ -155,14 +164,13 @@ def cmd_placement_report(args) -> int:
     console = Console()
     placement_report.print_report(console, placement_report.report(Path(args.run), _env(args).check_output))
     console.print(f"tables: {Path(args.run) / placement_report.TABLE_FILE}")
-    for png in placement_report.draw(Path(args.run)):
-        console.print(f"figure: {png}")
+    _placement_figures(console, Path(args.run))
     return 0
 
 
 def cmd_bench_throughput(args) -> int:
-    """Each system's real peak per Fig. 9 setting, its CPU there, the ratios beside the
-    paper's, and the transport's echo ceiling (k2bench/bench.py)."""
+    """Each system's real peak per Fig. 9 setting, its CPU there and the transport's echo
+    ceiling (k2bench/bench.py); the ratios beside the paper's are analysis/throughput.py's."""
     import subprocess
     from rich.table import Table
     from . import bench
@@ -309,16 +317,8 @@ def cmd_bench_throughput(args) -> int:
     console.print(machine)
     for line in by_type:
         console.print(line, soft_wrap=True, markup=False, highlight=False)
-    t = Table(title="Fig. 9 ratios at peak (this machine vs the paper's 24 servers; the paper has no PaRiS* column; "
-                    "order: K2/RAD within 10% here, 5% in the paper, is a tie; "
-                    "by busiest server: the ratio if each system's busiest server thread, on a core of its own, "
-                    "set its peak; *: a peak in it is DISTURBED)")
-    for col in ("setting", "K2/RAD here", "K2/RAD by busiest server", "K2/RAD paper", "order here / paper",
-                "K2/PaRiS* here"):
-        t.add_column(col, justify="right" if col != "setting" else "left")
-    for row in bench.ratio_rows(climbs, settings):
-        t.add_row(*row)
-    console.print(t)
+    console.print(f"Fig. 9 ratios: python -m analysis.throughput {run_dir}", soft_wrap=True, markup=False,
+                  highlight=False)
     if echo:
         console.print(bench.echo_line(echo, climbs), soft_wrap=True, markup=False, highlight=False)
     failed = [c for c in climbs if c.failed]
@@ -540,10 +540,13 @@ def cmd_netem_reset(args) -> int:
     return _playbook(inv, hosts_file, "netem-reset.yml", keys)
 
 
-def cmd_compare(args) -> int:
-    from analysis.compare import run
+def plugin_commands() -> dict:
+    """Commands other installed packages add to ``k2bench`` (entry points of group
+    ``k2bench.commands``: a name and a ``main(argv) -> int``), such as analysis's
+    ``compare``: found by name, so the harness never imports them."""
+    from importlib.metadata import entry_points
 
-    return run(args)
+    return {ep.name: ep for ep in entry_points(group="k2bench.commands")}
 
 
 def _flag_number(value, flag: str, kind=float, minimum=None):
@@ -684,7 +687,7 @@ def main(argv=None) -> int:
     r.add_argument("--remote-jar", default="/opt/k2bench/k2bench.jar",
                    help="the jar on remote machines (where ansible's k2bench_server role puts it)")
     r.set_defaults(func=cmd_run)
-    b = sub.add_parser("bench-throughput", help="each system's peak per Fig. 9 setting, its CPU, the ratios, the echo ceiling")
+    b = sub.add_parser("bench-throughput", help="each system's peak per Fig. 9 setting, its CPU, the echo ceiling")
     b.add_argument("--settings", default="all", metavar="S[,S]",
                    help="Fig. 9 settings to climb: all (default) or a comma list of "
                         "'default', 'write 5%%', 'zipf 1.4', 'zipf 0.9', 'f=1', 'f=3'")
@@ -729,14 +732,9 @@ def main(argv=None) -> int:
     s = sub.add_parser("summarize", help="re-derive the summaries of a run from its raw logs")
     s.add_argument("run")
     s.set_defaults(func=cmd_summarize)
-    cmp = sub.add_parser("compare", help="runs side by side: overlaid latency CDFs and a table of changes per system")
-    cmp.add_argument("runs", nargs="+", help="run directories (runs/<stamp>_<experiment>); the first is the baseline")
-    cmp.add_argument("--by", choices=["run", "deployment", "experiment"], default="run",
-                     help="label (and line style) per run, per deployment (local, emulab, ec2) or per experiment")
-    cmp.add_argument("--pool", action="store_true",
-                     help="merge the runs that share a label (trials of one configuration made as separate runs)")
-    cmp.add_argument("--out", help="output directory (default: runs/compare-<stamp>)")
-    cmp.set_defaults(func=cmd_compare)
+    for name, ep in sorted(plugin_commands().items()):
+        sub.add_parser(name, add_help=False, help=f"from {ep.module} (k2bench {name} --help: its options)") \
+            .set_defaults(plugin=ep)
     dm = sub.add_parser("demand", help="a run's reads and writes per key and datacenter, as parquet (for place)")
     dm.add_argument("run", help="a run directory (runs/<stamp>_<experiment>, or runs/latest)")
     dm.add_argument("--system", help="whose trials (default: the run's first system)")
@@ -767,7 +765,11 @@ def main(argv=None) -> int:
                     help="count a datacenter cache of N keys per datacenter in the objective (K2's: "
                          "server.cache_fraction x keys; default 0: none)")
     pl.set_defaults(func=cmd_place)
-    args = p.parse_args(argv)
+    args, rest = p.parse_known_args(argv)
+    if getattr(args, "plugin", None) is not None:
+        return args.plugin.load()(rest)
+    if rest:
+        p.error(f"unrecognized arguments: {' '.join(rest)}")
     try:
         return args.func(args)
     except ConfigError as e:

@@ -21,7 +21,6 @@ placements, and its tables in Markdown to ``placement.md``."""
 from __future__ import annotations
 
 import json
-import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +32,7 @@ from hdrh.histogram import HdrHistogram
 from . import placement
 from .errors import ConfigError
 from .experiment import axis_set, for_system
+from .verdicts import versus
 
 REPORT_FILE = "placement.json"
 TABLE_FILE = "placement.md"  # the same tables in Markdown, for docs and papers (width-independent)
@@ -439,7 +439,6 @@ def comparisons(groups: list[dict]) -> list[dict]:
     """BA against hash and N-1C against BA, per system and window, on the measured mean, p50
     and p90: the ratio of the pooled values, its range from the trials' spreads, and a
     verdict ("a lower", "a higher", "within noise" where the ranges overlap)."""
-    from analysis.load import versus  # the same verdicts as the other reports' (lazy: analysis imports us)
     out = []
     by = {(g["system"], g["phase"], g["killed"], g["scheme"]): g for g in groups}
     for (system, phase, killed, scheme), g in by.items():
@@ -453,38 +452,6 @@ def comparisons(groups: list[dict]) -> list[dict]:
                 out.append({"system": system, "phase": phase, "killed": killed, "a": g["placement"],
                             "b": other["placement"], "metric": metric,
                             **{k: (round(x, 3) if isinstance(x, float) else x) for k, x in v.items()}})
-    return out
-
-
-def draw(run_dir: Path) -> list[Path]:
-    """The report's figures into the run directory: ``placement.png`` (the placement paper's
-    Fig. 7/8 shape: CDFs of read latency per placement, normal and after the kill, measured
-    beside predicted) and ``placement-buckets.png`` (per key bucket, predicted against measured).
-    Returns those drawn (none without data)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from types import SimpleNamespace
-
-    from analysis import figures
-
-    runs = [SimpleNamespace(dir=Path(run_dir), name=Path(run_dir).name)]  # the figures read placement.json only
-    out = []
-    for name, draw_figure in ((FIGURE_FILE, figures.placement_latency),
-                              (BUCKETS_FIGURE_FILE, figures.placement_buckets)):
-        try:
-            fig = draw_figure(runs)
-        except figures.MissingData:
-            continue
-        except Exception as e:  # noqa: BLE001 - a figure that cannot be drawn must not fail the finished run
-            print(f"warning: {name} not drawn ({type(e).__name__}: {e})", file=sys.stderr)
-            continue
-        path = Path(run_dir) / name
-        fig.savefig(path, dpi=110, bbox_inches="tight")
-        plt.close(fig)
-        out.append(path)
     return out
 
 

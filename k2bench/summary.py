@@ -34,8 +34,11 @@ ERRORS = ("rot_error", "wot_error", "write_error", "rwt_error")
 HIGHEST_US = 3_600_000_000  # an hour, in microseconds
 
 
+SIGNIFICANT_DIGITS = 3  # core's LatencyHistogram and IntervalLog record with the same
+
+
 def new_histogram() -> HdrHistogram:
-    return HdrHistogram(1, HIGHEST_US, 3)
+    return HdrHistogram(1, HIGHEST_US, SIGNIFICANT_DIGITS)
 
 
 @dataclass

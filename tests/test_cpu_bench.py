@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from analysis import paper
+from analysis import paper, throughput
 from k2bench import bench, cpu
 
 
@@ -174,17 +174,35 @@ def test_the_ratio_table_names_each_order_and_where_it_differs_from_the_papers()
     climbs = [climb("default", "k2", 4_862), climb("default", "rad", 4_895), climb("default", "paris-star", 3_957),
               climb("zipf 1.4", "k2", 5_448), climb("zipf 1.4", "rad", 3_327, disturbed=True),
               climb("f=3", "k2", 3_625), climb("f=3", "rad", 3_437)]
-    rows = {r[0]: r for r in bench.ratio_rows(climbs, ["default", "zipf 1.4", "f=3", "f=1"])}
+    rows = {r[0]: r for r in throughput.ratio_rows(climbs, ["default", "zipf 1.4", "f=3", "f=1"])}
     assert rows["default"] == ("default", "0.99", "-", "1.68", "tie / K2 ahead: DIFFERS", "1.23")
     # a DISTURBED peak is starred and its order not judged; so is a climb that ran out
     assert rows["zipf 1.4"][1] == "1.64*" and rows["zipf 1.4"][4] == "not judged: RAD not a peak"
     assert rows["f=3"][4] == "tie / tie"  # 1.05 here, 53.7/51.9 = 1.03 in the paper
     assert rows["f=1"][1:] == ("-", "-", "1.80", "-", "-")
     climbs[0].stop = None  # K2's default climb reached the ladder's top
-    assert bench.ratio_rows(climbs, ["default"])[0][4] == "not judged: K2 not a peak"
+    assert throughput.ratio_rows(climbs, ["default"])[0][4] == "not judged: K2 not a peak"
     climbs[0].stop = "emulation degraded"
     climbs[4] = climb("zipf 1.4", "rad", 3_327)
-    assert bench.ratio_rows(climbs, ["zipf 1.4"])[0][4] == "K2 ahead / K2 ahead"
+    assert throughput.ratio_rows(climbs, ["zipf 1.4"])[0][4] == "K2 ahead / K2 ahead"
+
+
+def test_the_ratio_table_is_read_back_from_the_runs_throughput_json(tmp_path, capsys):
+    import json
+    climbs = []
+    for system, ops in (("k2", 4_862), ("rad", 4_895), ("paris-star", 3_957)):
+        c = bench.Climb("default", system)
+        c.peak, c.stop = {"ops_per_s": ops, "cpu": None}, "emulation degraded"
+        climbs.append(c)
+    (tmp_path / "throughput.json").write_text(json.dumps({"settings": ["default"],
+                                                          "climbs": [c.as_json() for c in climbs]}))
+    settings, back = throughput.climbs_of(tmp_path)
+    assert settings == ["default"] and [c.is_peak for c in back] == [True, True, True]
+    assert throughput.main([str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "tie / K2 ahead: DIFFERS" in out and "1.23" in out
+    with pytest.raises(SystemExit, match="throughput.json not found"):
+        throughput.climbs_of(tmp_path / "nowhere")
 
 
 def test_ratios_and_the_papers():
@@ -484,7 +502,10 @@ def test_the_bench_prints_each_peaks_costs_and_the_ratio_by_busiest_server_besid
     machine_rows = [ln for ln in out.splitlines() if "default" in ln and "1.50" in ln and ln.count("-") >= 3]
     assert len(machine_rows) == 3, out  # k2, rad, paris-star
     assert "default / rad: messages per operation by type: local ReadRequest 1.50, ReadReply 1.25" in out
-    rows = [ln for ln in out.splitlines() if "default" in ln and "1.68" in ln]
+    assert "Fig. 9 ratios: python -m analysis.throughput" in out  # the paper's side is analysis's
+    run = next(tmp_path.glob("*_bench-throughput"))
+    assert throughput.main([str(run)]) == 0
+    rows = [ln for ln in capsys.readouterr().out.splitlines() if "default" in ln and "1.68" in ln]
     assert len(rows) == 1 and "1.25" in rows[0] and "3.75" in rows[0], out  # here; by busiest server (10,000 / 2,667); paper
     assert signal.getsignal(signal.SIGTERM) is handler  # the bench's own handler is gone
 

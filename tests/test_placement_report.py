@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import yaml
 
+from analysis import placement as analysis_placement
 from k2bench import experiment, placement, placement_report
 from k2bench.errors import ConfigError
 
@@ -308,7 +309,7 @@ def test_the_report_draws_measured_and_predicted_cdfs_and_buckets(tmp_path):
     points = sorted(map(tuple, buckets.axes[0].collections[0].get_offsets().tolist()))
     assert [y for _, y in points] == sorted(b["measured_ms"] for b in rep["trials"][0]["buckets"])
     # The run's figures: buckets need 30 reads each to be drawn, these have one to four.
-    assert [p.name for p in placement_report.draw(run)] == ["placement.png"]
+    assert [p.name for p in analysis_placement.draw(run)] == ["placement.png"]
     assert (run / "placement.png").stat().st_size > 10_000
 
 
@@ -317,4 +318,5 @@ def test_the_figures_say_what_is_missing(tmp_path):
     run = make_run(tmp_path)  # no report yet
     with pytest.raises(figures.MissingData, match="no placement report"):
         figures.placement_latency([SimpleNamespace(dir=run, name="run")])
-    assert placement_report.draw(run) == []
+    assert analysis_placement.draw(run) == []
+    assert analysis_placement.main([str(run)]) == 2  # no placement.json: says so

@@ -82,10 +82,10 @@ final class DcCache<V> {
     if (c == null) {
       return null;
     }
-    if (privatePins && c.pinned() && c.pinnedBy != reader && !Mutants.active(Mutants.PARIS_SHARED_PINS)) {
+    if (privatePins && c.pinned() && c.pinnedBy != reader && !Mutants.active(K2Mutants.PARIS_SHARED_PINS)) {
       return null;
     }
-    if (Mutants.active(Mutants.CACHE_COUNTS_VERSIONS)) {
+    if (Mutants.active(K2Mutants.CACHE_COUNTS_VERSIONS)) {
       touch(key); // the bug: an offer refreshes recency
     }
     if (!c.pinned() && capacity == 0) {
@@ -174,7 +174,7 @@ final class DcCache<V> {
   }
 
   private void trimVersions(TreeMap<Long, Cached<V>> vs) {
-    if (Mutants.active(Mutants.CACHE_NEVER_EVICTS)) {
+    if (Mutants.active(K2Mutants.CACHE_NEVER_EVICTS)) {
       return; // the bug: superseded versions pile up
     }
     int excess = unpinnedCount(vs) - versionsPerKey();
@@ -187,17 +187,17 @@ final class DcCache<V> {
   }
 
   private int versionsPerKey() {
-    return Mutants.active(Mutants.CACHE_COUNTS_VERSIONS) ? Integer.MAX_VALUE : versionsPerKey;
+    return Mutants.active(K2Mutants.CACHE_COUNTS_VERSIONS) ? Integer.MAX_VALUE : versionsPerKey;
   }
 
   /** What the capacity counts: keys (the mutant counts versions). */
   private int size() {
-    return Mutants.active(Mutants.CACHE_COUNTS_VERSIONS) ? versions() : keys.size();
+    return Mutants.active(K2Mutants.CACHE_COUNTS_VERSIONS) ? versions() : keys.size();
   }
 
   /** Evicts least recently used keys without pinned versions until the keys fit. */
   private void evictKeys() {
-    if (size() <= capacity || Mutants.active(Mutants.CACHE_NEVER_EVICTS)) { // the mutant: the cache only grows
+    if (size() <= capacity || Mutants.active(K2Mutants.CACHE_NEVER_EVICTS)) { // the mutant: the cache only grows
       return;
     }
     for (Iterator<TreeMap<Long, Cached<V>>> it = keys.values().iterator(); size() > capacity && it.hasNext(); ) {

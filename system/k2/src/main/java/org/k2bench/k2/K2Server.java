@@ -150,7 +150,7 @@ public final class K2Server extends ServerActor {
       @Override
       public void incoming(String key, long version, Row value) {
         answerWaitingRemoteReads(key, version, value);
-        if (org.k2bench.core.testing.Mutants.active(org.k2bench.core.testing.Mutants.INCOMING_WRITES_VISIBLE)) {
+        if (org.k2bench.core.testing.Mutants.active(K2Mutants.INCOMING_WRITES_VISIBLE)) {
           store.commit(key, version, version, clock.nextTimestamp(), value); // the bug: visible before commit
         }
       }
@@ -690,7 +690,7 @@ public final class K2Server extends ServerActor {
     boolean onlySuspectsMissing = r.unacked.values().stream()
         .allMatch(missing -> missing.stream().allMatch(detector::suspected));
     boolean mayGoOn = (r.timedOut || onlySuspectsMissing) && everyKeyHasACopy
-        && !org.k2bench.core.testing.Mutants.active(org.k2bench.core.testing.Mutants.REPLICATION_WAITS_EVERY_REPLICA);
+        && !org.k2bench.core.testing.Mutants.active(K2Mutants.REPLICATION_WAITS_EVERY_REPLICA);
     if (allAcked || mayGoOn) {
       if (!allAcked) {
         count("replication_without_some_replica");
@@ -832,7 +832,7 @@ public final class K2Server extends ServerActor {
   }
 
   private void carryOn(Received e) {
-    if (org.k2bench.core.testing.Mutants.active(org.k2bench.core.testing.Mutants.REPLICATION_NOT_CARRIED_ON)) {
+    if (org.k2bench.core.testing.Mutants.active(K2Mutants.REPLICATION_NOT_CARRIED_ON)) {
       return;
     }
     e.carried = true;

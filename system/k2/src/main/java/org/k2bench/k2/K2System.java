@@ -34,6 +34,46 @@ public final class K2System implements StoreSystem {
   }
 
   @Override
+  public String label() {
+    return "K2";
+  }
+
+  @Override
+  public String colour() {
+    return "#1f77b4";
+  }
+
+  @Override
+  public int order() {
+    return 1;
+  }
+
+  @Override
+  public String paper() {
+    return "k2";
+  }
+
+  @Override
+  public boolean runByDefault() {
+    return true;
+  }
+
+  @Override
+  public boolean dcCache() {
+    return true; // §III-A: each datacenter caches the values of non-replica keys it fetched or wrote
+  }
+
+  @Override
+  public boolean clientSecondRound() {
+    return true; // §V-C, Fig. 5: the client asks its datacenter's servers again for the keys without a value
+  }
+
+  @Override
+  public java.util.List<org.k2bench.core.testing.Mutant> mutants() {
+    return K2Mutants.ofK2Servers(K2Mutants.CACHE_COUNTS_VERSIONS, K2Mutants.CACHE_NEVER_EVICTS);
+  }
+
+  @Override
   public ServerNode startServer(Transport transport, int serverId, ServerOptions options) {
     return K2Server.start(transport, serverId, options, true);
   }

@@ -121,33 +121,33 @@ class DcCacheTest {
   @Test
   void capacityCountsKeysNotVersions() {
     assertNull(observe(DcCacheTest::capacityScenario));
-    assertNotNull(Mutants.runWith(Mutants.CACHE_COUNTS_VERSIONS, DcCacheTest::capacityScenario),
+    assertNotNull(Mutants.runWith(K2Mutants.CACHE_COUNTS_VERSIONS, DcCacheTest::capacityScenario),
         "the version-counting cache fails this");
-    assertNotNull(Mutants.runWith(Mutants.CACHE_NEVER_EVICTS, DcCacheTest::capacityScenario),
+    assertNotNull(Mutants.runWith(K2Mutants.CACHE_NEVER_EVICTS, DcCacheTest::capacityScenario),
         "the never-evicting cache fails this");
   }
 
   @Test
   void evictsTheLeastRecentlyInsertedOrReturnedKey() {
     assertNull(observe(DcCacheTest::evictionOrderScenario));
-    assertNotNull(Mutants.runWith(Mutants.CACHE_COUNTS_VERSIONS, DcCacheTest::evictionOrderScenario),
+    assertNotNull(Mutants.runWith(K2Mutants.CACHE_COUNTS_VERSIONS, DcCacheTest::evictionOrderScenario),
         "the offer-refreshing cache fails this");
-    assertNotNull(Mutants.runWith(Mutants.CACHE_NEVER_EVICTS, DcCacheTest::evictionOrderScenario),
+    assertNotNull(Mutants.runWith(K2Mutants.CACHE_NEVER_EVICTS, DcCacheTest::evictionOrderScenario),
         "the never-evicting cache fails this");
   }
 
   @Test
   void keepsTheNewestVersionsOfAKey() {
     assertNull(observe(DcCacheTest::newestVersionsScenario));
-    assertNotNull(Mutants.runWith(Mutants.CACHE_COUNTS_VERSIONS, DcCacheTest::newestVersionsScenario));
-    assertNotNull(Mutants.runWith(Mutants.CACHE_NEVER_EVICTS, DcCacheTest::newestVersionsScenario),
+    assertNotNull(Mutants.runWith(K2Mutants.CACHE_COUNTS_VERSIONS, DcCacheTest::newestVersionsScenario));
+    assertNotNull(Mutants.runWith(K2Mutants.CACHE_NEVER_EVICTS, DcCacheTest::newestVersionsScenario),
         "the never-evicting cache keeps every superseded version");
   }
 
   @Test
   void pinnedWritesAreNeverEvictedAreCountedAndBecomeEvictableWhenUnpinned() {
     assertNull(observe(DcCacheTest::pinningScenario));
-    assertNotNull(Mutants.runWith(Mutants.CACHE_NEVER_EVICTS, DcCacheTest::pinningScenario),
+    assertNotNull(Mutants.runWith(K2Mutants.CACHE_NEVER_EVICTS, DcCacheTest::pinningScenario),
         "the never-evicting cache fails this: nothing makes room, nothing shrinks after unpinning");
   }
 
@@ -178,7 +178,7 @@ class DcCacheTest {
   @Test
   void privatePinsAreReadableOnlyByTheirWriter() {
     assertFalse(otherSessionReadsPin(), "PaRiS*: another session never reads a held write");
-    assertTrue(Mutants.runWith(Mutants.PARIS_SHARED_PINS, DcCacheTest::otherSessionReadsPin),
+    assertTrue(Mutants.runWith(K2Mutants.PARIS_SHARED_PINS, DcCacheTest::otherSessionReadsPin),
         "the shared-pins mutant does");
     DcCache<String> c = new DcCache<>(0, 1, true);
     c.putPinned("k", 5, "mine", WRITER);

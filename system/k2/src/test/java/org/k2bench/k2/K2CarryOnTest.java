@@ -152,7 +152,7 @@ class K2CarryOnTest {
 
   @Test
   void withoutItTheDependentWriteNeverBecomesVisibleElsewhere() {
-    String seen = Mutants.runWith(Mutants.REPLICATION_NOT_CARRIED_ON, () -> originDiesBetweenItsTwoPhases(TYO,
+    String seen = Mutants.runWith(K2Mutants.REPLICATION_NOT_CARRIED_ON, () -> originDiesBetweenItsTwoPhases(TYO,
         new int[][] {{TYO, SG}}, new int[] {SG}, true, SG, new int[] {VA, CA}));
     assertTrue(seen != null && seen.contains("never became visible"), seen);
   }

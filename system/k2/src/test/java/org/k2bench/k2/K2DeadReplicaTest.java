@@ -150,7 +150,7 @@ class K2DeadReplicaTest {
 
   @Test
   void theMutantThatWaitsForEveryReplicaFreezesReplication() {
-    String seen = Mutants.runWith(Mutants.REPLICATION_WAITS_EVERY_REPLICA, () -> writeWhileTyoIsDead("mut"));
+    String seen = Mutants.runWith(K2Mutants.REPLICATION_WAITS_EVERY_REPLICA, () -> writeWhileTyoIsDead("mut"));
     assertTrue(seen != null && seen.contains("never became visible"), seen);
   }
 }

@@ -350,7 +350,7 @@ final class KarmaClient implements KvClient {
   private ReadResult get(String key) {
     int bound = boundRing();
     Entry own = own(key, bound);
-    if (own != null && (ownAlone(own) || Mutants.active(Mutants.KARMA_OWN_WRITE_ALWAYS))) {
+    if (own != null && (ownAlone(own) || Mutants.active(KarmaMutants.KARMA_OWN_WRITE_ALWAYS))) {
       access(true, true, false);
       return new ReadResult(Map.of(key, own.row), Map.of(key, own.version), 0, Map.of(), Double.NaN, 0, 0);
     }
@@ -439,7 +439,7 @@ final class KarmaClient implements KvClient {
     long effective = first.values().stream().mapToLong(RingValue::getEvt).max().orElse(0);
     Map<Integer, List<String>> again = new HashMap<>();
     for (RingValue v : first.values()) {
-      if (v.getLvt() < effective && !Mutants.active(Mutants.KARMA_SKIP_SECOND_ROUND)) {
+      if (v.getLvt() < effective && !Mutants.active(KarmaMutants.KARMA_SKIP_SECOND_ROUND)) {
         again.computeIfAbsent(rings.serverInRing(ring, v.getKey()), s -> new ArrayList<>()).add(v.getKey());
       } else {
         take(v, ring, rows, versions, staleness);
@@ -545,7 +545,7 @@ final class KarmaClient implements KvClient {
       version = stamp();
       List<Dep> deps = new ArrayList<>();
       if (mode == Mode.COPS_PR) {
-        if (!Mutants.active(Mutants.COPS_PR_NO_PUT_AFTER)) {
+        if (!Mutants.active(KarmaMutants.COPS_PR_NO_PUT_AFTER)) {
           deps.addAll(readsSincePut);
         }
         readsSincePut.clear();
@@ -575,7 +575,7 @@ final class KarmaClient implements KvClient {
    * by Lamport's rule (the transport's clocks), everything the session causally follows.
    */
   private long stamp() {
-    if (Mutants.active(Mutants.KARMA_LAMPORT_VERSIONS)) {
+    if (Mutants.active(KarmaMutants.KARMA_LAMPORT_VERSIONS)) {
       return ep.clock().nextTimestamp();
     }
     return LamportClock.timestamp(ep.clock().observeWallClock(), ep.clock().nodeId());

@@ -29,6 +29,11 @@ abstract class KarmaFamily implements StoreSystem {
   }
 
   @Override
+  public String paper() {
+    return "karma";
+  }
+
+  @Override
   public int maxWanRounds() {
     return 2;
   }

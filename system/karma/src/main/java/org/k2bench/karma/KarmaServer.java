@@ -185,7 +185,7 @@ final class KarmaServer extends ServerActor {
    * is not the newest keeps the mark).
    */
   private boolean isInFlight(String key) {
-    return inFlight.containsKey(key) && !(mode == Mode.KARMA && Mutants.active(Mutants.KARMA_NO_RESTRICTIONS));
+    return inFlight.containsKey(key) && !(mode == Mode.KARMA && Mutants.active(KarmaMutants.KARMA_NO_RESTRICTIONS));
   }
 
   private void onRingRead(Incoming m, RingRead req) {
@@ -256,7 +256,7 @@ final class KarmaServer extends ServerActor {
     onServer(ep.call(req.getReplicaServer(), FillRead.newBuilder().setKey(key).build(), RingReadReply.class),
         Math.max(1, options.rpcTimeoutMs() / 2), (reply, error) -> {
           int[] f = fills.get(key);
-          boolean invalidatedMeanwhile = f[1] != 0 && !Mutants.active(Mutants.KARMA_FILL_IGNORES_INVALIDATION);
+          boolean invalidatedMeanwhile = f[1] != 0 && !Mutants.active(KarmaMutants.KARMA_FILL_IGNORES_INVALIDATION);
           if (--f[0] == 0) {
             fills.remove(key);
           }
@@ -453,7 +453,7 @@ final class KarmaServer extends ServerActor {
     }
     inFlight.merge(key, version, Math::max); // §4.1.2: the MM marks the object in flight
     Map<Integer, Long> caches = cachedAt.remove(key);
-    if (Mutants.active(Mutants.KARMA_NO_INVALIDATION)) {
+    if (Mutants.active(KarmaMutants.KARMA_NO_INVALIDATION)) {
       caches = null; // the bug: caches keep the older value
     }
     Invalidating inv = invalidating.get(key);

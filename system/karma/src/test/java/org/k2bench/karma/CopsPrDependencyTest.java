@@ -67,7 +67,7 @@ class CopsPrDependencyTest extends KarmaClusterTest {
 
   @Test
   void withoutPutAfterARingAppliesAPutBeforeWhatItsWriterRead() {
-    assertEquals("old", Mutants.runWith(Mutants.COPS_PR_NO_PUT_AFTER, () -> readAfterDependentPut("nodep")),
+    assertEquals("old", Mutants.runWith(KarmaMutants.COPS_PR_NO_PUT_AFTER, () -> readAfterDependentPut("nodep")),
         "ring 0 applied B's y before A's x");
   }
 

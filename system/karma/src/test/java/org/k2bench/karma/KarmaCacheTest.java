@@ -63,7 +63,7 @@ class KarmaCacheTest extends KarmaClusterTest {
 
   @Test
   void withoutInvalidationsTheCacheServesTheOldValue() {
-    assertEquals("old", Mutants.runWith(Mutants.KARMA_NO_INVALIDATION, () -> cachedValueAfterADependentRead("m")));
+    assertEquals("old", Mutants.runWith(KarmaMutants.KARMA_NO_INVALIDATION, () -> cachedValueAfterADependentRead("m")));
   }
 
   /** A value read in flight is not kept: a demand fill takes stable values only (§3, Read Case 3). */
@@ -131,7 +131,7 @@ class KarmaCacheTest extends KarmaClusterTest {
 
   @Test
   void aFillThatIgnoresTheInvalidationKeepsTheOldValue() throws Exception {
-    assertTrue(Mutants.runWith(Mutants.KARMA_FILL_IGNORES_INVALIDATION, () -> {
+    assertTrue(Mutants.runWith(KarmaMutants.KARMA_FILL_IGNORES_INVALIDATION, () -> {
       try {
         return keptAFillInvalidatedWhileOutstanding("invm");
       } catch (Exception e) {

@@ -89,7 +89,7 @@ class KarmaRestrictionTest extends KarmaClusterTest {
     String y = key("m-y", LDN, TYO);
     AtomicLong sawY = new AtomicLong();
     AtomicLong restricted = new AtomicLong();
-    List<String> failures = Mutants.runWith(Mutants.KARMA_NO_RESTRICTIONS, () -> {
+    List<String> failures = Mutants.runWith(KarmaMutants.KARMA_NO_RESTRICTIONS, () -> {
       try {
         return race(x, y, client(CA, 100), 3_000, sawY, restricted);
       } catch (InterruptedException e) {
@@ -307,7 +307,7 @@ class KarmaRestrictionTest extends KarmaClusterTest {
 
   @Test
   void withoutTheSecondRoundAGetTransactionReturnsYNewWithXOld() throws Exception {
-    String[] got = Mutants.runWith(Mutants.KARMA_SKIP_SECOND_ROUND, () -> {
+    String[] got = Mutants.runWith(KarmaMutants.KARMA_SKIP_SECOND_ROUND, () -> {
       try {
         return fracturedCandidate("gt2m");
       } catch (InterruptedException e) {
@@ -377,6 +377,6 @@ class KarmaRestrictionTest extends KarmaClusterTest {
 
   @Test
   void withTheWriteBufferRuleAloneAGetReturnsTheOlderOwnWrite() {
-    assertEquals("s-x", Mutants.runWith(Mutants.KARMA_OWN_WRITE_ALWAYS, () -> ownWriteAfterANewerRead("ownm")));
+    assertEquals("s-x", Mutants.runWith(KarmaMutants.KARMA_OWN_WRITE_ALWAYS, () -> ownWriteAfterANewerRead("ownm")));
   }
 }

@@ -52,7 +52,7 @@ abstract class RingContractTest extends SystemContractTest {
   /** Before the hybrid stamp (the mutant), the fresh session's put got a version below the load's and was lost. */
   @Test
   void withLamportVersionsTheFreshSessionsPutIsLost() {
-    assertEquals("loaded", Mutants.runWith(Mutants.KARMA_LAMPORT_VERSIONS,
+    assertEquals("loaded", Mutants.runWith(KarmaMutants.KARMA_LAMPORT_VERSIONS,
         () -> readAfterAFreshSessionRewritesALoadedKey("lamport")));
   }
 }

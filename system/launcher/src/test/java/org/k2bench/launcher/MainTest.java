@@ -52,7 +52,10 @@ class MainTest {
   void unknownSystemListsTheValidOnes() throws Exception {
     Result r = run("serve", "--topology", topologyFile(THREE_DCS).toString(), "--system", "k3", "--all");
     assertOneLine(r);
-    assertTrue(r.err().contains("unknown system 'k3'; available: bpr, cops-pr, k2, karma, nocc, paris, paris-star, rad"), r.err());
+    // every system the ServiceLoader finds, whichever modules are bundled
+    assertTrue(Systems.available().containsKey("k2"), Systems.available().keySet().toString());
+    assertTrue(r.err().contains("unknown system 'k3'; available: " + String.join(", ", Systems.available().keySet())),
+        r.err());
   }
 
   @Test

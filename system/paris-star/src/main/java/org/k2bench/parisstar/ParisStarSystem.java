@@ -7,6 +7,7 @@ import org.k2bench.core.api.StoreSystem;
 import org.k2bench.core.api.SystemOption;
 import org.k2bench.core.transport.Transport;
 import org.k2bench.k2.K2Client;
+import org.k2bench.k2.K2Mutants;
 import org.k2bench.k2.K2Server;
 
 /**
@@ -73,6 +74,46 @@ public final class ParisStarSystem implements StoreSystem {
   @Override
   public java.util.Map<String, String> notOwnMeasurements() {
     return java.util.Map.of("wot", WRITES_NOT_PARIS, "write", WRITES_NOT_PARIS);
+  }
+
+  @Override
+  public String label() {
+    return "PaRiS*";
+  }
+
+  @Override
+  public String colour() {
+    return "#2ca02c";
+  }
+
+  @Override
+  public int order() {
+    return 2;
+  }
+
+  @Override
+  public String paper() {
+    return "k2"; // the K2 paper's baseline (§VII-A)
+  }
+
+  @Override
+  public boolean runByDefault() {
+    return true;
+  }
+
+  /** K2's client: the same second round through its datacenter's servers (K2 §V-C). */
+  @Override
+  public boolean clientSecondRound() {
+    return true;
+  }
+
+  /**
+   * K2's servers' mutants, and its private pins, which live in K2's {@code DcCache}; not
+   * the DC cache's own, since PaRiS* has no DC cache (its pinned writes are all it keeps).
+   */
+  @Override
+  public java.util.List<org.k2bench.core.testing.Mutant> mutants() {
+    return K2Mutants.ofK2Servers(K2Mutants.PARIS_SHARED_PINS);
   }
 
   @Override

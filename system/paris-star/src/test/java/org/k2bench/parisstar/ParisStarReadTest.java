@@ -29,6 +29,7 @@ import org.k2bench.core.testing.Clusters;
 import org.k2bench.core.testing.Mutants;
 import org.k2bench.core.topology.Placement;
 import org.k2bench.k2.K2Client;
+import org.k2bench.k2.K2Mutants;
 
 /** PaRiS*'s reads: local only through the private cache, otherwise exactly one round. */
 class ParisStarReadTest {
@@ -146,7 +147,7 @@ class ParisStarReadTest {
   @Test
   void anotherSessionNeverReadsAWriteHeldForReplication() {
     assertEquals(1, readWhileHeld("pin"), "not from the writer's held copy: one remote round");
-    assertEquals(0, (int) Mutants.runWith(Mutants.PARIS_SHARED_PINS, () -> readWhileHeld("pin-mutant")),
+    assertEquals(0, (int) Mutants.runWith(K2Mutants.PARIS_SHARED_PINS, () -> readWhileHeld("pin-mutant")),
         "the shared-pins mutant serves it locally, and this test notices");
   }
 

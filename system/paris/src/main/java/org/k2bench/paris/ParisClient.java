@@ -152,7 +152,7 @@ final class ParisClient implements KvClient {
             rows.put(k, ws.get(k)); // not committed: no version to record
           } else if (rs.containsKey(k)) {
             put(rs.get(k), rows, versions, staleness);
-          } else if (mode == Mode.PARIS && cache.containsKey(k) && !Mutants.active(Mutants.PARIS_ABOVE_UST)) {
+          } else if (mode == Mode.PARIS && cache.containsKey(k) && !Mutants.active(ParisMutants.PARIS_ABOVE_UST)) {
             // Alg. 1 line 18 also adds what the cache gave to RS_c; not needed here: the cache
             // is pruned only at start, so a repeated read finds the same entry again.
             Own o = cache.get(k);

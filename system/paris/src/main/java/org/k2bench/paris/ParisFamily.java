@@ -30,6 +30,11 @@ abstract class ParisFamily implements StoreSystem {
   }
 
   @Override
+  public String paper() {
+    return "paris";
+  }
+
+  @Override
   public int maxWanRounds() {
     return 1;
   }

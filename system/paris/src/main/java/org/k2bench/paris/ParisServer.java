@@ -200,7 +200,7 @@ final class ParisServer extends ServerActor {
     every(replicationMs, TimeUnit.MILLISECONDS, this::applyAndReplicate);
     if (mode == Mode.PARIS) {
       // (mutant paris-slow-gossip: the UST gossip at 10 Δ_G)
-      every(stabilizationMs * (Mutants.active(Mutants.PARIS_SLOW_GOSSIP) ? 10 : 1), TimeUnit.MILLISECONDS,
+      every(stabilizationMs * (Mutants.active(ParisMutants.PARIS_SLOW_GOSSIP) ? 10 : 1), TimeUnit.MILLISECONDS,
           this::report);
     }
   }
@@ -244,7 +244,7 @@ final class ParisServer extends ServerActor {
 
   private void onStart(Incoming m, StartTxReq r) {
     long snapshot;
-    if (mode == Mode.BPR || Mutants.active(Mutants.PARIS_ABOVE_UST)) {
+    if (mode == Mode.BPR || Mutants.active(ParisMutants.PARIS_ABOVE_UST)) {
       // §V: the maximum of the client's highest snapshot seen and the coordinator's clock.
       // (The mutant reads there too, without BPR's blocking.)
       snapshot = Math.max(r.getClientSnapshot(), clock.counter());
@@ -332,7 +332,7 @@ final class ParisServer extends ServerActor {
       currentOfClient.remove(t.client(), r.getTxnId());
       snapshot = t.snapshot();
     }
-    long ht = Mutants.active(Mutants.PARIS_NO_HWT) ? snapshot : Math.max(snapshot, r.getHwt()); // Alg. 2 line 19
+    long ht = Mutants.active(ParisMutants.PARIS_NO_HWT) ? snapshot : Math.max(snapshot, r.getHwt()); // Alg. 2 line 19
     Map<Integer, List<KeyRow>> byPartition = new LinkedHashMap<>();
     for (KeyRow w : r.getWritesList()) {
       byPartition.computeIfAbsent(placement.partitionOf(w.getKey()), p -> new ArrayList<>()).add(w);
@@ -380,7 +380,7 @@ final class ParisServer extends ServerActor {
       List<Integer> cohorts = new ArrayList<>();
       for (CompletableFuture<Answer<PrepareResp>> f : prepares) {
         long pt = f.join().reply().getProposed(); // Alg. 2 line 26: the largest (mutant: the smallest)
-        ct = ct == 0 || !Mutants.active(Mutants.PARIS_COMMIT_MIN_PROPOSAL) ? Math.max(ct, pt) : Math.min(ct, pt);
+        ct = ct == 0 || !Mutants.active(ParisMutants.PARIS_COMMIT_MIN_PROPOSAL) ? Math.max(ct, pt) : Math.min(ct, pt);
         cohorts.add(f.join().server());
         wanRounds = Math.max(wanRounds, f.join().wanRounds());
       }
@@ -701,7 +701,7 @@ final class ParisServer extends ServerActor {
   private void applyAndReplicate() {
     // Alg. 4 lines 6-7: below every prepared transaction's proposal, whose commit time will be
     // at least it; with none prepared, up to the clock, which every later proposal exceeds.
-    long ub = proposals.isEmpty() || Mutants.active(Mutants.PARIS_APPLY_PAST_PREPARED)
+    long ub = proposals.isEmpty() || Mutants.active(ParisMutants.PARIS_APPLY_PAST_PREPARED)
         ? clock.counter() : proposals.firstKey() - 1;
     long now = System.currentTimeMillis();
     boolean sent = false;
@@ -723,7 +723,7 @@ final class ParisServer extends ServerActor {
       sent = true;
     }
     setVv(me, ub);
-    if (!sent && (!Mutants.active(Mutants.PARIS_SLOW_HEARTBEATS) || ++heartbeatTicks % 20 == 0)) {
+    if (!sent && (!Mutants.active(ParisMutants.PARIS_SLOW_HEARTBEATS) || ++heartbeatTicks % 20 == 0)) {
       Heartbeat hb = Heartbeat.newBuilder().setTime(ub).build();
       for (int i = 0; i < replicaDcs.length; i++) {
         if (i != me) {
@@ -834,14 +834,14 @@ final class ParisServer extends ServerActor {
    * released in its order. (Mutant bpr-over-wait: five apply intervals Δ_R past it.)
    */
   private long bprWaitTarget(long snapshot) {
-    return Mutants.active(Mutants.BPR_OVER_WAIT) ? snapshot + ((5 * replicationMs) << LamportClock.LOGICAL_BITS)
+    return Mutants.active(ParisMutants.BPR_OVER_WAIT) ? snapshot + ((5 * replicationMs) << LamportClock.LOGICAL_BITS)
         : snapshot;
   }
 
   /** The oldest snapshot a transaction this server coordinates may read, or the UST if none. */
   private long oldestSnapshot() {
     long m = ust;
-    if (Mutants.active(Mutants.PARIS_GC_IGNORES_RUNNING)) {
+    if (Mutants.active(ParisMutants.PARIS_GC_IGNORES_RUNNING)) {
       return m;
     }
     for (Txn t : tx.values()) {

@@ -240,7 +240,7 @@ class ParisBoundsTest {
       UstRun r = new UstRun(terms, lags, degraded);
       System.out.printf("%sUST lag per write, ms (servers A0 A1 B0 B1 C0 C1): bound [%.1f, %.1f]; "
           + "observed [%.1f, %.1f]; %d writes left out, the emulation late%n",
-          Mutants.active(Mutants.PARIS_SLOW_GOSSIP) ? "paris-slow-gossip: " : "", terms.ustLowerMs(),
+          Mutants.active(ParisMutants.PARIS_SLOW_GOSSIP) ? "paris-slow-gossip: " : "", terms.ustLowerMs(),
           terms.ustUpperMs(), r.min(), r.max(), degraded);
       lags.forEach(l -> System.out.println("  " + Arrays.toString(Arrays.stream(l).map(x -> Math.round(x * 10) / 10.0)
           .toArray())));
@@ -263,7 +263,7 @@ class ParisBoundsTest {
   /** Gossip ten times slower than Δ_G (three rounds on the path) exceeds the bound. */
   @Test
   void slowGossipIsCaughtByTheUstBound() {
-    UstRun r = Mutants.runWith(Mutants.PARIS_SLOW_GOSSIP, () -> ustRun(4));
+    UstRun r = Mutants.runWith(ParisMutants.PARIS_SLOW_GOSSIP, () -> ustRun(4));
     assertTrue(r.late() > OUTLIERS, "the slow gossip overshoots " + r.terms().ustUpperMs() + " ms: " + r.late()
         + " of 4 writes (fastest " + r.min() + " ms)");
   }
@@ -291,8 +291,8 @@ class ParisBoundsTest {
       List<Double> waits = m.kept();
       int degraded = m.degraded();
       System.out.printf("%sBPR local read blocked, ms: bound [%.1f, %.1f]; observed %s; %d reads left out, the "
-          + "emulation late%n", Mutants.active(Mutants.BPR_OVER_WAIT) ? "bpr-over-wait: "
-          : Mutants.active(Mutants.PARIS_SLOW_HEARTBEATS) ? "paris-slow-heartbeats: " : "", terms.bprLowerMs(),
+          + "emulation late%n", Mutants.active(ParisMutants.BPR_OVER_WAIT) ? "bpr-over-wait: "
+          : Mutants.active(ParisMutants.PARIS_SLOW_HEARTBEATS) ? "paris-slow-heartbeats: " : "", terms.bprLowerMs(),
           terms.bprUpperMs(), waits.stream().map(w -> Math.round(w * 10) / 10.0).toList(), degraded);
       assertEquals(reads, waits.size(), "the machine is too busy to measure: the emulation was late during "
           + degraded + " reads");
@@ -312,7 +312,7 @@ class ParisBoundsTest {
   /** A partner that heartbeats every twentieth Δ_R (100 ms) when idle keeps most reads past the bound. */
   @Test
   void slowHeartbeatsAreCaughtByTheBprBound() {
-    BprRun r = Mutants.runWith(Mutants.PARIS_SLOW_HEARTBEATS, () -> bprRun(6));
+    BprRun r = Mutants.runWith(ParisMutants.PARIS_SLOW_HEARTBEATS, () -> bprRun(6));
     long over = r.waits().stream().filter(w -> w > r.terms().bprUpperMs()).count();
     assertTrue(over > OUTLIERS, over + " of 6 reads blocked over " + r.terms().bprUpperMs() + " ms: " + r.waits());
   }
@@ -320,7 +320,7 @@ class ParisBoundsTest {
   /** A read held five Δ_R past the snapshot it needs exceeds the bound. */
   @Test
   void aBprReadThatWaitsLongerThanItMustIsCaught() {
-    BprRun r = Mutants.runWith(Mutants.BPR_OVER_WAIT, () -> bprRun(6));
+    BprRun r = Mutants.runWith(ParisMutants.BPR_OVER_WAIT, () -> bprRun(6));
     long over = r.waits().stream().filter(w -> w > r.terms().bprUpperMs()).count();
     assertTrue(over > OUTLIERS, over + " of 6 reads blocked over " + r.terms().bprUpperMs() + " ms: " + r.waits());
   }

@@ -76,7 +76,7 @@ class ParisCommitTimeTest {
         Clusters.sleep(5);
       }
       Seen seen = new Seen(reads, mixed, both, aheadMs);
-      System.out.println((Mutants.active(Mutants.PARIS_COMMIT_MIN_PROPOSAL) ? "paris-commit-min-proposal: " : "")
+      System.out.println((Mutants.active(ParisMutants.PARIS_COMMIT_MIN_PROPOSAL) ? "paris-commit-min-proposal: " : "")
           + seen);
       return seen;
     }
@@ -92,7 +92,7 @@ class ParisCommitTimeTest {
 
   @Test
   void committingAtTheSmallestProposalIsCaught() {
-    Seen s = Mutants.runWith(Mutants.PARIS_COMMIT_MIN_PROPOSAL, ParisCommitTimeTest::scenario);
+    Seen s = Mutants.runWith(ParisMutants.PARIS_COMMIT_MIN_PROPOSAL, ParisCommitTimeTest::scenario);
     assertTrue(s.commitAheadMs() < AHEAD_MS / 2, "committed at CA's proposal, about now: " + s);
     assertTrue(s.mixed() > 0, "the UST passed the commit time while SG had not b1: a1 with b0 " + s);
   }

@@ -89,8 +89,8 @@ class ParisInvariantsTest {
       }
       write.join();
       Seen seen = new Seen(reads, mixed, both, first);
-      System.out.println(system.name() + " " + scheme + (Mutants.active(Mutants.PARIS_ABOVE_UST) ? " above-ust"
-          : Mutants.active(Mutants.PARIS_APPLY_PAST_PREPARED) ? " apply-past-prepared" : "") + ": " + seen);
+      System.out.println(system.name() + " " + scheme + (Mutants.active(ParisMutants.PARIS_ABOVE_UST) ? " above-ust"
+          : Mutants.active(ParisMutants.PARIS_APPLY_PAST_PREPARED) ? " apply-past-prepared" : "") + ": " + seen);
       return seen;
     }
   }
@@ -116,7 +116,7 @@ class ParisInvariantsTest {
   void theScenarioCatchesPartialVisibility() {
     Seen nocc = oneTransactionTwoPartitions(new NoccSystem(), Placement.Scheme.PARTITIONS);
     assertTrue(nocc.mixed() > 0, "NoCC reads the latest of each: " + nocc);
-    Seen aboveUst = Mutants.runWith(Mutants.PARIS_ABOVE_UST,
+    Seen aboveUst = Mutants.runWith(ParisMutants.PARIS_ABOVE_UST,
         () -> oneTransactionTwoPartitions(new ParisSystem(), Placement.Scheme.PARTITIONS));
     assertTrue(aboveUst.mixed() > 0, "reading above the UST shows a1 before b1 is installed: " + aboveUst);
   }
@@ -128,7 +128,7 @@ class ParisInvariantsTest {
    */
   @Test
   void aPartitionThatAppliesPastAPreparedTransactionIsCaught() {
-    Seen s = Mutants.runWith(Mutants.PARIS_APPLY_PAST_PREPARED,
+    Seen s = Mutants.runWith(ParisMutants.PARIS_APPLY_PAST_PREPARED,
         () -> oneTransactionTwoPartitions(new ParisSystem(), Placement.Scheme.GROUPS));
     assertTrue(s.mixed() > 0, "the UST passed the commit time with b1 not installed: " + s);
   }
@@ -183,7 +183,7 @@ class ParisInvariantsTest {
     assertEquals("y0", readAfterOverwrites(new ParisSystem(), collected), "the version at the snapshot");
     assertTrue(collected[0] >= 2 * 20, "y0..y19 collected at both replicas of y once the transaction ended: "
         + collected[0]);
-    String mutant = Mutants.runWith(Mutants.PARIS_GC_IGNORES_RUNNING,
+    String mutant = Mutants.runWith(ParisMutants.PARIS_GC_IGNORES_RUNNING,
         () -> readAfterOverwrites(new ParisSystem(), new long[1]));
     assertTrue(mutant.startsWith("error:") && mutant.contains("garbage-collected"),
         "S_old without running transactions collects y0 under the reader, and the read says so: " + mutant);

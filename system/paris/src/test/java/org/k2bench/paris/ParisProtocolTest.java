@@ -117,7 +117,8 @@ class ParisProtocolTest {
 
   @Test
   void aParisThatReadsAboveTheUstWithoutItsCacheIsCaught() {
-    Outcome o = Mutants.runWith(Mutants.PARIS_ABOVE_UST, () -> scenario(new ParisSystem(), ServerOptions.defaults()));
+    Outcome o = Mutants.runWith(ParisMutants.PARIS_ABOVE_UST,
+        () -> scenario(new ParisSystem(), ServerOptions.defaults()));
     assertEquals("y1", o.y());
     assertEquals("x0", o.x(), "the scenario catches it");
   }
@@ -160,7 +161,7 @@ class ParisProtocolTest {
   @Test
   void hwtOrdersASessionsTransactionsAcrossCohortsWhoseClocksDisagree() {
     assertFalse(newYWithOldX(new ParisSystem()), "y2 is never visible without x1");
-    assertTrue(Mutants.runWith(Mutants.PARIS_NO_HWT, () -> newYWithOldX(new ParisSystem())),
+    assertTrue(Mutants.runWith(ParisMutants.PARIS_NO_HWT, () -> newYWithOldX(new ParisSystem())),
         "without hwt the anomaly shows: the scenario can catch it");
   }
 

@@ -41,7 +41,7 @@ import org.k2bench.rad.proto.ReadRequest;
  */
 final class EigerReadOnlyTransaction {
   private static final boolean SKIP_SECOND_ROUND =
-      org.k2bench.core.testing.Mutants.active(org.k2bench.core.testing.Mutants.RAD_SKIP_SECOND_ROUND);
+      org.k2bench.core.testing.Mutants.active(RadMutants.RAD_SKIP_SECOND_ROUND);
 
   private EigerReadOnlyTransaction() {}
 

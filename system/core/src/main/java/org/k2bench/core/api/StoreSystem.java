@@ -89,6 +89,71 @@ public interface StoreSystem {
     }
   }
 
+  /** The name tables and figures show for it, e.g. {@code K2}. */
+  default String label() {
+    return name();
+  }
+
+  /** Its colour in figures, {@code #rrggbb}; null: the harness picks one from its default cycle. */
+  default String colour() {
+    return null;
+  }
+
+  /** Its position in tables and figures, smaller first (ties by name). */
+  default int order() {
+    return 1000;
+  }
+
+  /** The paper whose evaluation and claims it belongs to ({@code k2}, {@code paris}, {@code karma}); null: none. */
+  default String paper() {
+    return null;
+  }
+
+  /** Whether an experiment file that names no systems runs it. */
+  default boolean runByDefault() {
+    return false;
+  }
+
+  /**
+   * Whether a datacenter cache serves reads of keys the datacenter does not replicate
+   * (K2 §III-A), which placement (its cache term) and placement reports then account for.
+   */
+  default boolean dcCache() {
+    return false;
+  }
+
+  /**
+   * Whether the client runs a read-only transaction's second round itself, through its
+   * datacenter's servers, which fetch the keys without a value remotely (K2 §V-C, Fig. 5):
+   * placement reports charge a client redirected to another datacenter that hop twice.
+   */
+  default boolean clientSecondRound() {
+    return false;
+  }
+
+  /** Whether it claims causal consistency, so the checker's violations are its bugs (false: a negative control). */
+  default boolean causal() {
+    return true;
+  }
+
+  /**
+   * Its own threads for the CPU accounting ({@code k2bench/cpu.py}): category label ->
+   * regular expression searched in thread names as {@code /proc} shows them (cut to 15
+   * characters). The harness matches with Python's {@code re}: keep to syntax both share.
+   */
+  default java.util.Map<String, String> threadCategories() {
+    return java.util.Map.of();
+  }
+
+  /**
+   * The deliberately broken variants it honours ({@code -Dk2bench.mutant}): every one whose
+   * broken code path it runs, core's ({@link org.k2bench.core.testing.Mutants#SHARED})
+   * included. The harness learns the mutant names, and which system each breaks, from these.
+   */
+  default java.util.List<org.k2bench.core.testing.Mutant> mutants() {
+    return java.util.List.of();
+  }
+
   ServerNode startServer(Transport transport, int serverId, ServerOptions options);
 
   KvClient newClient(Transport transport, int clientId, int dc, ServerOptions options);

@@ -372,6 +372,7 @@ def cmd_summarize(args) -> int:
         cfg = copy.deepcopy(cfg)
         for axis, value in old.get("point_values", {}).items():
             experiment.axis_set(cfg, axis, value)
+        cfg = experiment.for_system(cfg, old["system"])  # as the system ran it (its per_system overrides)
         new = summarize(logs, system=old["system"], experiment=manifest["experiment"],
                         window_ms=tuple(old["window_ms"]), origin_ms=old["timeseries"]["origin_ms"],
                         server_logs=sorted((run / entry["dir"] / "servers").glob("*.hlog")), after_ms=after_ms,

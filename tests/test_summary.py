@@ -258,6 +258,15 @@ def test_summarize_rederives_the_new_fields_of_an_old_run(tmp_path):
     assert new["replication_pending_at_end"]["total"] == 0 and len(new["replication_pending_at_end"]["by_dc"]) == 6
     assert {k: v for k, v in new["cache"].items() if k != "over_time"} == old["cache"] and new["ops"] == old["ops"]
     assert sum(new["cache"]["over_time"]["reads"]) >= old["cache"]["nonreplica_key_reads"], "warm-up included"
+    # a system's own client settings (per_system) pace its clients, and so its schedule lag
+    manifest = json.loads((run / "manifest.json").read_text())
+    manifest["config"]["per_system"] = {"k2": {"clients": {"threads_per_dc": 8}}}
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    assert cli.main(["summarize", str(run)]) == 0
+    new = json.loads((run / "k2" / "summary.json").read_text())
+    assert new["schedule_lag_ms"]["interval_ms"] == pytest.approx(1000 * 8 / 12, abs=1e-3)
+    assert json.loads((run / "rad" / "summary.json").read_text())["schedule_lag_ms"]["interval_ms"] == \
+        pytest.approx(1000 * 4 / 12, abs=1e-3)
 
 
 def test_with_faults_the_schedule_warning_names_them_first(paced_logs):

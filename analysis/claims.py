@@ -109,7 +109,7 @@ class Workload:
         at medium load, §VII-B "Methodology"; no faults; no mutant) for a claim about
         ``systems``, whose emulation must also have been on time, or None. Another
         system's degraded emulation does not leave it out: its trial ran on its own."""
-        late = [paper.SYSTEM_LABEL.get(x, x) for x in systems if self.degraded.get(x)]
+        late = [load.systems().label(x) for x in systems if self.degraded.get(x)]
         why = [w for w, bad in (("faults", self.faults), ("a load sweep", self.load_sweep),
                                 ("closed loop", self.closed_loop and not self.load_sweep),
                                 (f"mutant {self.mutant}", self.mutant),
@@ -212,7 +212,7 @@ def _all_local(system, lo, hi):
 
 
 def _baselines_all_local_tao(w):
-    got = {paper.SYSTEM_LABEL[system]: v for system in ("rad", "paris-star")
+    got = {load.systems().label(system): v for system in ("rad", "paris-star")
            if (v := _get(w, system, "all_local_fraction")) is not None}
     if not got:
         return None
@@ -432,7 +432,7 @@ def _throughput_claim(p: pd.DataFrame):
         not_peak = [x for x in ("k2", "rad") if not by.loc[x, "is_peak"]]
         if not_peak:
             texts.append(f"{where} (paper {theirs:.2f}; not checked: no peak for "
-                         + " and ".join(paper.SYSTEM_LABEL[x] for x in not_peak) + ")")
+                         + " and ".join(load.systems().label(x) for x in not_peak) + ")")
             continue
         here, there = paper.order(mine, paper.TIE_HERE), paper.order(theirs, paper.TIE_PAPER)
         texts.append(f"{where}, {here} (paper {theirs:.2f}, {there})")
@@ -444,7 +444,12 @@ def _throughput_claim(p: pd.DataFrame):
 
 # ------------------------------------------------------------------ the PaRiS paper's claims (its §V)
 
-PARIS_FAMILY = ("paris", "bpr", "nocc")
+
+
+def _paper_systems(paper_id: str) -> set[str]:
+    """The systems whose descriptors say they belong to this paper's evaluation."""
+    return set(load.systems().of_paper(paper_id))
+
 # PaRiS has one more round than NoCC (its start, at a coordinator in the client's own
 # datacenter) and reads a version chain: "the same latency as NoCC" is taken as within
 # this factor (or 1 ms) of NoCC's mean.
@@ -522,7 +527,7 @@ PARIS_CLAIMS = [
 
 def _paris_rows(ws) -> list[dict]:
     """The PaRiS paper's claims, on the runs of its systems (none if no run has them)."""
-    if not any(x in w.systems for w in ws for x in PARIS_FAMILY):
+    if not any(x in w.systems for w in ws for x in _paper_systems("paris")):
         return []
     rows = []
     for claim, fn, lowest in PARIS_CLAIMS:
@@ -534,7 +539,7 @@ def _paris_rows(ws) -> list[dict]:
                      "scaled by": ", ".join(f"x{s:g}" for s in sorted({w.scale for w in covered}))
                      if claim.scaled and got else "",
                      "checked on": "" if got else ("needs read-write transactions of "
-                                                   + " and ".join(paper.SYSTEM_LABEL[x] for x in claim.systems)
+                                                   + " and ".join(load.systems().label(x) for x in claim.systems)
                                                    + " (make local-run EXPERIMENT=paris-default), no faults, "
                                                    "the emulation on time"),
                      "note": claim.note if got else ""})
@@ -551,8 +556,8 @@ def table(runs) -> pd.DataFrame:
     its load sweeps cover; runs of those systems alone show only them."""
     ws = workloads(runs)
     rows = []
-    k2_paper = any(x in w.systems for w in ws for x in ("k2", "rad", "paris-star")) \
-        or not any(x in w.systems for w in ws for x in PARIS_FAMILY)
+    k2_paper = any(x in w.systems for w in ws for x in _paper_systems("k2")) \
+        or not any(x in w.systems for w in ws for x in _paper_systems("paris"))
     for claim, fn in (CLAIMS if k2_paper else []):
         covered = [w for w in ws if w.setting in claim.covers and not w.left_out(claim.systems)]
         got = _check_each(covered, fn)

@@ -191,18 +191,18 @@ def overlay_figure(cdfs: pd.DataFrame):
     column per operation type, one row per sweep point."""
     import seaborn as sns
 
-    from .figures import PALETTE, SYSTEM_LABEL, _order_labels
+    from .figures import _label, _order_labels, palette
 
     if cdfs.empty:
         raise CompareError("the runs have no measured operations to draw")
     data = cdfs.copy()
-    data["System"] = data["system"].map(lambda s: SYSTEM_LABEL.get(s, s))
+    data["System"] = data["system"].map(_label)
     data["operation"] = data["op"].map(CDF_OPS)
     data["run"] = data["label"]
     points = list(dict.fromkeys(data["point"]))
     many = len(points) > 1
     grid = sns.relplot(data=data, kind="line", x="latency_ms", y="fraction", hue="System",
-                       hue_order=_order_labels(data["System"]), palette=PALETTE, style="run",
+                       hue_order=_order_labels(data["System"]), palette=palette(data["System"]), style="run",
                        style_order=list(dict.fromkeys(data["run"])), col="operation",
                        col_order=[v for k, v in CDF_OPS.items() if k in set(data["op"])],
                        row="point" if many else None, drawstyle="steps-post", estimator=None,
@@ -231,10 +231,10 @@ def wide_table(metrics: pd.DataFrame, deltas: pd.DataFrame, labels: list[str]) -
     rows = []
     keyed = metrics.set_index(["label", "system", "point", "metric"])
     dk = deltas.set_index(["label", "system", "point", "metric"]) if not deltas.empty else None
-    from .figures import SYSTEM_LABEL
+    from .figures import _label
 
     for (system, point, metric), _ in metrics.groupby(["system", "point", "metric"], sort=False):
-        row = {"system": SYSTEM_LABEL.get(system, system), "point": point or "", "metric": WHAT[metric]}
+        row = {"system": _label(system), "point": point or "", "metric": WHAT[metric]}
         for label in labels:
             if (label, system, point, metric) not in keyed.index:
                 row[label] = "-"

@@ -9,10 +9,16 @@ import seaborn as sns
 
 from . import claims, load, paper
 
-SYSTEM_ORDER = ["k2", "paris-star", "rad", "paris", "bpr", "nocc", "karma", "cops-pr"]
-SYSTEM_LABEL = paper.SYSTEM_LABEL
-PALETTE = {"K2": "#1f77b4", "PaRiS*": "#2ca02c", "RAD": "#d62728", "PaRiS": "#9467bd", "BPR": "#8c564b",
-           "NoCC": "#7f7f7f", "Karma": "#ff7f0e", "COPS-PR": "#17becf"}
+
+
+def palette(labels=None) -> dict[str, str]:
+    """Label -> colour (seaborn's ``palette``) for the systems met, and for any other label
+    among ``labels`` (a system without a descriptor is named and coloured by default)."""
+    known = load.systems()
+    out = known.palette(known)
+    for x in labels if labels is not None else ():
+        out.setdefault(x, known.colour(x))
+    return out
 
 
 class MissingData(Exception):
@@ -20,7 +26,7 @@ class MissingData(Exception):
 
 
 def _label(system: str) -> str:
-    return SYSTEM_LABEL.get(system, system)
+    return load.systems().label(system)
 
 
 def workload_label(row) -> str:
@@ -61,7 +67,7 @@ def _cdf_grid(data: pd.DataFrame, col: str, xlabel: str, ylabel: str, title: str
     # one line per run and style value: lines that share a colour and a style never join
     data["line"] = data["run"] + (" " + data[style].astype(str) if style else "")
     grid = sns.relplot(data=data, kind="line", x="latency_ms", y="fraction", hue="System", units="line",
-                       hue_order=_order(data), palette=PALETTE, style="run" if several else style,
+                       hue_order=_order(data), palette=palette(data["System"]), style="run" if several else style,
                        col=col, col_wrap=min(3, data[col].nunique()), drawstyle="steps-post",
                        estimator=None, errorbar=None, height=3.6, aspect=1.3,
                        facet_kws={"sharex": False, "sharey": True})
@@ -110,9 +116,7 @@ def rot_latency_cdf(runs) -> plt.Figure:
 # ------------------------------------------------------------------ Fig. 9
 
 def _order_labels(labels) -> list[str]:
-    present = list(dict.fromkeys(labels))
-    known = [SYSTEM_LABEL[s] for s in SYSTEM_ORDER if SYSTEM_LABEL[s] in present]
-    return known + [x for x in present if x not in known]
+    return load.systems().by_label(labels)
 
 
 def fig9_table(runs) -> pd.DataFrame:
@@ -158,14 +162,14 @@ def fig9_peaks(runs) -> plt.Figure:
     short = p.groupby("where")["is_peak"].transform("all")  # a system's sweep ran out: marked *
     p["where"] = p["where"] + short.map({True: "", False: " *"})
     sns.barplot(data=p, x="where", y="ops_per_s", hue="System", hue_order=_order_labels(p["System"]),
-                palette=PALETTE, ax=ax1, errorbar=None)
+                palette=palette(p["System"]), ax=ax1, errorbar=None)
     ax1.set_xlabel("setting" + (" - run" if several else ""))
     ax1.set_ylabel("peak throughput (ops/s)")
     ax1.set_title("These runs: peak of each load sweep" + ("" if short.all() else "\n* a sweep ran out: not a peak"))
     ax1.tick_params(axis="x", rotation=20)
     ref = pd.DataFrame([{"setting": k, "System": _label(s), "ktxn": v}
                         for s, cols in paper.FIG9_KTXN_PER_S.items() for k, v in cols.items()])
-    sns.barplot(data=ref, x="setting", y="ktxn", hue="System", palette=PALETTE, ax=ax2)
+    sns.barplot(data=ref, x="setting", y="ktxn", hue="System", palette=palette(ref["System"]), ax=ax2)
     ax2.set_xlabel("setting (paper)")
     ax2.set_ylabel("peak throughput (K txn/s, 24 servers)")
     ax2.set_title("Paper Fig. 9")
@@ -200,7 +204,7 @@ def latency_vs_throughput(runs) -> plt.Figure:
     several = data["run"].nunique() > 1
     data["panel"] = data["setting"] + (" - " + data["run"] if several else "")
     grid = sns.relplot(data=data, kind="line", x="ops_per_s", y="latency_ms", hue="System",
-                       hue_order=_order_labels(data["System"]), palette=PALETTE, style="percentile",
+                       hue_order=_order_labels(data["System"]), palette=palette(data["System"]), style="percentile",
                        markers=True, col="panel", col_wrap=min(3, data["panel"].nunique()), sort=False,
                        estimator=None, errorbar=None, height=3.6, aspect=1.3, facet_kws={"sharex": False})
     grid.set(yscale="log")
@@ -219,7 +223,7 @@ def throughput_timeseries(runs) -> plt.Figure:
     several = data.groupby("workload")["run"].nunique().max() > 1
     data["line"] = data["run"] + " trial " + data["trial"].astype(str)
     grid = sns.relplot(data=data, kind="line", x="t_s", y="ops_per_s", hue="System", hue_order=_order(data),
-                       palette=PALETTE, style="run" if several else None, units="line", estimator=None,
+                       palette=palette(data["System"]), style="run" if several else None, units="line", estimator=None,
                        col="workload", col_wrap=min(3, data["workload"].nunique()), height=3.2, aspect=1.4,
                        facet_kws={"sharex": False, "sharey": False})
     for name, ax in grid.axes_dict.items():
@@ -295,7 +299,7 @@ def freshness_vs_write_rate(runs) -> plt.Figure:
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
     for system, group in data.groupby("System"):
         g = group.sort_values("hot_key_writes_per_s")
-        color = PALETTE.get(system)
+        color = palette([system])[system]
         for col, style, name in (("staleness_p99_ms", "-", "staleness p99"),
                                  ("staleness_p75_ms", "--", "staleness p75"),
                                  ("snapshot_lag_p50_ms", ":", "snapshot lag p50")):
@@ -444,7 +448,7 @@ def overview_figure(runs) -> plt.Figure:
         trials = per_trial if run is None else per_trial[per_trial["run"] == run]
         for ax, col, ylabel in ((row[0], "rot_mean_ms", "mean read-only transaction latency (ms)"),
                                 (row[1], "all_local_pct", "all-local read-only transactions (%)")):
-            sns.barplot(data=mine, x="workload", y=col, hue="System", hue_order=order, palette=PALETTE, ax=ax,
+            sns.barplot(data=mine, x="workload", y=col, hue="System", hue_order=order, palette=palette(mine["System"]), ax=ax,
                         errorbar=None)
             if trials["trial"].nunique() > 1:
                 sns.stripplot(data=trials, x="workload", y=col, hue="System", hue_order=order, dodge=True,
@@ -512,7 +516,7 @@ def congestion(runs) -> plt.Figure:
     events = _with_labels(events)
     order = _order(events)
     fig, axes = plt.subplots(1, 3, figsize=(17, 4.2), gridspec_kw={"width_ratios": [2.2, 1, 1]})
-    sns.lineplot(data=series, x="t_s", y="mean_ms", hue="System", hue_order=order, palette=PALETTE,
+    sns.lineplot(data=series, x="t_s", y="mean_ms", hue="System", hue_order=order, palette=palette(series["System"]),
                  style="run" if series["run"].nunique() > 1 else None, estimator=None, ax=axes[0])
     for t in load.trials_of(runs)[:1]:
         for at, for_s, extra in load._delay_events(t):
@@ -523,7 +527,7 @@ def congestion(runs) -> plt.Figure:
     congested = events[events["event"] != "uncongested"]
     for ax, col, what in ((axes[1], "latency_increase_pct", "mean latency increase (%)"),
                           (axes[2], "throughput_drop_pct", "throughput drop (%)")):
-        sns.barplot(data=congested, x="extra_ms", y=col, hue="System", hue_order=order, palette=PALETTE,
+        sns.barplot(data=congested, x="extra_ms", y=col, hue="System", hue_order=order, palette=palette(congested["System"]),
                     errorbar=None, ax=ax)
         ax.set(xlabel="added delay on every link of the congested datacenter (ms)", ylabel=what)
         ax.legend_.remove() if ax.legend_ else None
@@ -538,7 +542,9 @@ def cache_warmup(runs) -> plt.Figure:
     included, one line per trial and point; the dotted line is where the measured window
     begins. A cache still warming there makes the window's hit rate (and local access) low."""
     data = load.cache_warmup_frame(runs)
-    data = data[data["system"] == "karma"] if "karma" in set(data.get("system", [])) else data
+    if not data.empty:  # with the Karma paper's systems among them, theirs (its notebook's figure)
+        theirs = data[data["system"].isin(load.systems().of_paper("karma"))]
+        data = theirs if not theirs.empty else data
     if data.empty:
         raise MissingData("no trial of these runs recorded its cache's hit rate over time (Karma and K2 do)")
     data = _with_labels(data)

@@ -23,6 +23,7 @@ import pandas as pd
 from hdrh.histogram import HdrHistogram
 
 from k2bench.experiment import axis_set, for_system
+from k2bench.systems import Systems, local as local_systems
 from k2bench.summary import BASE_OPS, OPS, Interval, iter_log, latency, new_histogram, selected
 from k2bench.verdicts import HISTOGRAM_PRECISION, versus  # noqa: F401 - analysis's verdicts are the harness's
 
@@ -254,6 +255,23 @@ def run_path(path: str | Path) -> Path:
     return p.resolve()
 
 
+_SYSTEMS: Systems | None = None
+
+
+def systems() -> Systems:
+    """Every system analysis has met, for labels, colours and order: this checkout's jar's
+    descriptors, each loaded run's own (its manifest's ``systems_info``) over them."""
+    global _SYSTEMS
+    if _SYSTEMS is None:
+        _SYSTEMS = local_systems()
+    return _SYSTEMS
+
+
+def _met(manifest: dict) -> None:
+    global _SYSTEMS
+    _SYSTEMS = systems().merged(Systems.from_json(manifest.get("systems_info") or []))
+
+
 def load_run(path: str | Path, name: str | None = None) -> Run:
     """One run directory (a ``runs/latest`` link is followed); ``name``: what its trials
     are labelled with (default: the folder's name)."""
@@ -263,6 +281,7 @@ def load_run(path: str | Path, name: str | None = None) -> Run:
     if not manifest_path.exists():
         raise RunError(f"{path}: not a run directory (no manifest.json)")
     manifest = json.loads(manifest_path.read_text())
+    _met(manifest)
     config = manifest.get("config")
     if not config or "duration" not in config:
         raise RunError(f"{path}: manifest.json has no resolved config with durations")

@@ -23,10 +23,6 @@ def fig9_ratio(setting) -> float | None:
     return None if k2 is None or rad is None else k2 / rad
 
 
-# How the systems are named on figures and tables.
-SYSTEM_LABEL = {"k2": "K2", "paris-star": "PaRiS*", "rad": "RAD", "paris": "PaRiS", "bpr": "BPR", "nocc": "NoCC",
-                "karma": "Karma", "cops-pr": "COPS-PR"}
-
 # K2/RAD within these of 1 is a tie, not an order: a run here (one point's throughput varies
 # by about 10% between single trials on a 2-core machine), and the paper (its f=3: 53.7
 # against 51.9 K txn/s).

@@ -392,7 +392,8 @@ def cpu_rows(climbs: list[Climb]) -> tuple[list[str], list[tuple[str, dict]]]:
             "per_op_ms": (op_costs(c.peak) or {}).get("cpu_ms_per_op"),
             "memory_mb": acc.get("memory_mb"),
         }))
-    return cpu.CATEGORIES, rows
+    own = [c for _, r in rows for c in r["shares"] if c not in cpu.CATEGORIES]  # systems' own categories
+    return [*cpu.CATEGORIES[:1], *dict.fromkeys(own), *cpu.CATEGORIES[1:]], rows
 
 
 def echo_line(echo: dict, climbs: list) -> str:

@@ -18,6 +18,7 @@ from .deploy import LocalDeployment, RemoteDeployment, check_shape
 from .hosts import LocalHost
 from .orchestrator import Env, Orchestrator, topology_doc, validate
 from .progress import Progress, print_summary
+from .systems import SystemInfo, Systems, local as systems_local
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -251,7 +252,7 @@ def cmd_bench_throughput(args) -> int:
         for system, _ in rows:
             t.add_column(system, justify="right")
         for c in cats:
-            t.add_row(c, *[f"{100 * r['shares'][c]:.1f}%" for _, r in rows])
+            t.add_row(c, *[f"{100 * r['shares'].get(c, 0.0):.1f}%" for _, r in rows])
         t.add_row("cores busy", *[f"{r['cores']:.2f}" for _, r in rows])
         t.add_row("CPU ms per operation", *[f"{r['per_op_ms']:.3f}" if r["per_op_ms"] is not None else "-"
                                             for _, r in rows])
@@ -340,18 +341,24 @@ def cmd_validate(args) -> int:
 def cmd_systems(args) -> int:
     """The bundled systems as the launcher declares them: claims, placements, own options."""
     env = Env(repo=REPO, jar=Path(args.jar), deployment=None, java=args.java)
-    for name, s in sorted(env.system_info.items()):
-        rounds = s.get("max_wan_rounds")
-        print(f"{name}: {s['description']}")
-        print(f"  placements: {', '.join(s.get('placements', []))}; read-only transactions: "
+    for name, s in env.system_info.items():
+        rounds = s.max_wan_rounds
+        print(f"{name}: {s.description}")
+        print(f"  placements: {', '.join(s.placements)}; read-only transactions: "
               + (f"at most {rounds} wide-area round(s)" if rounds is not None else "no round claim")
-              + ("; read-write transactions" if s.get("read_write_transactions") else "")
-              + ("" if s.get("write_only_transactions", True) else "; no write-only transactions")
-              + ("" if s.get("message_loss", True) else "; needs reliable channels (no partition with mode: drop)"))
-        for o in s.get("options", []):
+              + ("; read-write transactions" if s.read_write_transactions else "")
+              + ("" if s.write_only_transactions else "; no write-only transactions")
+              + ("" if s.message_loss else "; needs reliable channels (no partition with mode: drop)")
+              + ("; a datacenter cache" if s.dc_cache else "")
+              + ("" if s.causal else "; NOT causal (a negative control: the checker finds violations)")
+              + ("; run by default" if s.run_by_default else "")
+              + (f"; of the {s.paper} paper's evaluation" if s.paper else ""))
+        for o in s.options:
             bounds = ("" if o["type"] == "boolean" else f", one of {' | '.join(o['choices'])}" if o["type"] == "choice"
                       else f", {o['min']}..{o['max']}")
             print(f"  server.options.{name}.{o['name']}: {o['type']}, default {o['default']}{bounds}: {o['description']}")
+        if s.mutants:
+            print(f"  mutants (testing.mutant): {', '.join(s.mutants)}")
     return 0
 
 
@@ -405,7 +412,7 @@ def cmd_check(args) -> int:
         if not (tdir / "summary.json").exists():
             continue
         summary = json.loads((tdir / "summary.json").read_text())
-        c = check_trial_dir(tdir, summary["system"], info[summary["system"]]["max_wan_rounds"], mutant)
+        c = check_trial_dir(tdir, summary["system"], info.info(summary["system"]).max_wan_rounds, mutant)
         summary["consistency"] = c
         rundir.write_json(tdir / "summary.json", summary)
         total += c["violations"]
@@ -448,7 +455,10 @@ def _deploy_experiment(args) -> dict | None:
     path = experiment.find(REPO / "workloads", args.experiment)
     with _in_file(path):
         doc = experiment.load_file(path)
-        exp = experiment.resolve(doc, path.stem, doc.get("systems") or experiment.DEFAULT_SYSTEMS)
+        # the file's own systems stand for the bundled ones; a file that names none runs the jar's defaults
+        named = doc.get("systems")
+        known = Systems(SystemInfo(n) for n in named) if isinstance(named, list) and named else systems_local()
+        exp = experiment.resolve(doc, path.stem, known)
     return servers_per_dc_override(exp, getattr(args, "servers_per_dc", None))
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
 
 PROC = Path("/proc")
@@ -27,7 +28,6 @@ _RULES = [
     (PROTOCOL, re.compile(r"^srv-\d+-|^(?!k2bench-)[a-z0-9-]+-server-\d+$|^(?!k2bench-)[a-z0-9-]{10,}-serv")),
     ("transport (gRPC/Netty)", re.compile(r"^(k2b-io|k2b-accept|grpc-|epollEventLoop|nioEventLoop)")),
     ("WAN dispatchers", re.compile(r"^k2b-wan")),
-    ("BPR blocked-read threads", re.compile(r"^k2b-bpr-wait")),
     ("client threads (YCSB, workload, history, histograms)", re.compile(r"^(Thread-\d+|ClientThread|k2b-client)")),
     ("GC", re.compile(r"^(GC Thread|G1 |ZWorker|ZDriver|ZDirector|ZStat|ZUnmapper|ZUncommit|VM Thread|"
                       r"Parallel GC|PS |Conc#|ConcGC|GC-)")),
@@ -39,8 +39,15 @@ EXITED = "exited threads"
 CATEGORIES = [c for c, _ in _RULES] + [OTHER, EXITED]
 
 
-def category(thread_name: str) -> str:
-    for cat, rx in _RULES:
+def rules(own: Mapping[str, str] | None = None) -> list[tuple[str, re.Pattern]]:
+    """The rules, with a system's own thread categories (its descriptor's
+    ``thread_categories``: label -> pattern) after the protocol thread's."""
+    mine = [(c, re.compile(rx)) for c, rx in (own or {}).items()]
+    return _RULES[:1] + mine + _RULES[1:]
+
+
+def category(thread_name: str, rules_: list | None = None) -> str:
+    for cat, rx in rules_ or _RULES:
         if rx.search(thread_name):
             return cat
     return OTHER
@@ -124,15 +131,17 @@ def _peak_rss_kb(pid: int) -> int | None:
 
 
 def account(before: dict, after: dict, seconds: float, roles: dict[str, str],
-            machine: tuple[dict, dict] | None = None) -> dict:
+            machine: tuple[dict, dict] | None = None, own: Mapping[str, str] | None = None) -> dict:
     """CPU seconds per role ("servers" / "clients") and category between two snapshots,
     with the share of the machine's cores each used over ``seconds``; ``machine`` is the
-    pair of machine_ticks() taken with them.
+    pair of machine_ticks() taken with them; ``own``: the system's own thread categories
+    (``rules``).
 
     A thread present in both snapshots counts its difference; one born inside the window
     counts all its time; one that ended is in its process's total only (EXITED)."""
     hz = os.sysconf("SC_CLK_TCK")
     cores = os.cpu_count() or 1
+    rules_ = rules(own)
     by_role: dict[str, dict[str, float]] = {}
     per_server: dict[str, float] = {}  # each server's protocol thread (srv-<id>-...)
     nices: dict[str, dict[str, set[int]]] = {}  # role -> category -> the nice values its threads ran at
@@ -143,14 +152,14 @@ def account(before: dict, after: dict, seconds: float, roles: dict[str, str],
         a = after.get(name)
         if a is None:
             continue
-        role = by_role.setdefault(roles.get(name, "other"), dict.fromkeys(CATEGORIES, 0.0))
+        role = by_role.setdefault(roles.get(name, "other"), dict.fromkeys([*(own or {}), *CATEGORIES], 0.0))
         counted = 0
         for tid, (tname, ticks) in a["threads"].items():
             prev = b["threads"].get(tid)
             # born in the window: not there before, or its id reused (less time than before)
             born = prev is None or ticks < prev[1]
             d = ticks if born else ticks - prev[1]
-            cat = category(tname)
+            cat = category(tname, rules_)
             role[cat] += d / hz
             if (k := a.get("kernel", {}).get(tid)) is not None:
                 k_was = 0 if born else b.get("kernel", {}).get(tid, 0)
@@ -217,7 +226,7 @@ def by_category(acc: dict) -> dict[str, float]:
     out = dict.fromkeys(CATEGORIES, 0.0)
     for cats in acc["roles"].values():
         for c, v in cats.items():
-            out[c] += v
+            out[c] = out.get(c, 0.0) + v  # a system's own categories too
     return out
 
 
@@ -245,12 +254,12 @@ class WindowSampler:
         self._stop.set()
         self._thread.join()
 
-    def result(self, roles: dict[str, str]) -> dict | None:
+    def result(self, roles: dict[str, str], own: Mapping[str, str] | None = None) -> dict | None:
         self.close()
         if len(self.snaps) < 2:
             return None
         (t_a, a, m_a), (t_b, b, m_b) = self.snaps
-        return account(a, b, t_b - t_a, roles, machine=(m_a, m_b))
+        return account(a, b, t_b - t_a, roles, machine=(m_a, m_b), own=own)
 
 
 def steal_share(acc: dict | None) -> float | None:

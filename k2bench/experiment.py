@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from .errors import ConfigError
+from .systems import Systems
 
 # field -> (type, default, check). A check returns an error text or None.
 _POS = lambda v: None if v > 0 else "must be > 0"  # noqa: E731
@@ -167,15 +168,6 @@ FAULT_KINDS = {
     "partition": ({"at_s", "for_s", "dcs"}, {"mode"}),  # hold (deliver at heal) | drop
     "delay": ({"at_s", "for_s", "dcs", "extra_ms"}, set()),  # latency spike, both directions
 }
-MUTANTS = ("skip-dependency-checks", "incoming-writes-visible", "rad-skip-second-round", "read-pending",
-           "dep-check-gc-watermark", "replication-waits-every-replica", "paris-shared-pins", "cache-counts-versions",
-           "deps-max-per-key", "replication-not-carried-on", "cache-never-evicts",
-           "paris-above-ust", "paris-no-hwt", "paris-apply-past-prepared", "paris-gc-ignores-running",
-           "paris-slow-gossip", "paris-slow-heartbeats", "bpr-over-wait", "paris-commit-min-proposal",
-           "karma-no-restrictions", "karma-no-invalidation", "cops-pr-no-put-after", "karma-skip-second-round",
-           "karma-fill-ignores-invalidation", "karma-own-write-always", "karma-lamport-versions",
-           "no-retransmission")
-DEFAULT_SYSTEMS = ["k2", "rad", "paris-star"]
 
 
 def _dist(field: str, value: Any, check) -> Any:
@@ -377,19 +369,22 @@ def _read_yaml(path: pathlib.Path) -> dict:
     return doc
 
 
-def resolve(doc: dict, name: str, known_systems: list[str]) -> dict:
-    """The fully resolved experiment: defaults filled in, every field checked."""
+def resolve(doc: dict, name: str, known_systems: Systems) -> dict:
+    """The fully resolved experiment: defaults filled in, every field checked against these
+    systems' descriptors (k2bench/systems.py)."""
     for key in doc:
         if key not in TOP_LEVEL:
             raise ConfigError(key, f"unknown field; allowed: {', '.join(sorted(TOP_LEVEL))}")
     out: dict[str, Any] = {"name": _typed("name", doc.get("name", name), str)}
     out["description"] = _typed("description", doc.get("description", ""), str)
-    systems = doc.get("systems", DEFAULT_SYSTEMS)
+    systems = doc.get("systems", known_systems.defaults())
+    if "systems" not in doc and not systems:
+        raise ConfigError("systems", "no bundled system runs by default; name the systems to run")
     if not isinstance(systems, list) or not systems:
         raise ConfigError("systems", f"must be a non-empty list of systems, got {systems!r}")
     for i, s in enumerate(systems):
         if s not in known_systems:
-            raise ConfigError(f"systems[{i}]", f"unknown system {s!r}; available: {', '.join(known_systems)}")
+            raise ConfigError(f"systems[{i}]", f"unknown system {s!r}; available: {', '.join(sorted(known_systems))}")
     if len(set(systems)) != len(systems):
         raise ConfigError("systems", f"lists a system twice: {systems}")
     out["systems"] = list(systems)
@@ -416,7 +411,7 @@ def resolve(doc: dict, name: str, known_systems: list[str]) -> dict:
     if not isinstance(check, bool):
         raise ConfigError("check", f"must be true or false (run the consistency checker), got {check!r}")
     out["check"] = check
-    out["testing"] = _testing(doc.get("testing"))
+    out["testing"] = _testing(doc.get("testing"), known_systems)
     return out
 
 
@@ -525,15 +520,17 @@ def _faults(given: Any, duration: dict) -> list[dict]:
     return out
 
 
-def _testing(given: Any) -> dict:
-    """Test-only switches: a deliberately broken protocol variant for the checker's tests."""
+def _testing(given: Any, known_systems: Systems) -> dict:
+    """Test-only switches: a deliberately broken protocol variant for the checker's tests,
+    one that a bundled system honours (its descriptor's ``mutants``)."""
     if given is None:
         return {"mutant": None}
     if not isinstance(given, dict) or set(given) - {"mutant"}:
         raise ConfigError("testing", "only testing.mutant is allowed")
     m = given.get("mutant")
-    if m is not None and m not in MUTANTS:
-        raise ConfigError("testing.mutant", f"unknown mutant {m!r}; known: {', '.join(MUTANTS)}")
+    mutants = known_systems.mutants()
+    if m is not None and m not in mutants:
+        raise ConfigError("testing.mutant", f"unknown mutant {m!r}; known: {', '.join(mutants) or 'none'}")
     return {"mutant": m}
 
 

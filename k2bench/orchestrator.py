@@ -36,6 +36,7 @@ from .experiment import (check_pacing, server_jvm_args, client_shares, dist_min,
 from .deploy import ALL_DCS, Deployment, LocalDeployment
 from .faults import FAULTS_FILE, FaultInjector, fault_windows, paused_ms, unavailability
 from .hosts import Host, InServerHost, LeaseKeeper, LocalHost, Proc
+from .systems import Systems
 from .summary import replication_pending_at_end, ring_invalidations, server_totals_hit_rate, summarize
 
 CLIENT_ID_BASE = 4096
@@ -89,13 +90,13 @@ class Env:
                               line.split(": ", 2)[-1])
         return p.stdout
 
-    def systems(self) -> list[str]:
-        return list(self.system_info)
+    def systems(self) -> Systems:
+        return self.system_info
 
     @functools.cached_property
-    def system_info(self) -> dict[str, dict]:
-        """The bundled systems by name: description and claims (max_wan_rounds)."""
-        return {s["name"]: s for s in json.loads(self.check_output("systems", "--json"))}
+    def system_info(self) -> Systems:
+        """The bundled systems by name, each with its descriptor (k2bench/systems.py)."""
+        return Systems.from_json(json.loads(self.check_output("systems", "--json")))
 
 
 # Who waits when processes share the cores. The WAN emulation stands for the network, which
@@ -291,7 +292,7 @@ def check_system_options(env: Env, cfg: dict) -> None:
         field = f"server.options.{system}"
         if system not in env.system_info:
             raise ConfigError(field, f"no system {system!r}; bundled: {', '.join(sorted(env.system_info))}")
-        declared = {o["name"]: o for o in env.system_info[system].get("options", [])}
+        declared = {o["name"]: o for o in env.system_info[system].options}
         for name, value in opts.items():
             o = declared.get(name)
             if o is None:
@@ -328,8 +329,8 @@ def validate(env: Env, exp: dict) -> dict:
             mine = [s for s in systems if field in exp.get("per_system", {}).get(s, {}).get(section, {})]
             return f"per_system.{mine[0]}.{section}.{field}" if mine else f"{section}.{field}"
 
-        def lacking(wanted, claim: str, default=False) -> list[str]:
-            return [s for s, c in by_system.items() if wanted(c) and not env.system_info.get(s, {}).get(claim, default)]
+        def lacking(wanted, claim: str) -> list[str]:
+            return [s for s, c in by_system.items() if wanted(c) and not getattr(env.system_info.info(s), claim)]
 
         def they(systems: list[str], verb: str) -> str:
             return f"{', '.join(systems)} {verb if len(systems) > 1 else verb.replace('have', 'has')}"
@@ -351,27 +352,28 @@ def validate(env: Env, exp: dict) -> dict:
                                   f"read-write transaction of {dist_min(w['keys_per_op'])} keys; make it below "
                                   "workload.keys_per_op")
         no_wot = lacking(lambda c: (c["workload"]["write_fraction"] > 0 and c["workload"]["wot_fraction"] > 0
-                                    and c["workload"]["rw_fraction"] < 1), "write_only_transactions", True)
+                                    and c["workload"]["rw_fraction"] < 1), "write_only_transactions")
         if no_wot:
             raise ConfigError(named(no_wot, "workload", "wot_fraction"), f"{they(no_wot, 'have')} no write-only "
                               "transactions; set it to 0 (writes are single writes) or run systems that have them "
                               "(per_system.<system>.workload sets it for one system)")
         drops = [i for i, f in enumerate(point["faults"]) if f.get("mode") == "drop"]
-        lossless = lacking(lambda c: bool(drops), "message_loss", True)
+        lossless = lacking(lambda c: bool(drops), "message_loss")
         if lossless:
             raise ConfigError(f"faults[{drops[0]}].mode", f"{', '.join(lossless)} assume{'s' if len(lossless) == 1 else ''} "
                               "no message is lost (reliable FIFO channels, as their paper's model); use mode: hold "
                               "(messages delivered when the partition heals) or other systems")
-        from .placement import DC_CACHE_SYSTEMS
+        cached = env.system_info.where(dc_cache=True)
         for system, cfg in by_system.items():
-            if cfg["topology"]["place_cache"] and system not in DC_CACHE_SYSTEMS:
+            if cfg["topology"]["place_cache"] and not env.system_info.info(system).dc_cache:
                 own_cache = "place_cache" in exp.get("per_system", {}).get(system, {}).get("topology", {})
                 raise ConfigError(f"per_system.{system}.topology.place_cache" if own_cache else "topology.place_cache",
-                                  f"{system} has no datacenter cache (only {', '.join(DC_CACHE_SYSTEMS)} "
-                                  "has); set it for those alone: per_system: {k2: {topology: {place_cache: true}}}")
+                                  f"{system} has no datacenter cache (only {', '.join(cached) or 'none'} "
+                                  f"{'have' if len(cached) > 1 else 'has'}); set it for those alone: per_system: "
+                                  f"{{{cached[0] if cached else '<system>'}: {{topology: {{place_cache: true}}}}}}")
             resolved = resolve_topology(env, cfg)
             first = first or resolved
-            runs_on = env.system_info.get(system, {}).get("placements", [])
+            runs_on = env.system_info.info(system).placements
             own = "topology" in exp.get("per_system", {}).get(system, {})
             if resolved["placement"] not in runs_on:
                 raise ConfigError(f"per_system.{system}.topology" if own else "systems",
@@ -764,7 +766,8 @@ class Orchestrator:
                             check_at=(early, skew_check) if early < t0 + total else None)
             t.faults.close()
             if sampler is not None:
-                t.cpu = sampler.result({p.name: "servers" for p in servers} | {p.name: "clients" for p in clients})
+                t.cpu = sampler.result({p.name: "servers" for p in servers} | {p.name: "clients" for p in clients},
+                                       own=self.env.system_info.info(t.system).thread_categories)
             client_warnings = check_clients_after_run(clients)
             start_info = skew_check()
             self.progress.update(phase="stopping", elapsed=0, expected=None, ops_per_s=None)
@@ -835,7 +838,7 @@ class Orchestrator:
                             after_ms=after_ms, pacing_interval_ms=pacing_interval_ms(cfg, client_processes(dep, dcs)),
                             paused_ms=paused_ms(t.dir / "timeline.jsonl"))
         summary["warnings"] += client_warnings
-        for op, why in self.env.system_info[t.system].get("not_own", {}).items():
+        for op, why in self.env.system_info.info(t.system).not_own.items():
             if op in summary["ops"]:
                 summary["ops"][op]["not_own"] = why  # e.g. PaRiS*'s writes are K2's
         summary["point"] = t.point
@@ -862,7 +865,7 @@ class Orchestrator:
         if cfg["check"]:
             self.progress.update(phase="checking consistency", elapsed=0, expected=None, ops_per_s=None)
             summary["consistency"] = check_trial_dir(
-                t.dir, t.system, self.env.system_info[t.system]["max_wan_rounds"], cfg["testing"]["mutant"],
+                t.dir, t.system, self.env.system_info.info(t.system).max_wan_rounds, cfg["testing"]["mutant"],
                 [o for ops in ops_by_dc.values() for o in ops])
         rundir.write_json(t.dir / "summary.json", summary)
         return summary
@@ -922,6 +925,8 @@ class Orchestrator:
             **rundir.git_info(self.env.repo), "hosts": dep.describe()["hosts"], "deployment": dep.describe(),
             "started": manifest.get("started", rundir.iso(time.time())), "stopped": None,
             "status": "running", "jar": str(self.env.jar),
+            # each system's descriptor as this jar gave it: readers label the run as it was made
+            "systems_info": self.env.system_info.to_json(exp["systems"]),
         }
         rundir.write_json(manifest_path, manifest)
         if getattr(dep, "inventory", None) is not None:

@@ -102,7 +102,6 @@ def code_fingerprint() -> str:
 
 
 MODEL_VERSION = 2  # bump when a table for the same inputs would come out differently
-DC_CACHE_SYSTEMS = ("k2",)  # systems whose reads of non-local keys a datacenter cache serves (K2 §III-A)
 CACHE_ROUNDS = 4  # with a cache term: re-solves on the last placement's hits, at most
 N1C_NORMAL_WEIGHT = 0.01  # N-1C's tie-break: this x the BA objective is added to the failure objective
 HEADER = "ids,replicas,bucket"

@@ -29,7 +29,7 @@ import numpy as np
 import yaml
 from hdrh.histogram import HdrHistogram
 
-from . import placement
+from . import placement, systems
 from .errors import ConfigError
 from .experiment import axis_set, for_system
 from .verdicts import versus
@@ -40,14 +40,12 @@ FIGURE_FILE = "placement.png"
 BUCKETS_FIGURE_FILE = "placement-buckets.png"
 # The percentiles reported per phase: p50 and p90 in the table, all of them for the CDFs drawn.
 PERCENTILES = (1, 5, 10, 20, 25, 30, 40, 50, 60, 70, 75, 80, 85, 90, 95, 97, 99, 99.9)
-DC_CACHE_SYSTEMS = placement.DC_CACHE_SYSTEMS
-# Systems whose client runs a read-only transaction's second round itself (K2 §V-C, Fig. 5:
-# a first round to its datacenter's servers, then one to them for the keys without a value,
-# which they fetch remotely; PaRiS* runs K2's client). A client redirected to a datacenter
-# rtt(k, c) away pays that hop twice on such a read; the placement model (the paper's,
-# one coordinator hop) counts it once. (K2's clients never change datacenter, §VI-B; the
-# experiment's redirect does, and pays for it so.)
-CLIENT_SECOND_ROUND_SYSTEMS = ("k2", "paris-star")
+# A system whose client runs a read-only transaction's second round itself (its descriptor's
+# client_second_round; K2 §V-C, Fig. 5: a first round to its datacenter's servers, then one
+# to them for the keys without a value, which they fetch remotely): a client redirected to a
+# datacenter rtt(k, c) away pays that hop twice on such a read; the placement model (the
+# paper's, one coordinator hop) counts it once. (K2's clients never change datacenter, §VI-B;
+# the experiment's redirect does, and pays for it so.)
 # Normal operation at least twice this long is also reported as its first WINDOW_S ("cold":
 # K2's cache filling from empty) and its last ("warm": warmer; a trial never reaches the
 # cache's steady state at the experiment's rate).
@@ -138,7 +136,7 @@ def failure_stats(sets_idx: list, set_per_id: np.ndarray, rtt: np.ndarray, draws
     nearest surviving replica (``set_latency``) and keep their caches, k's writes coming
     through c; with ``clients: redirect`` k's clients read through c = ``redirect_dc``: a key c
     holds or caches costs rtt(k, c), another rtt(k, c) + c's latency, plus rtt(k, c) again
-    where the client runs the second round (``CLIENT_SECOND_ROUND_SYSTEMS``); c's readers and
+    where the client runs the second round (``client_second_round``); c's readers and
     k's share c's cache from the kill on (``redirected_hits``). k's own cache is gone with its
     storage. A key with no surviving replica is unavailable to k's clients (their misses fill
     nothing; counted as misses); a survivor's cached copy of it still serves."""
@@ -317,6 +315,7 @@ def report(run_dir: Path, jar_check) -> dict:
     run_dir = Path(run_dir).resolve()
     manifest = json.loads((run_dir / "manifest.json").read_text())
     cfg_all = manifest["config"]
+    known = systems.of_run(run_dir)
     rows = []
     with tempfile.TemporaryDirectory(prefix="k2bench-placement-") as tmp_dir:
         scratch = Path(tmp_dir)  # the hash placements written as tables, gone with the report
@@ -336,7 +335,7 @@ def report(run_dir: Path, jar_check) -> dict:
             reads = placement.draw_probabilities(n, float(cfg["workload"]["zipf"]), float(cfg["workload"]["locality"]),
                                                  topo.d)
             normal = placement.set_latency(sets_idx, topo.rtt)[set_per_id]  # [key, dc]
-            cache = cfg["server"]["cache_fraction"] * n if t["system"] in DC_CACHE_SYSTEMS else 0
+            cache = cfg["server"]["cache_fraction"] * n if known.info(t["system"]).dc_cache else 0
             ops = float(cfg["clients"]["target_ops_per_s_per_dc"] or 0)
             wf = float(cfg["workload"]["write_fraction"])
             if cache and not ops:
@@ -358,7 +357,7 @@ def report(run_dir: Path, jar_check) -> dict:
             if kill:
                 predicted["failure"] = failure_stats(sets_idx, set_per_id, topo.rtt, reads, readers, kill, k, cache,
                                                      ops, wf, wins["failure"],
-                                                     t["system"] in CLIENT_SECOND_ROUND_SYSTEMS)
+                                                     known.info(t["system"]).client_second_round)
             has_buckets = bucket_of_id is not None and len(bucket_of_id) and bucket_of_id.max() > 0
             m = measured(trial_dir, trial_start_ms(trial_dir, t), cfg, topo.dcs, bucket_of_id if has_buckets else None)
             buckets = []

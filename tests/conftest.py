@@ -2,9 +2,20 @@ import pathlib
 
 import pytest
 
+from k2bench.systems import Systems, from_jar
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 JAR = ROOT / "system" / "launcher" / "target" / "k2bench.jar"
-SYSTEMS = ["bpr", "cops-pr", "k2", "karma", "nocc", "paris", "paris-star", "rad"]
+
+
+def _jar_systems():
+    assert JAR.exists(), f"{JAR} is missing: run `make build` (make test does) first"
+    return from_jar(JAR).values()
+
+
+# The one list of systems every test reads: the jar's descriptors (``systems --json``),
+# asked on first use (collecting the tests needs no jar).
+SYSTEMS = Systems(loader=_jar_systems)
 
 # Files whose tests run whole clusters of server and client JVMs.
 CLUSTER_FILES = {"test_e2e.py", "test_consistency_runs.py"}

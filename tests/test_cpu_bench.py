@@ -7,6 +7,7 @@ import time
 import pytest
 
 from analysis import paper, throughput
+from conftest import SYSTEMS
 from k2bench import bench, cpu
 
 
@@ -16,7 +17,6 @@ from k2bench import bench, cpu
     ("k2-server-3", "server protocol"), ("paris-star-serv", "server protocol"),
     ("k2b-io-1", "transport (gRPC/Netty)"), ("k2b-accept-1", "transport (gRPC/Netty)"),
     ("grpc-default-ex", "transport (gRPC/Netty)"), ("k2b-wan-0", "WAN dispatchers"),
-    ("k2b-bpr-wait", "BPR blocked-read threads"),
     ("Thread-12", "client threads (YCSB, workload, history, histograms)"),
     ("GC Thread#0", "GC"), ("G1 Conc#0", "GC"), ("ZWorker#1", "GC"), ("VM Thread", "GC"),
     ("C2 CompilerThre", "JIT"), ("C1 CompilerThre", "JIT"),
@@ -24,6 +24,15 @@ from k2bench import bench, cpu
 ])
 def test_thread_names_fall_in_their_category(name, category):
     assert cpu.category(name) == category
+
+
+def test_a_systems_own_thread_categories_come_from_its_descriptor():
+    own = SYSTEMS["bpr"].thread_categories
+    assert own, "BPR's blocked reads wait on threads of their own (ParisServer)"
+    [(label, _)] = own.items()
+    assert cpu.category("k2b-bpr-wait", cpu.rules(own)) == label
+    assert cpu.category("k2b-bpr-wait") == cpu.OTHER  # another system's accounting has no such category
+    assert cpu.category("srv-3-bpr", cpu.rules(own)) == cpu.PROTOCOL
 
 
 def _stat(name: str, utime: int, stime: int, nice: int = 0, minflt: int = 0) -> str:
@@ -363,12 +372,12 @@ def test_resume_accepts_its_own_run_and_refuses_others_with_one_line(tmp_path):
     from k2bench.errors import ConfigError
     workloads = pathlib.Path(__file__).resolve().parents[1] / "workloads"
     path = experiment.find(workloads, "bench-throughput")
-    exp = experiment.resolve(experiment.load_file(path), path.stem, ["k2", "rad", "paris-star"])
+    exp = experiment.resolve(experiment.load_file(path), path.stem, SYSTEMS)
     # as the bench saves it when it starts: a genuine resume must match after the JSON round trip
     rundir.write_json(tmp_path / bench.BENCH_JSON, {"experiment": exp})
     bench.check_resume(tmp_path, exp)
     tao = experiment.find(workloads, "tao")  # int-keyed distributions become string keys in JSON
-    tao_exp = experiment.resolve(experiment.load_file(tao), tao.stem, ["k2", "rad", "paris-star"])
+    tao_exp = experiment.resolve(experiment.load_file(tao), tao.stem, SYSTEMS)
     rundir.write_json(tmp_path / bench.BENCH_JSON, {"experiment": tao_exp})
     bench.check_resume(tmp_path, tao_exp)
 

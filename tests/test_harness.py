@@ -267,7 +267,9 @@ def run_trial(tmp_path, monkeypatch, mode, doc, fetch_error=None):
     clients = {"heap_mb": 64, **doc.get("clients", {}), "processes": "own"}
     exp = experiment.resolve({"systems": ["k2"], "topology": {"servers_per_dc": 1}, "workload": {"keys": 10},
                               "server": {"heap_mb": 64}, **doc, "clients": clients}, "stub", SYSTEMS)
-    orch = Orchestrator(Env(repo=ROOT, jar=tmp_path / "k2bench.jar", deployment=LocalDeployment(host)), _Quiet())
+    env = Env(repo=ROOT, jar=tmp_path / "k2bench.jar", deployment=LocalDeployment(host))
+    env.system_info = SYSTEMS  # the real descriptors; the stub jar has none
+    orch = Orchestrator(env, _Quiet())
     t = Trial("k2", "", 1, exp, tmp_path / "k2", "k2")
     manifest = {"config": exp, "measured_rtt_ms": {}, "trials": [{"dir": "k2"}]}  # no RTT probe
     error = None

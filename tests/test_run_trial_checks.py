@@ -103,7 +103,9 @@ def run_trial(tmp_path, monkeypatch, mode, doc, client_processes=1):
     clients = {"heap_mb": 64, **doc.get("clients", {}), "processes": "own"}
     exp = experiment.resolve({"systems": ["k2"], "topology": {"servers_per_dc": 1}, "workload": {"keys": 10},
                               "server": {"heap_mb": 64}, **doc, "clients": clients}, "stub", SYSTEMS)
-    orch = Orchestrator(Env(repo=ROOT, jar=tmp_path / "k2bench.jar", deployment=dep), _Quiet())
+    env = Env(repo=ROOT, jar=tmp_path / "k2bench.jar", deployment=dep)
+    env.system_info = SYSTEMS  # the real descriptors; the stub jar has none
+    orch = Orchestrator(env, _Quiet())
     t = Trial("k2", "", 1, exp, tmp_path / "k2", "k2")
     manifest = {"config": exp, "measured_rtt_ms": {}}  # no RTT probe
     try:
@@ -282,6 +284,8 @@ def test_k2bench_systems_lists_claims_placements_and_options(jar, capsys):
     assert ("server.options.paris-star.private_cache_ttl_ms: integer, default 5000, 1..3600000: how long a client's "
             "private cache keeps its own writes") in out
     assert "rad: RAD" in out and "no round claim" in out
+    assert "a datacenter cache; run by default; of the k2 paper's evaluation" in out  # k2's descriptor
+    assert "NOT causal" in out and "mutants (testing.mutant): " in out
     assert "read-write transactions; needs reliable channels (no partition with mode: drop)" in out  # PaRiS's
 
 
@@ -293,7 +297,7 @@ def test_read_write_transactions_need_systems_that_have_them(jar):
         validate(env, exp)
     assert e.value.field == "workload.rw_fraction"
     assert str(e.value).endswith("k2, rad have no read-write transactions; set it to 0 or run systems that have them")
-    assert {s for s, info in env.system_info.items() if info["read_write_transactions"]} == {"bpr", "nocc", "paris"}
+    assert {s for s, info in env.system_info.items() if info.read_write_transactions} == {"bpr", "nocc", "paris"}
 
 
 def test_write_only_transactions_need_systems_that_have_them(jar):
@@ -306,7 +310,7 @@ def test_write_only_transactions_need_systems_that_have_them(jar):
     assert e.value.field == "workload.wot_fraction"
     assert "karma, cops-pr have no write-only transactions; set it to 0 (writes are single writes) or run systems " \
            "that have them (per_system.<system>.workload sets it for one system)" in str(e.value)
-    assert {s for s, info in env.system_info.items() if not info["write_only_transactions"]} == {"karma", "cops-pr"}
+    assert {s for s, info in env.system_info.items() if not info.write_only_transactions} == {"karma", "cops-pr"}
     exp = experiment.resolve({"systems": ["karma", "cops-pr"], "topology": {"file": "topologies/karma-rings.yaml"},
                               "workload": {"write_fraction": 0.05, "wot_fraction": 0.0}}, "t", SYSTEMS)
     resolved = validate(env, exp)  # single puts only: accepted, on the rings the topology names
@@ -361,7 +365,7 @@ def test_systems_of_one_run_on_their_own_placements_each_through_per_system(jar)
 def test_systems_built_on_reliable_channels_refuse_faults_that_drop_messages(jar):
     from k2bench.orchestrator import validate
     env = Env(repo=ROOT, jar=jar, deployment=LocalDeployment(LocalHost(jar)))
-    assert {s for s, info in env.system_info.items() if not info["message_loss"]} == {"bpr", "nocc", "paris", "rad"}
+    assert {s for s, info in env.system_info.items() if not info.message_loss} == {"bpr", "nocc", "paris", "rad"}
     faults = [{"kind": "delay", "at_s": 5, "for_s": 2, "dcs": ["VA", "CA"], "extra_ms": 50},
               {"kind": "partition", "at_s": 10, "for_s": 5, "dcs": ["VA", "CA"], "mode": "drop"}]
     exp = experiment.resolve({"systems": ["k2", "paris"], "faults": faults}, "t", SYSTEMS)

@@ -1,0 +1,60 @@
+"""The systems' descriptors (k2bench/systems.py): what Python knows of a system comes from
+its module's StoreSystem, through `systems --json`, with defaults for an older jar."""
+import json
+
+from conftest import SYSTEMS
+from k2bench.systems import DEFAULT_COLOURS, SystemInfo, Systems, of_run
+
+
+def test_an_older_descriptor_gets_the_interfaces_defaults():
+    s = SystemInfo.from_json({"name": "x", "description": "d", "max_wan_rounds": 2, "unknown_key": 1})
+    assert (s.label, s.shown, s.colour, s.run_by_default, s.dc_cache, s.causal, s.message_loss) == \
+        ("", "x", None, False, False, True, True)
+    assert s.placements == ("groups",) and s.mutants == {}
+
+
+def test_order_labels_and_colours_come_from_the_descriptors_with_defaults_for_the_rest():
+    known = Systems([SystemInfo("b", label="B", order=2, colour="#000001", run_by_default=True),
+                     SystemInfo("a", label="A", order=1, mutants={"m": "broken"}, dc_cache=True),
+                     SystemInfo("c", order=2)])
+    assert list(known) == ["a", "b", "c"] and known.defaults() == ["b"]
+    assert known.label("b") == "B" and known.label("c") == "c" and known.label("new") == "new"
+    assert known.colour("b") == "#000001"
+    assert known.colour("a") in DEFAULT_COLOURS and known.colour("a") != known.colour("c")
+    assert known.colour("new") in DEFAULT_COLOURS  # a system this jar lacks is still drawn
+    assert known.palette(["a", "new"]) == {"A": known.colour("a"), "new": known.colour("new")}
+    assert known.ordered(["new", "c", "a"]) == ["a", "c", "new"]
+    assert known.by_label(["zz", "B", "A"]) == ["A", "B", "zz"]
+    assert known.where(dc_cache=True) == ["a"] and known.mutants() == {"m": ["a"]}
+    again = Systems.from_json(json.loads(json.dumps(known.to_json())))
+    assert again.to_json() == known.to_json()
+
+
+def test_a_run_is_read_with_its_own_descriptors(tmp_path):
+    mine = SystemInfo("k2", label="K2 as it was run", colour="#123456")
+    (tmp_path / "manifest.json").write_text(json.dumps({"systems_info": [mine.to_json()]}))
+    assert of_run(tmp_path).label("k2") == "K2 as it was run"
+    assert of_run(tmp_path / "nowhere").label("k2") == SYSTEMS.label("k2")  # the jar's, without a manifest
+
+
+def test_the_jar_describes_every_system_fully():
+    infos = list(SYSTEMS.values())
+    assert len(infos) >= 8
+    labels = [s.shown for s in infos]
+    assert len(set(labels)) == len(labels), labels
+    colours = [s.colour for s in infos if s.colour]
+    assert len(set(colours)) == len(colours) == len(infos), "every bundled system has a colour of its own"
+    assert [s.name for s in infos if not s.causal] == ["nocc"]  # the PaRiS paper's negative control
+    assert SYSTEMS.where(dc_cache=True) == ["k2"]
+    assert set(SYSTEMS.defaults()) == {"k2", "rad", "paris-star"}
+    assert {s.paper for s in infos} == {"k2", "paris", "karma"}
+    assert all(SYSTEMS.mutants()), "every mutant is honoured by some system"
+
+
+def test_every_system_a_papers_claims_name_is_bundled_in_that_papers_evaluation():
+    from analysis import claims, paper
+    for claim, *_ in claims.CLAIMS:
+        assert set(claim.systems) <= set(SYSTEMS.of_paper("k2")), claim.what
+    for claim, *_ in claims.PARIS_CLAIMS:
+        assert set(claim.systems) <= set(SYSTEMS.of_paper("paris")), claim.what
+    assert set(paper.FIG9_KTXN_PER_S) <= set(SYSTEMS.of_paper("k2"))

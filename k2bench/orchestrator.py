@@ -36,6 +36,7 @@ from .experiment import (check_pacing, server_jvm_args, client_shares, dist_min,
 from .deploy import ALL_DCS, Deployment, LocalDeployment
 from .faults import FAULTS_FILE, FaultInjector, fault_windows, paused_ms, unavailability
 from .hosts import Host, InServerHost, LeaseKeeper, LocalHost, Proc
+from .spec.trial import SPEC_FILE, TrialSpec
 from .systems import Systems
 from .summary import replication_pending_at_end, ring_invalidations, server_totals_hit_rate, summarize
 
@@ -572,11 +573,17 @@ class Orchestrator:
             if predictions.exists():
                 rundir.write_text(t.dir / PREDICTIONS_FILE, predictions.read_text())
         rundir.write_text(t.dir / "topology.yaml", topo_text)
+        # the trial's parameters as the system runs them, for its processes (k2bench/spec)
+        spec_text = TrialSpec.of(cfg, t.system, t.point, point_values(run_manifest["config"], cfg), t.trial,
+                                 run_manifest["config"]["trials"],
+                                 TABLE_FILE if table_text is not None else None).text()
+        rundir.write_text(t.dir / SPEC_FILE, spec_text)
 
         def put(h: Host):
             if table_text is not None:  # before the topology that names it
                 h.put_text(f"{t.rel}/{TABLE_FILE}", table_text)
             h.put_text(topo_rel, topo_text)
+            h.put_text(f"{t.rel}/{SPEC_FILE}", spec_text)
             h.put_text(f"{t.rel}/{FAULTS_FILE}", "{}\n")  # no network fault in force
         fan_out(dep.hosts(), put)
         t.dir.mkdir(parents=True, exist_ok=True)

@@ -274,6 +274,9 @@ def test_a_systems_options_reach_its_servers_and_clients(tmp_path, monkeypatch):
     props = [p.read_text() for p in (tmp_path / "k2" / "clients").glob("client-*.properties")]
     assert props and all("k2bench.option.gossip_ms=5\n" in p and "k2bench.option.fast=true\n" in p
                          and "k2bench.option.other" not in p for p in props)
+    spec = json.loads((tmp_path / "k2" / "spec.json").read_text())  # the trial's spec, for its processes
+    assert spec["system"] == {"name": "k2", "options": {"gossip_ms": 5, "fast": True}}
+    assert spec["server"]["heap_mb"] == 64 and spec["clients"]["threads_per_dc"] == 1
 
 
 def test_k2bench_systems_lists_claims_placements_and_options(jar, capsys):

@@ -1,0 +1,56 @@
+"""The run spec: every parameter defined once (k2bench/spec/schema.py) and one trial's
+resolved spec.json (k2bench/spec/trial.py), the contract with the systems' processes."""
+import dataclasses
+import json
+
+import pytest
+
+from conftest import ROOT, SYSTEMS
+from k2bench import experiment
+from k2bench.spec import schema
+from k2bench.spec.trial import SPEC_VERSION, TrialSpec
+
+FIXTURE = ROOT / "tests" / "fixtures" / "spec" / "default-k2.json"
+
+
+def test_every_parameter_has_one_definition_with_its_meaning_and_a_default_its_check_passes():
+    for section, cls in schema.SECTIONS.items():
+        for f in dataclasses.fields(cls):
+            m = f.metadata
+            assert m["doc"], f"{section}.{f.name} says what it means"
+            if m["check"] is not None and m["default"] is not None:
+                assert m["check"](m["default"]) is None, f"{section}.{f.name}'s default fails its own check"
+    assert schema.table() == experiment.SCHEMA, "resolution uses the schema's one table"
+
+
+def test_an_empty_experiment_resolves_to_the_schemas_defaults():
+    exp = experiment.resolve({}, "x", SYSTEMS)
+    for section, cls in schema.SECTIONS.items():
+        assert exp[section] == dataclasses.asdict(cls()), section
+
+
+def test_a_trials_spec_is_the_point_as_its_system_runs_it():
+    exp = experiment.resolve({"systems": ["k2", "rad"], "sweep": {"workload.zipf": [0.9, 1.4]},
+                              "server": {"options": {"k2": {}, "paris-star": {"private_cache_ttl_ms": 100}}},
+                              "per_system": {"rad": {"clients": {"threads_per_dc": 3}}},
+                              "faults": [{"kind": "pause", "dc": "CA", "at_s": 5, "for_s": 1}],
+                              "testing": {"mutant": "read-pending"}}, "x", SYSTEMS)
+    by = {(pid, s): cfg for pid, s, cfg in experiment.system_points(exp)}
+    rad = TrialSpec.of(by["zipf=1.4", "rad"], "rad", "zipf=1.4", {"workload.zipf": 1.4}, 2, 1, "placement.csv")
+    d = json.loads(rad.text())
+    assert d["spec_version"] == SPEC_VERSION and d["experiment"]["point_values"] == {"workload.zipf": 1.4}
+    assert d["workload"]["zipf"] == 1.4 and d["clients"]["threads_per_dc"] == 3
+    assert d["system"] == {"name": "rad", "options": {}} and "options" not in d["server"]
+    assert d["testing"] == {"mutant": "read-pending"} and d["faults"][0]["kind"] == "pause"
+    assert d["files"] == {"topology": "topology.yaml", "placement_table": "placement.csv"}
+    k2 = json.loads(TrialSpec.of(by["zipf=0.9", "k2"], "k2", "zipf=0.9", {}, 1, 1).text())
+    assert k2["clients"]["threads_per_dc"] == 8 and k2["workload"]["zipf"] == 0.9
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        rad.workload.zipf = 2.0  # resolved once, never changed
+
+
+def test_the_fixture_the_java_side_reads_is_what_the_harness_writes():
+    exp = experiment.resolve(experiment.load_file(ROOT / "workloads" / "default.yaml"), "default", SYSTEMS)
+    [cfg] = [c for _, s, c in experiment.system_points(exp) if s == "k2"]
+    assert TrialSpec.of(cfg, "k2", "", {}, 1, exp["trials"]).text() == FIXTURE.read_text(), \
+        f"the spec changed: regenerate {FIXTURE.relative_to(ROOT)} and update the Java RunSpec with it"

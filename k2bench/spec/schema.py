@@ -47,7 +47,7 @@ def _place_objective(v: str) -> str | None:
 
 # JVM options of client JVMs and loaders, and of server JVMs when several share the cores
 # (besides -Xmx from heap_mb): C1 only. Runs here are minutes long on 2 cores, and C2's
-# compiler threads cost more CPU than they return (docs/throughput.md has the figures).
+# compiler threads cost more CPU than they return (docs/performance.md has the figures).
 DEFAULT_JVM_ARGS = ("-XX:TieredStopAtLevel=1",)
 # the one server JVM of a machine (server.processes: per_host): C2, and ZGC with a collection
 # at least every 5 s (experiment.server_jvm_args)

@@ -63,7 +63,7 @@ final class KarmaOptions {
    * available, their completion waits). In RPC timeouts, at least two: on this 2-core machine
    * a put can go unanswered for one RPC timeout at start-up or behind a slow dependency, and
    * taking a ring for down then made every session's buffer grow and most reads restricted
-   * (measured, see docs/karma.md).
+   * (measured, see docs/systems/karma.md).
    */
   static final SystemOption DEAD_RING_AFTER_TIMEOUTS = SystemOption.integer("dead_ring_after_timeouts", 3, 2, 1000,
       "how many RPC timeouts a ring leaves a session's puts unanswered before its queue stops holding up the "

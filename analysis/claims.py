@@ -11,7 +11,7 @@ smallest RTT (the paper's VA-CA 60 ms is 15 ms at 0.25). Checks are orderings an
 scaled down to one machine reproduces who is faster and by roughly how much, not the
 paper's milliseconds.
 
-Every value comes from the trials' merged histograms (``load.pooled``).
+Every value comes from the trials' merged histograms (``frames.pooled``).
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ import yaml
 
 from k2bench.experiment import axis_label
 
-from . import load, paper
+from . import frames, load, paper
 
 # Fig. 8's panels: 8a read-only, 8b Zipf 1.4, 8c f=3, 8d 5% writes, 8e Zipf 0.9, 8f f=1.
 FIG8_PANELS = frozenset({"read-only", "zipf 1.4", "f=3", "write 5%", "zipf 0.9", "f=1"})
@@ -94,7 +94,7 @@ class Workload:
     largest_rtt: float | None = None  # ms, of the RTTs the workload ran with (None: unknown)
     closed_loop: bool = False  # clients not paced: the load is whatever the systems sustain
     mutant: str | None = None  # a deliberately broken system (testing.mutant)
-    systems: dict = field(default_factory=dict)  # system -> load.pooled(...)
+    systems: dict = field(default_factory=dict)  # system -> frames.pooled(...)
     degraded: dict = field(default_factory=dict)  # system -> a trial's emulation was degraded
     disturbed: dict = field(default_factory=dict)  # system -> the hypervisor took CPU in a trial's window
     lateness: dict = field(default_factory=dict)  # system -> the trials' worst emulation lateness p99, ms
@@ -150,7 +150,7 @@ def workloads(runs) -> list[Workload]:
             trials.setdefault(key + (t.system,), []).append(t)
     for (run, point, system), ts in trials.items():
         w = out[(run, point)]
-        w.systems[system] = load.pooled(ts)
+        w.systems[system] = frames.pooled(ts)
         w.degraded[system] = any(t.degraded for t in ts)
         w.disturbed[system] = any(t.disturbed for t in ts)
         w.lateness[system] = max((t.lateness_p99 for t in ts if t.lateness_p99 is not None), default=None)

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import load
+from . import frames, load
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -113,7 +113,7 @@ def groups(runs: list, by: str = "run", pool: bool = False) -> list[Group]:
 
 def _values(trials) -> dict:
     """The compared metrics of a set of trials of one system at one point."""
-    p = load.pooled(trials)
+    p = frames.pooled(trials)
     p["all_local_pct"] = None if p["all_local_fraction"] is None else 100.0 * p["all_local_fraction"]
     return {m: p[m] for m, *_ in METRICS}
 
@@ -177,10 +177,10 @@ def cdf_frame(groups_: list[Group]) -> pd.DataFrame:
     for g in groups_:
         for (system, point), trials in g.by_system_point().items():
             for op in CDF_OPS:
-                h = load.merged_of(trials, op)
+                h = frames.merged_of(trials, op)
                 if not h.get_total_count():
                     continue
-                c = load.cdf(h).rename(columns={"value": "latency_ms"})
+                c = frames.cdf(h).rename(columns={"value": "latency_ms"})
                 parts.append(c.assign(label=g.label, system=system, point=point, op=op))
     cols = ["label", "system", "point", "op", "latency_ms", "fraction"]
     return pd.concat(parts, ignore_index=True)[cols] if parts else pd.DataFrame(columns=cols)

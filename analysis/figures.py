@@ -7,7 +7,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
 
-from . import claims, load, paper
+from . import claims, frames, load, paper, paris
 
 
 
@@ -98,7 +98,7 @@ def _smallest_rtt(runs) -> dict:
 def rot_latency_cdf(runs) -> plt.Figure:
     """Read-only transaction latency CDFs, one panel per workload, one line per system (and
     run); the dotted line is the workload's smallest RTT (its topology's, x its rtt_scale)."""
-    data = load.cdf_frame(runs, "rot")
+    data = frames.cdf_frame(runs, "rot")
     if data.empty:
         raise MissingData("no read-only transactions were measured in these runs")
     data = _with_labels(data)
@@ -216,7 +216,7 @@ def latency_vs_throughput(runs) -> plt.Figure:
 
 def throughput_timeseries(runs) -> plt.Figure:
     """Committed operations per second over each trial, the measured window shaded."""
-    data = load.throughput_frame(runs)
+    data = frames.throughput_frame(runs)
     if data.empty:
         raise MissingData("no operation was committed in these runs")
     data = _with_labels(data)
@@ -239,7 +239,7 @@ def throughput_timeseries(runs) -> plt.Figure:
 # ------------------------------------------------------------------ staleness, writes, rounds
 
 def staleness_cdf(runs) -> plt.Figure:
-    data = load.cdf_frame(runs, "staleness")
+    data = frames.cdf_frame(runs, "staleness")
     if data.empty:
         raise MissingData("no staleness was reported in these runs")
     grid = _cdf_grid(_with_labels(data), "workload", "staleness of each key read (ms, symlog)", "fraction of keys read",
@@ -253,7 +253,7 @@ def visibility_cdf(runs) -> plt.Figure:
     datacenters exchange what they installed); NoCC at once. BPR's twice: once its
     partition has installed the update, and (dashed) as its authors' code records it, when a
     read's snapshot first covers it (what their Fig. 5 plots)."""
-    data = load.visibility_frame(runs)
+    data = frames.visibility_frame(runs)
     if data.empty:
         raise MissingData("no server recorded visibility latency (PaRiS, BPR and NoCC do: "
                           "make local-run EXPERIMENT=paris-default)")
@@ -266,7 +266,7 @@ def visibility_cdf(runs) -> plt.Figure:
 def transactions_table(runs) -> pd.DataFrame:
     """Read-write transactions per trial (PaRiS paper workloads): latency, throughput,
     visibility, BPR's blocking and the UST protocol's share of the bytes sent."""
-    frame = load.transactions_frame(runs)
+    frame = frames.transactions_frame(runs)
     if frame.empty:
         raise MissingData("no read-write transactions in these runs (the PaRiS paper's workloads: "
                           "make local-run EXPERIMENT=paris-default)")
@@ -277,9 +277,9 @@ def transactions_table(runs) -> pd.DataFrame:
 
 def paris_ratios_table(runs) -> pd.DataFrame:
     """The PaRiS paper's headline ratios per point with their spread over trials
-    (load.paris_ratios_frame): BPR/PaRiS and PaRiS/NoCC latency and throughput, and the
+    (paris.paris_ratios_frame): BPR/PaRiS and PaRiS/NoCC latency and throughput, and the
     visibility gap; "within noise" where the systems' ranges over trials overlap."""
-    frame = load.paris_ratios_frame(runs)
+    frame = paris.paris_ratios_frame(runs)
     if frame.empty:
         raise MissingData("no run of PaRiS with BPR or NoCC (make local-run EXPERIMENT=paris-default)")
     return frame
@@ -289,7 +289,7 @@ def freshness_vs_write_rate(runs) -> plt.Figure:
     """Staleness and snapshot lag (left) and the all-local fraction (right) against the
     write rate of the hottest keys, one marker per run point, K2 and PaRiS*
     (docs/freshness.md)."""
-    data = load.freshness_frame(runs)
+    data = frames.freshness_frame(runs)
     data = data[data["hot_key_writes_per_s"].notna()] if not data.empty else data
     if data.empty:
         raise MissingData("no run of K2 or PaRiS* with snapshot lag and operation histories "
@@ -324,7 +324,7 @@ def freshness_vs_write_rate(runs) -> plt.Figure:
 
 def write_latency(runs) -> plt.Figure:
     """CDFs of single-write and write-only transaction latency."""
-    parts = [load.cdf_frame(runs, op).assign(op=name) for op, name in
+    parts = [frames.cdf_frame(runs, op).assign(op=name) for op, name in
              (("write", "single writes"), ("wot", "write-only transactions"))]
     parts = [p for p in parts if not p.empty]
     if not parts:
@@ -342,7 +342,7 @@ def write_latency(runs) -> plt.Figure:
 def rounds_bars(runs) -> plt.Figure:
     """The fraction of read-only transactions by wide-area rounds; 0 rounds = all-local.
     One bar per system and run (trials merged), never several runs summed."""
-    data = load.rounds_frame(runs)
+    data = frames.rounds_frame(runs)
     data = data[(data["dc"] == load.ALL)]
     totals = data.groupby(["run", "point", "system"])["count"].transform("sum")
     data = data[totals > 0]
@@ -432,12 +432,12 @@ def overview_figure(runs) -> plt.Figure:
     """Mean read-only transaction latency and all-local fraction per system and workload:
     bars from the trials' merged histograms, one dot per trial (the spread), one row of
     panels per run when several runs share a workload."""
-    pooled = load.pooled_frame(runs)
+    pooled = frames.pooled_frame(runs)
     if pooled.empty or pooled["rot_count"].sum() == 0:
         raise MissingData("no read-only transactions were measured in these runs")
     pooled = _with_labels(pooled)
     pooled["all_local_pct"] = 100 * pooled["all_local_fraction"].fillna(0)
-    per_trial = _with_labels(load.summary_frame(runs))
+    per_trial = _with_labels(frames.summary_frame(runs))
     per_trial["all_local_pct"] = 100 * per_trial["all_local_fraction"].fillna(0)
     several = pooled.groupby("workload")["run"].nunique().max() > 1
     runs_ = list(dict.fromkeys(pooled["run"])) if several else [None]
@@ -509,17 +509,17 @@ def congestion(runs) -> plt.Figure:
     """The Karma paper's Fig. 7 and 8 for runs with delay faults (karma-congestion): mean
     read latency per second with each congestion event shaded, and each event's latency
     increase and throughput drop against the trial's uncongested seconds."""
-    events = load.congestion_frame(runs)
+    events = frames.congestion_frame(runs)
     if events.empty:
         raise MissingData("no trial of these runs has delay faults (karma-congestion has)")
-    series = _with_labels(load.latency_timeseries_frame(runs))
+    series = _with_labels(frames.latency_timeseries_frame(runs))
     events = _with_labels(events)
     order = _order(events)
     fig, axes = plt.subplots(1, 3, figsize=(17, 4.2), gridspec_kw={"width_ratios": [2.2, 1, 1]})
     sns.lineplot(data=series, x="t_s", y="mean_ms", hue="System", hue_order=order, palette=palette(series["System"]),
                  style="run" if series["run"].nunique() > 1 else None, estimator=None, ax=axes[0])
     for t in load.trials_of(runs)[:1]:
-        for at, for_s, extra in load._delay_events(t):
+        for at, for_s, extra in frames._delay_events(t):
             axes[0].axvspan(at, at + for_s, color="grey", alpha=0.15)
             axes[0].text(at, 1.0, f"+{extra:g} ms", transform=axes[0].get_xaxis_transform(), va="bottom",
                          fontsize=8, color="grey")
@@ -541,7 +541,7 @@ def cache_warmup(runs) -> plt.Figure:
     """The datacenter cache's hit rate against time since the clients started, warm-up
     included, one line per trial and point; the dotted line is where the measured window
     begins. A cache still warming there makes the window's hit rate (and local access) low."""
-    data = load.cache_warmup_frame(runs)
+    data = frames.cache_warmup_frame(runs)
     if not data.empty:  # with the Karma paper's systems among them, theirs (its notebook's figure)
         theirs = data[data["system"].isin(load.systems().of_paper("karma"))]
         data = theirs if not theirs.empty else data
@@ -559,123 +559,31 @@ def cache_warmup(runs) -> plt.Figure:
     return fig
 
 
-# ------------------------------------------------------------------ latency-aware placement
-
-PLACEMENT_COLOUR = {"hash": "#7f7f7f", "BA": "#1f77b4", "N-1C": "#d62728"}
-
-
-def _placement_order(name: str) -> tuple[int, str]:
-    model = name.split()[0]
-    return (0 if model == "hash" else 1 if model == "BA" else 2 if model == "N-1C" else 3, name)
-
-
-def placement_latency(runs) -> plt.Figure:
-    """The placement paper's Fig. 7/8 shape: per system, CDFs of single-key read latency with
-    each placement (hash, BA, N-1C), in normal operation and after the kill, measured (solid,
-    from merged histograms) beside the latency model's prediction (dashed)."""
-    data = load.placement_frame(runs)
-    if data.empty:
-        raise MissingData("no placement report in these runs (make local-run EXPERIMENT=placement writes one; "
-                          "k2bench placement-report RUN for another run that swept topology.place)")
-    pcts = sorted(float(c[1:-3]) for c in data if c.endswith("_ms") and load._is_percentile(c[:-3]))
-    if len(pcts) < 5:
-        raise MissingData("these runs' placement.json predates the CDF percentiles: "
-                          "run k2bench placement-report RUN again")
-    present = set(data["phase"])
-    normal = ["cold", "warm"] if {"cold", "warm"} <= present else ["normal"] if "normal" in present else []
-    kills = sorted(data.loc[data["phase"] == "failure", "killed"].fillna("").unique())
-    phases = [(p, None) for p in normal] + [("failure", k or None) for k in kills]  # one row each
-    columns = data[["run", "system"]].drop_duplicates().values.tolist()
-    several_runs = data["run"].nunique() > 1
-    fig, axes = plt.subplots(len(phases), len(columns), figsize=(5.2 * len(columns), 3.8 * len(phases)),
-                             squeeze=False, sharex=True, sharey=True)
-    for row, (phase, killed) in enumerate(phases):
-        for col, (run, system) in enumerate(columns):
-            ax = axes[row][col]
-            sub = data[(data["run"] == run) & (data["system"] == system) & (data["phase"] == phase)]
-            if phase == "failure":
-                sub = sub[sub["killed"].fillna("") == (killed or "")]
-            for name in sorted(sub["placement"].unique(), key=_placement_order):
-                colour = PLACEMENT_COLOUR.get(name.split()[0], "black")
-                for source, style in (("measured", "-"), ("predicted", "--")):
-                    r = sub[(sub["placement"] == name) & (sub["source"] == source)]
-                    if r.empty:
-                        continue
-                    xs = [r.iloc[0][f"p{p:g}_ms"] for p in pcts]
-                    if pd.isna(xs).any():  # a report from before these percentiles: its row is not drawn
-                        continue
-                    ax.step(xs, [p / 100 for p in pcts], where="post", ls=style, color=colour,
-                            label=f"{name}, {source}")
-            ax.set_xscale("symlog", linthresh=1)
-            ax.set_xlim(left=0)
-            ax.grid(alpha=0.3)
-            when = {"normal": "normal operation", "cold": "normal, cold cache (first window)",
-                    "warm": "normal, warmer cache (last window)"}.get(
-                phase, f"{killed} killed" if killed else "after the kill")
-            ax.set_title(f"{_label(system)}{f' ({run})' if several_runs else ''}: {when}")
-            if row == len(phases) - 1:
-                ax.set_xlabel("single-key read latency (ms)")
-            if col == 0:
-                ax.set_ylabel("fraction of reads")
-            ax.legend(fontsize=8, loc="lower right")
-    fig.suptitle("Read latency by placement: measured (solid) and the model's prediction (dashed)", y=1.01)
-    fig.tight_layout()
-    return fig
-
-
-def placement_buckets(runs, min_reads: int = 30) -> plt.Figure:
-    """Per key bucket of each table placement: the model's predicted mean read latency
-    against the measured one in normal operation (buckets with at least ``min_reads`` reads;
-    on the diagonal the model is exact)."""
-    data = load.placement_buckets_frame(runs)
-    if data.empty:
-        raise MissingData("no table placement with key buckets in these runs' placement reports "
-                          "(topology.place: ba or n-1c computes one)")
-    data = data[(data["reads"] >= min_reads) & data["predicted_ms"].notna()]
-    if data.empty:
-        raise MissingData(f"no key bucket had {min_reads} measured reads")
-    panels = data[["run", "system"]].drop_duplicates().values.tolist()
-    several_runs = data["run"].nunique() > 1
-    fig, axes = _panels(len(panels), width=4.6, height=4.2)
-    top = float(max(data["predicted_ms"].max(), data["measured_ms"].max())) * 1.05 + 1
-    for ax, (run, system) in zip(axes, panels):
-        sub = data[(data["run"] == run) & (data["system"] == system)]
-        names = sorted(sub["placement"].unique(), key=_placement_order)
-        sns.scatterplot(data=sub, x="predicted_ms", y="measured_ms", hue="placement", hue_order=names,
-                        palette={n: PLACEMENT_COLOUR.get(n.split()[0], "black") for n in names}, size="reads",
-                        sizes=(12, 120), alpha=0.7, ax=ax, legend="brief")
-        ax.legend(fontsize=8, loc="upper left")
-        ax.plot([0, top], [0, top], color="grey", lw=1, ls="--")
-        ax.set_xlim(0, top)
-        ax.set_ylim(0, top)
-        ax.set_xlabel("predicted mean read latency (ms)")
-        ax.set_ylabel("measured mean read latency (ms)")
-        ax.set_title(_label(system) + (f" ({run})" if several_runs else ""))
-    fig.suptitle(f"Per key bucket, normal operation: the model against the measurement (>= {min_reads} reads)",
-                 y=1.02)
-    fig.tight_layout()
-    return fig
-
-
 def _write_cdfs(runs) -> pd.DataFrame:
-    return pd.concat([load.cdf_frame(runs, op).assign(op=op) for op in ("write", "wot")], ignore_index=True)
+    return pd.concat([frames.cdf_frame(runs, op).assign(op=op) for op in ("write", "wot")], ignore_index=True)
 
 
 # The data behind each figure of the report, by figure name: what report/data/<name>.csv holds.
 DATA = {
-    "overview": load.pooled_frame,
+    "overview": frames.pooled_frame,
     "fig6-rtt": rtt_frame,
-    "fig8-rot-latency-cdf": lambda runs: load.cdf_frame(runs, "rot"),
+    "fig8-rot-latency-cdf": lambda runs: frames.cdf_frame(runs, "rot"),
     "fig9-throughput": claims.peaks,
-    "latency-vs-throughput": load.pooled_frame,
-    "throughput-timeseries": load.throughput_frame,
-    "staleness-cdf": lambda runs: load.cdf_frame(runs, "staleness"),
-    "visibility-cdf": load.visibility_frame,
-    "freshness": load.freshness_frame,
+    "latency-vs-throughput": frames.pooled_frame,
+    "throughput-timeseries": frames.throughput_frame,
+    "staleness-cdf": lambda runs: frames.cdf_frame(runs, "staleness"),
+    "visibility-cdf": frames.visibility_frame,
+    "freshness": frames.freshness_frame,
     "write-latency": _write_cdfs,
-    "rounds": load.rounds_frame,
-    "congestion": load.congestion_frame,
-    "cache-warmup": load.cache_warmup_frame,
-    "placement-latency": load.placement_frame,
-    "placement-buckets": load.placement_buckets_frame,
+    "rounds": frames.rounds_frame,
+    "congestion": frames.congestion_frame,
+    "cache-warmup": frames.cache_warmup_frame,
+    "placement-latency": lambda runs: _placement().placement_frame(runs),
+    "placement-buckets": lambda runs: _placement().placement_buckets_frame(runs),
 }
+
+
+def _placement():
+    from . import placement  # it draws with this module's helpers: imported when asked
+
+    return placement

@@ -11,7 +11,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 from IPython.display import Markdown, display
 
-from . import figures, load
+from . import figures, frames, load
 
 
 def _slug(title: str) -> str:
@@ -39,7 +39,7 @@ class Report:
             return None
         path = self.out / "data" / f"{name}.csv"
         path.parent.mkdir(exist_ok=True)
-        load.tidy(frame).to_csv(path, index=False)
+        frames.tidy(frame).to_csv(path, index=False)
         return path
 
     def figure(self, name: str, title: str, draw) -> None:

@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 from hdrh.histogram import HdrHistogram
 
-from analysis import claims, figures, load, paper, report
+from analysis import claims, figures, frames, load, paper, paris, report
+from k2bench.verdicts import versus
 from k2bench import summary
 from conftest import ROOT
 
@@ -56,20 +57,20 @@ def test_the_window_follows_the_manifest_durations(run):
 
 
 def test_frames_agree_with_the_harness_summaries(run):
-    s = load.summary_frame(run).set_index("system")
+    s = frames.summary_frame(run).set_index("system")
     for t in run.trials:
         h = t.summary
         assert s.loc[t.system, "rot_count"] == h["ops"]["rot"]["count"]
         assert s.loc[t.system, "rot_p99_ms"] == h["ops"]["rot"]["latency_ms"]["p99"]
         assert s.loc[t.system, "throughput_ops_per_s"] == pytest.approx(h["throughput_ops_per_s"])
         assert s.loc[t.system, "all_local_fraction"] == pytest.approx(h["ops"]["rot"]["all_local_fraction"], abs=1e-6)
-    lat = load.latency_frame(run)
+    lat = frames.latency_frame(run)
     assert set(lat["dc"]) == {"all", "VA", "CA", "SP", "LDN", "TYO", "SG"}
     assert set(lat["op"]) == {"rot", "wot", "write"}
     per_dc = lat[(lat["op"] == "rot") & (lat["dc"] != "all")].groupby("system")["count"].sum()
     everything = lat[(lat["op"] == "rot") & (lat["dc"] == "all")].set_index("system")["count"]
     assert per_dc.to_dict() == everything.to_dict(), "the datacenters add up to the whole"
-    r = load.rounds_frame(run)
+    r = frames.rounds_frame(run)
     assert (r[r["dc"] == "all"].groupby("system")["fraction"].sum().round(9) == 1).all()
 
 
@@ -78,8 +79,8 @@ def concatenated(run):
     """The first trial's ROT latencies and every trial's, as samples (expanding them takes
     seconds: once for all percentiles), and the merged histograms to compare them with."""
     per_trial = [samples(_raw(tr), "rot", tr.window_ms) for tr in run.trials]
-    lat = load.latency_frame(run, ops=("rot",), per_dc=False)
-    return per_trial[0], sorted(v for values in per_trial for v in values), load.merge_rows(lat, ["run"]).iloc[0]
+    lat = frames.latency_frame(run, ops=("rot",), per_dc=False)
+    return per_trial[0], sorted(v for values in per_trial for v in values), frames.merge_rows(lat, ["run"]).iloc[0]
 
 
 @pytest.mark.parametrize("p", [1, 50, 90, 99, 99.9])
@@ -145,7 +146,7 @@ def test_trimming_changes_with_the_manifest(tmp_path, run):
         inside = sum(iv.histogram.get_total_count() for ivs in b.intervals().values() for iv in ivs
                      if iv.tag == "rot" and b.window_ms[0] <= iv.midpoint_ms < b.window_ms[1])
         assert b.merged("rot").get_total_count() == inside < a.merged("rot").get_total_count()
-    tp = load.throughput_frame(shifted)
+    tp = frames.throughput_frame(shifted)
     assert set(tp["phase"]) == {"warmup", "measure", "cooldown"}
     assert tp[tp["phase"] == "measure"]["t_s"].min() == m["config"]["duration"]["warmup_s"]
 
@@ -182,7 +183,7 @@ def test_congestion_events_are_measured_against_the_seconds_before_the_first(tmp
                              {"kind": "delay", "dcs": ["VA", "CA"], "extra_ms": 600, "at_s": at2, "for_s": 2}]
     (copy / "manifest.json").write_text(json.dumps(m))
     shifted = load.load_run(copy)
-    frame = load.congestion_frame(shifted)
+    frame = frames.congestion_frame(shifted)
     for t in shifted.trials:
         rows = frame[frame["system"] == t.system].set_index("event")
         assert list(rows.index) == ["uncongested", "+300 ms", "+600 ms"]
@@ -198,7 +199,7 @@ def test_congestion_events_are_measured_against_the_seconds_before_the_first(tmp
             assert rows.loc[event, "ops_per_s"] * rows.loc[event, "seconds"] == pytest.approx(ops)
         base, e = rows.loc["uncongested"], rows.loc["+300 ms"]
         assert e["latency_increase_pct"] == pytest.approx(100 * (e["mean_ms"] / base["mean_ms"] - 1), abs=0.06)
-    assert load.congestion_frame(run).empty, "no delay faults, no rows"
+    assert frames.congestion_frame(run).empty, "no delay faults, no rows"
     fig = figures.congestion(shifted)
     assert len(fig.axes) == 3 and fig.axes[1].patches, "latency over time and one bar per event and system"
     with pytest.raises(figures.MissingData, match="delay faults"):
@@ -206,7 +207,7 @@ def test_congestion_events_are_measured_against_the_seconds_before_the_first(tmp
 
 
 def test_cdf_is_monotone_and_ends_at_one(run):
-    c = load.cdf_frame(run, "rot")
+    c = frames.cdf_frame(run, "rot")
     for _, part in c.groupby("system"):
         assert part["latency_ms"].is_monotonic_increasing and part["fraction"].is_monotonic_increasing
         assert part["fraction"].iloc[-1] == pytest.approx(1.0)
@@ -303,7 +304,7 @@ def test_runs_resolve_from_any_working_directory(tmp_path, monkeypatch):
 
 
 def test_percentiles_come_in_long_form(run):
-    long = load.percentiles_long(load.latency_frame(run, ops=("rot",), per_dc=False))
+    long = frames.percentiles_long(frames.latency_frame(run, ops=("rot",), per_dc=False))
     assert set(long["statistic"]) == {"mean", "p1", "p50", "p75", "p90", "p99", "p99.9"}
     k2 = long[(long["system"] == "k2") & (long["statistic"] == "p99")]["ms"].iloc[0]
     assert k2 == next(t for t in run.trials if t.system == "k2").summary["ops"]["rot"]["latency_ms"]["p99"]
@@ -364,7 +365,7 @@ def test_the_paper_table_scales_with_rtt_scale(run, tmp_path):
 
 def test_the_fig9_peak_is_the_best_point_of_each_sweep():
     sweep = load.load_run(SWEEP)
-    pooled = load.pooled_frame(sweep)
+    pooled = frames.pooled_frame(sweep)
     peaks = claims.peaks(sweep).set_index("system")
     for system, g in pooled.groupby("system"):
         best = g.loc[g["throughput_ops_per_s"].idxmax()]
@@ -687,14 +688,14 @@ def test_the_paris_papers_figures_come_from_its_runs():
     """Fig. 2 (transaction latency against throughput), Fig. 5 (visibility) and the
     transactions table from a small load sweep of PaRiS, BPR and NoCC."""
     runs = [load.load_run(PARIS)]
-    vis = load.visibility_frame(runs)
+    vis = frames.visibility_frame(runs)
     assert set(vis["system"]) == {"paris", "bpr", "nocc"}
     for _, g in vis.groupby(["point", "system", "measure"]):
         assert g["fraction"].is_monotonic_increasing and g["fraction"].iloc[-1] == pytest.approx(1.0)
     nocc = vis[vis["system"] == "nocc"]
     at_once = nocc[nocc["latency_ms"] <= 1.0].groupby("point")["fraction"].max()
     assert len(at_once) == 4 and (at_once > 0.99).all(), f"NoCC shows what it installs at once: {at_once}"
-    t = load.transactions_frame(runs)
+    t = frames.transactions_frame(runs)
     assert set(t["system"]) == {"paris", "bpr", "nocc"} and (t["rwt_count"] > 0).all()
     assert set(t["workload.rw_writes"]) == {1, 10} and set(t["clients.threads_per_dc"]) == {1, 4}
     bpr, paris = t[t["system"] == "bpr"], t[t["system"] == "paris"]
@@ -715,11 +716,11 @@ def test_the_karma_papers_figures_pool_the_trials_and_show_their_spread():
     counts (each trial's equals its summary's), min and max across trials around them,
     messages per operation by type, and dependency checks per put."""
     runs = [load.load_run(KARMA)]
-    frame = load.rings_frame(runs).set_index("system")
+    frame = frames.rings_frame(runs).set_index("system")
     assert set(frame.index) == {"karma", "cops-pr"} and (frame["trials"] == 2).all()
     for system, row in frame.iterrows():
         sums = [json.loads((KARMA / system / f"trial-{n}" / "summary.json").read_text()) for n in (1, 2)]
-        one = load.rings_frame([dataclasses.replace(runs[0], trials=[t for t in runs[0].trials
+        one = frames.rings_frame([dataclasses.replace(runs[0], trials=[t for t in runs[0].trials
                                                                      if t.system == system and t.trial == 1])])
         assert one["local_access"].iloc[0] == pytest.approx(sums[0]["rings"]["local_access_fraction"], abs=1e-6)
         assert one["restricted"].iloc[0] == pytest.approx(sums[0]["rings"]["restricted_fraction"], abs=1e-6)
@@ -735,7 +736,7 @@ def test_the_karma_papers_figures_pool_the_trials_and_show_their_spread():
     assert cops["restricted"] == 0 and karma["local_access"] > cops["local_access"]
     assert pd.isna(cops.get("msg_per_op:wan:Ping")), "COPS-PR reads its own ring: no latency probes"
     assert karma["dependencies_per_put"] < cops["dependencies_per_put"]
-    warm = load.cache_warmup_frame(runs)
+    warm = frames.cache_warmup_frame(runs)
     assert set(warm["system"]) == {"karma"} and set(warm["trial"]) == {1, 2} and (warm["window_s"] == 12).all()
     assert warm["reads"].sum() > 0 and warm["hit_rate"].between(0, 1).all()
     assert figures.cache_warmup(runs) is not None
@@ -787,20 +788,20 @@ def test_a_ratio_is_within_noise_where_the_trials_overlap_and_a_difference_other
     def row(v, lo, hi, trials=3):
         return pd.Series({"rwt_mean_ms": v, "rwt_mean_ms_min": lo, "rwt_mean_ms_max": hi, "trials": trials})
 
-    apart = load.versus(row(10, 9, 11), row(50, 45, 60), "rwt_mean_ms")
+    apart = versus(row(10, 9, 11), row(50, 45, 60), "rwt_mean_ms")
     assert apart["verdict"] == "a lower" and apart["ratio"] == pytest.approx(0.2)
     assert (apart["ratio_min"], apart["ratio_max"]) == pytest.approx((9 / 60, 11 / 45))
-    assert load.versus(row(50, 45, 60), row(10, 9, 11), "rwt_mean_ms")["verdict"] == "a higher"
-    assert load.versus(row(10, 9, 12), row(11, 10.5, 13), "rwt_mean_ms")["verdict"] == "within noise"
+    assert versus(row(50, 45, 60), row(10, 9, 11), "rwt_mean_ms")["verdict"] == "a higher"
+    assert versus(row(10, 9, 12), row(11, 10.5, 13), "rwt_mean_ms")["verdict"] == "within noise"
     # apart by less than the histograms' precision (one bucket at 146.7 ms), then by more
-    assert load.versus(row(146.687, 146.687, 146.687), row(146.815, 146.815, 146.943),
+    assert versus(row(146.687, 146.687, 146.687), row(146.815, 146.815, 146.943),
                        "rwt_mean_ms")["verdict"] == "within noise"
-    assert load.versus(row(146.687, 146.687, 146.687), row(147.1, 147.1, 147.3),
+    assert versus(row(146.687, 146.687, 146.687), row(147.1, 147.1, 147.3),
                        "rwt_mean_ms")["verdict"] == "a lower"
-    assert load.versus(row(147.1, 147.1, 147.3), row(146.687, 146.687, 146.687),
+    assert versus(row(147.1, 147.1, 147.3), row(146.687, 146.687, 146.687),
                        "rwt_mean_ms")["verdict"] == "a higher"
-    assert load.versus(row(10, 10, 10, 1), row(50, 50, 50, 1), "rwt_mean_ms")["verdict"] == "one trial: no spread"
-    assert load.versus(row(10, 9, 11), row(None, None, None), "rwt_mean_ms")["verdict"] == "not measured"
+    assert versus(row(10, 10, 10, 1), row(50, 50, 50, 1), "rwt_mean_ms")["verdict"] == "one trial: no spread"
+    assert versus(row(10, 9, 11), row(None, None, None), "rwt_mean_ms")["verdict"] == "not measured"
 
 
 def test_the_paris_ratios_say_which_system_is_lower(monkeypatch):
@@ -811,8 +812,8 @@ def test_the_paris_ratios_say_which_system_is_lower(monkeypatch):
              **{f"visibility_{q}_ms{x}": vis for q in ("p50", "p99") for x in ("", "_min", "_max")},
              "visibility_at_read_p50_ms": None, "visibility_at_read_p99_ms": None}
             for s, mean, thr, vis in (("paris", 10, 1000, 260), ("bpr", 80, 120, 2), ("nocc", 10.5, 1050, 0))]
-    monkeypatch.setattr(load, "pooled_frame", lambda runs: pd.DataFrame(rows))
-    r = load.paris_ratios_frame([]).iloc[0]
+    monkeypatch.setattr(frames, "pooled_frame", lambda runs: pd.DataFrame(rows))
+    r = paris.paris_ratios_frame([]).iloc[0]
     assert r["latency_paris_vs_bpr"] == "PaRiS lower" and r["bpr_over_paris_latency"] == pytest.approx(8.0)
     assert r["latency_paris_vs_nocc"] == "within noise" and r["throughput_paris_vs_nocc"] == "within noise"
     assert r["visibility_gap_p50_ms"] == pytest.approx(258) and r["visibility_gap_at_read_p50_ms"] is None

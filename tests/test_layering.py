@@ -15,8 +15,6 @@ OVER_LIMIT = {
     "k2bench/experiment.py": "split pending: the typed run spec (issue 47)",
     "k2bench/cli.py": "split pending: one module per command group (issue 47)",
     "k2bench/hosts.py": "split pending: local, in-server and SSH hosts (issue 47)",
-    "analysis/load.py": "split pending: runs, frames, the PaRiS comparison (issue 47)",
-    "analysis/figures.py": "split pending: the placement figures beside their report (issue 47)",
     "terraform/emulab/portal.py": "one client of the Emulab portal's XML-RPC API, its calls and their errors",
     "tests/test_terraform.py": "one fixture set (a plan of each module) shared by every test",
     "tests/test_emulab_portal.py": "one fake portal shared by every test",
@@ -78,7 +76,7 @@ NAMES_ALLOWED = {
     "analysis/claims.py": "the K2 and PaRiS papers' claims, each about the systems it compares",
     "analysis/paper.py": "the K2 paper's Fig. 9 numbers, per system",
     "analysis/throughput.py": "the K2 paper's Fig. 9 ratios (K2/RAD, K2/PaRiS*)",
-    "analysis/load.py": "the PaRiS paper's comparison of PaRiS with BPR and NoCC (to move beside its claims)",
+    "analysis/paris.py": "the PaRiS paper's comparison of PaRiS with BPR and NoCC",
     "analysis/figures.py": "the K2 paper's Fig. 9 table and the Karma paper's cache figure",
 }
 

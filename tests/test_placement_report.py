@@ -294,10 +294,10 @@ def test_the_report_draws_measured_and_predicted_cdfs_and_buckets(tmp_path):
         merged.record_value(ms * 1000)
     want = [round(merged.get_value_at_percentile(p) / 1000, 3) for p in placement_report.PERCENTILES]
     runs = [SimpleNamespace(dir=run, name="run")]  # what the figures read of a run: placement.json
-    frame = load.placement_frame(runs)
+    frame = analysis_placement.placement_frame(runs)
     measured = frame[(frame["source"] == "measured") & (frame["phase"] == "normal")].iloc[0]
     assert measured["reads"] == 5 and measured["mean_ms"] == 24.0
-    fig = figures.placement_latency(runs)
+    fig = analysis_placement.placement_latency(runs)
     lines = {(ax.get_title(), ln.get_label()): ln for ax in fig.axes for ln in ax.get_lines()}
     normal = lines[("K2: normal operation", "BA, measured")]
     assert list(normal.get_xdata()) == want
@@ -305,7 +305,7 @@ def test_the_report_draws_measured_and_predicted_cdfs_and_buckets(tmp_path):
     predicted = lines[("K2: C killed", "BA, predicted")]
     failure = rep["trials"][0]["predicted"]["failure"]
     assert list(predicted.get_xdata()) == [failure[f"p{p}"] for p in placement_report.PERCENTILES]
-    buckets = figures.placement_buckets(runs, min_reads=1)
+    buckets = analysis_placement.placement_buckets(runs, min_reads=1)
     points = sorted(map(tuple, buckets.axes[0].collections[0].get_offsets().tolist()))
     assert [y for _, y in points] == sorted(b["measured_ms"] for b in rep["trials"][0]["buckets"])
     # The run's figures: buckets need 30 reads each to be drawn, these have one to four.
@@ -317,6 +317,6 @@ def test_the_figures_say_what_is_missing(tmp_path):
     from analysis import figures
     run = make_run(tmp_path)  # no report yet
     with pytest.raises(figures.MissingData, match="no placement report"):
-        figures.placement_latency([SimpleNamespace(dir=run, name="run")])
+        analysis_placement.placement_latency([SimpleNamespace(dir=run, name="run")])
     assert analysis_placement.draw(run) == []
     assert analysis_placement.main([str(run)]) == 2  # no placement.json: says so

@@ -12,7 +12,7 @@ JAR := system/launcher/target/k2bench.jar
 SOURCES := $(shell find system -name '*.java' -o -name '*.proto' -o -name 'pom.xml' -o -path '*/src/main/resources/*' -type f | grep -v /target/)
 RUN_STAMP = $(shell date -u +%Y%m%dT%H%M%SZ)
 
-.PHONY: help test test-java test-python deploy-test build venv venvs local-run analyze compare figures notebook bench-emulation bench-throughput \
+.PHONY: help test test-java test-python deploy-test build venv venvs new-system local-run analyze compare figures notebook bench-emulation bench-throughput \
 	ec2-up ec2-run ec2-down ec2-status emulab-up emulab-run emulab-extend emulab-down netem-reset clean
 
 help:
@@ -25,6 +25,7 @@ help:
 	@echo "make bench-emulation  measure the embedded WAN emulation: configured vs measured RTT"
 	@echo "make bench-throughput each system's real peak, its CPU table and the Fig. 9 ratios (SETTINGS=default: one setting; RESUME=runs/<dir> continues one)"
 	@echo "make build            build system/launcher/target/k2bench.jar"
+	@echo "make new-system NAME=<name>  a new system's module under system/, registered in the poms (docs/adding-a-system.md)"
 	@echo "make deploy-test      the remote path on 4 local test hosts: Ansible site.yml, smoke via Fabric, faults (root)"
 	@echo "make ec2-up / ec2-run / ec2-down        six AWS regions (terraform/ec2; EXPERIMENT=<name>, SERVERS_PER_DC=4 for paper scale)"
 	@echo "make ec2-status       what k2bench runs on EC2 in each region, found by tags (no Terraform state needed)"
@@ -66,6 +67,13 @@ $(JAR): $(SOURCES)
 	$(MVN) install -DskipTests
 
 venv: $(VENV)/.installed
+
+# A new system's module from system/.template, registered in system/pom.xml and the
+# launcher's (k2bench/scaffold.py). The name is checked before the virtualenv is built.
+new-system:
+	@test -n "$(NAME)" || { echo "make new-system: give the system's name, e.g. make new-system NAME=my-sys" >&2; exit 2; }
+	@$(MAKE) --no-print-directory venv
+	$(VENV)/bin/python -m k2bench.scaffold -- "$(NAME)"
 
 $(LINT_VENV)/.installed: requirements-lint.txt
 	$(PYTHON) -m venv $(LINT_VENV)

@@ -18,7 +18,7 @@ def _jar_systems():
 SYSTEMS = Systems(loader=_jar_systems)
 
 # Files whose tests run whole clusters of server and client JVMs.
-CLUSTER_FILES = {"test_e2e.py", "test_consistency_runs.py"}
+CLUSTER_FILES = {"test_e2e.py", "test_consistency_runs.py", "test_scaffold_e2e.py"}
 
 
 def pytest_collection_modifyitems(config, items):

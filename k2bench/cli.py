@@ -576,7 +576,7 @@ def _flag_number(value, flag: str, kind=float, minimum=None):
 
 def cmd_demand(args) -> int:
     """A run's per-key, per-datacenter reads and writes (its clients' histories) as parquet:
-    the demand `k2bench place` reads (k2bench/placement.py)."""
+    the demand `k2bench place` reads (k2bench/placement/)."""
     import io
 
     from . import placement
@@ -599,7 +599,7 @@ def cmd_demand(args) -> int:
 
 def cmd_place(args) -> int:
     """Latency-aware replica placement (BA or N-1C) of every key from a demand parquet and a
-    topology: a placement table, its predictions beside it (k2bench/placement.py)."""
+    topology: a placement table, its predictions beside it (k2bench/placement/)."""
     import pandas as pd
     from rich.table import Table
 

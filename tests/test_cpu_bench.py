@@ -491,7 +491,7 @@ def test_the_bench_prints_each_peaks_costs_and_the_ratio_by_busiest_server_besid
 
     from k2bench import cli
     handler = signal.getsignal(signal.SIGTERM)
-    monkeypatch.setattr(cli, "Orchestrator", RatedOrchestrator)
+    monkeypatch.setattr(cli.bench, "Orchestrator", RatedOrchestrator)
     monkeypatch.setenv("COLUMNS", "300")
     code = cli.main(["--jar", str(jar), "bench-throughput", "--settings", "default", "--no-echo",
                      "--runs", str(tmp_path)])
@@ -535,7 +535,7 @@ def test_sigterm_stops_the_bench_like_ctrl_c_with_the_climbs_so_far_written(jar,
     import signal
 
     from k2bench import cli
-    monkeypatch.setattr(cli, "Orchestrator", TermOrchestrator)
+    monkeypatch.setattr(cli.bench, "Orchestrator", TermOrchestrator)
     handler = signal.getsignal(signal.SIGTERM)
     code = cli.main(["--jar", str(jar), "bench-throughput", "--settings", "default", "--no-echo",
                      "--runs", str(tmp_path)])

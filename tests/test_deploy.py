@@ -221,12 +221,12 @@ def test_a_netem_runs_manifest_keeps_the_deploys_ping_verification(tmp_path):
               "pairs": [{"dc": "VA", "peer_dc": "CA", "configured_rtt_ms": 60, "measured_rtt_ms": 60.4, "ok": True}]}
     path = tmp_path / "verify.json"
     path.write_text(json.dumps(verify))
-    assert cli.tc_verify(parse(doc), str(path)) is None, "real latency: nothing to verify"
+    assert cli.common.tc_verify(parse(doc), str(path)) is None, "real latency: nothing to verify"
     netem = parse(dict(doc, provider="emulab", latency="netem"))
-    assert cli.tc_verify(netem, str(path)) == verify
+    assert cli.common.tc_verify(netem, str(path)) == verify
     with pytest.raises(ConfigError) as e:
-        cli.tc_verify(netem, str(tmp_path / "missing.json"))
+        cli.common.tc_verify(netem, str(tmp_path / "missing.json"))
     assert e.value.field == "--tc-verify" and "run `k2bench deploy`" in e.value.problem
     dep = RemoteDeployment(netem, known_hosts=str(KNOWN_HOSTS))
-    dep.tc_verify = cli.tc_verify(netem, str(path))
+    dep.tc_verify = cli.common.tc_verify(netem, str(path))
     assert dep.describe()["tc_verify"] == verify, "into manifest.json's deployment"

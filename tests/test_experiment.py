@@ -372,9 +372,9 @@ def test_only_errors_about_the_experiments_fields_name_its_file():
 
     for field in ("workload.zipf", "sweep.workload.zipf[1]", "sweep.clients.threads_per_dc=48", "systems[1]",
                   "topology topologies/paper-local.yaml (datacenters)", "faults[0].dc"):
-        assert cli._experiment_field(field), field
+        assert cli.common._experiment_field(field), field
     for field in ("inventory.datacenters", "--systems", "jar", "--resume", "EXPERIMENT"):
-        assert not cli._experiment_field(field), field
+        assert not cli.common._experiment_field(field), field
 
 
 def test_system_options_are_a_mapping_per_system():

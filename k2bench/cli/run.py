@@ -1,0 +1,178 @@
+"""Running and checking: ``run``, ``validate``, ``systems``, ``summarize``, ``check``,
+``placement-report``."""
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+from rich.console import Console
+
+from .. import experiment, rundir
+from ..errors import ConfigError
+from ..orchestrator import Env, Orchestrator, validate
+from ..progress import Progress, print_summary
+from .common import (REPO, _by_system_and_point, _env, _in_file, _load, check_cluster_shape, legacy_trials,
+                     plugin_commands, servers_per_dc_override, tc_verify)
+
+
+def cmd_run(args) -> int:
+    env = _env(args)
+    exp = servers_per_dc_override(_load(env, args.experiment), args.servers_per_dc)
+    if args.inventory:
+        check_cluster_shape(exp, env.deployment.inventory, args.inventory)
+        env.deployment.tc_verify = tc_verify(env.deployment.inventory, args.tc_verify)
+    if args.systems:
+        chosen = args.systems.split(",")
+        for s in chosen:
+            if s not in exp["systems"]:
+                raise ConfigError("--systems", f"{s!r} is not in the experiment's systems {exp['systems']}")
+        exp["systems"] = chosen
+    if args.no_check:
+        exp["check"] = False
+    with _in_file(experiment.find(env.workloads, args.experiment)):
+        validate(env, exp)
+    runs = Path(args.runs)
+    if args.resume:
+        run_dir = Path(args.resume)
+        if not (run_dir / "manifest.json").exists():
+            raise ConfigError("--resume", f"{run_dir} is not a run directory (no manifest.json)")
+        old = json.loads((run_dir / "manifest.json").read_text())["config"]
+        if old != rundir.as_saved(exp):
+            raise ConfigError("--resume", f"{run_dir} was run with a different configuration of {exp['name']}")
+    else:
+        run_dir = rundir.create(runs, exp["name"])
+    rundir.link_latest(runs, run_dir)
+    console = Console()
+    console.print(f"run directory: {run_dir}")
+    code = Orchestrator(env, Progress(console)).run(exp, run_dir, resume=bool(args.resume))
+    summaries = [json.loads(p.read_text()) for p in sorted(run_dir.glob("*/summary.json"))]
+    summaries += sorted((json.loads(p.read_text()) for p in run_dir.glob("*/*/summary.json")
+                         if not p.parent.name.startswith("trial-")), key=_by_system_and_point)
+    if summaries:
+        print_summary(console, summaries)
+    from .. import placement_report
+    if placement_report.has_placements(exp):
+        placement_report.print_report(console, placement_report.report(run_dir, env.check_output))
+        console.print(f"tables: {run_dir / placement_report.TABLE_FILE}")
+        _placement_figures(console, run_dir)
+    return code
+
+
+def _placement_figures(console, run_dir: Path) -> None:
+    """A placement run's figures, drawn by analysis's ``placement-figures`` command when it
+    is installed (the harness never imports analysis)."""
+    draw = plugin_commands().get("placement-figures")
+    if draw is None:
+        console.print("figures: not drawn (the analysis package is not installed)")
+    elif draw.load()([str(run_dir)]) != 0:
+        console.print("figures: not drawn")
+
+
+def cmd_placement_report(args) -> int:
+    """The model's predicted read latency beside the measured one for each trial of a run
+    (placement.json and its tables, placement.md, in the run; k2bench/placement_report.py)."""
+    from rich.console import Console
+    from .. import placement_report
+    placement_report.check_run(Path(args.run))
+    console = Console()
+    placement_report.print_report(console, placement_report.report(Path(args.run), _env(args).check_output))
+    console.print(f"tables: {Path(args.run) / placement_report.TABLE_FILE}")
+    _placement_figures(console, Path(args.run))
+    return 0
+
+
+def cmd_validate(args) -> int:
+    env = _env(args)
+    names = args.experiments or sorted(p.stem for p in env.workloads.glob("*.yaml"))
+    for name in names:
+        exp = _load(env, name)
+        with _in_file(experiment.find(env.workloads, name)):
+            validate(env, exp)
+        n = len(experiment.points(exp)) * len(exp["systems"]) * exp["trials"]
+        print(f"{name}: ok ({n} system run(s))")
+    return 0
+
+
+def cmd_systems(args) -> int:
+    """The bundled systems as the launcher declares them: claims, placements, own options."""
+    env = Env(repo=REPO, jar=Path(args.jar), deployment=None, java=args.java)
+    for name, s in env.system_info.items():
+        rounds = s.max_wan_rounds
+        print(f"{name}: {s.description}")
+        print(f"  placements: {', '.join(s.placements)}; read-only transactions: "
+              + (f"at most {rounds} wide-area round(s)" if rounds is not None else "no round claim")
+              + ("; read-write transactions" if s.read_write_transactions else "")
+              + ("" if s.write_only_transactions else "; no write-only transactions")
+              + ("" if s.message_loss else "; needs reliable channels (no partition with mode: drop)")
+              + ("; a datacenter cache" if s.dc_cache else "")
+              + ("" if s.causal else "; NOT causal (a negative control: the checker finds violations)")
+              + ("; run by default" if s.run_by_default else "")
+              + (f"; of the {s.paper} paper's evaluation" if s.paper else ""))
+        for o in s.options:
+            bounds = ("" if o["type"] == "boolean" else f", one of {' | '.join(o['choices'])}" if o["type"] == "choice"
+                      else f", {o['min']}..{o['max']}")
+            print(f"  server.options.{name}.{o['name']}: {o['type']}, default {o['default']}{bounds}: {o['description']}")
+        if s.mutants:
+            print(f"  mutants (testing.mutant): {', '.join(s.mutants)}")
+    return 0
+
+
+def cmd_summarize(args) -> int:
+    """Re-derives summary.json of every trial in a run from its raw logs."""
+    from ..faults import paused_ms
+    from ..summary import EMULATION_DEGRADED, SCHEDULE_WARNING, replication_pending_at_end, summarize
+    run = Path(args.run)
+    manifest = json.loads((run / "manifest.json").read_text())
+    for entry in manifest.get("trials") or legacy_trials(run):
+        path = run / entry["dir"] / "summary.json"
+        if not path.exists():
+            continue
+        old = json.loads(path.read_text())
+        logs = {dc: [run / entry["dir"] / rel for rel in rels] for dc, rels in entry["client_logs"].items()}
+        after_ms = (old.get("replication_lag_ms") or {}).get("after", {}).get("from_ms")
+        cfg = manifest["config"]
+        cfg = copy.deepcopy(cfg)
+        for axis, value in old.get("point_values", {}).items():
+            experiment.axis_set(cfg, axis, value)
+        cfg = experiment.for_system(cfg, old["system"])  # as the system ran it (its per_system overrides)
+        new = summarize(logs, system=old["system"], experiment=manifest["experiment"],
+                        window_ms=tuple(old["window_ms"]), origin_ms=old["timeseries"]["origin_ms"],
+                        server_logs=sorted((run / entry["dir"] / "servers").glob("*.hlog")), after_ms=after_ms,
+                        pacing_interval_ms=experiment.pacing_interval_ms(cfg, {dc: len(ps) for dc, ps in logs.items()}),
+                        paused_ms=paused_ms(run / entry["dir"] / "timeline.jsonl"))
+        new |= {k: old[k] for k in ("point", "point_values", "trial", "start_ms", "start", "server_stats",
+                                    "availability", "faults", "consistency", "cpu", "server_processes") if k in old}
+        if new["cache"] is None and old.get("cache"):
+            new["cache"] = old["cache"]  # a run whose clients did not log cache_miss yet
+        new["replication_pending_at_end"] = replication_pending_at_end(run / entry["dir"] / "servers",
+                                                                       old.get("faults", []))
+        new["warnings"] += [w for w in old.get("warnings", []) if not w.startswith((SCHEDULE_WARNING, EMULATION_DEGRADED))]
+        rundir.write_json(path, new)
+        print(f"re-derived {path}")
+    return 0
+
+
+def cmd_check(args) -> int:
+    """Runs the consistency checker again on every trial of a run (from its histories)."""
+    from ..orchestrator import check_trial_dir
+    info = _env(args).system_info
+    run = Path(args.run)
+    if not (run / "manifest.json").exists():
+        raise ConfigError("run", f"{run} is not a run directory (no manifest.json)")
+    manifest = json.loads((run / "manifest.json").read_text())
+    mutant = manifest["config"].get("testing", {}).get("mutant")
+    total = 0
+    for entry in manifest.get("trials") or legacy_trials(run):
+        tdir = run / entry["dir"]
+        if not (tdir / "summary.json").exists():
+            continue
+        summary = json.loads((tdir / "summary.json").read_text())
+        c = check_trial_dir(tdir, summary["system"], info.info(summary["system"]).max_wan_rounds, mutant)
+        summary["consistency"] = c
+        rundir.write_json(tdir / "summary.json", summary)
+        total += c["violations"]
+        kinds = ", ".join(f"{k} {v}" for k, v in c["by_kind"].items())
+        print(f"{entry['dir']}: {c['violations']} violations in {c['checked_ops']} operations"
+              + (f" ({kinds})" if kinds else ""))
+    return 1 if total else 0

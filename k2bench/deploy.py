@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Protocol
 
 from .errors import ConfigError
-from .hosts import LEASE_S, Host, LocalHost, SshHost
+from .hosts import Host, LocalHost
+from .ssh import LEASE_S, SshHost
 from .inventory import Inventory
 
 

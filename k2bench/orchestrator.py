@@ -35,7 +35,8 @@ from .experiment import (check_pacing, server_jvm_args, client_shares, dist_min,
                          IDS_PER_PROCESS, axis_get, for_system, points, system_points)
 from .deploy import ALL_DCS, Deployment, LocalDeployment
 from .faults import FAULTS_FILE, FaultInjector, fault_windows, paused_ms, unavailability
-from .hosts import Host, InServerHost, LeaseKeeper, LocalHost, Proc
+from .hosts import Host, InServerHost, LocalHost, Proc
+from .ssh import LeaseKeeper
 from .spec.trial import SPEC_FILE, TrialSpec
 from .systems import Systems
 from .summary import replication_pending_at_end, ring_invalidations, server_totals_hit_rate, summarize
@@ -956,7 +957,7 @@ class Orchestrator:
         lease_keeper = None
         try:
             fan_out(dep.hosts(), lambda h: h.bind_run(run_dir))
-            # Remote processes stop on their own when the lease goes stale (hosts.wrapper_script).
+            # Remote processes stop on their own when the lease goes stale (ssh.wrapper_script).
             lease_s = max([getattr(h, "lease_s", 0) for h in dep.hosts()] or [0])
             lease_keeper = LeaseKeeper(dep.hosts(), max(1.0, lease_s / 4)).__enter__() if lease_s else None
             for i, (pid, cfg, system, k) in enumerate(trials):

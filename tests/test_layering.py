@@ -15,7 +15,6 @@ OVER_LIMIT = {
     "tests/test_terraform.py": "one fixture set (a plan of each module) shared by every test",
     "tests/test_emulab_portal.py": "one fake portal shared by every test",
     "tests/test_analysis.py": "one fixture run shared by every test",
-    "tests/test_cpu_bench.py": "split pending: CPU accounting and the bench's climb (issue 47)",
     "tests/test_ansible.py": "one fixture inventory shared by every test",
 }
 

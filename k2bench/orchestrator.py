@@ -617,17 +617,10 @@ class Orchestrator:
             client_slots = sum(len(dep.clients(dc)) for dc in dcs)
             servers = [self._start(t, stack, s.host, s.name, java(
                 s.host, srv["heap_mb"] * (len(dcs) if s.dc == ALL_DCS else 1) + (cl["heap_mb"] * client_slots if in_server else 0),
-                "serve", "--topology", s.host.path(topo_rel), "--system", t.system,
+                # the system, its topology and every shared parameter: the trial's spec
+                "serve", "--spec", s.host.path(f"{t.rel}/{SPEC_FILE}"),
                 *(["--clients-dir", s.host.path(in_server_rel)] if in_server else []),
-                *s.select, *listen, "--keys", str(w["keys"]), "--cache-fraction", str(srv["cache_fraction"]),
-                "--gc-window-ms", str(srv["gc_window_ms"]),
-                "--replica-retention-ms", str(srv["replica_retention_ms"]),
-                "--txn-timeout-ms", str(srv["txn_timeout_ms"]),
-                "--failover-timeout-ms", str(srv["failover_timeout_ms"]),
-                "--rpc-timeout-ms", str(cfg["clients"]["rpc_timeout_ms"]),
-                "--cache-versions-per-key", str(srv["cache_versions_per_key"]),
-                *[a for name, v in srv["options"].get(t.system, {}).items() for a in ("--option", f"{name}={option_text(v)}")],
-                "--stats-out", s.host.path(f"{t.rel}/servers/stats-{s.name}.json"),
+                *s.select, *listen, "--stats-out", s.host.path(f"{t.rel}/servers/stats-{s.name}.json"),
                 "--metrics-log", s.host.path(f"{t.rel}/servers/{s.name}.hlog"), props=jvm_props(s.host, t),
                 jvm_args=t.server_jvm_args))
                 for s in slots]

@@ -7,6 +7,7 @@ import json
 import re
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -18,9 +19,9 @@ from k2bench.orchestrator import CLIENTS_READY, Env, Orchestrator, Trial
 
 from conftest import ROOT, SYSTEMS
 
-# Stands in for every process: a server prints its ready line and waits to be stopped; a
-# loader writes its report; a client says it is ready, waits for the start file and then
-# does what STUB_CLIENT says.
+# Stands in for every process: a server reads its spec, prints its ready line and waits to
+# be stopped; a loader writes its report; a client says it is ready, waits for the start
+# file and then does what STUB_CLIENT says.
 STUB = textwrap.dedent(f'''
     import json, os, sys, time
     argv = sys.argv[1:]
@@ -29,7 +30,8 @@ STUB = textwrap.dedent(f'''
           "e.g., being the root user. If the necessary permission is not possessed, changes to priority will be "
           "silently ignored.", file=sys.stderr, flush=True)
     if "serve" in argv:
-        print("ready: stub", flush=True)
+        spec = json.load(open(argv[argv.index("--spec") + 1]))  # as the launcher: all it runs is in there
+        print(f"ready: stub {{spec['system']['name']}}", flush=True)
         while True:
             time.sleep(1)
     props = {{}}
@@ -225,8 +227,9 @@ def test_validate_refuses_a_system_on_a_placement_it_does_not_run_on(jar, tmp_pa
 
 
 def test_system_options_are_checked_against_what_each_system_declares_and_given_to_it_only(jar, tmp_path):
-    """Names, types and ranges come from the launcher's `systems --json`; a server of the
-    system gets `--option name=value`, its clients `k2bench.option.name`; other systems nothing."""
+    """Names, types and ranges come from the launcher's `systems --json`; the servers of the
+    system get them in the trial's spec (system.options), its clients as `k2bench.option.name`;
+    other systems nothing."""
     from k2bench.orchestrator import check_system_options, option_text
     env = Env(repo=ROOT, jar=jar, deployment=LocalDeployment(LocalHost(jar)))
 
@@ -269,14 +272,22 @@ def test_a_systems_options_reach_its_servers_and_clients(tmp_path, monkeypatch):
             "server": {"heap_mb": 64, "options": {"k2": {"gossip_ms": 5, "fast": True}, "rad": {"other": 1}}}})
     records = [json.loads(p.read_text()) for p in (tmp_path / "k2" / "processes").glob("*.json")]
     servers = [r["argv"] for r in records if "serve" in r["argv"]]
-    assert servers and all(" ".join(a).count("--option") == 2 for a in servers)
-    assert all("gossip_ms=5" in a and "fast=true" in a and "other=1" not in a for a in servers)
+    assert servers
+    trial_spec = (tmp_path / "k2" / "spec.json").read_text()  # the trial's spec, for its processes
+    for argv in servers:
+        serve = argv[argv.index("serve"):]
+        # what the server runs is its spec; its flags say only which servers and where their files go
+        assert [a for a in serve if a.startswith("--")] == ["--spec", "--all", "--stats-out", "--metrics-log"]
+        given = Path(serve[serve.index("--spec") + 1])
+        assert given.read_text() == trial_spec
+        spec = json.loads(given.read_text())
+        assert spec["system"] == {"name": "k2", "options": {"gossip_ms": 5, "fast": True}}
+        assert spec["workload"]["keys"] == 10 and spec["server"]["heap_mb"] == 64
+        assert spec["clients"]["threads_per_dc"] == 1 and spec["files"]["topology"] == "topology.yaml"
+        assert (given.parent / "topology.yaml").exists()
     props = [p.read_text() for p in (tmp_path / "k2" / "clients").glob("client-*.properties")]
     assert props and all("k2bench.option.gossip_ms=5\n" in p and "k2bench.option.fast=true\n" in p
                          and "k2bench.option.other" not in p for p in props)
-    spec = json.loads((tmp_path / "k2" / "spec.json").read_text())  # the trial's spec, for its processes
-    assert spec["system"] == {"name": "k2", "options": {"gossip_ms": 5, "fast": True}}
-    assert spec["server"]["heap_mb"] == 64 and spec["clients"]["threads_per_dc"] == 1
 
 
 def test_k2bench_systems_lists_claims_placements_and_options(jar, capsys):

@@ -13,8 +13,8 @@ MIN_FAILOVER_TIMEOUT_MS = 300
 
 def _check_timeouts(exp: dict) -> None:
     """A remote read fails over after server.failover_timeout_ms, within the RPC timeout
-    (clients.rpc_timeout_ms, which the servers get as --rpc-timeout-ms too): at or above it,
-    the read times out before it can fail over."""
+    (clients.rpc_timeout_ms, which the servers read from the trial's spec too): at or above
+    it, the read times out before it can fail over."""
     for _, _, cfg in system_points(exp):
         failover, rpc = cfg["server"]["failover_timeout_ms"], cfg["clients"]["rpc_timeout_ms"]
         if failover < MIN_FAILOVER_TIMEOUT_MS:

@@ -7,7 +7,7 @@ import picocli.CommandLine.Command;
 
 /** {@code k2bench-server}: runs the bundled systems' servers and the transport benchmarks. */
 @Command(name = "k2bench-server", mixinStandardHelpOptions = true, version = "k2bench 0.1.0",
-    description = "Starts servers of a bundled system (k2, ...) from a topology file, and "
+    description = "Starts servers of a bundled system (k2, ...) from a trial's spec.json, and "
         + "measures the emulated WAN.",
     subcommands = {ServeCommand.class, SystemsCommand.class, PingCommand.class,
         TopologyCommand.class, EmulationBench.class, EchoBench.class})

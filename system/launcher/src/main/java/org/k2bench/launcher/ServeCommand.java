@@ -4,14 +4,16 @@ import java.util.List;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import java.util.function.IntPredicate;
+import org.k2bench.core.api.RunSpec;
+import org.k2bench.core.api.ServerOptions;
 import org.k2bench.core.api.StoreSystem;
 import org.k2bench.core.api.Systems;
 import org.k2bench.core.cluster.LocalCluster;
 import org.k2bench.core.topology.ConfigException;
 import org.k2bench.core.topology.Topology;
+import org.k2bench.core.topology.TopologyLoader;
 import picocli.CommandLine.ArgGroup;
 import picocli.CommandLine.Command;
-import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
@@ -19,18 +21,19 @@ import picocli.CommandLine.Spec;
 /**
  * Runs servers until SIGTERM/SIGINT: one server, all servers of one datacenter, or the
  * whole topology, in this JVM. Prints one {@code ready} line to stdout once every server
- * listens, so an orchestrator can wait for it.
+ * listens, so an orchestrator can wait for it. What runs (the system, the topology and
+ * every shared parameter) is the trial's spec.json; the flags say only which servers this
+ * host runs and where its files go.
  */
 @Command(name = "serve", mixinStandardHelpOptions = true, description = "Runs servers of one system until stopped (SIGTERM/SIGINT).")
 final class ServeCommand implements Callable<Integer> {
   @Spec
   CommandSpec spec;
 
-  @Mixin
-  ServerFlags flags;
-
-  @Option(names = "--system", required = true, description = "Which system: see `systems`.")
-  String system;
+  @Option(names = "--spec", required = true, paramLabel = "FILE",
+      description = "The trial's spec.json (k2bench run writes one per trial): the system, the topology file "
+          + "(files.topology, beside it) and every shared parameter.")
+  java.nio.file.Path specFile;
 
   static final class Which {
     @Option(names = "--dc", paramLabel = "DC", description = "All servers of this datacenter.")
@@ -67,8 +70,10 @@ final class ServeCommand implements Callable<Integer> {
 
   @Override
   public Integer call() throws InterruptedException {
-    Topology t = flags.loadTopology();
-    StoreSystem sys = Systems.byName("--system", system);
+    RunSpec run = RunSpec.read(specFile);
+    StoreSystem sys = Systems.byName(specFile + ": system.name", run.system().name());
+    Topology t = TopologyLoader.load(run.resolve(run.files().topology()));
+    ServerOptions options = run.serverOptions(sys); // checked (the system's own options too) before anything starts
     IntPredicate servers = select(t);
     CountDownLatch stopped = new CountDownLatch(1);
     if (metricsLog != null) {
@@ -78,7 +83,7 @@ final class ServeCommand implements Callable<Integer> {
         throw new ConfigException("--metrics-log", "cannot write " + metricsLog + ": " + e.getMessage());
       }
     }
-    LocalCluster cluster = LocalCluster.start(sys, t, flags.options(sys), servers, listenHost);
+    LocalCluster cluster = LocalCluster.start(sys, t, options, servers, listenHost);
     ColocatedClients colocated = null;
     if (clientsDir != null) {
       org.k2bench.core.transport.Transport.hostClients(cluster.transport());

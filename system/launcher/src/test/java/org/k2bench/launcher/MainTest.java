@@ -3,16 +3,19 @@ package org.k2bench.launcher;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.function.Consumer;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.k2bench.core.api.ServerOptions;
 import org.k2bench.core.api.Systems;
 import org.k2bench.core.cluster.FreePorts;
 import org.k2bench.core.cluster.LocalCluster;
+import org.k2bench.core.testing.SpecFixtures;
 import org.k2bench.core.topology.Topology;
 import org.k2bench.core.topology.TopologyLoader;
 
@@ -48,35 +51,81 @@ class MainTest {
     assertEquals(1, r.err().strip().lines().count(), r.err());
   }
 
+  /** The harness's spec.json with {@code change}, beside {@code topologyYaml} (its files.topology). */
+  Path spec(String topologyYaml, Consumer<ObjectNode> change) throws Exception {
+    topologyFile(topologyYaml);
+    ObjectNode t = SpecFixtures.defaultK2Tree();
+    change.accept(t);
+    return SpecFixtures.write(dir, t);
+  }
+
+  static ObjectNode at(ObjectNode t, String section) {
+    return (ObjectNode) t.get(section);
+  }
+
   @Test
   void unknownSystemListsTheValidOnes() throws Exception {
-    Result r = run("serve", "--topology", topologyFile(THREE_DCS).toString(), "--system", "k3", "--all");
+    Result r = run("serve", "--spec", spec(THREE_DCS, t -> at(t, "system").put("name", "k3")).toString(), "--all");
     assertOneLine(r);
     // every system the ServiceLoader finds, whichever modules are bundled
     assertTrue(Systems.available().containsKey("k2"), Systems.available().keySet().toString());
-    assertTrue(r.err().contains("unknown system 'k3'; available: " + String.join(", ", Systems.available().keySet())),
-        r.err());
+    assertTrue(r.err().contains("system.name: unknown system 'k3'; available: "
+        + String.join(", ", Systems.available().keySet())), r.err());
   }
 
   @Test
   void badTopologyStopsWithOneLineNamingTheField() throws Exception {
-    Result r = run("serve", "--topology", topologyFile(THREE_DCS.replace("C: 20", "D: 20")).toString(),
-        "--system", "k2", "--all");
+    Result r = run("serve", "--spec", spec(THREE_DCS.replace("C: 20", "D: 20"), t -> { }).toString(), "--all");
     assertOneLine(r);
-    assertTrue(r.err().contains("rtt_ms.A.D: unknown datacenter 'D'"), r.err());
+    assertTrue(r.err().contains(dir.resolve("topology.yaml") + ": rtt_ms.A.D: unknown datacenter 'D'"), r.err());
   }
 
   @Test
   void badFlagsAreNamed() throws Exception {
-    String t = topologyFile(THREE_DCS).toString();
-    Result r = run("serve", "--topology", t, "--system", "k2", "--server", "A-0");
+    String s = spec(THREE_DCS, t -> { }).toString();
+    Result r = run("serve", "--spec", s, "--server", "A-0");
     assertOneLine(r);
     assertTrue(r.err().contains("--server"), r.err());
-    r = run("serve", "--topology", t, "--system", "k2", "--dc", "A", "--cache-fraction", "2");
+    r = run("serve", "--spec", s);
     assertOneLine(r);
-    assertTrue(r.err().contains("--cache-fraction"), r.err());
-    r = run("serve", "--topology", t, "--system", "k2");
+    r = run("serve", "--spec", s, "--dc", "A", "--cache-fraction", "0.1");
     assertOneLine(r);
+    assertTrue(r.err().contains("Unknown option") && r.err().contains("'--cache-fraction'"),
+        "the spec carries it: " + r.err());
+  }
+
+  /** What the spec carries is the harness's to check; the launcher refuses only a spec of another shape. */
+  @Test
+  void aSpecWithAnUnknownFieldIsRefusedWithOneLineNamingIt() throws Exception {
+    Path s = spec(THREE_DCS, t -> at(t, "server").put("cache_fractoin", 0.1));
+    Result r = run("serve", "--spec", s.toString(), "--dc", "A");
+    assertOneLine(r);
+    assertTrue(r.err().startsWith("k2bench-server: " + s + ": server.cache_fractoin: unknown field; regenerate it "
+        + "with the harness"), r.err());
+    r = run("serve", "--spec", dir.resolve("nothing.json").toString(), "--all");
+    assertOneLine(r);
+    assertTrue(r.err().contains("nothing.json: no such file"), r.err());
+  }
+
+  @Test
+  void aSystemsOwnOptionIsCheckedBeforeAnyServerStarts() throws Exception {
+    Result r = run("serve", "--spec", spec(THREE_DCS, t -> {
+      at(t, "system").put("name", "paris-star");
+      at(t, "system").putObject("options").put("private_cache_ttl", 5);
+    }).toString(), "--all");
+    assertOneLine(r);
+    assertTrue(r.err().contains("system.options.private_cache_ttl: paris-star has no option 'private_cache_ttl'; "
+        + "its options: private_cache_ttl_ms"), r.err());
+    r = run("serve", "--spec", spec(THREE_DCS, t -> {
+      at(t, "system").put("name", "paris-star");
+      at(t, "system").putObject("options").put("private_cache_ttl_ms", 0);
+    }).toString(), "--all");
+    assertOneLine(r);
+    assertTrue(r.err().contains("system.options.private_cache_ttl_ms: must be in [1, 3600000], got '0'"), r.err());
+    r = run("serve", "--spec", spec(THREE_DCS, t -> at(t, "system").putObject("options")
+        .put("private_cache_ttl_ms", 5)).toString(), "--all");
+    assertOneLine(r);
+    assertTrue(r.err().contains("k2 has no option 'private_cache_ttl_ms'; it declares none"), r.err());
   }
 
   @Test
@@ -95,21 +144,6 @@ class MainTest {
     assertTrue(json.out().contains("\"options\":[{\"name\":\"private_cache_ttl_ms\",\"type\":\"integer\","
         + "\"default\":\"5000\",\"min\":\"1\",\"max\":\"3600000\""), "PaRiS*'s own option: " + json.out());
     assertTrue(json.out().contains("\"placements\":[\"groups\"]"), json.out());
-  }
-
-  @Test
-  void aSystemsOwnOptionIsCheckedBeforeAnyServerStarts() throws Exception {
-    String t = topologyFile(THREE_DCS).toString();
-    Result r = run("serve", "--topology", t, "--system", "paris-star", "--all", "--option", "private_cache_ttl=5");
-    assertOneLine(r);
-    assertTrue(r.err().contains("--option private_cache_ttl: paris-star has no option 'private_cache_ttl'; "
-        + "its options: private_cache_ttl_ms"), r.err());
-    r = run("serve", "--topology", t, "--system", "paris-star", "--all", "--option", "private_cache_ttl_ms=0");
-    assertOneLine(r);
-    assertTrue(r.err().contains("--option private_cache_ttl_ms: must be in [1, 3600000], got '0'"), r.err());
-    r = run("serve", "--topology", t, "--system", "k2", "--all", "--option", "private_cache_ttl_ms=5");
-    assertOneLine(r);
-    assertTrue(r.err().contains("k2 has no option 'private_cache_ttl_ms'; it declares none"), r.err());
   }
 
   @Test

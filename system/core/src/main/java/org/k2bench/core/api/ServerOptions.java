@@ -1,7 +1,10 @@
 package org.k2bench.core.api;
 
 /**
- * Protocol parameters shared by the bundled systems. Defaults are the paper's.
+ * Protocol parameters shared by the bundled systems. A run's come from its spec
+ * ({@link RunSpec#serverOptions}); {@link #defaults()} are the paper's, for clusters that
+ * tests start in process, and as the base of the YCSB clients' (K2BenchDB sets the RPC timeout
+ * and the system's options from its properties).
  *
  * @param numKeys size of the keyspace; the DC cache is sized as a fraction of it
  * @param cacheFraction DC cache size as a fraction of all keys, split over a DC's servers (K2: 5%)
@@ -21,12 +24,8 @@ public record ServerOptions(long numKeys, double cacheFraction, long gcWindowMs,
     long replicaRetentionMs, long txnTimeoutMs, long rpcTimeoutMs, long failoverTimeoutMs,
     int cacheVersionsPerKey, SystemOptions system) {
 
-  /** The default of {@link #cacheVersionsPerKey}. */
-  public static final int DEFAULT_CACHE_VERSIONS_PER_KEY = 1;
-
   public static ServerOptions defaults() {
-    return new ServerOptions(1_000_000, 0.05, 5_000, 15_000, 5_000, 10_000, 2_000, DEFAULT_CACHE_VERSIONS_PER_KEY,
-        SystemOptions.NONE);
+    return new ServerOptions(1_000_000, 0.05, 5_000, 15_000, 5_000, 10_000, 2_000, 1, SystemOptions.NONE);
   }
 
   public ServerOptions withFailoverTimeoutMs(long ms) {

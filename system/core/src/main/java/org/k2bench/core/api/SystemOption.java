@@ -5,8 +5,8 @@ import org.k2bench.core.topology.ConfigException;
 
 /**
  * A protocol parameter one system declares ({@link StoreSystem#options()}): its name in
- * experiment files ({@code server.options.<system>.<name>}) and on the launcher's command
- * line ({@code --option <name>=<value>}), its type, default and allowed range. Values are
+ * experiment files ({@code server.options.<system>.<name>}) and in a trial's spec
+ * ({@code system.options.<name>}), its type, default and allowed range. Values are
  * checked when a server or client starts, and before that by the orchestrator from
  * {@code systems --json}.
  *

@@ -45,7 +45,7 @@ def test_logs_get_one_plain_line_per_phase():
 
 
 def test_the_end_table_lists_sweep_points_in_numeric_order():
-    from k2bench.cli import _by_system_and_point
+    from k2bench.cli.common import _by_system_and_point
     points = ["target_ops_per_s_per_dc=360.0", "target_ops_per_s_per_dc=40.0", "target_ops_per_s_per_dc=120.0"]
     summaries = [{"system": s, "point": p} for s in ("karma", "cops-pr") for p in points]
     ordered = [(s["system"], s["point"].split("=")[1]) for s in sorted(summaries, key=_by_system_and_point)]

@@ -8,7 +8,7 @@ from decimal import Decimal
 import pytest
 import yaml
 
-from conftest import ROOT
+from conftest import ROOT, SYSTEMS
 from k2bench import inventory, tc
 from k2bench.errors import ConfigError
 
@@ -379,7 +379,7 @@ def deploy_args(tmp_path, **kw):
 @pytest.fixture
 def known_systems(monkeypatch):
     from k2bench import orchestrator
-    monkeypatch.setattr(orchestrator.Env, "systems", lambda self: ["k2", "rad", "paris-star"])
+    monkeypatch.setattr(orchestrator.Env, "systems", lambda self: SYSTEMS)  # the jar's, not the tmp one's
 
 
 def experiment_file(tmp_path, text):
@@ -389,7 +389,7 @@ def experiment_file(tmp_path, text):
 
 
 def test_tc_matrix_is_the_experiments_topology(tmp_path, known_systems):
-    from k2bench.cli import _tc_rtt_ms
+    from k2bench.cli.deploy import _tc_rtt_ms
     exp = experiment_file(tmp_path, "topology: {file: topologies/paper-local.yaml, rtt_scale: 0.5}\n")
     m = _tc_rtt_ms(deploy_args(tmp_path, experiment=exp))
     assert m["VA"]["CA"] == 30 and m["SP"]["SG"] == 166.5
@@ -398,7 +398,7 @@ def test_tc_matrix_is_the_experiments_topology(tmp_path, known_systems):
 
 
 def test_tc_matrix_from_a_topology_file_without_an_experiment(tmp_path):
-    from k2bench.cli import _tc_rtt_ms
+    from k2bench.cli.deploy import _tc_rtt_ms
     assert _tc_rtt_ms(deploy_args(tmp_path, topology=str(FRAC))) == rtt(FRAC)
     assert _tc_rtt_ms(deploy_args(tmp_path, experiment=None, topology=str(FRAC))) == rtt(FRAC)
 
@@ -410,14 +410,14 @@ def test_tc_matrix_from_a_topology_file_without_an_experiment(tmp_path):
     ({"topology": "/nonexistent.yaml"}, "--topology", "/nonexistent.yaml does not exist"),
 ])
 def test_tc_matrix_needs_one_source(tmp_path, known_systems, kw, field, problem):
-    from k2bench.cli import _tc_rtt_ms
+    from k2bench.cli.deploy import _tc_rtt_ms
     with pytest.raises(ConfigError) as e:
         _tc_rtt_ms(deploy_args(tmp_path, **kw))
     assert e.value.field == field and problem in e.value.problem
 
 
 def test_tc_matrix_cannot_follow_a_sweep_of_the_rtts(tmp_path, known_systems):
-    from k2bench.cli import _tc_rtt_ms
+    from k2bench.cli.deploy import _tc_rtt_ms
     exp = experiment_file(tmp_path, "sweep: {topology.rtt_scale: [1.0, 0.5]}\n")
     with pytest.raises(ConfigError) as e:
         _tc_rtt_ms(deploy_args(tmp_path, experiment=exp))

@@ -54,3 +54,52 @@ def test_the_fixture_the_java_side_reads_is_what_the_harness_writes():
     [cfg] = [c for _, s, c in experiment.system_points(exp) if s == "k2"]
     assert TrialSpec.of(cfg, "k2", "", {}, 1, exp["trials"]).text() == FIXTURE.read_text(), \
         f"the spec changed: regenerate {FIXTURE.relative_to(ROOT)} and update the Java RunSpec with it"
+
+
+def _documented(section: str) -> dict[str, str]:
+    """field -> its default as docs/writing-an-experiment.md's table of the section gives it."""
+    import re
+    text = (ROOT / "docs" / "writing-an-experiment.md").read_text()
+    m = re.search(rf"### `{section}`[^\n]*\n\n\| field \|[^\n]*\n\|[ -|]+\n((?:\|[^\n]*\n)+)", text)
+    if m is None:  # load and duration share one table, their fields given as section.field
+        m = re.search(r"### `load` and `duration`\n\n\| field \|[^\n]*\n\|[ -|]+\n((?:\|[^\n]*\n)+)", text)
+    out = {}
+    for line in m.group(1).splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        name = cells[0].strip("`")
+        if name.startswith(f"{section}."):
+            name = name.split(".", 1)[1]
+        elif "." in name:
+            continue
+        out[name] = cells[2]
+    return out
+
+
+def _as_value(text: str):
+    import re
+    v = text.strip()
+    if v == "null" or v.startswith("the file's"):
+        return None
+    v = v.strip("`")
+    if re.fullmatch(r"-?[\d,]+", v):
+        return int(v.replace(",", ""))
+    if v in ("true", "false"):
+        return v == "true"
+    try:
+        return float(v)
+    except ValueError:
+        return v
+
+
+@pytest.mark.parametrize("section", list(schema.SECTIONS))
+def test_the_docs_list_every_parameter_with_the_schemas_default(section):
+    documented = _documented(section)
+    defaults = {name: d for name, (_, d, _) in schema.table()[section].items()}
+    assert set(documented) == set(defaults), f"docs/writing-an-experiment.md's {section} table: " \
+        f"missing {sorted(set(defaults) - set(documented))}, not in the schema {sorted(set(documented) - set(defaults))}"
+    for name, d in defaults.items():
+        shown = _as_value(documented[name])
+        if isinstance(d, (list, dict)):
+            assert str(shown).replace(" ", "") == json.dumps(d).replace(" ", "").replace('"', ""), (section, name)
+        else:
+            assert shown == d, f"{section}.{name}: the docs say {documented[name]}, the schema {d!r}"

@@ -101,17 +101,10 @@ class Env:
         return Systems.from_json(json.loads(self.check_output("systems", "--json")))
 
 
-# Who waits when processes share the cores. The WAN emulation stands for the network, which
-# takes no CPU from anyone: its dispatchers (and the transport's I/O, the JVM's own GC,
-# JIT and VM threads) run at nice 0. The servers' protocol threads run at nice 2, below it,
-# so a busy machine queues work at the servers, as a saturated server would, instead of
-# delivering messages late. The clients run at nice 4, below the servers, as the paper's
-# clients, on machines of their own, never took CPU from a server. ThreadPriorityPolicy=1
-# turns Java priorities into nice values (Linux): priority 1 (a colocated client's threads,
-# ColocatedClients and InProcessClient) is nice 4, priority 4 (ServerActor) nice 2, every
-# other nice 0. A client JVM of its own maps the normal priority to nice 4 as well: all of
-# it is client. Only lowering is used, which needs no privilege (a JVM not run as root warns
-# once on stderr that raising would).
+# Who waits when processes share the cores (docs/architecture.md has the whole policy): the
+# WAN emulation's dispatchers and the JVMs' own threads at nice 0 (the network takes no CPU
+# from anyone), server protocol threads (Java priority 4) at nice 2, clients (priority 1, or
+# every thread of a client JVM) at nice 4. Only lowering is used: it needs no privilege.
 CLIENT_NICE, SERVER_NICE = 4, 2
 PRIORITY_JVM_ARGS = ("-XX:ThreadPriorityPolicy=1", f"-XX:JavaPriority1_To_OSPriority={CLIENT_NICE}",
                      *(f"-XX:JavaPriority{p}_To_OSPriority={SERVER_NICE if p == 4 else 0}" for p in range(2, 11)))

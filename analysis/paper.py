@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from k2bench.bench import FIG9_SETTINGS
+from k2bench.spec import schema
 
 # Fig. 9: peak throughput in K txn/s with 24 servers, the default setting and one
 # parameter changed at a time.
@@ -41,9 +42,10 @@ def order(ratio: float, tie: float) -> str:
 # smallest RTT x rtt_scale (claims.smallest_rtt_of); this one on a real WAN or without it.
 SMALLEST_RTT_MS = 60.0
 
-# The paper's default setting (§VII-B) on the four axes its Fig. 8 and 9 vary.
-DEFAULTS = {"topology.replication_factor": 2, "workload.write_fraction": 0.01, "workload.zipf": 1.2,
-            "server.cache_fraction": 0.05}
+# The paper's default setting (§VII-B) on the four axes its Fig. 8 and 9 vary: the schema's
+# defaults (the replication factor's is the topology file's, the paper's 2).
+AXES = ("topology.replication_factor", "workload.write_fraction", "workload.zipf", "server.cache_fraction")
+DEFAULTS = {a: schema.table()[a.split(".")[0]][a.split(".")[1]][1] for a in AXES} | {"topology.replication_factor": 2}
 # Fig. 8a is the read-only workload.
 SETTINGS = {**FIG9_SETTINGS, "read-only": {"workload.write_fraction": 0.0}}
 

@@ -12,11 +12,12 @@ import time
 from pathlib import Path
 
 from . import placement
+from .spec.schema import Workload
 
 TOPOLOGY = Path(__file__).resolve().parent.parent / "workloads" / "topologies" / "paper-local.yaml"
 
 
-def bench_place(n_keys: int = 1_000_000, zipf: float = 1.2, locality: float = 0.8, models=placement.MODELS,
+def bench_place(n_keys: int = 1_000_000, zipf: float = Workload.zipf, locality: float = 0.8, models=placement.MODELS,
                 out=sys.stdout) -> dict:
     """Places ``n_keys`` keys with each model; returns {model: Placement.info | predictions}."""
     topo = placement.load_topology(TOPOLOGY)

@@ -15,7 +15,7 @@ and the sweep points (``points``).
 from __future__ import annotations
 
 from .spec.checks import IDS_PER_PROCESS, MIN_FAILOVER_TIMEOUT_MS  # noqa: F401
-from .spec.fields import SCHEMA, dist_max, dist_min, dist_text, server_jvm_args  # noqa: F401
+from .spec.fields import SCHEMA, dist_max, dist_min, server_jvm_args  # noqa: F401
 from .spec.files import SHIPPED, find, load_file  # noqa: F401
 from .spec.pacing import (  # noqa: F401
     MIN_OPS_PER_S_PER_THREAD,

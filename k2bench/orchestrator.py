@@ -31,7 +31,7 @@ import yaml
 from . import rundir
 from .errors import ConfigError, RunFailed
 from . import checker, cpu
-from .experiment import (check_pacing, server_jvm_args, client_shares, dist_min, dist_text, pacing_interval_ms,
+from .experiment import (check_pacing, server_jvm_args, client_shares, dist_min, pacing_interval_ms,
                          IDS_PER_PROCESS, axis_get, for_system, points, system_points)
 from .deploy import ALL_DCS, Deployment, LocalDeployment
 from .faults import FAULTS_FILE, FaultInjector, fault_windows, paused_ms, unavailability
@@ -271,11 +271,6 @@ def placements(env: Env, exp: dict) -> dict[tuple[str, str], dict]:
     """(point id, system) -> the placement its trials record: each system's own topology
     (``per_system``) at each point (a sweep may change it)."""
     return {(pid, system): placement_of(resolve_topology(env, cfg)) for pid, system, cfg in system_points(exp)}
-
-
-def option_text(value) -> str:
-    """A system option's value as the launcher reads it (true/false, a number, or a choice's name)."""
-    return ("true" if value else "false") if isinstance(value, bool) else str(value)
 
 
 def check_system_options(env: Env, cfg: dict) -> None:
@@ -657,8 +652,7 @@ class Orchestrator:
                 if dc not in first:
                     continue
                 slot = dep.clients(dc)[0]
-                props = self._client_props(t, cfg, slot.host.path(topo_rel), dc,
-                                           CLIENT_ID_BASE + i * IDS_PER_PROCESS, None)
+                props = self._client_props(t, slot.host, dc, CLIENT_ID_BASE + i * IDS_PER_PROCESS, None)
                 props |= {"insertstart": 0, "insertcount": w["keys"], "operationcount": 2**31 - 1,
                           "k2bench.load_local": "true",
                           "k2bench.load_report": slot.host.path(f"{t.rel}/clients/load-{dc}.json"),
@@ -699,8 +693,7 @@ class Orchestrator:
                 dc_slots = dep.clients(dc)
                 for slot, load in zip(dc_slots, client_shares(cl["threads_per_dc"], cl["target_ops_per_s_per_dc"],
                                                               len(dc_slots))):
-                    props = self._client_props(t, cfg, slot.host.path(topo_rel), dc,
-                                               CLIENT_ID_BASE + (len(dcs) + n) * IDS_PER_PROCESS,
+                    props = self._client_props(t, slot.host, dc, CLIENT_ID_BASE + (len(dcs) + n) * IDS_PER_PROCESS,
                                                slot.host.path(f"{t.rel}/clients/{slot.name}.hlog"))
                     n += 1
                     # a redirected thread's new session (a kill with clients: redirect) takes an id
@@ -864,38 +857,21 @@ class Orchestrator:
         rundir.write_json(t.dir / "summary.json", summary)
         return summary
 
-    def _client_props(self, t: Trial, cfg: dict, topo: str, dc: str, id_base: int, hlog: str | None) -> dict:
-        w = cfg["workload"]
+    def _client_props(self, t: Trial, host: Host, dc: str, id_base: int, hlog: str | None) -> dict:
+        """A client's or loader's own properties; what it runs is the trial's spec.json on its host,
+        which the harness put there with the topology (the workload, the system and its options)."""
         props = {
             "db": "org.k2bench.ycsb.K2BenchDB",
             "workload": "org.k2bench.ycsb.TxnWorkload",
-            "recordcount": w["keys"],
-            "k2bench.system": t.system,
-            "k2bench.topology": topo,
+            "k2bench.spec": host.path(f"{t.rel}/{SPEC_FILE}"),
             "k2bench.dc": dc,
             "k2bench.client_id_base": id_base,
-            "k2bench.rpc_timeout_ms": cfg["clients"]["rpc_timeout_ms"],
-            "k2bench.keys_per_op": dist_text(w["keys_per_op"]),
-            "k2bench.columns": dist_text(w["columns"]),
-            "k2bench.value_bytes": dist_text(w["value_bytes"]),
-            "k2bench.zipf": w["zipf"],
-            "k2bench.key_distribution": w["key_distribution"],
-            "k2bench.write_fraction": w["write_fraction"],
-            "k2bench.wot_fraction": w["wot_fraction"],
-            "k2bench.rw_fraction": w["rw_fraction"],
-            "k2bench.rw_writes": w["rw_writes"],
-            "k2bench.partitions_per_op": w["partitions_per_op"],
-            "k2bench.local_fraction": w["local_fraction"],
-            "k2bench.multi_dc_partitions": w["multi_dc_partitions"],
-            "k2bench.locality": w["locality"],
             "k2bench.seed": 1_000 * t.trial + id_base,
             "status.interval": 1,
             # YCSB keeps the intended start time of paced operations only in this mode; the
             # workload measures latency from it (coordinated omission corrected).
             "measurement.interval": "intended",
         }
-        for name, value in cfg["server"]["options"].get(t.system, {}).items():
-            props[f"k2bench.option.{name}"] = option_text(value)  # the client library's share of them
         if hlog is not None:
             props["k2bench.hlog"] = str(hlog)
         return props

@@ -221,6 +221,7 @@ STUB = textwrap.dedent(f'''
     for line in open(argv[argv.index("-P") + 1]):
         key, _, value = line.rstrip("\\n").partition("=")
         props[key] = value
+    json.load(open(props["k2bench.spec"]))  # as the Java clients: the trial's spec is on this host
     if "-load" in argv:
         keys = int(props["insertcount"]) if props["k2bench.dc"] == "VA" else 0
         json.dump({{"loaded": keys, "failed": 0}}, open(props["k2bench.load_report"], "w"))

@@ -38,6 +38,7 @@ STUB = textwrap.dedent(f'''
     for line in open(argv[argv.index("-P") + 1]):
         key, _, value = line.rstrip("\\n").partition("=")
         props[key] = value
+    spec = json.load(open(props["k2bench.spec"]))  # as K2BenchDB and TxnWorkload: what they run is in there
     if "-load" in argv:
         if os.environ["STUB_CLIENT"] == "load-init-fails":  # YCSB's threads died: no report, exit 0
             print("site.ycsb.DBException: servers.SG[0]: server 127.0.0.1:7005 did not answer a ping within "
@@ -228,9 +229,9 @@ def test_validate_refuses_a_system_on_a_placement_it_does_not_run_on(jar, tmp_pa
 
 def test_system_options_are_checked_against_what_each_system_declares_and_given_to_it_only(jar, tmp_path):
     """Names, types and ranges come from the launcher's `systems --json`; the servers of the
-    system get them in the trial's spec (system.options), its clients as `k2bench.option.name`;
-    other systems nothing."""
-    from k2bench.orchestrator import check_system_options, option_text
+    system and its clients get them in the trial's spec (system.options); other systems nothing."""
+    from k2bench.orchestrator import check_system_options
+    from k2bench.spec.trial import TrialSpec
     env = Env(repo=ROOT, jar=jar, deployment=LocalDeployment(LocalHost(jar)))
 
     def problem(options) -> ConfigError:
@@ -251,18 +252,14 @@ def test_system_options_are_checked_against_what_each_system_declares_and_given_
     assert e.field == "server.options.k2.private_cache_ttl_ms" and "its options: none" in str(e)
     e = problem({"pariss": {"x": 1}})
     assert e.field == "server.options.pariss" and "bundled: bpr, cops-pr, k2, karma, nocc, paris, paris-star, rad" in str(e)
-    assert [option_text(v) for v in (True, 5, 0.25, "queue")] == ["true", "5", "0.25", "queue"]
     check_system_options(env, experiment.resolve({"server": {"options": {"bpr": {"blocking": "queue"}}}}, "t", SYSTEMS))
     e = problem({"bpr": {"blocking": "spin"}})
     assert e.field == "server.options.bpr.blocking" and "must be one of thread, queue, got 'spin'" in str(e)
     assert "a whole number" in str(problem({"bpr": {"replication_interval_ms": "5"}}))
 
     exp = experiment.resolve({"server": {"options": {"paris-star": {"private_cache_ttl_ms": 100}}}}, "t", SYSTEMS)
-    orch = Orchestrator(env, None)
-    mine = orch._client_props(Trial("paris-star", "", 1, exp, tmp_path, "."), exp, "t.yaml", "VA", 5000, None)
-    theirs = orch._client_props(Trial("k2", "", 1, exp, tmp_path, "."), exp, "t.yaml", "VA", 5000, None)
-    assert mine["k2bench.option.private_cache_ttl_ms"] == "100"
-    assert not any(k.startswith("k2bench.option.") for k in theirs)
+    assert TrialSpec.of(exp, "paris-star", "", {}, 1, 1).to_json()["system"]["options"] == {"private_cache_ttl_ms": 100}
+    assert TrialSpec.of(exp, "k2", "", {}, 1, 1).to_json()["system"]["options"] == {}
 
 
 def test_a_systems_options_reach_its_servers_and_clients(tmp_path, monkeypatch):
@@ -285,9 +282,9 @@ def test_a_systems_options_reach_its_servers_and_clients(tmp_path, monkeypatch):
         assert spec["workload"]["keys"] == 10 and spec["server"]["heap_mb"] == 64
         assert spec["clients"]["threads_per_dc"] == 1 and spec["files"]["topology"] == "topology.yaml"
         assert (given.parent / "topology.yaml").exists()
-    props = [p.read_text() for p in (tmp_path / "k2" / "clients").glob("client-*.properties")]
-    assert props and all("k2bench.option.gossip_ms=5\n" in p and "k2bench.option.fast=true\n" in p
-                         and "k2bench.option.other" not in p for p in props)
+    # the clients' (and loaders') too: they read the same spec, and no option as a property
+    props = [p.read_text() for p in (tmp_path / "k2" / "clients").glob("*.properties")]
+    assert props and all(f"k2bench.spec={given}\n" in p and "k2bench.option." not in p for p in props)
 
 
 def test_k2bench_systems_lists_claims_placements_and_options(jar, capsys):

@@ -44,11 +44,6 @@ def dist_max(value) -> int:
     return max(value) if isinstance(value, dict) else value
 
 
-def dist_text(value) -> str:
-    """The form the Java workload reads: 5, or 1:0.515,2:0.1,..."""
-    return ",".join(f"{v}:{p}" for v, p in value.items()) if isinstance(value, dict) else str(value)
-
-
 def server_jvm_args(cfg: dict, processes: str) -> list[str]:
     """server.jvm_args, or its default for the process split: one JVM for every server
     compiles its hot code once, and C2's code cut the protocol threads' CPU by a third at

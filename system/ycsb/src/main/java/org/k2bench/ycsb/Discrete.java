@@ -1,15 +1,14 @@
 package org.k2bench.ycsb;
 
-import java.util.ArrayList;
-import java.util.List;
+import java.util.Map;
 import org.apache.commons.rng.UniformRandomProvider;
-import site.ycsb.WorkloadException;
+import org.k2bench.core.api.RunSpec;
 
 /**
- * An integer that is either fixed or drawn from a discrete distribution, written
- * {@code 5} or {@code 1:0.515,2:0.1,4:0.12,...} (value:probability, probabilities summing to
- * 1). Used for keys per operation, columns per row and bytes per column, so a workload can
- * follow measured distributions such as the TAO ones of Eiger's evaluation.
+ * An integer that is either fixed or drawn from a discrete distribution (a spec's
+ * {@link RunSpec.Dist}: 5, or {"1": 0.515, "2": 0.1, ...}). Used for keys per operation,
+ * columns per row and bytes per column, so a workload can follow measured distributions
+ * such as the TAO ones of Eiger's evaluation.
  */
 final class Discrete {
   private final int[] values;
@@ -20,42 +19,25 @@ final class Discrete {
     this.cdf = cdf;
   }
 
-  static Discrete parse(String field, String text, int min) throws WorkloadException {
-    String t = text.trim();
-    try {
-      if (!t.contains(":")) {
-        int v = Integer.parseInt(t);
-        if (v < min) {
-          throw new WorkloadException(field + ": must be at least " + min + ", got " + v);
-        }
-        return new Discrete(new int[] {v}, new double[] {1.0});
-      }
-      List<Integer> vs = new ArrayList<>();
-      List<Double> cum = new ArrayList<>();
-      double total = 0;
-      for (String part : t.split(",")) {
-        String[] kv = part.trim().split(":");
-        if (kv.length != 2) {
-          throw new WorkloadException(field + ": '" + part + "' is not value:probability");
-        }
-        int v = Integer.parseInt(kv[0].trim());
-        double p = Double.parseDouble(kv[1].trim());
-        if (v < min || !(p >= 0)) {
-          throw new WorkloadException(field + ": '" + part + "' needs value >= " + min + " and probability >= 0");
-        }
-        total += p;
-        vs.add(v);
-        cum.add(total);
-      }
-      if (Math.abs(total - 1.0) > 1e-3) {
-        throw new WorkloadException(field + ": probabilities sum to " + total + ", not 1");
-      }
-      int[] values = vs.stream().mapToInt(Integer::intValue).toArray();
-      double[] cdf = cum.stream().mapToDouble(d -> d / cum.get(cum.size() - 1)).toArray();
-      return new Discrete(values, cdf);
-    } catch (NumberFormatException e) {
-      throw new WorkloadException(field + ": '" + text + "' is neither an integer nor value:probability pairs");
+  /**
+   * {@code d}'s values in ascending order, as the spec lists them (the harness checked them:
+   * probabilities >= 0 summing to 1 within 1e-3, so the last is scaled to exactly 1).
+   */
+  static Discrete of(RunSpec.Dist d) {
+    int[] values = new int[d.probabilities().size()];
+    double[] cum = new double[values.length];
+    double total = 0;
+    int i = 0;
+    for (Map.Entry<Integer, Double> e : d.probabilities().entrySet()) {
+      total += e.getValue();
+      values[i] = e.getKey();
+      cum[i++] = total;
     }
+    double[] cdf = new double[values.length];
+    for (int j = 0; j < cdf.length; j++) {
+      cdf[j] = cum[j] / total;
+    }
+    return new Discrete(values, cdf);
   }
 
   int sample(UniformRandomProvider rng) {
@@ -69,22 +51,5 @@ final class Discrete {
       }
     }
     return values[values.length - 1];
-  }
-
-  /** The smallest value it can take (a value of probability 0 included). */
-  int min() {
-    int m = values[0];
-    for (int v : values) {
-      m = Math.min(m, v);
-    }
-    return m;
-  }
-
-  int max() {
-    int m = values[0];
-    for (int v : values) {
-      m = Math.max(m, v);
-    }
-    return m;
   }
 }

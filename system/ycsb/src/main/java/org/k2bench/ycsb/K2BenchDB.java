@@ -13,7 +13,7 @@ import org.k2bench.core.api.KvClient;
 import org.k2bench.core.api.OperationFailedException;
 import org.k2bench.core.api.ServerOptions;
 import org.k2bench.core.api.StoreSystem;
-import org.k2bench.core.api.SystemOptions;
+import org.k2bench.core.api.RunSpec;
 import org.k2bench.core.api.Systems;
 import org.k2bench.core.data.Row;
 import org.k2bench.core.topology.ConfigException;
@@ -36,12 +36,12 @@ import site.ycsb.Status;
  * per-thread setup run on the same client thread). The plain YCSB operations also work:
  * read = a one-key read-only transaction, insert/update = a single write.
  *
- * <p>Properties: {@code k2bench.system}, {@code k2bench.topology} (file), {@code k2bench.dc},
- * {@code k2bench.client_id_base} (ids of this process's sessions start there),
- * {@code k2bench.redirect_id_base} (ids of the sessions opened when a redirect sends this
- * datacenter's clients to another's servers; default right after the threads' and the
- * warm-up's),
- * {@code k2bench.rpc_timeout_ms}.
+ * <p>The system, its options, the topology file and the RPC timeout are the trial's spec's
+ * ({@code k2bench.spec}: its spec.json on this host). Properties, what is this process's own:
+ * {@code k2bench.dc}, {@code k2bench.client_id_base} (ids of this process's sessions start
+ * there), {@code k2bench.redirect_id_base} (ids of the sessions opened when a redirect sends
+ * this datacenter's clients to another's servers; default right after the threads' and the
+ * warm-up's), {@code k2bench.colocated}.
  */
 public final class K2BenchDB extends DB {
   private static final ThreadLocal<KvClient> CURRENT = new ThreadLocal<>();
@@ -73,17 +73,19 @@ public final class K2BenchDB extends DB {
     return c;
   }
 
-  /** Properties {@code k2bench.option.<name>=<value>} set the system's own options ({@link StoreSystem#options()}). */
-  static final String OPTION_PREFIX = "k2bench.option.";
+  /** The trial's spec, from the file {@code k2bench.spec} names; a one-line ConfigException otherwise. */
+  static RunSpec spec(Properties p) {
+    return RunSpec.read(Path.of(required(p, "k2bench.spec")));
+  }
 
-  static java.util.Map<String, String> systemOptions(Properties p) {
-    java.util.Map<String, String> out = new java.util.TreeMap<>();
-    for (String name : p.stringPropertyNames()) {
-      if (name.startsWith(OPTION_PREFIX)) {
-        out.put(name.substring(OPTION_PREFIX.length()), p.getProperty(name));
-      }
-    }
-    return out;
+  /** What a session is configured with: all of it from the trial's spec. */
+  record Config(StoreSystem system, ServerOptions options, Path topology) {}
+
+  static Config config(Properties p) {
+    RunSpec spec = spec(p);
+    StoreSystem system = Systems.byName(spec.file() + ": system.name", spec.system().name());
+    // the run's keys, timeouts and the system's options: the client library's share of them
+    return new Config(system, spec.serverOptions(system), spec.resolve(spec.files().topology()));
   }
 
   /** The placement of this process's topology, once a session exists. */
@@ -110,13 +112,15 @@ public final class K2BenchDB extends DB {
   public void init() throws DBException {
     Properties p = getProperties();
     try {
-      StoreSystem system = Systems.byName("k2bench.system", required(p, "k2bench.system"));
+      Config config = config(p);
+      StoreSystem system = config.system();
+      ServerOptions options = config.options();
+      long timeout = options.rpcTimeoutMs();
       int base = Integer.parseInt(p.getProperty("k2bench.client_id_base", String.valueOf(Topology.firstClientId())));
       int threadCount = Integer.parseInt(p.getProperty("threadcount", "1"));
       // after the threads' ids and the warm-up's (connectToEveryServer)
       redirectIdBase = Integer.parseInt(p.getProperty("k2bench.redirect_id_base",
           String.valueOf(base + threadCount + 1)));
-      long timeout = Long.parseLong(p.getProperty("k2bench.rpc_timeout_ms", "10000"));
       Transport t;
       int dc;
       synchronized (SHARED_LOCK) {
@@ -132,7 +136,7 @@ public final class K2BenchDB extends DB {
           placement = org.k2bench.core.topology.Placement.of(topology);
           shared = hosting;
         } else if (shared == null) {
-          topology = TopologyLoader.load(Path.of(required(p, "k2bench.topology")));
+          topology = TopologyLoader.load(config.topology());
           system.requirePlacement(topology); // before connecting to any server
           placement = org.k2bench.core.topology.Placement.of(topology);
           dc = topology.dcIndex("k2bench.dc", required(p, "k2bench.dc"));
@@ -146,8 +150,6 @@ public final class K2BenchDB extends DB {
       }
       dc = topology.dcIndex("k2bench.dc", required(p, "k2bench.dc"));
       localDc = dc;
-      ServerOptions options = ServerOptions.defaults().withRpcTimeoutMs(timeout)
-          .withSystemOptions(SystemOptions.parse(system, systemOptions(p), OPTION_PREFIX));
       client = system.newClient(t, base + NEXT_SESSION.getAndIncrement(), dc, options);
       CURRENT.set(client);
       this.system = system;
@@ -158,7 +160,7 @@ public final class K2BenchDB extends DB {
     } catch (ConfigException e) {
       throw new DBException(e.getMessage());
     } catch (NumberFormatException e) {
-      throw new DBException("k2bench.client_id_base/redirect_id_base/rpc_timeout_ms: not a number: "
+      throw new DBException("k2bench.client_id_base/redirect_id_base/threadcount: not a number: "
           + e.getMessage());
     }
   }

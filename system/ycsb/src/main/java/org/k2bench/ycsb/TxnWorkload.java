@@ -17,8 +17,10 @@ import org.apache.commons.rng.sampling.distribution.RejectionInversionZipfSample
 import org.apache.commons.rng.simple.RandomSource;
 import org.k2bench.core.api.KvClient;
 import org.k2bench.core.api.ReadResult;
+import org.k2bench.core.api.RunSpec;
 import org.k2bench.core.data.Row;
 import org.k2bench.core.metrics.IntervalLog;
+import org.k2bench.core.topology.ConfigException;
 import site.ycsb.DB;
 import site.ycsb.Workload;
 import site.ycsb.WorkloadException;
@@ -46,25 +48,26 @@ import site.ycsb.measurements.Measurements;
  * With {@code k2bench.run_s} the workload stops itself that many seconds after the start.
  * The first operation of the process prints {@value #FIRST_OP_LINE} and its wall time.
  *
- * <p>Properties (besides YCSB's recordcount, insertstart, insertcount, target):
- * {@code k2bench.keys_per_op} (5), {@code k2bench.columns} (5), {@code k2bench.value_bytes}
- * (128), {@code k2bench.zipf} (1.2), {@code k2bench.write_fraction} (0.01),
- * {@code k2bench.wot_fraction} (0.5, of writes), {@code k2bench.rw_fraction} (0: the
- * share of operations that are interactive read-write transactions, for systems that have
- * them: {@code keys_per_op} keys, the first read in parallel and then the last
- * {@code k2bench.rw_writes} (1) written, then commit), {@code k2bench.partitions_per_op} (0:
+ * <p>The workload is the trial's spec's ({@code k2bench.spec}, {@link RunSpec.Workload}; what
+ * each field means: k2bench/spec/schema.py): keys, keys_per_op, columns, value_bytes, zipf,
+ * write_fraction, wot_fraction (of writes), rw_fraction (the share of operations that are
+ * interactive read-write transactions, for systems that have them: keys_per_op keys, the first
+ * read in parallel and then the last rw_writes written, then commit), partitions_per_op (0:
  * keys by Zipf over the whole keyspace, the K2 paper's; n: the PaRiS paper's choice over n
- * partitions, {@link PartitionedKeys}) with {@code k2bench.local_fraction} (0.95),
- * {@code k2bench.locality} (0: every datacenter shares one popularity order; L: each key draw
- * is, with probability L, from the client's datacenter's own order, the global one shifted by
- * {@code dc * (N / D)} ids, so each datacenter has its own hot set, as in the traces of
- * latency-aware replica placement; {@code k2bench place}'s expected demand follows the same rule),
- * {@code k2bench.key_distribution} ({@code zipf}: ranks from an exact Zipf over the keys, mapped by
- * {@link KeySpace}'s permutation; {@code ycsb_scrambled}: YCSB's own {@link ScrambledZipfianGenerator},
- * what its CoreWorkload runs for requestdistribution=zipfian, only at its constant 0.99 and without
- * locality or partitions_per_op),
- * {@code k2bench.hlog} (the log to write),
- * {@code k2bench.hlog_interval_ms} (1000), {@code k2bench.seed}.
+ * partitions, {@link PartitionedKeys}) with local_fraction and multi_dc_partitions, locality
+ * (0: every datacenter shares one popularity order; L: each key draw is, with probability L,
+ * from the client's datacenter's own order, the global one shifted by {@code dc * (N / D)} ids,
+ * so each datacenter has its own hot set, as in the traces of latency-aware replica placement;
+ * {@code k2bench place}'s expected demand follows the same rule), key_distribution ({@code zipf}:
+ * ranks from an exact Zipf over the keys, mapped by {@link KeySpace}'s permutation;
+ * {@code ycsb_scrambled}: YCSB's own {@link ScrambledZipfianGenerator}, what its CoreWorkload
+ * runs for requestdistribution=zipfian, only at its constant 0.99 and without locality or
+ * partitions_per_op).
+ *
+ * <p>Properties, what is this process's own (besides YCSB's insertstart, insertcount, target):
+ * {@code k2bench.hlog} (the log to write), {@code k2bench.hlog_interval_ms} (1000),
+ * {@code k2bench.seed}, {@code k2bench.history}, {@code k2bench.load_local},
+ * {@code k2bench.load_report}, {@code k2bench.start_file}, {@code k2bench.run_s}.
  */
 public final class TxnWorkload extends Workload {
   /** Printed on stdout once every thread of this process is ready to start. */
@@ -163,95 +166,39 @@ public final class TxnWorkload extends Workload {
     }
   }
 
-  static double fractionProp(Properties p, String name, double dflt) throws WorkloadException {
-    String v = p.getProperty(name);
-    try {
-      double x = v == null ? dflt : Double.parseDouble(v.trim());
-      if (!(x >= 0 && x <= 1)) {
-        throw new WorkloadException(name + ": must be between 0 and 1, got " + x);
-      }
-      return x;
-    } catch (NumberFormatException e) {
-      throw new WorkloadException(name + ": '" + v + "' is not a number");
-    }
-  }
-
   @Override
   public void init(Properties p) throws WorkloadException {
-    long n = longProp(p, "recordcount", 1_000_000, 1);
+    RunSpec spec;
     try {
-      zipf = Double.parseDouble(p.getProperty("k2bench.zipf", "1.2"));
-    } catch (NumberFormatException e) {
-      throw new WorkloadException("k2bench.zipf: not a number: " + p.getProperty("k2bench.zipf"));
-    }
-    if (!(zipf > 0)) {
-      throw new WorkloadException("k2bench.zipf: must be > 0, got " + zipf);
-    }
-    keys = new KeySpace(n, zipf);
-    keysPerOp = Discrete.parse("k2bench.keys_per_op", p.getProperty("k2bench.keys_per_op", "5"), 1);
-    if (keysPerOp.max() > n) {
-      throw new WorkloadException("k2bench.keys_per_op: up to " + keysPerOp.max() + " is more than the " + n + " keys");
-    }
-    columns = Discrete.parse("k2bench.columns", p.getProperty("k2bench.columns", "5"), 1);
-    valueBytes = Discrete.parse("k2bench.value_bytes", p.getProperty("k2bench.value_bytes", "128"), 0);
-    writeFraction = fractionProp(p, "k2bench.write_fraction", 0.01);
-    wotFraction = fractionProp(p, "k2bench.wot_fraction", 0.5);
-    rwFraction = fractionProp(p, "k2bench.rw_fraction", 0);
-    rwWrites = (int) Math.min(Integer.MAX_VALUE, longProp(p, "k2bench.rw_writes", 1, 1));
-    partitionsPerOp = (int) Math.min(Integer.MAX_VALUE, longProp(p, "k2bench.partitions_per_op", 0, 0));
-    localFraction = fractionProp(p, "k2bench.local_fraction", 0.95);
-    try {
-      multiDc = PartitionedKeys.MultiDc.parse("k2bench.multi_dc_partitions",
-          p.getProperty("k2bench.multi_dc_partitions", "alternate"));
-    } catch (IllegalArgumentException e) {
+      spec = K2BenchDB.spec(p);
+      multiDc = PartitionedKeys.MultiDc.parse(spec.file() + ": workload.multi_dc_partitions",
+          spec.workload().multiDcPartitions());
+    } catch (ConfigException | IllegalArgumentException e) {
       throw new WorkloadException(e.getMessage());
     }
-    locality = fractionProp(p, "k2bench.locality", 0);
-    if (locality > 0 && partitionsPerOp > 0) {
-      throw new WorkloadException("k2bench.locality: per-datacenter hot sets do not combine with "
-          + "k2bench.partitions_per_op (the PaRiS key choice has its own locality, local_fraction); set one of them");
-    }
-    String distribution = p.getProperty("k2bench.key_distribution", "zipf").trim();
-    switch (distribution) {
-      case "zipf" -> scrambled = null;
-      case "ycsb_scrambled" -> {
-        // Any other constant makes YCSB compute zeta over its 10^10 items, which takes hours.
-        if (zipf != ScrambledZipfianGenerator.USED_ZIPFIAN_CONSTANT) {
-          throw new WorkloadException("k2bench.key_distribution: ycsb_scrambled is YCSB's generator at its constant "
-              + "0.99; set k2bench.zipf=0.99 or use zipf (got " + zipf + ")");
-        }
-        if (locality > 0) {
-          throw new WorkloadException("k2bench.key_distribution: ycsb_scrambled has no per-datacenter hot sets; "
-              + "set k2bench.locality=0 or use zipf");
-        }
-        if (partitionsPerOp > 0) {
-          throw new WorkloadException("k2bench.key_distribution: ycsb_scrambled draws over the whole key space, not "
-              + "the PaRiS key choice; set k2bench.partitions_per_op=0 or use zipf");
-        }
-        // Thread-safe as YCSB's CoreWorkload shares it: its fields are set here, before the
-        // threads start, and each draw takes ThreadLocalRandom's next double.
-        scrambled = new ScrambledZipfianGenerator(0, n - 1);
-      }
-      default -> throw new WorkloadException("k2bench.key_distribution: must be zipf or ycsb_scrambled, got '"
-          + distribution + "'");
-    }
-    if (rwFraction > 0) {
-      if (rwWrites >= keysPerOp.min()) {
-        throw new WorkloadException("k2bench.rw_writes: " + rwWrites + " writes leave no read in a read-write "
-            + "transaction of " + keysPerOp.min() + " keys; make it below k2bench.keys_per_op");
-      }
-      String system = p.getProperty("k2bench.system");
-      boolean has;
-      try {
-        has = system == null || org.k2bench.core.api.Systems.byName("k2bench.system", system).readWriteTransactions();
-      } catch (org.k2bench.core.topology.ConfigException e) {
-        throw new WorkloadException(e.getMessage());
-      }
-      if (!has) {
-        throw new WorkloadException("k2bench.rw_fraction: " + system + " has no read-write transactions; "
-            + "set it to 0 or choose a system that has them");
-      }
-    }
+    // The harness checked these (ranges and combinations, k2bench/spec): taken as they are.
+    RunSpec.Workload w = spec.workload();
+    long n = w.keys();
+    zipf = w.zipf();
+    keys = new KeySpace(n, zipf);
+    keysPerOp = Discrete.of(w.keysPerOp());
+    columns = Discrete.of(w.columns());
+    valueBytes = Discrete.of(w.valueBytes());
+    writeFraction = w.writeFraction();
+    wotFraction = w.wotFraction();
+    rwFraction = w.rwFraction();
+    rwWrites = w.rwWrites();
+    partitionsPerOp = w.partitionsPerOp();
+    localFraction = w.localFraction();
+    locality = w.locality();
+    // Thread-safe as YCSB's CoreWorkload shares it: its fields are set here, before the
+    // threads start, and each draw takes ThreadLocalRandom's next double.
+    scrambled = switch (w.keyDistribution()) {
+      case "zipf" -> null;
+      case "ycsb_scrambled" -> new ScrambledZipfianGenerator(0, n - 1);
+      default -> throw new WorkloadException(spec.file() + ": workload.key_distribution: must be zipf "
+          + "or ycsb_scrambled, got '" + w.keyDistribution() + "'; regenerate it with this launcher's harness");
+    };
     seed = longProp(p, "k2bench.seed", 42, Long.MIN_VALUE);
     long insertStart = longProp(p, INSERT_START_PROPERTY, 0, 0);
     long insertCount = longProp(p, INSERT_COUNT_PROPERTY, n - insertStart, 0);

@@ -4,10 +4,16 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.io.IOException;
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.Map;
 import java.util.Properties;
 import org.apache.commons.rng.UniformRandomProvider;
 import org.apache.commons.rng.simple.RandomSource;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.k2bench.core.testing.SpecFixtures;
 import site.ycsb.WorkloadException;
 
 /**
@@ -20,19 +26,23 @@ class KeyDistributionTest {
   static final int KEYS = 20_000;
   static final int DRAWS = 1_000_000;
 
-  static Properties props(String distribution, double zipf) {
-    Properties p = new Properties();
-    p.setProperty("recordcount", Integer.toString(KEYS));
-    p.setProperty("k2bench.zipf", Double.toString(zipf));
+  @TempDir
+  Path dir;
+
+  /** A client's properties: the fixture's spec over KEYS keys at Zipf 0.99, with {@code distribution}. */
+  Properties props(String distribution) throws IOException {
+    Map<String, Object> fields = new HashMap<>(Map.of("workload.keys", KEYS, "workload.zipf", 0.99));
     if (distribution != null) {
-      p.setProperty("k2bench.key_distribution", distribution);
+      fields.put("workload.key_distribution", distribution);
     }
+    Properties p = new Properties();
+    p.setProperty("k2bench.spec", SpecFixtures.write(dir, fields).toString());
     return p;
   }
 
   /** The hottest key's share of DRAWS single-key draws through chooseKeys; every id in [0, KEYS). */
-  static double hottestShare(String distribution) throws WorkloadException {
-    TxnWorkload w = TxnWorkloadTest.workload(props(distribution, 0.99));
+  double hottestShare(String distribution) throws IOException, WorkloadException {
+    TxnWorkload w = TxnWorkloadTest.workload(props(distribution));
     UniformRandomProvider rng = RandomSource.XO_RO_SHI_RO_128_PP.create(1L);
     // The session's sampler as initThread builds it (the workload's keyspace: 20,000 keys, 0.99).
     TxnWorkload.Session s = new TxnWorkload.Session(new TxnWorkloadTest.FakeClient(), rng,
@@ -65,26 +75,14 @@ class KeyDistributionTest {
   void theDefaultExactZipfGivesItMoreThanTwiceThat() throws Exception {
     double share = hottestShare(null);
     assertTrue(share > 0.08, "exact Zipf(0.99)'s hottest key: " + share);
-    assertEquals(share, hottestShare("zipf"), 1e-12, "zipf is the default: the same seeded draws");
+    assertEquals(share, hottestShare("zipf"), 1e-12, "the fixture's zipf: the same seeded draws");
   }
 
+  /** The harness checks the field (k2bench/spec); a value it would not write is refused in one line. */
   @Test
-  void keyDistributionIsCheckedAndCombinationsItCannotServeAreRefused() {
-    WorkloadException e = assertThrows(WorkloadException.class,
-        () -> new TxnWorkload().init(props("ycsb", 0.99)));
-    assertEquals("k2bench.key_distribution: must be zipf or ycsb_scrambled, got 'ycsb'", e.getMessage());
-    e = assertThrows(WorkloadException.class, () -> new TxnWorkload().init(props("ycsb_scrambled", 1.2)));
-    assertEquals("k2bench.key_distribution: ycsb_scrambled is YCSB's generator at its constant 0.99; set "
-        + "k2bench.zipf=0.99 or use zipf (got 1.2)", e.getMessage());
-    Properties local = props("ycsb_scrambled", 0.99);
-    local.setProperty("k2bench.locality", "0.5");
-    e = assertThrows(WorkloadException.class, () -> new TxnWorkload().init(local));
-    assertEquals("k2bench.key_distribution: ycsb_scrambled has no per-datacenter hot sets; set k2bench.locality=0 "
-        + "or use zipf", e.getMessage());
-    Properties paris = props("ycsb_scrambled", 0.99);
-    paris.setProperty("k2bench.partitions_per_op", "2");
-    e = assertThrows(WorkloadException.class, () -> new TxnWorkload().init(paris));
-    assertTrue(e.getMessage().startsWith("k2bench.key_distribution: ycsb_scrambled draws over the whole key space"),
-        e.getMessage());
+  void anUnknownKeyDistributionIsRefusedInOneLine() throws Exception {
+    WorkloadException e = assertThrows(WorkloadException.class, () -> new TxnWorkload().init(props("ycsb")));
+    assertEquals(dir.resolve("spec.json") + ": workload.key_distribution: must be zipf or ycsb_scrambled, got "
+        + "'ycsb'; regenerate it with this launcher's harness", e.getMessage());
   }
 }

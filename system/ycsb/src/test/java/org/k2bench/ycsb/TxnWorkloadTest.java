@@ -4,6 +4,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Collection;
@@ -12,6 +14,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.Set;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.HdrHistogram.Histogram;
 import org.HdrHistogram.HistogramLogReader;
@@ -21,6 +24,7 @@ import org.k2bench.core.api.KvClient;
 import org.k2bench.core.api.ReadResult;
 import org.k2bench.core.api.WriteResult;
 import org.k2bench.core.data.Row;
+import org.k2bench.core.testing.SpecFixtures;
 import site.ycsb.WorkloadException;
 
 class TxnWorkloadTest {
@@ -109,10 +113,15 @@ class TxnWorkloadTest {
     public void close() {}
   }
 
-  Properties props(double writeFraction) {
+  /** A client's properties: the fixture's spec over 10,000 keys with {@code workload} fields changed. */
+  Properties props(double writeFraction, Object... workload) throws IOException {
+    Map<String, Object> fields = new LinkedHashMap<>(Map.of("workload.keys", 10_000,
+        "workload.write_fraction", writeFraction));
+    for (int i = 0; i < workload.length; i += 2) {
+      fields.put("workload." + workload[i], workload[i + 1]);
+    }
     Properties p = new Properties();
-    p.setProperty("recordcount", "10000");
-    p.setProperty("k2bench.write_fraction", Double.toString(writeFraction));
+    p.setProperty("k2bench.spec", SpecFixtures.write(dir, fields).toString());
     p.setProperty("k2bench.hlog", dir.resolve("c.hlog").toString());
     p.setProperty("k2bench.hlog_interval_ms", "50");
     return p;
@@ -140,9 +149,7 @@ class TxnWorkloadTest {
 
   @Test
   void withLocalityEachDatacenterDrawsFromItsOwnHotSet() throws Exception {
-    Properties p = props(0);
-    p.setProperty("k2bench.locality", "1");
-    TxnWorkload w = workload(p);
+    TxnWorkload w = workload(props(0, "locality", 1.0));
     TxnWorkload.Session home = session(new FakeClient(), 0);
     TxnWorkload.Session away = session(new FakeClient(), 5_000);
     for (int i = 0; i < 2_000; i++) { // the same draws, each moved by the datacenter's shift
@@ -151,8 +158,7 @@ class TxnWorkloadTest {
       assertEquals((a + 5_000) % 10_000, b, "draw " + i);
     }
     w.cleanup();
-    p.setProperty("k2bench.locality", "0.3");
-    w = workload(p);
+    w = workload(props(0, "locality", 0.3));
     home = session(new FakeClient(), 0);
     away = session(new FakeClient(), 5_000);
     int moved = 0;
@@ -231,10 +237,8 @@ class TxnWorkloadTest {
 
   @Test
   void readWriteTransactionsReadThenWriteAndReachTheHistory() throws Exception {
-    Properties p = props(0.0);
-    p.setProperty("k2bench.rw_fraction", "0.5");
-    p.setProperty("k2bench.keys_per_op", "20");
-    p.setProperty("k2bench.rw_writes", "1"); // the PaRiS paper's 95:5 transactions: 19 reads, 1 write
+    // the PaRiS paper's 95:5 transactions: 19 reads, 1 write
+    Properties p = props(0.0, "rw_fraction", 0.5, "keys_per_op", 20, "rw_writes", 1);
     p.setProperty("k2bench.history", dir.resolve("h.jsonl").toString());
     TxnWorkload w = workload(p);
     FakeClient c = new FakeClient();
@@ -265,21 +269,6 @@ class TxnWorkloadTest {
   }
 
   @Test
-  void readWriteTransactionsNeedASystemThatHasThemAndAReadInEach() {
-    Properties p = props(0.0);
-    p.setProperty("k2bench.rw_fraction", "0.1");
-    p.setProperty("k2bench.system", "k2");
-    WorkloadException e = assertThrows(WorkloadException.class, () -> new TxnWorkload().init(p));
-    assertEquals("k2bench.rw_fraction: k2 has no read-write transactions; set it to 0 or choose a system that "
-        + "has them", e.getMessage());
-    Properties q = props(0.0);
-    q.setProperty("k2bench.rw_fraction", "0.1");
-    q.setProperty("k2bench.rw_writes", "5");
-    e = assertThrows(WorkloadException.class, () -> new TxnWorkload().init(q));
-    assertTrue(e.getMessage().startsWith("k2bench.rw_writes: 5 writes leave no read"), e.getMessage());
-  }
-
-  @Test
   void theFirstOperationAfterTheStartPrintsItsWallTimeOnce() throws Exception {
     Properties p = props(0.0);
     Path start = dir.resolve("start");
@@ -306,16 +295,34 @@ class TxnWorkloadTest {
     assertTrue(before <= at && at <= after, "the wall time of the first operation");
   }
 
+  /** The distributions as the spec gives them: value -> probability, drawn in ascending order of value. */
   @Test
-  void badPropertiesNameTheField() {
+  void distributionsComeFromTheSpec() throws Exception {
+    Properties p = props(0.0, "keys_per_op", Map.of("1", 0.5, "3", 0.5));
+    TxnWorkload w = workload(p);
+    FakeClient c = new FakeClient();
+    Object s = session(c);
+    Map<Integer, Integer> sizes = new HashMap<>();
+    for (int i = 0; i < 4_000; i++) {
+      w.doTransaction(null, s);
+      sizes.merge(c.lastKeys, 1, Integer::sum);
+    }
+    w.cleanup();
+    assertEquals(Set.of(1, 3), sizes.keySet());
+    assertEquals(0.5, sizes.get(1) / 4_000.0, 0.03);
+  }
+
+  @Test
+  void aBadSpecIsRunSpecsOneLineNamingTheField() throws Exception {
     Properties p = props(0.01);
-    p.setProperty("k2bench.write_fraction", "1.5");
+    ObjectNode spec = SpecFixtures.defaultK2Tree();
+    ((ObjectNode) spec.get("workload")).put("keys_per_op", "five");
+    p.setProperty("k2bench.spec", SpecFixtures.write(dir, spec).toString());
     WorkloadException e = assertThrows(WorkloadException.class, () -> new TxnWorkload().init(p));
-    assertTrue(e.getMessage().startsWith("k2bench.write_fraction:"), e.getMessage());
-    Properties q = props(0.01);
-    q.setProperty("k2bench.keys_per_op", "five");
-    e = assertThrows(WorkloadException.class, () -> new TxnWorkload().init(q));
-    assertTrue(e.getMessage().startsWith("k2bench.keys_per_op:"), e.getMessage());
-    assertTrue(Files.exists(dir) && List.of(e.getMessage().split("\n")).size() == 1);
+    assertTrue(e.getMessage().startsWith(dir.resolve("spec.json") + ": workload.keys_per_op: "), e.getMessage());
+    assertEquals(1, e.getMessage().lines().count(), e.getMessage());
+    p.remove("k2bench.spec");
+    e = assertThrows(WorkloadException.class, () -> new TxnWorkload().init(p));
+    assertEquals("k2bench.spec: missing; set it with -p k2bench.spec=...", e.getMessage());
   }
 }

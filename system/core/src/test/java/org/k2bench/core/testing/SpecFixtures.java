@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Map;
 
 /**
  * The harness's checked-in spec.json (tests/fixtures/spec, kept equal to what the harness
@@ -37,5 +38,20 @@ public final class SpecFixtures {
     Path f = dir.resolve("spec.json");
     new ObjectMapper().writerWithDefaultPrettyPrinter().writeValue(f.toFile(), spec);
     return f;
+  }
+
+  /**
+   * The fixture with {@code fields} ("workload.keys" -> 10000, dotted paths into it)
+   * replaced, as dir/spec.json: a trial's spec with only what a test is about changed.
+   */
+  public static Path write(Path dir, Map<String, ?> fields) throws IOException {
+    ObjectNode spec = defaultK2Tree();
+    ObjectMapper json = new ObjectMapper();
+    fields.forEach((path, value) -> {
+      int dot = path.lastIndexOf('.');
+      ObjectNode parent = dot < 0 ? spec : (ObjectNode) spec.at("/" + path.substring(0, dot).replace('.', '/'));
+      parent.set(path.substring(dot + 1), json.valueToTree(value));
+    });
+    return write(dir, spec);
   }
 }

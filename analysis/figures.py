@@ -139,10 +139,10 @@ def fig9_table(runs) -> pd.DataFrame:
         row["points (degraded)"] = ", ".join(
             f"{_label(x)} {by.loc[x, 'points']} ({by.loc[x, 'degraded_points']})" for x in by.index)
         row["not a peak"] = ", ".join(_label(x) for x in by.index if not by.loc[x, "is_peak"]) or "-"
-        for other in ("rad", "paris-star"):
-            if "k2" in by.index and other in by.index:
-                r = by.loc["k2", "ops_per_s"] / by.loc[other, "ops_per_s"]
-                row[f"K2/{_label(other)}"] = None if pd.isna(r) else round(float(r), 2)
+        for mine, other in paper.FIG9_RATIOS:
+            if mine in by.index and other in by.index:
+                r = by.loc[mine, "ops_per_s"] / by.loc[other, "ops_per_s"]
+                row[f"{_label(mine)}/{_label(other)}"] = None if pd.isna(r) else round(float(r), 2)
         theirs = paper.fig9_ratio(setting) if isinstance(setting, str) else None
         row["paper K2/RAD"] = None if theirs is None else round(theirs, 2)
         rows.append(row)
@@ -537,13 +537,13 @@ def congestion(runs) -> plt.Figure:
     return fig
 
 
-def cache_warmup(runs) -> plt.Figure:
+def cache_warmup(runs, paper: str | None = None) -> plt.Figure:
     """The datacenter cache's hit rate against time since the clients started, warm-up
     included, one line per trial and point; the dotted line is where the measured window
     begins. A cache still warming there makes the window's hit rate (and local access) low."""
     data = frames.cache_warmup_frame(runs)
-    if not data.empty:  # with the Karma paper's systems among them, theirs (its notebook's figure)
-        theirs = data[data["system"].isin(load.systems().of_paper("karma"))]
+    if paper and not data.empty:  # a paper's notebook: its systems' caches, when the runs have them
+        theirs = data[data["system"].isin(load.systems().of_paper(paper))]
         data = theirs if not theirs.empty else data
     if data.empty:
         raise MissingData("no trial of these runs recorded its cache's hit rate over time (Karma and K2 do)")

@@ -18,6 +18,11 @@ FIG9_KTXN_PER_S = {
 
 
 
+# The ratios the K2 paper's Fig. 9 reads: K2 over each baseline (the paper gives K2/RAD; PaRiS*
+# has no column there).
+FIG9_RATIOS = (("k2", "rad"), ("k2", "paris-star"))
+
+
 def fig9_ratio(setting) -> float | None:
     """The paper's K2/RAD at peak in a Fig. 9 setting, or None for a setting it did not run."""
     k2, rad = FIG9_KTXN_PER_S["k2"].get(setting), FIG9_KTXN_PER_S["rad"].get(setting)

@@ -47,7 +47,7 @@ def class_prefix(name: str) -> str:
 
 
 def _system_name(cls: str) -> str:
-    """The name a bundled class follows by convention: ``CopsPrSystem`` -> ``cops-pr``."""
+    """The name a bundled class follows by convention: ``MySysSystem`` -> ``my-sys``."""
     return re.sub(r"(?<!^)(?=[A-Z])", "-", cls.rsplit(".", 1)[-1].removesuffix("System")).lower()
 
 

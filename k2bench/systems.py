@@ -28,7 +28,7 @@ class SystemInfo:
     label: str = ""  # how tables and figures name it; empty: its name
     colour: str | None = None  # "#rrggbb" in figures; None: one of DEFAULT_COLOURS
     order: int = 1000  # place in tables and figures, smaller first
-    paper: str | None = None  # the paper whose evaluation it belongs to ("k2", "paris", "karma")
+    paper: str | None = None  # the short id of the paper whose evaluation it belongs to
     run_by_default: bool = False  # run by an experiment file that names no systems
     max_wan_rounds: int | None = None  # the checker holds a ROT to it; None: no claim
     not_own: Mapping[str, str] = field(default_factory=dict)  # op -> why its measurement is not the system's

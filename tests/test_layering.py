@@ -72,7 +72,6 @@ NAMES_ALLOWED = {
     "analysis/paper.py": "the K2 paper's Fig. 9 numbers, per system",
     "analysis/throughput.py": "the K2 paper's Fig. 9 ratios (K2/RAD, K2/PaRiS*)",
     "analysis/paris.py": "the PaRiS paper's comparison of PaRiS with BPR and NoCC",
-    "analysis/figures.py": "the K2 paper's Fig. 9 table and the Karma paper's cache figure",
 }
 
 

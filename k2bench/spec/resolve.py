@@ -85,7 +85,7 @@ def _per_system(given: Any, resolved: dict) -> dict:
         return {}
     if not isinstance(given, dict):
         raise ConfigError("per_system", "must map systems to sections they run differently, e.g. "
-                          "{karma: {topology: {file: topologies/karma-rings.yaml}}}")
+                          "{<system>: {topology: {file: topologies/karma-rings.yaml}}}")
     out: dict[str, dict] = {}
     for system, sections in given.items():
         where = f"per_system.{system}"

@@ -69,7 +69,7 @@ $(JAR): $(SOURCES)
 venv: $(VENV)/.installed
 
 # A new system's module from system/.template, registered in system/pom.xml and the
-# launcher's (k2bench/scaffold.py). The name is checked before the virtualenv is built.
+# launcher's (k2bench/scaffold.py). An empty NAME is refused at once; the scaffold checks the rest.
 new-system:
 	@test -n "$(NAME)" || { echo "make new-system: give the system's name, e.g. make new-system NAME=my-sys" >&2; exit 2; }
 	@$(MAKE) --no-print-directory venv
@@ -93,7 +93,8 @@ local-run: $(JAR) $(VENV)/.installed
 
 RUN ?= runs/latest
 
-analyze: $(VENV)/.installed
+# The jar names the systems of runs made before their manifests did (labels, papers).
+analyze: $(JAR) $(VENV)/.installed
 	$(VENV)/bin/python -m analysis.report $(RUN)
 
 # Paper Fig. 8a-f: the six experiments one after another (~10 min each), then one report
@@ -107,7 +108,7 @@ figures: $(JAR) $(VENV)/.installed
 	$(VENV)/bin/python -m analysis.report $$dirs --out runs/figures-$(RUN_STAMP)
 
 # JupyterLab on the repository: open analysis/notebooks/*.ipynb, set `runs` in the first cell.
-notebook: $(VENV)/.installed
+notebook: $(JAR) $(VENV)/.installed
 	$(VENV)/bin/jupyter lab --ServerApp.root_dir=$(CURDIR) $(if $(filter 0,$(shell id -u)),--allow-root) analysis/notebooks
 
 # Runs side by side (the first is the baseline): make compare RUNS="runs/<a> runs/<b>" [ARGS=--pool]
@@ -124,11 +125,15 @@ bench-emulation: $(JAR)
 
 # SETTINGS="default" (or a comma list) climbs fewer Fig. 9 settings than all six (~1 h each);
 # RESUME=runs/<stamp>_bench-throughput continues an interrupted bench.
-# The Fig. 9 ratio table (analysis/throughput.py) is printed after the climbs, whatever their exit.
+# The Fig. 9 ratio table (analysis/throughput.py) is printed after the climbs, of the run
+# directory this bench wrote (or resumed), unless the bench refused its input (exit 2).
 bench-throughput: $(JAR) $(VENV)/.installed
-	@rc=0; $(VENV)/bin/k2bench bench-throughput $(if $(SETTINGS),--settings "$(SETTINGS)") $(if $(RESUME),--resume "$(RESUME)") || rc=$$?; \
-	run="$(RESUME)"; [ -n "$$run" ] || run=$$(ls -d runs/*_bench-throughput 2>/dev/null | tail -n 1); \
-	[ -z "$$run" ] || [ ! -f "$$run/throughput.json" ] || $(VENV)/bin/python -m analysis.throughput "$$run"; exit $$rc
+	@rc=0; mark=$$(mktemp); \
+	$(VENV)/bin/k2bench bench-throughput $(if $(SETTINGS),--settings "$(SETTINGS)") $(if $(RESUME),--resume "$(RESUME)") || rc=$$?; \
+	run="$(RESUME)"; [ -n "$$run" ] || run=$$(find runs -maxdepth 1 -name '*_bench-throughput' -newer "$$mark" 2>/dev/null | sort | tail -n 1 || true); \
+	rm -f "$$mark"; \
+	if [ $$rc -ne 2 ] && [ -n "$$run" ] && [ -f "$$run/throughput.json" ]; then $(VENV)/bin/python -m analysis.throughput "$$run"; fi; \
+	exit $$rc
 
 # ---------------------------------------------------------------- real clusters
 # Each target first checks credentials and variables and stops with one line naming what

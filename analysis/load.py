@@ -16,6 +16,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -259,17 +260,26 @@ _SYSTEMS: Systems | None = None
 
 
 def systems() -> Systems:
-    """Every system analysis has met, for labels, colours and order: this checkout's jar's
-    descriptors, each loaded run's own (its manifest's ``systems_info``) over them."""
+    """Every system analysis has met, for labels, colours, order and the papers' systems:
+    this checkout's jar's descriptors, with each loaded run's own (its manifest's
+    ``systems_info``) over them; where two runs describe one system differently, the run
+    loaded last wins (labels are display facts, the same in every run of a jar)."""
     global _SYSTEMS
     if _SYSTEMS is None:
         _SYSTEMS = local_systems()
     return _SYSTEMS
 
 
-def _met(manifest: dict) -> None:
+def _met(manifest: dict, where: Path) -> None:
     global _SYSTEMS
-    _SYSTEMS = systems().merged(Systems.from_json(manifest.get("systems_info") or []))
+    known = systems()
+    mine = manifest.get("systems_info") or []
+    unknown = [s for s in manifest.get("systems", []) if s not in known and not any(d.get("name") == s for d in mine)]
+    if unknown:  # a run from before runs recorded their descriptors, and no jar to ask
+        print(f"warning: {where}: nothing describes {', '.join(unknown)} (the run predates systems_info in "
+              "manifests and no jar is built): labels, colours and the papers' claims need `make build`",
+              file=sys.stderr)
+    _SYSTEMS = known.merged(Systems.from_json(mine))
 
 
 def load_run(path: str | Path, name: str | None = None) -> Run:
@@ -281,7 +291,7 @@ def load_run(path: str | Path, name: str | None = None) -> Run:
     if not manifest_path.exists():
         raise RunError(f"{path}: not a run directory (no manifest.json)")
     manifest = json.loads(manifest_path.read_text())
-    _met(manifest)
+    _met(manifest, d)
     config = manifest.get("config")
     if not config or "duration" not in config:
         raise RunError(f"{path}: manifest.json has no resolved config with durations")

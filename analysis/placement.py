@@ -188,9 +188,6 @@ def placement_buckets(runs, min_reads: int = 30) -> plt.Figure:
 def draw(run_dir: Path) -> list[Path]:
     """The figures drawn (none without data); one that cannot be drawn is a warning, never a
     failure of the finished run."""
-    import matplotlib
-
-    matplotlib.use("Agg")
     runs = [SimpleNamespace(dir=Path(run_dir), name=Path(run_dir).name)]  # the figures read placement.json only
     out = []
     for name, draw_figure in ((FIGURE_FILE, placement_latency), (BUCKETS_FIGURE_FILE, placement_buckets)):

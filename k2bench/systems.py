@@ -73,6 +73,7 @@ class Systems(Mapping[str, SystemInfo]):
     def __init__(self, infos: Iterable[SystemInfo] = (), *, loader: Callable[[], Iterable[SystemInfo]] | None = None):
         """``loader``: where the descriptors come from, asked on first use instead."""
         self._loader, self._loaded = loader, None
+        self._assigned: dict[str, str] = {}  # default colours given so far, in the order asked
         if loader is None:
             self._loaded = self._ordered(infos)
 
@@ -116,14 +117,16 @@ class Systems(Mapping[str, SystemInfo]):
         return self.info(name).shown
 
     def colour(self, name: str) -> str:
+        """Its descriptor's colour; a system without one (or without a descriptor) gets the
+        next of DEFAULT_COLOURS no system has, the first time it is asked for, and keeps it."""
         own = self.info(name).colour
         if own:
             return own
-        taken = {s.colour for s in self._by.values() if s.colour}
-        free = [c for c in DEFAULT_COLOURS if c not in taken] or list(DEFAULT_COLOURS)
-        without = sorted(n for n, s in self._by.items() if not s.colour)
-        return free[(without.index(name) if name in without else len(without) + sum(map(ord, name)))
-                    % len(free)]
+        if name not in self._assigned:
+            taken = {s.colour for s in self._by.values() if s.colour} | set(self._assigned.values())
+            free = [c for c in DEFAULT_COLOURS if c not in taken]
+            self._assigned[name] = free[0] if free else DEFAULT_COLOURS[len(self._assigned) % len(DEFAULT_COLOURS)]
+        return self._assigned[name]
 
     def palette(self, names: Iterable[str]) -> dict[str, str]:
         """Label -> colour for these systems (what seaborn's ``palette`` takes)."""

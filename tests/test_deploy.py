@@ -230,3 +230,17 @@ def test_a_netem_runs_manifest_keeps_the_deploys_ping_verification(tmp_path):
     dep = RemoteDeployment(netem, known_hosts=str(KNOWN_HOSTS))
     dep.tc_verify = cli.common.tc_verify(netem, str(path))
     assert dep.describe()["tc_verify"] == verify, "into manifest.json's deployment"
+
+
+def test_deploy_resolves_an_experiment_with_a_mutant_with_or_without_the_jar(tmp_path, jar):
+    """deploy --experiment checks the experiment's shape: with the jar its mutant is checked as
+    a run would, without one the file's own systems stand in and the mutant is left to the run."""
+    import argparse
+
+    from k2bench.cli.deploy import _deploy_experiment
+    path = tmp_path / "mut.yaml"
+    path.write_text("systems: [k2]\ntesting: {mutant: read-pending}\n")
+    exp = _deploy_experiment(argparse.Namespace(experiment=str(path), jar=str(jar), servers_per_dc=None))
+    assert exp["testing"]["mutant"] == "read-pending"
+    exp = _deploy_experiment(argparse.Namespace(experiment=str(path), jar=str(tmp_path / "no.jar"), servers_per_dc=None))
+    assert exp["systems"] == ["k2"] and exp["testing"]["mutant"] is None

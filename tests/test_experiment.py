@@ -105,6 +105,13 @@ def test_unknown_system_lists_the_known_ones():
     assert e.field == "systems[1]" and "bpr, cops-pr, k2, karma, nocc, paris, paris-star, rad" in str(e)
 
 
+def test_a_system_or_mutant_that_is_not_a_name_is_one_line_not_a_traceback():
+    e = error({"systems": ["k2", ["rad"]]})
+    assert e.field == "systems[1]" and "must be a system's name" in str(e)
+    e = error({"testing": {"mutant": ["read-pending"]}})
+    assert e.field == "testing.mutant" and "must be a mutant's name or null" in str(e)
+
+
 def test_distributions_must_sum_to_one():
     ok = resolve({"workload": {"keys_per_op": {1: 0.5, 2: 0.5}}})
     assert ok["workload"]["keys_per_op"] == {1: 0.5, 2: 0.5}

@@ -1,4 +1,4 @@
-"""Latency-aware replica placement (k2bench/placement.py, `k2bench demand`, `k2bench place`):
+"""Latency-aware replica placement (k2bench/placement/, `k2bench demand`, `k2bench place`):
 the MILP against brute force, its constraints, the table file, the demand of a run and of the
 workload model, and the command line."""
 import itertools

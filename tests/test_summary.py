@@ -416,3 +416,20 @@ def test_mean_and_percentiles_are_hdrhs_own_numbers():
         for p in (0, 1, 50, 90, 99, 99.9, 100):
             assert S.value_at_percentile(h, p) == h.get_value_at_percentile(p), p
     assert S.mean_value(S.new_histogram()) == 0.0 and S.value_at_percentile(S.new_histogram(), 50) == 0
+
+
+def test_check_judges_each_trial_by_its_systems_claims_and_names_an_unknown_system(tmp_path, jar, capsys):
+    """`k2bench check` re-runs the checker with the claims (max_wan_rounds) of the run's own
+    systems, and refuses a trial whose system neither the run nor the jar describes."""
+    import shutil
+
+    from k2bench import cli
+    run = tmp_path / "run"
+    shutil.copytree(pathlib.Path(__file__).parent / "fixtures" / "run-analysis", run)
+    assert cli.main(["--jar", str(jar), "check", str(run)]) == 0
+    out = capsys.readouterr().out
+    assert all(f"{s}: 0 violations in" in out for s in ("k2", "rad", "paris-star")), out
+    summary = json.loads((run / "rad" / "summary.json").read_text())
+    (run / "rad" / "summary.json").write_text(json.dumps(summary | {"system": "nope"}))
+    assert cli.main(["--jar", str(jar), "check", str(run)]) == 2
+    assert "system 'nope' is neither in the run's manifest nor in this jar" in capsys.readouterr().err

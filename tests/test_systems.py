@@ -58,3 +58,25 @@ def test_every_system_a_papers_claims_name_is_bundled_in_that_papers_evaluation(
     for claim, *_ in claims.PARIS_CLAIMS:
         assert set(claim.systems) <= set(SYSTEMS.of_paper("paris")), claim.what
     assert set(paper.FIG9_KTXN_PER_S) <= set(SYSTEMS.of_paper("k2"))
+
+
+def test_systems_without_a_colour_each_get_a_colour_of_their_own():
+    known = Systems([SystemInfo("a", colour=DEFAULT_COLOURS[0])])
+    names = ["k2", "paris-star", "rad", "nocc", "x", "y", "z", "w"]
+    colours = [known.colour(n) for n in names]
+    assert len(set(colours)) == len(names) and DEFAULT_COLOURS[0] not in colours
+    assert [known.colour(n) for n in names] == colours, "a system keeps its colour"
+
+
+def test_a_run_without_descriptors_and_no_jar_is_read_with_a_warning(tmp_path, monkeypatch, capsys):
+    import shutil
+
+    from analysis import load
+    from conftest import ROOT
+    run = tmp_path / "run"
+    shutil.copytree(ROOT / "tests" / "fixtures" / "run-analysis", run)
+    monkeypatch.setattr(load, "_SYSTEMS", Systems())  # as without a built jar
+    load.load_run(run)
+    err = capsys.readouterr().err
+    assert "nothing describes" in err and "make build" in err
+    assert load.systems().label("k2") == "k2"  # named by its name, still drawn

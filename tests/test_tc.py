@@ -379,7 +379,9 @@ def deploy_args(tmp_path, **kw):
 @pytest.fixture
 def known_systems(monkeypatch):
     from k2bench import orchestrator
+    from k2bench.cli import deploy
     monkeypatch.setattr(orchestrator.Env, "systems", lambda self: SYSTEMS)  # the jar's, not the tmp one's
+    monkeypatch.setattr(deploy, "systems_local", lambda jar=None: SYSTEMS)
 
 
 def experiment_file(tmp_path, text):

@@ -33,9 +33,15 @@ def _deploy_experiment(args) -> dict | None:
     path = experiment.find(REPO / "workloads", args.experiment)
     with _in_file(path):
         doc = experiment.load_file(path)
-        # the file's own systems stand for the bundled ones; a file that names none runs the jar's defaults
+        # The jar's descriptors when it is built (--jar), and the file's own system names stand
+        # for those it does not know: the deploy checks the experiment's shape, not its systems.
+        known = systems_local(Path(args.jar)) if getattr(args, "jar", None) else systems_local()
         named = doc.get("systems")
-        known = Systems(SystemInfo(n) for n in named) if isinstance(named, list) and named else systems_local()
+        if isinstance(named, list):
+            known = known.merged(Systems(SystemInfo(n) for n in named if isinstance(n, str) and n not in known))
+        if isinstance((doc.get("testing") or {}).get("mutant"), str) and not known.mutants():
+            # no jar to name the mutants: the deploy does not run it, the run checks it
+            doc = {**doc, "testing": {**doc["testing"], "mutant": None}}
         exp = experiment.resolve(doc, path.stem, known)
     return servers_per_dc_override(exp, getattr(args, "servers_per_dc", None))
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from .. import experiment, rundir
+from .. import experiment, rundir, systems
 from ..errors import ConfigError
 from ..orchestrator import Env, Orchestrator, validate
 from ..progress import Progress, print_summary
@@ -156,10 +156,11 @@ def cmd_summarize(args) -> int:
 def cmd_check(args) -> int:
     """Runs the consistency checker again on every trial of a run (from its histories)."""
     from ..orchestrator import check_trial_dir
-    info = _env(args).system_info
     run = Path(args.run)
     if not (run / "manifest.json").exists():
         raise ConfigError("run", f"{run} is not a run directory (no manifest.json)")
+    # the claims (max_wan_rounds) as the run's systems made them, over the jar's
+    info = _env(args).system_info.merged(systems.of_run(run))
     manifest = json.loads((run / "manifest.json").read_text())
     mutant = manifest["config"].get("testing", {}).get("mutant")
     total = 0
@@ -168,6 +169,9 @@ def cmd_check(args) -> int:
         if not (tdir / "summary.json").exists():
             continue
         summary = json.loads((tdir / "summary.json").read_text())
+        if summary["system"] not in info:
+            raise ConfigError("run", f"{entry['dir']}: system {summary['system']!r} is neither in the run's manifest nor "
+                                     "in this jar; check it with the jar that made it (--jar)")
         c = check_trial_dir(tdir, summary["system"], info.info(summary["system"]).max_wan_rounds, mutant)
         summary["consistency"] = c
         rundir.write_json(tdir / "summary.json", summary)

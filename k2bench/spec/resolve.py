@@ -44,6 +44,8 @@ def resolve(doc: dict, name: str, known_systems: Systems) -> dict:
     if not isinstance(systems, list) or not systems:
         raise ConfigError("systems", f"must be a non-empty list of systems, got {systems!r}")
     for i, s in enumerate(systems):
+        if not isinstance(s, str):
+            raise ConfigError(f"systems[{i}]", f"must be a system's name, got {s!r}")
         if s not in known_systems:
             raise ConfigError(f"systems[{i}]", f"unknown system {s!r}; available: {', '.join(sorted(known_systems))}")
     if len(set(systems)) != len(systems):
@@ -178,6 +180,8 @@ def _testing(given: Any, known_systems: Systems) -> dict:
         raise ConfigError("testing", "only testing.mutant is allowed")
     m = given.get("mutant")
     mutants = known_systems.mutants()
+    if m is not None and not isinstance(m, str):
+        raise ConfigError("testing.mutant", f"must be a mutant's name or null, got {m!r}")
     if m is not None and m not in mutants:
         raise ConfigError("testing.mutant", f"unknown mutant {m!r}; known: {', '.join(mutants) or 'none'}")
     return {"mutant": m}

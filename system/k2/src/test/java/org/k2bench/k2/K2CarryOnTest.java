@@ -27,6 +27,7 @@ import org.k2bench.core.testing.Mutants;
 import org.k2bench.core.transport.Endpoint;
 import org.k2bench.k2.proto.ReadReply;
 import org.k2bench.k2.proto.ReadRequest;
+import org.k2bench.core.testing.TestOptions;
 
 /**
  * The writing datacenter dies between its first and its second replication phase: a
@@ -52,7 +53,7 @@ class K2CarryOnTest {
   static String originDiesBetweenItsTwoPhases(int origin, int[][] replicas, int[] reached, boolean oneShard,
       int readerDc, int[] yReplicas) {
     try (LocalCluster cluster = TestCluster.start(
-        ServerOptions.defaults().withFailoverTimeoutMs(FAILOVER_MS).withRpcTimeoutMs(3_000))) {
+        TestOptions.defaults().withFailoverTimeoutMs(FAILOVER_MS).withRpcTimeoutMs(3_000))) {
       List<String> used = new ArrayList<>();
       List<String> xs = new ArrayList<>();
       java.util.Set<Integer> reachedDcs = new java.util.TreeSet<>();

@@ -30,6 +30,7 @@ import org.k2bench.core.testing.Mutants;
 import org.k2bench.core.transport.Endpoint;
 import org.k2bench.k2.proto.ReadReply;
 import org.k2bench.k2.proto.ReadRequest;
+import org.k2bench.core.testing.TestOptions;
 
 /**
  * Paper §VI-A: replication "can proceed if at least one replica datacenter of each key in
@@ -46,7 +47,7 @@ class K2DeadReplicaTest {
 
   @BeforeEach
   void start() {
-    cluster = TestCluster.start(ServerOptions.defaults().withFailoverTimeoutMs(300).withRpcTimeoutMs(RPC_TIMEOUT_MS));
+    cluster = TestCluster.start(TestOptions.defaults().withFailoverTimeoutMs(300).withRpcTimeoutMs(RPC_TIMEOUT_MS));
     awaitEveryoneHeardFromEveryone(cluster); // TYO dies after start-up
     for (int shard = 0; shard < cluster.topology().serversPerDc(); shard++) {
       cluster.server(TYO, shard).close(); // TYO is dead for the whole test

@@ -23,6 +23,7 @@ import org.k2bench.core.testing.Clusters;
 import org.k2bench.core.transport.Endpoint;
 import org.k2bench.k2.proto.ReadReply;
 import org.k2bench.k2.proto.ReadRequest;
+import org.k2bench.core.testing.TestOptions;
 
 /**
  * Paper §VI-A: with f = 2, a read whose nearest replica datacenter is down fails over to
@@ -37,7 +38,7 @@ class K2FailoverTest {
 
   @Test
   void aRemoteReadFailsOverToTheOtherReplicaWhenTheNearestIsDown() throws Exception {
-    try (LocalCluster cluster = TestCluster.start(ServerOptions.defaults().withFailoverTimeoutMs(FAILOVER_MS))) {
+    try (LocalCluster cluster = TestCluster.start(TestOptions.defaults().withFailoverTimeoutMs(FAILOVER_MS))) {
       List<String> used = new ArrayList<>();
       String k = Clusters.key(cluster.placement(), "fo", -1, new int[] {TYO, SG}, used);
       assertEquals(TYO, cluster.placement().nearestReplica(CA, k), "CA's nearest replica of k is TYO");
@@ -67,7 +68,7 @@ class K2FailoverTest {
    */
   @Test
   void readsSkipASuspectedReplicaUntilItAnswersHeartbeatsAgain() throws Exception {
-    try (LocalCluster cluster = TestCluster.start(ServerOptions.defaults().withFailoverTimeoutMs(FAILOVER_MS))) {
+    try (LocalCluster cluster = TestCluster.start(TestOptions.defaults().withFailoverTimeoutMs(FAILOVER_MS))) {
       List<String> used = new ArrayList<>();
       String[] keys = new String[3];
       Map<String, Long> v1 = new java.util.HashMap<>();
@@ -132,7 +133,7 @@ class K2FailoverTest {
    */
   @Test
   void aReplicaLeftOutOfAWriteIsAskedBeforeTheDeadOneThatAloneWasKnownToHaveIt() throws Exception {
-    try (LocalCluster cluster = TestCluster.start(ServerOptions.defaults().withFailoverTimeoutMs(FAILOVER_MS))) {
+    try (LocalCluster cluster = TestCluster.start(TestOptions.defaults().withFailoverTimeoutMs(FAILOVER_MS))) {
       List<String> used = new ArrayList<>();
       String k = Clusters.key(cluster.placement(), "left", -1, new int[] {TYO, SG}, used);
       K2DeadReplicaTest.awaitEveryoneHeardFromEveryone(cluster);
@@ -169,7 +170,7 @@ class K2FailoverTest {
    */
   @Test
   void aReadWaitsForTheAvailableReplicaThatLacksTheVersionWhenTheOtherIsDead() throws Exception {
-    try (LocalCluster cluster = TestCluster.start(ServerOptions.defaults().withFailoverTimeoutMs(FAILOVER_MS)
+    try (LocalCluster cluster = TestCluster.start(TestOptions.defaults().withFailoverTimeoutMs(FAILOVER_MS)
         .withRpcTimeoutMs(20 * FAILOVER_MS))) {
       List<String> used = new ArrayList<>();
       String k = Clusters.key(cluster.placement(), "wait", -1, new int[] {TYO, SG}, used);

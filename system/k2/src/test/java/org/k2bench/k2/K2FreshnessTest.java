@@ -22,6 +22,7 @@ import org.k2bench.core.api.ServerOptions;
 import org.k2bench.core.cluster.LocalCluster;
 import org.k2bench.core.data.Row;
 import org.k2bench.core.testing.Clusters;
+import org.k2bench.core.testing.TestOptions;
 
 /**
  * A session that never writes still moves forward (K2 §V-B: clients "make progress through
@@ -36,7 +37,7 @@ class K2FreshnessTest {
 
   @Test
   void aSessionThatNeverWritesKeepsUpWithHotKeys() throws Exception {
-    try (LocalCluster cluster = TestCluster.start(ServerOptions.defaults().withGc(WINDOW_MS, WINDOW_MS, WINDOW_MS))) {
+    try (LocalCluster cluster = TestCluster.start(TestOptions.defaults().withGc(WINDOW_MS, WINDOW_MS, WINDOW_MS))) {
       List<String> used = new ArrayList<>();
       List<String> keys = List.of(
           Clusters.key(cluster.placement(), "hot-a", -1, new int[] {SP, LDN}, used),

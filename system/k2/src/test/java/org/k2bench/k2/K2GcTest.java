@@ -27,6 +27,7 @@ import org.k2bench.k2.proto.ReadByTimeRequest;
 import org.k2bench.k2.proto.ReadReply;
 import org.k2bench.k2.proto.ReadRequest;
 import org.k2bench.k2.proto.VersionInfo;
+import org.k2bench.core.testing.TestOptions;
 
 /**
  * (f) GC never removes a version an in-flight read-only transaction may still ask for.
@@ -43,7 +44,7 @@ class K2GcTest {
 
   @BeforeAll
   static void start() {
-    cluster = TestCluster.start(ServerOptions.defaults().withGc(WINDOW_MS, WINDOW_MS, TIMEOUT_MS));
+    cluster = TestCluster.start(TestOptions.defaults().withGc(WINDOW_MS, WINDOW_MS, TIMEOUT_MS));
     placement = cluster.placement();
     raw = cluster.transport().openClient(60_000, VA, Runnable::run, m -> { });
   }

@@ -20,6 +20,7 @@ import org.k2bench.core.api.ServerOptions;
 import org.k2bench.core.cluster.LocalCluster;
 import org.k2bench.core.testing.Clusters;
 import org.k2bench.core.testing.Mutants;
+import org.k2bench.core.testing.TestOptions;
 
 /**
  * One-hop dependencies are pairs, not one version per key (K2 §III-B: "the writes of all
@@ -54,7 +55,7 @@ class K2OneHopDepsTest {
 
   /** Whether a reader in SG saw W together with j older than T5. */
   static boolean sgSeesWBeforeT5(String prefix) throws Exception {
-    try (LocalCluster cluster = TestCluster.start(ServerOptions.defaults().withGc(500, 500, 2_000))) {
+    try (LocalCluster cluster = TestCluster.start(TestOptions.defaults().withGc(500, 500, 2_000))) {
       List<String> used = new ArrayList<>();
       String k = Clusters.key(cluster.placement(), prefix + "-k", -1, new int[] {VA, CA}, used);
       String j = Clusters.key(cluster.placement(), prefix + "-j", -1, new int[] {VA, CA}, used);

@@ -39,6 +39,7 @@ import org.k2bench.core.txn.proto.Prepared;
 import org.k2bench.core.txn.proto.WotSubRequest;
 import org.k2bench.k2.proto.ReadByTimeReply;
 import org.k2bench.k2.proto.ReadByTimeRequest;
+import org.k2bench.core.testing.TestOptions;
 
 /** K2 read-only transactions: wide-area rounds, non-blocking remote reads, read-your-writes. */
 class K2ReadTest {
@@ -48,7 +49,7 @@ class K2ReadTest {
 
   @BeforeAll
   static void start() {
-    cluster = TestCluster.start(ServerOptions.defaults());
+    cluster = TestCluster.start(TestOptions.defaults());
     placement = cluster.placement();
   }
 

@@ -25,6 +25,7 @@ import org.k2bench.core.transport.Endpoint;
 import org.k2bench.core.transport.RemoteException;
 import org.k2bench.k2.proto.RemoteRead;
 import org.k2bench.k2.proto.RemoteReadReply;
+import org.k2bench.core.testing.TestOptions;
 
 /**
  * A remote read that a replica server cannot answer at once (K2Server.onRemoteRead) never
@@ -44,7 +45,7 @@ class K2RemoteReadWaitTest {
   @BeforeAll
   static void start() {
     Topology topology = Clusters.topology(2);
-    ServerOptions options = ServerOptions.defaults().withNumKeys(10_000).withGc(WINDOW_MS, WINDOW_MS, 3_000)
+    ServerOptions options = TestOptions.defaults().withNumKeys(10_000).withGc(WINDOW_MS, WINDOW_MS, 3_000)
         .withRpcTimeoutMs(RPC_TIMEOUT_MS);
     cluster = LocalCluster.start(new K2System(), topology, options, id -> topology.dcOfServer(id) == VA);
     others = StandInServers.forServersNotIn(cluster);

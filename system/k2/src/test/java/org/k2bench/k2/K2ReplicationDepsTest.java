@@ -39,6 +39,7 @@ import org.k2bench.core.txn.proto.ReplicatedKey;
 import org.k2bench.core.txn.proto.WotReply;
 import org.k2bench.core.txn.proto.WotSubRequest;
 import org.k2bench.k2.StandInServers.Received;
+import org.k2bench.core.testing.TestOptions;
 
 /**
  * How one-hop dependencies travel with replication (K2 §IV-A: "Only the coordinator needs
@@ -54,7 +55,7 @@ import org.k2bench.k2.StandInServers.Received;
  * dependencies cost bytes on the wide area, not checks.)
  */
 class K2ReplicationDepsTest {
-  static final ServerOptions OPTIONS = ServerOptions.defaults().withNumKeys(10_000);
+  static final ServerOptions OPTIONS = TestOptions.defaults().withNumKeys(10_000);
   static final int[] OTHERS = {CA, SP, LDN, TYO, SG};
 
   /** Starts the real servers {@code which} accepts; tests open stand-ins for the rest. */

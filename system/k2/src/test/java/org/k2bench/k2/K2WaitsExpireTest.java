@@ -28,6 +28,7 @@ import org.k2bench.core.txn.proto.KeyValue;
 import org.k2bench.core.txn.proto.WotSubRequest;
 import org.k2bench.k2.proto.ReadByTimeReply;
 import org.k2bench.k2.proto.ReadByTimeRequest;
+import org.k2bench.core.testing.TestOptions;
 
 /**
  * A K2 server's waits for a commit that never comes end at their deadline, with an error
@@ -45,7 +46,7 @@ class K2WaitsExpireTest {
   @BeforeAll
   static void start() {
     Topology topology = Clusters.topology(2);
-    ServerOptions options = ServerOptions.defaults().withNumKeys(10_000).withRpcTimeoutMs(RPC_TIMEOUT_MS);
+    ServerOptions options = TestOptions.defaults().withNumKeys(10_000).withRpcTimeoutMs(RPC_TIMEOUT_MS);
     cluster = LocalCluster.start(new K2System(), topology, options, id -> topology.dcOfServer(id) == VA);
     others = StandInServers.forServersNotIn(cluster);
     raw = cluster.transport().openClient(62_200, VA, Runnable::run, m -> { });

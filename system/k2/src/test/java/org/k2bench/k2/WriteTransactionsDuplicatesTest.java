@@ -33,6 +33,7 @@ import org.k2bench.core.txn.proto.ReplicateAck;
 import org.k2bench.core.txn.proto.ReplicatedKey;
 import org.k2bench.core.txn.proto.WotReply;
 import org.k2bench.core.txn.proto.WotSubRequest;
+import org.k2bench.core.testing.TestOptions;
 
 /**
  * The write-only transaction engine (shared by K2 and RAD) takes every message a second
@@ -48,7 +49,7 @@ class WriteTransactionsDuplicatesTest {
 
   @BeforeAll
   void start() {
-    cluster = TestCluster.start(ServerOptions.defaults());
+    cluster = TestCluster.start(TestOptions.defaults());
   }
 
   @AfterAll

@@ -20,6 +20,7 @@ import org.k2bench.core.api.StoreSystem;
 import org.k2bench.core.cluster.LocalCluster;
 import org.k2bench.core.testing.Clusters;
 import org.k2bench.core.topology.RingPlacement;
+import org.k2bench.core.testing.TestOptions;
 
 /**
  * COPS-PR binds each client to its datacenter's ring (Karma paper §1, §5 "Schemes"): a CA
@@ -30,7 +31,7 @@ class CopsPrRingTest {
   /** Ring reads served by the servers of TYO, SG and SP after a CA client read {@code keys}. */
   private static long readsOutsideRing0(StoreSystem system, int rounds) {
     try (LocalCluster cluster = LocalCluster.start(system, Clusters.ringTopology(2),
-        ServerOptions.defaults().withNumKeys(10_000))) {
+        TestOptions.defaults().withNumKeys(10_000))) {
       RingPlacement rings = (RingPlacement) cluster.placement();
       List<String> used = new ArrayList<>();
       List<String> keys = new ArrayList<>();

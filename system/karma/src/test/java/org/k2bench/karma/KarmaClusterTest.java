@@ -13,6 +13,7 @@ import org.k2bench.core.api.SystemOptions;
 import org.k2bench.core.cluster.LocalCluster;
 import org.k2bench.core.testing.Clusters;
 import org.k2bench.core.topology.RingPlacement;
+import org.k2bench.core.testing.TestOptions;
 
 /** A Karma (or COPS-PR) cluster on the three rings {VA, CA, LDN}, {TYO, SG}, {SP} (matrix / 10), shared by a test class. */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
@@ -28,7 +29,7 @@ abstract class KarmaClusterTest {
 
   @BeforeAll
   void start() {
-    cluster = LocalCluster.start(system(), Clusters.ringTopology(2), ServerOptions.defaults().withNumKeys(10_000));
+    cluster = LocalCluster.start(system(), Clusters.ringTopology(2), TestOptions.defaults().withNumKeys(10_000));
     rings = (RingPlacement) cluster.placement();
   }
 
@@ -50,7 +51,7 @@ abstract class KarmaClusterTest {
 
   /** A session in {@code dc} inserting a notify-after every {@code notifyAfterMs} while restricted. */
   protected KarmaClient client(int dc, long notifyAfterMs) {
-    return (KarmaClient) cluster.client(dc, ServerOptions.defaults().withSystemOptions(SystemOptions.parse(
+    return (KarmaClient) cluster.client(dc, TestOptions.defaults().withSystemOptions(SystemOptions.parse(
         new KarmaSystem(), Map.of("notify_after_ms", Long.toString(notifyAfterMs)), "options")));
   }
 }

@@ -24,6 +24,7 @@ import org.k2bench.core.api.SystemOptions;
 import org.k2bench.core.cluster.LocalCluster;
 import org.k2bench.core.testing.Clusters;
 import org.k2bench.core.topology.RingPlacement;
+import org.k2bench.core.testing.TestOptions;
 
 /**
  * The Karma paper's Table 1, "Single AZ" failure, on the rings {VA, CA, LDN}, {TYO, SG}, {SP}
@@ -43,13 +44,13 @@ class KarmaDeadDatacenterTest {
 
   private static LocalCluster start(StoreSystem system) {
     return LocalCluster.start(system, Clusters.ringTopology(2),
-        ServerOptions.defaults().withNumKeys(10_000).withRpcTimeoutMs(RPC_TIMEOUT_MS));
+        TestOptions.defaults().withNumKeys(10_000).withRpcTimeoutMs(RPC_TIMEOUT_MS));
   }
 
   /** A Karma cluster whose caches hold values for {@code leaseMs}. */
   private static LocalCluster startLeased(long leaseMs) {
     return LocalCluster.start(new KarmaSystem(), Clusters.ringTopology(2),
-        ServerOptions.defaults().withNumKeys(10_000).withRpcTimeoutMs(RPC_TIMEOUT_MS).withSystemOptions(
+        TestOptions.defaults().withNumKeys(10_000).withRpcTimeoutMs(RPC_TIMEOUT_MS).withSystemOptions(
             SystemOptions.parse(new KarmaSystem(), Map.of("cache_lease_ms", Long.toString(leaseMs)), "options")));
   }
 
@@ -94,7 +95,7 @@ class KarmaDeadDatacenterTest {
   }
 
   private static KarmaClient karma(LocalCluster c, int dc, long notifyAfterMs) {
-    return (KarmaClient) c.client(dc, ServerOptions.defaults().withRpcTimeoutMs(RPC_TIMEOUT_MS)
+    return (KarmaClient) c.client(dc, TestOptions.defaults().withRpcTimeoutMs(RPC_TIMEOUT_MS)
         .withSystemOptions(SystemOptions.parse(new KarmaSystem(), Map.of("notify_after_ms",
             Long.toString(notifyAfterMs), "dead_ring_after_timeouts", "2"), "options")));
   }
@@ -151,7 +152,7 @@ class KarmaDeadDatacenterTest {
   void aRingSilentForLessThanThreeTimeoutsKeepsTheBound() {
     try (LocalCluster c = start(new KarmaSystem())) {
       String t = key(c, "silent-t", CA, TYO);
-      KarmaClient sg = (KarmaClient) c.client(SG, ServerOptions.defaults().withRpcTimeoutMs(RPC_TIMEOUT_MS));
+      KarmaClient sg = (KarmaClient) c.client(SG, TestOptions.defaults().withRpcTimeoutMs(RPC_TIMEOUT_MS));
       c.transport().links().partition(SG, TYO, Long.MAX_VALUE, true);
       // Attempts at 0, 1.2, 2.4 s (each times out after 1 s, sent again 200 ms later); healed
       // at 1.8 s, the third is answered.
@@ -295,7 +296,7 @@ class KarmaDeadDatacenterTest {
       assertEquals("before", str(c.client(VA).readTxn(List.of(t)).rows().get(t)), "ring 0 has it");
       // COPS-PR's client coordinator buffers like Karma's: a VA session writes on past the
       // dead ring once it counts as down, and reads its writes in its own ring.
-      KarmaClient va = (KarmaClient) c.client(VA, ServerOptions.defaults().withRpcTimeoutMs(RPC_TIMEOUT_MS)
+      KarmaClient va = (KarmaClient) c.client(VA, TestOptions.defaults().withRpcTimeoutMs(RPC_TIMEOUT_MS)
           .withSystemOptions(SystemOptions.parse(new CopsPrSystem(), Map.of("dead_ring_after_timeouts", "2"),
               "options")));
       int puts = 2 * BOUND;

@@ -14,6 +14,7 @@ import org.k2bench.core.cluster.LocalCluster;
 import org.k2bench.core.testing.Clusters;
 import org.k2bench.core.testing.Mutants;
 import org.k2bench.core.testing.SystemContractTest;
+import org.k2bench.core.testing.TestOptions;
 
 /**
  * Karma or COPS-PR on the three rings under the guarantees every system gives, and a put
@@ -22,7 +23,7 @@ import org.k2bench.core.testing.SystemContractTest;
 abstract class RingContractTest extends SystemContractTest {
   @Override
   protected LocalCluster startCluster() {
-    return LocalCluster.start(system(), Clusters.ringTopology(2), ServerOptions.defaults().withNumKeys(10_000));
+    return LocalCluster.start(system(), Clusters.ringTopology(2), TestOptions.defaults().withNumKeys(10_000));
   }
 
   /**

@@ -23,6 +23,7 @@ import org.k2bench.core.cluster.LocalCluster;
 import org.k2bench.core.data.Row;
 import org.k2bench.core.testing.Clusters;
 import org.k2bench.core.topology.Placement;
+import org.k2bench.core.testing.TestOptions;
 
 /**
  * The three bundled systems on the same scripted sequence of operations: K2 never takes
@@ -50,7 +51,7 @@ class CrossSystemTest {
   }
 
   static Outcome runScript(String system) {
-    try (LocalCluster cluster = Clusters.start(Systems.byName("system", system), ServerOptions.defaults())) {
+    try (LocalCluster cluster = Clusters.start(Systems.byName("system", system), TestOptions.defaults())) {
       List<String> keys = keys(cluster.placement());
       KvClient[] writers = new KvClient[6];
       for (int dc = 0; dc < 6; dc++) {

@@ -18,6 +18,7 @@ import org.k2bench.core.cluster.LocalCluster;
 import org.k2bench.core.testing.SpecFixtures;
 import org.k2bench.core.topology.Topology;
 import org.k2bench.core.topology.TopologyLoader;
+import org.k2bench.core.testing.TestOptions;
 
 class MainTest {
   @TempDir
@@ -155,7 +156,7 @@ class MainTest {
     }
     Path file = topologyFile(THREE_DCS.replace("base_port: 7000\n", servers.toString()));
     try (LocalCluster c = LocalCluster.start(Systems.byName("system", "k2"), TopologyLoader.load(file),
-        ServerOptions.defaults())) {
+        TestOptions.defaults())) {
       Path json = dir.resolve("rtt.json");
       Result r = run("ping", "--topology", file.toString(), "--samples", "5", "--warmup-s", "1",
           "--json", json.toString());

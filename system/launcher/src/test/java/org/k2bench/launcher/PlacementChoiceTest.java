@@ -18,6 +18,7 @@ import org.k2bench.core.topology.GroupPlacement;
 import org.k2bench.core.topology.Placement;
 import org.k2bench.core.topology.Topology;
 import org.k2bench.core.topology.TopologyLoader;
+import org.k2bench.core.testing.TestOptions;
 
 /** A system refuses, before any server starts, a placement it does not declare. */
 class PlacementChoiceTest {
@@ -31,7 +32,7 @@ class PlacementChoiceTest {
         continue;
       }
       ConfigException e = assertThrows(ConfigException.class,
-          () -> LocalCluster.start(system, partitions, ServerOptions.defaults()).close(), system.name());
+          () -> LocalCluster.start(system, partitions, TestOptions.defaults()).close(), system.name());
       assertEquals("placement", e.field());
       assertTrue(e.getMessage().contains(system.name() + " does not run on placement: partitions"), e.getMessage());
       assertFalse(e.getMessage().contains("\n"), e.getMessage());

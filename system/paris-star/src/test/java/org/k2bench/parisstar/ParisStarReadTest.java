@@ -30,6 +30,7 @@ import org.k2bench.core.testing.Mutants;
 import org.k2bench.core.topology.Placement;
 import org.k2bench.k2.K2Client;
 import org.k2bench.k2.K2Mutants;
+import org.k2bench.core.testing.TestOptions;
 
 /** PaRiS*'s reads: local only through the private cache, otherwise exactly one round. */
 class ParisStarReadTest {
@@ -39,7 +40,7 @@ class ParisStarReadTest {
 
   @BeforeAll
   static void start() {
-    cluster = Clusters.start(new ParisStarSystem(), ServerOptions.defaults());
+    cluster = Clusters.start(new ParisStarSystem(), TestOptions.defaults());
     placement = cluster.placement();
   }
 
@@ -93,7 +94,7 @@ class ParisStarReadTest {
   @Test
   void thePrivateCacheKeepsOwnWritesForItsOptionsLifetime() {
     List<String> keys = List.of(key("ttl", TYO, SG), key("ttl-r", VA, CA));
-    ServerOptions shortLived = ServerOptions.defaults().withSystemOptions(SystemOptions.parse(new ParisStarSystem(),
+    ServerOptions shortLived = TestOptions.defaults().withSystemOptions(SystemOptions.parse(new ParisStarSystem(),
         Map.of("private_cache_ttl_ms", "1"), "server.options.paris-star."));
     KvClient me = cluster.client(VA, shortLived);
     me.writeTxn(rows(keys, "mine"));
@@ -178,7 +179,7 @@ class ParisStarReadTest {
   @Test
   void privateCacheEntriesExpire() {
     List<String> keys = List.of(key("x", TYO, SG), key("x-r", VA, CA));
-    KvClient me = new K2Client(cluster.transport(), 60_500, VA, ServerOptions.defaults(),
+    KvClient me = new K2Client(cluster.transport(), 60_500, VA, TestOptions.defaults(),
         new PrivateCache(300, System::currentTimeMillis));
     try {
       me.writeTxn(rows(keys, "mine"));

@@ -16,6 +16,7 @@ import org.k2bench.core.clock.LamportClock;
 import org.k2bench.core.cluster.LocalCluster;
 import org.k2bench.core.testing.Clusters;
 import org.k2bench.core.testing.SystemContractTest;
+import org.k2bench.core.testing.TestOptions;
 
 /**
  * NoCC, the PaRiS paper's negative control (§V), under the guarantee every causally consistent
@@ -49,7 +50,7 @@ class NoccContractTest extends SystemContractTest {
    * does not prepare at). What VA's session, and SG's, read afterwards.
    */
   static List<String> readAfterOverwrite(StoreSystem system, long aheadMs) {
-    try (LocalCluster c = Clusters.start(system, ServerOptions.defaults())) {
+    try (LocalCluster c = Clusters.start(system, TestOptions.defaults())) {
       String k = Cast.farPreferring(c.placement(), "k", CA, TYO, new java.util.ArrayList<>());
       long ahead = LamportClock.hybridCounter(System.currentTimeMillis() + aheadMs);
       for (int shard = 0; shard < c.topology().serversPerDc(); shard++) {

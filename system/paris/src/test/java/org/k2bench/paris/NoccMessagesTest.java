@@ -17,6 +17,7 @@ import org.k2bench.core.api.StoreSystem;
 import org.k2bench.core.cluster.LocalCluster;
 import org.k2bench.core.metrics.ProcessMetrics;
 import org.k2bench.core.testing.Clusters;
+import org.k2bench.core.testing.TestOptions;
 
 /**
  * NoCC, the PaRiS paper's negative control, "does not have the start phase of transactions
@@ -36,7 +37,7 @@ class NoccMessagesTest {
         counts.computeIfAbsent(tag.substring(tag.lastIndexOf(':') + 1), t -> new LongAdder()).increment();
       }
     };
-    try (LocalCluster c = Clusters.start(system, ServerOptions.defaults())) {
+    try (LocalCluster c = Clusters.start(system, TestOptions.defaults())) {
       ProcessMetrics.use(sink);
       KvClient client = c.client(CA);
       String near = Clusters.key(c.placement(), "n", -1, new int[] {VA, CA}, new java.util.ArrayList<>());

@@ -21,6 +21,7 @@ import org.k2bench.core.testing.Clusters;
 import org.k2bench.core.testing.Mutants;
 import org.k2bench.core.topology.Topology;
 import org.k2bench.core.topology.TopologyLoader;
+import org.k2bench.core.testing.TestOptions;
 
 /**
  * The PaRiS paper's background protocols bounded from above, not only from below, without
@@ -210,7 +211,7 @@ class ParisBoundsTest {
    * commit time (polled every ~0.2 ms, each poll asking all six servers).
    */
   static UstRun ustRun(int writes) {
-    ServerOptions options = ServerOptions.defaults();
+    ServerOptions options = TestOptions.defaults();
     Recorder rec = new Recorder();
     try (LocalCluster c = LocalCluster.start(new ParisSystem(), topology(), options)) {
       Terms terms = Terms.of(c, options);
@@ -276,7 +277,7 @@ class ParisBoundsTest {
    * time (ms) each one's slice blocked at A's replica: the read_blocked it records.
    */
   static BprRun bprRun(int reads) {
-    ServerOptions options = ServerOptions.defaults();
+    ServerOptions options = TestOptions.defaults();
     Recorder rec = new Recorder();
     try (LocalCluster c = LocalCluster.start(new BprSystem(), topology(), options)) {
       Terms terms = Terms.of(c, options);

@@ -20,6 +20,7 @@ import org.k2bench.core.clock.LamportClock;
 import org.k2bench.core.cluster.LocalCluster;
 import org.k2bench.core.testing.Clusters;
 import org.k2bench.core.testing.Mutants;
+import org.k2bench.core.testing.TestOptions;
 
 /**
  * A transaction commits at the largest of its cohorts' proposals (PaRiS paper Alg. 2 line
@@ -45,7 +46,7 @@ class ParisCommitTimeTest {
   record Seen(int reads, int mixed, boolean bothNew, long commitAheadMs) {}
 
   static Seen scenario() {
-    try (LocalCluster c = Clusters.start(new ParisSystem(), ServerOptions.defaults())) {
+    try (LocalCluster c = Clusters.start(new ParisSystem(), TestOptions.defaults())) {
       List<String> used = new ArrayList<>();
       String b = Cast.farPreferring(c.placement(), "b", CA, TYO, used);
       String a = Clusters.key(c.placement(), "a", -1, new int[] {VA, CA}, used);

@@ -29,6 +29,7 @@ import org.k2bench.paris.proto.CommitTx;
 import org.k2bench.paris.proto.KeyRow;
 import org.k2bench.paris.proto.PrepareReq;
 import org.k2bench.paris.proto.PrepareResp;
+import org.k2bench.core.testing.TestOptions;
 
 /**
  * The PaRiS paper, §III-C (availability among DCs): "PaRiS achieves availability in a DC as
@@ -62,7 +63,7 @@ class ParisDeadReplicaTest {
   }
 
   static LocalCluster started(StoreSystem system, long rpcTimeoutMs, long failoverMs) {
-    LocalCluster c = Clusters.start(system, ServerOptions.defaults().withFailoverTimeoutMs(failoverMs)
+    LocalCluster c = Clusters.start(system, TestOptions.defaults().withFailoverTimeoutMs(failoverMs)
         .withRpcTimeoutMs(rpcTimeoutMs));
     long deadline = System.currentTimeMillis() + 15_000;
     while (c.stat(-1, "dcs_never_answered") != 0) {
@@ -170,7 +171,7 @@ class ParisDeadReplicaTest {
    */
   @Test
   void aPrepareThatComesAfterItsAbortIsRefused() {
-    try (LocalCluster c = Clusters.start(new ParisSystem(), ServerOptions.defaults())) {
+    try (LocalCluster c = Clusters.start(new ParisSystem(), TestOptions.defaults())) {
       int cohort = c.topology().serverId(VA, 0);
       Endpoint raw = c.transport().openClient(60_000, VA, Runnable::run, m -> { });
       String key = Clusters.key("late", k -> c.placement().partitionOf(k)

@@ -24,6 +24,7 @@ import org.k2bench.core.testing.Clusters;
 import org.k2bench.core.testing.Mutants;
 import org.k2bench.core.topology.Placement;
 import org.k2bench.core.topology.TopologyLoader;
+import org.k2bench.core.testing.TestOptions;
 
 /**
  * The PaRiS paper's invariants where its happy path hides them: a transaction over two
@@ -58,7 +59,7 @@ class ParisInvariantsTest {
   static Seen oneTransactionTwoPartitions(StoreSystem system, Placement.Scheme scheme) {
     // The prepare at b's replica takes 2 s (1 s each way): the fail-over timeout is longer, so
     // the coordinator waits for it rather than asking b's other replica (as slow to reach).
-    try (LocalCluster c = cluster(system, ServerOptions.defaults().withFailoverTimeoutMs(4_000), scheme)) {
+    try (LocalCluster c = cluster(system, TestOptions.defaults().withFailoverTimeoutMs(4_000), scheme)) {
       Cast cast = Cast.of(c, "b", "a").seeded("b0", "a0");
       String a = cast.near();
       String b = cast.far();
@@ -142,7 +143,7 @@ class ParisInvariantsTest {
    * coordinator, so S_old must cross datacenters. Once it ends, garbage collection catches up.
    */
   static String readAfterOverwrites(StoreSystem system, long[] collected) {
-    try (LocalCluster c = cluster(system, ServerOptions.defaults(), Placement.Scheme.PARTITIONS)) {
+    try (LocalCluster c = cluster(system, TestOptions.defaults(), Placement.Scheme.PARTITIONS)) {
       // y far from the reader (at TYO and SG): its replicas keep y0 only if the oldest
       // snapshot of the reader's datacenter reaches them through the roots' exchange.
       Cast cast = Cast.of(c, "y", "x").seeded("y0", "x0");

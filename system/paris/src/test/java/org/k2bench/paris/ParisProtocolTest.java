@@ -19,6 +19,7 @@ import org.k2bench.core.api.StoreSystem;
 import org.k2bench.core.cluster.LocalCluster;
 import org.k2bench.core.testing.Clusters;
 import org.k2bench.core.testing.Mutants;
+import org.k2bench.core.testing.TestOptions;
 
 /**
  * PaRiS, BPR and NoCC on the interleaving that separates them (PaRiS paper §III and §V): a
@@ -57,14 +58,14 @@ class ParisProtocolTest {
 
   @Test
   void noccReturnsTheEffectWithoutItsCause() {
-    Outcome o = scenario(new NoccSystem(), ServerOptions.defaults());
+    Outcome o = scenario(new NoccSystem(), TestOptions.defaults());
     assertEquals("y1", o.y(), "NoCC reads the latest y");
     assertEquals("x0", o.x(), "and the x of the replica that has not heard of x1: causality broken");
   }
 
   @Test
   void parisReadsAConsistentSnapshotWithoutBlocking() {
-    Outcome o = scenario(new ParisSystem(), ServerOptions.defaults());
+    Outcome o = scenario(new ParisSystem(), TestOptions.defaults());
     assertFalse(o.y().equals("y1") && o.x().equals("x0"), "never the new y with the old x: " + o);
     assertEquals("y0", o.y(), "the UST is held back by the slow replica of x: the old snapshot");
     assertTrue(o.readMs() < HOLD_MS / 2, "non-blocking: " + o.readMs() + " ms with the replica held 2 s");
@@ -76,7 +77,7 @@ class ParisProtocolTest {
   @org.junit.jupiter.params.provider.ValueSource(strings = {"thread", "queue"})
   void bprBlocksUntilTheFreshSnapshotIsInstalled(String blocking) {
     BprSystem bpr = new BprSystem();
-    Outcome o = scenario(bpr, ServerOptions.defaults().withSystemOptions(org.k2bench.core.api.SystemOptions.parse(
+    Outcome o = scenario(bpr, TestOptions.defaults().withSystemOptions(org.k2bench.core.api.SystemOptions.parse(
         bpr, Map.of("blocking", blocking), "server.options.bpr.")));
     assertEquals("y1", o.y());
     assertEquals("x1", o.x(), "a fresh and consistent snapshot");
@@ -93,7 +94,7 @@ class ParisProtocolTest {
     java.util.function.LongSupplier pollers = () -> Thread.getAllStackTraces().entrySet().stream()
         .filter(e -> java.util.Arrays.stream(e.getValue()).anyMatch(f -> f.getMethodName().equals("waitInThread")))
         .count();
-    try (LocalCluster cluster = Clusters.start(new BprSystem(), ServerOptions.defaults())) {
+    try (LocalCluster cluster = Clusters.start(new BprSystem(), TestOptions.defaults())) {
       Cast cast = Cast.of(cluster, "x", "y").seeded("x0", "y0");
       String x = cast.far();
       Clusters.slowLink(cluster, TYO, SG, 60_000); // x's replicas stop hearing each other
@@ -118,7 +119,7 @@ class ParisProtocolTest {
   @Test
   void aParisThatReadsAboveTheUstWithoutItsCacheIsCaught() {
     Outcome o = Mutants.runWith(ParisMutants.PARIS_ABOVE_UST,
-        () -> scenario(new ParisSystem(), ServerOptions.defaults()));
+        () -> scenario(new ParisSystem(), TestOptions.defaults()));
     assertEquals("y1", o.y());
     assertEquals("x0", o.x(), "the scenario catches it");
   }
@@ -133,7 +134,7 @@ class ParisProtocolTest {
   static boolean newYWithOldX(StoreSystem system) {
     // Each transaction at the next coordinator (the paper's per-transaction choice, §IV-B): a
     // coordinator's own commit times only grow, so one coordinator would order them anyway.
-    ServerOptions rotating = ServerOptions.defaults().withSystemOptions(org.k2bench.core.api.SystemOptions.parse(
+    ServerOptions rotating = TestOptions.defaults().withSystemOptions(org.k2bench.core.api.SystemOptions.parse(
         system, Map.of("rotate_coordinator", "true"), "server.options.paris."));
     try (LocalCluster cluster = Clusters.start(system, rotating)) {
       Cast cast = Cast.of(cluster, "x", "y");
@@ -171,7 +172,7 @@ class ParisProtocolTest {
    */
   @Test
   void ownWritesComeFromThePrivateCacheUntilTheUstPassesThem() {
-    try (LocalCluster cluster = Clusters.start(new ParisSystem(), ServerOptions.defaults())) {
+    try (LocalCluster cluster = Clusters.start(new ParisSystem(), TestOptions.defaults())) {
       Cast cast = Cast.of(cluster, "x", "y");
       String x = cast.far();
       ParisClient writer = (ParisClient) cast.writer();
@@ -198,7 +199,7 @@ class ParisProtocolTest {
    */
   @Test
   void aUstFrozenLongerThanTheGcWindowStillReadsItsSnapshot() {
-    ServerOptions shortGc = ServerOptions.defaults().withGc(500, 500, 500);
+    ServerOptions shortGc = TestOptions.defaults().withGc(500, 500, 500);
     try (LocalCluster cluster = Clusters.start(new ParisSystem(), shortGc)) {
       Cast cast = Cast.of(cluster, "x", "y").seeded("x0", "y0");
       String x = cast.far();

@@ -14,6 +14,7 @@ import org.k2bench.core.api.ServerOptions;
 import org.k2bench.core.api.SystemOptions;
 import org.k2bench.core.cluster.LocalCluster;
 import org.k2bench.core.testing.Clusters;
+import org.k2bench.core.testing.TestOptions;
 
 /**
  * Which remote replica a datacenter reads a partition from and prepares at: by default the
@@ -30,7 +31,7 @@ class ParisReplicaChoiceTest {
    */
   static List<Long> served(boolean nearest) {
     ParisSystem system = new ParisSystem();
-    ServerOptions options = ServerOptions.defaults().withSystemOptions(
+    ServerOptions options = TestOptions.defaults().withSystemOptions(
         SystemOptions.parse(system, Map.of("nearest_replica", Boolean.toString(nearest)), "server.options.paris."));
     try (LocalCluster c = Clusters.start(system, options)) {
       List<String> used = new ArrayList<>();

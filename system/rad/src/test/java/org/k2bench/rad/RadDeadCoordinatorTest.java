@@ -19,6 +19,7 @@ import org.k2bench.core.testing.Clusters;
 import org.k2bench.core.transport.Endpoint;
 import org.k2bench.core.txn.proto.KeyValue;
 import org.k2bench.core.txn.proto.WotSubRequest;
+import org.k2bench.core.testing.TestOptions;
 
 /**
  * A RAD cohort whose transaction's coordinator never commits (its datacenter died after
@@ -28,7 +29,7 @@ import org.k2bench.core.txn.proto.WotSubRequest;
 class RadDeadCoordinatorTest {
   @Test
   void aReadBlockedByADeadCoordinatorFailsInTimeAndLeavesNothingBehind() {
-    ServerOptions options = ServerOptions.defaults().withRpcTimeoutMs(800);
+    ServerOptions options = TestOptions.defaults().withRpcTimeoutMs(800);
     try (LocalCluster cluster = Clusters.start(new RadSystem(), options)) {
       List<String> used = new ArrayList<>();
       String k = Clusters.key(cluster.placement(), "dc-k", -1, new int[] {VA, CA}, used);

@@ -28,6 +28,7 @@ import org.k2bench.core.cluster.LocalCluster;
 import org.k2bench.core.data.Row;
 import org.k2bench.core.testing.Clusters;
 import org.k2bench.core.topology.Placement;
+import org.k2bench.core.testing.TestOptions;
 
 /**
  * RAD's read-only transactions (Eiger's algorithm) on the replica-group layout. The reader
@@ -40,7 +41,7 @@ class RadReadTest {
 
   @BeforeAll
   static void start() {
-    cluster = Clusters.start(new RadSystem(), ServerOptions.defaults());
+    cluster = Clusters.start(new RadSystem(), TestOptions.defaults());
     placement = cluster.placement();
   }
 

@@ -12,6 +12,7 @@ import org.junit.jupiter.api.io.TempDir;
 import org.k2bench.core.api.ServerOptions;
 import org.k2bench.core.testing.SpecFixtures;
 import org.k2bench.core.topology.ConfigException;
+import org.k2bench.core.testing.TestOptions;
 
 /** A client session is configured from the trial's spec, as the servers are. */
 class K2BenchDBTest {
@@ -24,7 +25,7 @@ class K2BenchDBTest {
     return p;
   }
 
-  /** The client library once got ServerOptions.defaults(): 1,000,000 keys whatever the run had. */
+  /** The client library once got TestOptions.defaults(): 1,000,000 keys whatever the run had. */
   @Test
   void theClientLibraryGetsTheRunsOptions() throws Exception {
     K2BenchDB.Config c = K2BenchDB.config(props(Map.of("workload.keys", 30_000, "clients.rpc_timeout_ms", 1_234,

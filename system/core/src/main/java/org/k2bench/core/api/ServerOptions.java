@@ -1,10 +1,9 @@
 package org.k2bench.core.api;
 
 /**
- * Protocol parameters shared by the bundled systems. A run's come from its spec
- * ({@link RunSpec#serverOptions}); {@link #defaults()} are the paper's, for clusters that
- * tests start in process, and as the base of the YCSB clients' (K2BenchDB sets the RPC timeout
- * and the system's options from its properties).
+ * Protocol parameters shared by the bundled systems. A run's come from its spec, built in one
+ * place ({@link RunSpec#serverOptions}): main code has no defaults of its own for them (the
+ * harness's schema has; tests start clusters with the core test-jar's {@code TestOptions}).
  *
  * @param numKeys size of the keyspace; the DC cache is sized as a fraction of it
  * @param cacheFraction DC cache size as a fraction of all keys, split over a DC's servers (K2: 5%)
@@ -23,10 +22,6 @@ package org.k2bench.core.api;
 public record ServerOptions(long numKeys, double cacheFraction, long gcWindowMs,
     long replicaRetentionMs, long txnTimeoutMs, long rpcTimeoutMs, long failoverTimeoutMs,
     int cacheVersionsPerKey, SystemOptions system) {
-
-  public static ServerOptions defaults() {
-    return new ServerOptions(1_000_000, 0.05, 5_000, 15_000, 5_000, 10_000, 2_000, 1, SystemOptions.NONE);
-  }
 
   public ServerOptions withFailoverTimeoutMs(long ms) {
     return new ServerOptions(numKeys, cacheFraction, gcWindowMs, replicaRetentionMs, txnTimeoutMs, rpcTimeoutMs, ms,

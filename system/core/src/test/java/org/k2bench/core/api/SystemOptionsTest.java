@@ -10,6 +10,7 @@ import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.k2bench.core.topology.ConfigException;
 import org.k2bench.core.transport.Transport;
+import org.k2bench.core.testing.TestOptions;
 
 /** A system's own options: declared, checked with one-line errors, defaults where not given. */
 class SystemOptionsTest {
@@ -61,7 +62,7 @@ class SystemOptionsTest {
         o.inForce(SYSTEM.options()));
     assertEquals(5, SystemOptions.NONE.integer(INTERVAL));
     assertEquals(SystemOptions.NONE, SystemOptions.parse(SYSTEM, Map.of(), "opt."));
-    ServerOptions withThem = ServerOptions.defaults().withSystemOptions(o).withRpcTimeoutMs(5);
+    ServerOptions withThem = TestOptions.defaults().withSystemOptions(o).withRpcTimeoutMs(5);
     assertEquals(20, withThem.system().integer(INTERVAL), "kept through every other change");
   }
 

@@ -23,6 +23,7 @@ import org.k2bench.core.transport.Incoming;
 import org.k2bench.core.transport.Transport;
 import org.k2bench.core.txn.proto.Notify;
 import org.k2bench.core.txn.proto.ReplicateAck;
+import org.k2bench.core.testing.TestOptions;
 
 /**
  * The retransmitter between VA and TYO over the emulated WAN (RTT 16 ms at 1/10 of the
@@ -44,7 +45,7 @@ class RetransmitterTest {
 
   final class Probe extends ServerActor {
     Probe(Transport transport, int id, boolean receives) {
-      super("probe", transport, id, ServerOptions.defaults(), key -> false);
+      super("probe", transport, id, TestOptions.defaults(), key -> false);
       start();
     }
 

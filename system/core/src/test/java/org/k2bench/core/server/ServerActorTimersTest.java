@@ -17,6 +17,7 @@ import org.k2bench.core.cluster.FreePorts;
 import org.k2bench.core.topology.TopologyLoader;
 import org.k2bench.core.transport.Incoming;
 import org.k2bench.core.transport.Transport;
+import org.k2bench.core.testing.TestOptions;
 
 /** A server's timers: on its own thread, never bunched by a busy server, all gone at close. */
 class ServerActorTimersTest {
@@ -25,7 +26,7 @@ class ServerActorTimersTest {
 
   static final class Probe extends ServerActor {
     Probe(Transport transport) {
-      super("probe", transport, 0, ServerOptions.defaults(), key -> false);
+      super("probe", transport, 0, TestOptions.defaults(), key -> false);
       start();
     }
 

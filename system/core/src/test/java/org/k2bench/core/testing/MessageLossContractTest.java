@@ -46,7 +46,7 @@ public abstract class MessageLossContractTest {
   protected abstract StoreSystem system();
 
   protected ServerOptions options() {
-    return ServerOptions.defaults().withFailoverTimeoutMs(FAILOVER_MS).withRpcTimeoutMs(RPC_TIMEOUT_MS);
+    return TestOptions.defaults().withFailoverTimeoutMs(FAILOVER_MS).withRpcTimeoutMs(RPC_TIMEOUT_MS);
   }
 
   protected LocalCluster startCluster(ServerOptions options) {

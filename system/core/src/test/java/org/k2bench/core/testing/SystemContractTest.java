@@ -46,7 +46,7 @@ public abstract class SystemContractTest {
 
   /** The cluster the tests run on: two servers per datacenter on the replica groups, unless overridden. */
   protected LocalCluster startCluster() {
-    return Clusters.start(system(), ServerOptions.defaults());
+    return Clusters.start(system(), TestOptions.defaults());
   }
 
   @BeforeAll

@@ -7,8 +7,8 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
 
-from . import claims, frames, load, paper, paris
-
+from . import claims, frames, load, paper, paris, placement
+from .draw import MissingData, label as _label, panels as _panels  # noqa: F401  (MissingData: figures.MissingData)
 
 
 def palette(labels=None) -> dict[str, str]:
@@ -19,14 +19,6 @@ def palette(labels=None) -> dict[str, str]:
     for x in labels if labels is not None else ():
         out.setdefault(x, known.colour(x))
     return out
-
-
-class MissingData(Exception):
-    """The runs lack what a figure needs; the message says what."""
-
-
-def _label(system: str) -> str:
-    return load.systems().label(system)
 
 
 def workload_label(row) -> str:
@@ -43,15 +35,6 @@ def _with_labels(frame: pd.DataFrame) -> pd.DataFrame:
 
 def _order(frame: pd.DataFrame) -> list[str]:
     return _order_labels(frame["system"].map(_label))
-
-
-def _panels(n: int, width: float = 5.0, height: float = 3.6):
-    cols = min(n, 3)
-    rows = (n + cols - 1) // cols
-    fig, axes = plt.subplots(rows, cols, figsize=(width * cols, height * rows), squeeze=False)
-    for ax in axes.flat[n:]:
-        ax.set_visible(False)
-    return fig, list(axes.flat[:n])
 
 
 # ------------------------------------------------------------------ CDFs (Fig. 7/8, staleness, writes)
@@ -578,12 +561,6 @@ DATA = {
     "rounds": frames.rounds_frame,
     "congestion": frames.congestion_frame,
     "cache-warmup": frames.cache_warmup_frame,
-    "placement-latency": lambda runs: _placement().placement_frame(runs),
-    "placement-buckets": lambda runs: _placement().placement_buckets_frame(runs),
+    "placement-latency": placement.placement_frame,
+    "placement-buckets": placement.placement_buckets_frame,
 }
-
-
-def _placement():
-    from . import placement  # it draws with this module's helpers: imported when asked
-
-    return placement

@@ -11,13 +11,13 @@ where it applies, ``dc`` ("all" for every datacenter together) and ``op``.
 """
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 from hdrh.histogram import HdrHistogram
 
-from k2bench.summary import BASE_OPS, OPS, Interval, iter_log, latency, new_histogram, selected
+from k2bench.summary import BASE_OPS, OPS, latency, new_histogram
 
 from .load import ALL, PERCENTILES, Trial, _dcs, merge, trials_of
+
 
 def latency_frame(runs, ops=OPS, per_dc: bool = True) -> pd.DataFrame:
     """Latency per (run, point, trial, system, dc, op): count, mean and percentiles in ms

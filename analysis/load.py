@@ -21,12 +21,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 from hdrh.histogram import HdrHistogram
 
 from k2bench.experiment import axis_set, for_system
 from k2bench.systems import Systems, local as local_systems
-from k2bench.summary import BASE_OPS, OPS, Interval, iter_log, latency, new_histogram, selected
+from k2bench.summary import OPS, Interval, iter_log, latency, new_histogram, selected  # noqa: F401  (OPS, latency: load.OPS)
 
 ALL = "all"
 PERCENTILES = (1, 50, 75, 90, 99, 99.9)

@@ -2,7 +2,7 @@
 and a placement run's figures into its run directory: ``placement.png`` (the placement
 paper's Fig. 7/8 shape: CDFs of read latency per placement, normal and after the kill,
 measured beside predicted) and ``placement-buckets.png`` (per key bucket, predicted against
-measured), from the run's ``placement.json`` (k2bench/placement_report.py writes it).
+measured), from the run's ``placement.json`` (k2bench/placement/report.py writes it).
 
     k2bench placement-figures RUN      (or python -m analysis.placement RUN)
 
@@ -20,9 +20,9 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
 
-from k2bench.placement_report import BUCKETS_FIGURE_FILE, FIGURE_FILE
+from k2bench.placement.report import BUCKETS_FIGURE_FILE, FIGURE_FILE
 
-from .figures import MissingData, _label, _panels
+from .draw import MissingData, label as _label, panels as _panels
 from .load import Run
 
 

@@ -1,4 +1,4 @@
-"""Ansible: the inventory conversion (k2bench/ansible_inventory.py) against a golden file and
+"""Ansible: the inventory conversion (k2bench/deploy/ansible.py) against a golden file and
 Ansible's own reading of it, how `k2bench deploy` calls ansible-playbook (forks, strict host
 keys), lint and syntax of ansible/, SSH and apt settings, and roles run for real on this
 machine: the readiness wait against a stand-in cloud-init, the jar shipped between local
@@ -19,9 +19,9 @@ import pytest
 import yaml
 
 from conftest import ROOT
-from k2bench import inventory
+from k2bench.deploy import inventory
 from k2bench import cli
-from k2bench.ansible_inventory import MAX_FORKS, forks, known_hosts, playbook_argv, to_ansible
+from k2bench.deploy.ansible import MAX_FORKS, forks, known_hosts, playbook_argv, to_ansible
 from k2bench.errors import ConfigError
 
 ANSIBLE = ROOT / "ansible"

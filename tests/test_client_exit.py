@@ -8,9 +8,11 @@ import time
 
 import pytest
 
-from k2bench.hosts import LocalHost, Proc
-from k2bench.orchestrator import (CLIENT_EARLY_EXIT_S, Orchestrator, RunFailed, Trial, check_clients_after_run,
-                                  dead_thread, early_exit, thread_deaths)
+from k2bench.deploy.hosts import LocalHost, Proc
+from k2bench.errors import RunFailed
+from k2bench.trial import Trial
+from k2bench.trial.diagnose import CLIENT_EARLY_EXIT_S, check_clients_after_run, dead_thread, early_exit, thread_deaths
+from k2bench.trial.procs import wait_exit
 
 
 class _Quiet:
@@ -52,10 +54,8 @@ def host(tmp_path):
 
 
 def _wait(host, clients, ends_at):
-    orch = Orchestrator.__new__(Orchestrator)
-    orch.progress = _Quiet()
     t = Trial("k2", "", 1, {}, host.run_dir, ".")
-    orch._wait_exit(t, clients, [], 30, "running", 1, ends_at=ends_at)
+    wait_exit(t, _Quiet(), clients, [], 30, "running", 1, ends_at=ends_at)
 
 
 def test_worker_threads_are_told_from_the_others_by_their_stack():
@@ -82,6 +82,8 @@ def test_a_client_that_stops_at_the_end_is_fine(host):
 
 class _FarHost:
     """A client host reached over SSH: its clock is not this machine's."""
+
+    this_machine = False
 
     def __init__(self, stderr):
         self.stderr = stderr

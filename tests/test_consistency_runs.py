@@ -221,6 +221,12 @@ def test_every_mutant_is_caught(jar, tmp_path, mutant):
     rundir, out = run(tmp_path / "runs", f)
     c = json.loads((rundir / system / "consistency.json").read_text())
     assert c["mutant"] == mutant
+    # the trial's spec.json switches it on (testing.mutant): no JVM flag carries it
+    said = [p.name for p in (rundir / system / "logs").glob("*.err")
+            if f"running the deliberately broken mutant '{mutant}'" in p.read_text()]
+    assert said, "no process says it runs the mutant its spec names"
+    argv = [a for p in (rundir / system / "processes").glob("*.json") for a in json.loads(p.read_text())["argv"]]
+    assert not [a for a in argv if "k2bench.mutant" in a], "the mutant travels in the spec, not as a flag"
     found = c["violations"]["by_kind"]
     print(f"mutant {mutant}: {c['violations']['count']} violations {found}")
     assert c["violations"]["count"] > 0, f"{mutant} was not caught"

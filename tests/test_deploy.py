@@ -9,12 +9,12 @@ import pytest
 import yaml
 
 from conftest import ROOT
-from k2bench import inventory
+from k2bench.deploy import inventory
 from k2bench.deploy import ClientSlot, LocalDeployment, RemoteDeployment, check_shape
 from k2bench.experiment import ClientShare, client_shares, server_jvm_args
-from k2bench.orchestrator import remote_split
+from k2bench.trial.servers import remote_split
 from k2bench.errors import ConfigError
-from k2bench.hosts import LocalHost
+from k2bench.deploy.hosts import LocalHost
 
 EC2 = json.loads((ROOT / "tests/fixtures/inventory/ec2-6dc.json").read_text())
 TOPO = yaml.safe_load((ROOT / "workloads/topologies/paper-local.yaml").read_text())
@@ -214,7 +214,7 @@ def test_a_netem_runs_manifest_keeps_the_deploys_ping_verification(tmp_path):
     """configured vs measured RTT per pair, as the netem role verified them after tc."""
     from k2bench import cli
     from k2bench.errors import ConfigError
-    from k2bench.inventory import parse
+    from k2bench.deploy.inventory import parse
 
     doc = copy.deepcopy(EC2)
     verify = {"schema": "k2bench-tc-verify/1", "ok": True,

@@ -17,7 +17,7 @@ from xmlrpc.server import SimpleXMLRPCRequestHandler, SimpleXMLRPCServer
 
 import pytest
 
-from k2bench import inventory as k2inventory
+from k2bench.deploy import inventory as k2inventory
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PORTAL = ROOT / "terraform" / "emulab" / "portal.py"

@@ -84,8 +84,8 @@ def test_jvm_args_are_options_before_the_jar():
     assert error({"server": {"jvm_args": ["XX:+UseZGC"]}}).field == "server.jvm_args"
     assert "heap_mb" in str(error({"clients": {"jvm_args": ["-Xmx4g"]}}))
 
-    from k2bench.hosts import LocalHost
-    from k2bench.orchestrator import CLIENT_JVM_ARGS, PRIORITY_JVM_ARGS, java, ycsb
+    from k2bench.deploy.hosts import LocalHost
+    from k2bench.trial.jvm import CLIENT_JVM_ARGS, PRIORITY_JVM_ARGS, java, ycsb
     argv = java(LocalHost(ROOT / "k2bench.jar"), 256, "serve", props={"a": "b"},
                 jvm_args=exp["clients"]["jvm_args"])
     assert argv[:argv.index("-jar")] == ["java", *PRIORITY_JVM_ARGS, "-XX:+UseZGC", "-Dx=1", "-Xmx256m", "-Da=b"]
@@ -455,18 +455,17 @@ def test_a_refused_key_distribution_is_one_line_on_the_command_line(tmp_path, ca
 
 
 def test_the_clients_get_the_key_distribution_in_the_trials_spec(tmp_path):
-    from k2bench.deploy import LocalDeployment
-    from k2bench.hosts import LocalHost
-    from k2bench.orchestrator import Env, Orchestrator, Trial
+    from k2bench.deploy.hosts import LocalHost
     from k2bench.spec.trial import TrialSpec
+    from k2bench.trial import Trial
+    from k2bench.trial.jvm import client_props
 
     jar = tmp_path / "k2bench.jar"  # not run: the properties are only written
     host = LocalHost(jar)
     host.run_dir = tmp_path
-    orch = Orchestrator(Env(repo=ROOT, jar=jar, deployment=LocalDeployment(host)), None)
     for doc, want in (({}, "zipf"), (SCRAMBLED, "ycsb_scrambled")):
         exp = resolve(doc)
-        props = orch._client_props(Trial("k2", "", 1, exp, tmp_path / "k2", "k2"), host, "VA", 5000, None)
+        props = client_props(Trial("k2", "", 1, exp, tmp_path / "k2", "k2"), host, "VA", 5000, None)
         # the workload is the trial's spec's, on the client's host; the properties are the process's own
         assert props["k2bench.spec"] == str(tmp_path / "k2" / "spec.json")
         assert not [k for k in props if k in ("recordcount", "k2bench.zipf", "k2bench.key_distribution")]

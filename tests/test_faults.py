@@ -10,8 +10,8 @@ import pytest
 from k2bench import experiment
 from k2bench.deploy import ServerSlot
 from k2bench.errors import ConfigError
-from k2bench.faults import FaultInjector, fault_windows, unavailability
-from k2bench.orchestrator import check_fault_targets
+from k2bench.trial.faults import FaultInjector, fault_windows, unavailability
+from k2bench.spec.validate import check_fault_targets
 
 from conftest import SYSTEMS
 
@@ -219,7 +219,7 @@ def test_a_redirecting_kill_sends_the_clients_to_the_nearest_datacenter_still_up
 
 
 def test_the_pauses_of_each_process_come_from_the_timeline(tmp_path):
-    from k2bench.faults import paused_ms
+    from k2bench.trial.faults import paused_ms
     host = FakeHost()
     faults = resolve([{"kind": "pause", "dc": "SP", "at_s": 1, "for_s": 2},
                       {"kind": "pause", "dc": "SP", "at_s": 5, "for_s": 20},
@@ -262,8 +262,8 @@ def test_unavailability_groups_failures_into_windows_per_datacenter():
 
 def test_one_jvm_for_every_server_cannot_take_a_datacenter_fault(tmp_path):
     from k2bench.deploy import LocalDeployment
-    from k2bench.hosts import LocalHost
-    from k2bench.orchestrator import server_processes
+    from k2bench.deploy.hosts import LocalHost
+    from k2bench.trial.servers import server_processes
     dep = LocalDeployment(LocalHost(tmp_path / "k2bench.jar"))
     [slot] = dep.servers(["VA", "CA"], 2, "per_host")
     assert slot.select == ("--all",)

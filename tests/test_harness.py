@@ -17,10 +17,15 @@ import pytest
 from k2bench import experiment
 from k2bench.deploy import LocalDeployment
 from k2bench.errors import ConfigError, RunFailed
-from k2bench.hosts import LocalHost, Proc
-from k2bench.ssh import wrapper_script
-from k2bench.orchestrator import (CLIENTS_READY, TEST_START_DELAY_ENV, Env, Orchestrator, Trial, choose_t0,
-                                  fan_out, pacing_spread_s, rtt_check, skew_failure, start_skew)
+from k2bench.deploy.hosts import LocalHost, Proc
+from k2bench.deploy.ssh import wrapper_script
+from k2bench.env import Env
+from k2bench.orchestrator import Orchestrator
+from k2bench.trial import Trial
+from k2bench.trial.clients import CLIENTS_READY
+from k2bench.trial.procs import fan_out
+from k2bench.trial.rtt import rtt_check
+from k2bench.trial.start import TEST_START_DELAY_ENV, choose_t0, pacing_spread_s, skew_failure, start_skew
 from k2bench.experiment import ClientShare
 
 from conftest import ROOT, SYSTEMS
@@ -94,7 +99,7 @@ def test_a_host_whose_lease_refresh_hangs_holds_up_no_other_host():
     (its refreshes back to back) leaves the other refreshed every interval meanwhile."""
     import threading
 
-    from k2bench.ssh import LeaseKeeper
+    from k2bench.deploy.ssh import LeaseKeeper
 
     class Host:
         lease_s, unreachable = 2.0, None
@@ -331,7 +336,7 @@ def test_a_host_whose_logs_cannot_be_fetched_is_noted_and_the_first_error_kept(t
 # ------------------------------------------------------------------ SSH that does not answer
 
 def _ssh_host(port, tmp, connect_timeout=2.0):
-    from k2bench.ssh import SshHost
+    from k2bench.deploy.ssh import SshHost
 
     known = tmp / "known_hosts"
     known.write_text("")
@@ -342,7 +347,7 @@ def _ssh_host(port, tmp, connect_timeout=2.0):
 def test_a_refused_connection_is_retried_with_backoff_then_named(tmp_path):
     import socket
 
-    from k2bench.ssh import HostUnreachable
+    from k2bench.deploy.ssh import HostUnreachable
 
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
@@ -362,7 +367,7 @@ def test_a_host_that_accepts_and_never_answers_does_not_hang_the_orchestrator(tm
     import socket
     import threading
 
-    from k2bench.ssh import HostUnreachable
+    from k2bench.deploy.ssh import HostUnreachable
 
     server = socket.create_server(("127.0.0.1", 0))
     held = []
@@ -379,7 +384,7 @@ def test_a_host_that_accepts_and_never_answers_does_not_hang_the_orchestrator(tm
 def test_a_poll_waits_for_an_exit_code_the_wrapper_is_still_writing(tmp_path):
     """A process that just ended, whose wrapper has not written its exit code yet, is not
     taken for one that vanished (which fails the trial)."""
-    from k2bench.ssh import SshHost
+    from k2bench.deploy.ssh import SshHost
 
     rcf = tmp_path / "x.out.rc"
     ended = subprocess.Popen(["true"])

@@ -8,8 +8,8 @@ import pytest
 
 from k2bench import experiment
 from k2bench.errors import ConfigError, RunFailed
-from k2bench.hosts import InServerHost, LocalHost
-from k2bench.orchestrator import client_processes_split
+from k2bench.deploy.hosts import InServerHost, LocalHost
+from k2bench.trial.servers import client_processes_split
 
 from conftest import SYSTEMS
 

@@ -1,4 +1,4 @@
-"""The placement experiment's report (k2bench/placement_report.py): measured windows split at
+"""The placement experiment's report (k2bench/placement/report.py): measured windows split at
 the kill, latency from the intended start, failed reads counted, the killed datacenter's
 clients left out (fail) or kept (redirect), trials pooled in merged histograms with their
 spread, the model's prediction on the trial's own table, and K2's cache term. (tests/test_placement.py checks that the experiment
@@ -11,7 +11,8 @@ import pytest
 import yaml
 
 from analysis import placement as analysis_placement
-from k2bench import experiment, placement, placement_report
+from k2bench import experiment, placement
+from k2bench.placement import report as placement_report
 from k2bench.errors import ConfigError
 
 from conftest import SYSTEMS

@@ -14,8 +14,11 @@ import pytest
 from k2bench import experiment
 from k2bench.deploy import ClientSlot, LocalDeployment
 from k2bench.errors import ConfigError, RunFailed
-from k2bench.hosts import LocalHost
-from k2bench.orchestrator import CLIENTS_READY, Env, Orchestrator, Trial
+from k2bench.deploy.hosts import LocalHost
+from k2bench.env import Env
+from k2bench.orchestrator import Orchestrator
+from k2bench.trial import Trial
+from k2bench.trial.clients import CLIENTS_READY
 
 from conftest import ROOT, SYSTEMS
 
@@ -168,7 +171,7 @@ def test_pacing_the_deployments_client_processes_cannot_keep_stops_before_client
 
 def test_validate_checks_pacing_with_the_deployments_client_processes(jar):
     """Before anything starts: the same check as run_trial's, with the inventory's slots."""
-    from k2bench.orchestrator import validate
+    from k2bench.spec.validate import validate
     exp = experiment.resolve({"systems": ["k2"], "clients": {"threads_per_dc": 20, "target_ops_per_s_per_dc": 10}},
                              "t", SYSTEMS)
     validate(Env(repo=ROOT, jar=jar, deployment=LocalDeployment(LocalHost(jar))), exp)
@@ -196,7 +199,8 @@ def test_a_loader_whose_init_failed_fails_the_trial_saying_why(tmp_path, monkeyp
 def test_validate_refuses_a_system_on_a_placement_it_does_not_run_on(jar, tmp_path):
     """Before anything starts: every point's topology goes through the servers' loader, and a
     system that does not declare the topology's placement is named with the fix."""
-    from k2bench.orchestrator import placement_of, resolve_topology, validate
+    from k2bench.spec.topology import placement_of, resolve_topology
+    from k2bench.spec.validate import validate
     (tmp_path / "three.yaml").write_text(textwrap.dedent("""
         datacenters: [VA, CA, SP]
         rtt_ms: {VA: {CA: 60, SP: 146}, CA: {SP: 194}}
@@ -230,7 +234,7 @@ def test_validate_refuses_a_system_on_a_placement_it_does_not_run_on(jar, tmp_pa
 def test_system_options_are_checked_against_what_each_system_declares_and_given_to_it_only(jar, tmp_path):
     """Names, types and ranges come from the launcher's `systems --json`; the servers of the
     system and its clients get them in the trial's spec (system.options); other systems nothing."""
-    from k2bench.orchestrator import check_system_options
+    from k2bench.spec.validate import check_system_options
     from k2bench.spec.trial import TrialSpec
     env = Env(repo=ROOT, jar=jar, deployment=LocalDeployment(LocalHost(jar)))
 
@@ -301,7 +305,7 @@ def test_k2bench_systems_lists_claims_placements_and_options(jar, capsys):
 
 
 def test_read_write_transactions_need_systems_that_have_them(jar):
-    from k2bench.orchestrator import validate
+    from k2bench.spec.validate import validate
     env = Env(repo=ROOT, jar=jar, deployment=LocalDeployment(LocalHost(jar)))
     exp = experiment.resolve({"systems": ["k2", "rad"], "workload": {"rw_fraction": 0.1}}, "t", SYSTEMS)
     with pytest.raises(ConfigError) as e:
@@ -312,7 +316,7 @@ def test_read_write_transactions_need_systems_that_have_them(jar):
 
 
 def test_write_only_transactions_need_systems_that_have_them(jar):
-    from k2bench.orchestrator import validate
+    from k2bench.spec.validate import validate
     env = Env(repo=ROOT, jar=jar, deployment=LocalDeployment(LocalHost(jar)))
     exp = experiment.resolve({"systems": ["karma", "cops-pr"], "topology": {"file": "topologies/karma-rings.yaml"},
                               "workload": {"write_fraction": 0.05, "wot_fraction": 0.5}}, "t", SYSTEMS)
@@ -332,7 +336,8 @@ def test_systems_of_one_run_on_their_own_placements_each_through_per_system(jar)
     """partial-replication: K2, RAD, PaRiS*, PaRiS on replica groups, Karma and COPS-PR on
     rings with single puts; each system validated against its own topology and workload,
     and each trial records its own placement (the manifest's trials[].placement)."""
-    from k2bench.orchestrator import placements, validate
+    from k2bench.spec.topology import placements
+    from k2bench.spec.validate import validate
     env = Env(repo=ROOT, jar=jar, deployment=LocalDeployment(LocalHost(jar)))
     path = experiment.find(ROOT / "workloads", "partial-replication")
     exp = experiment.resolve(experiment.load_file(path), "partial-replication", SYSTEMS)
@@ -374,7 +379,7 @@ def test_systems_of_one_run_on_their_own_placements_each_through_per_system(jar)
 
 
 def test_systems_built_on_reliable_channels_refuse_faults_that_drop_messages(jar):
-    from k2bench.orchestrator import validate
+    from k2bench.spec.validate import validate
     env = Env(repo=ROOT, jar=jar, deployment=LocalDeployment(LocalHost(jar)))
     assert {s for s, info in env.system_info.items() if not info.message_loss} == {"bpr", "nocc", "paris", "rad"}
     faults = [{"kind": "delay", "at_s": 5, "for_s": 2, "dcs": ["VA", "CA"], "extra_ms": 50},

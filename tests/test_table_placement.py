@@ -9,8 +9,10 @@ import pytest
 from k2bench import experiment
 from k2bench.deploy import LocalDeployment
 from k2bench.errors import ConfigError
-from k2bench.hosts import LocalHost
-from k2bench.orchestrator import Env, placement_of, resolve_topology, validate
+from k2bench.deploy.hosts import LocalHost
+from k2bench.env import Env
+from k2bench.spec.topology import placement_of, resolve_topology
+from k2bench.spec.validate import validate
 
 from conftest import ROOT, SYSTEMS
 from test_e2e import k2bench

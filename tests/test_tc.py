@@ -1,4 +1,4 @@
-"""k2bench/tc.py: the per-host tc scripts against golden files, the RTT/2
+"""k2bench/deploy/tc.py: the per-host tc scripts against golden files, the RTT/2
 arithmetic, and the scripts themselves run against stand-ins for `ip` and `tc`."""
 import json
 import re
@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from conftest import ROOT, SYSTEMS
-from k2bench import inventory, tc
+from k2bench.deploy import inventory, tc
 from k2bench.errors import ConfigError
 
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -378,9 +378,9 @@ def deploy_args(tmp_path, **kw):
 
 @pytest.fixture
 def known_systems(monkeypatch):
-    from k2bench import orchestrator
+    from k2bench.env import Env
     from k2bench.cli import deploy
-    monkeypatch.setattr(orchestrator.Env, "systems", lambda self: SYSTEMS)  # the jar's, not the tmp one's
+    monkeypatch.setattr(Env, "systems", lambda self: SYSTEMS)  # the jar's, not the tmp one's
     monkeypatch.setattr(deploy, "systems_local", lambda jar=None: SYSTEMS)
 
 

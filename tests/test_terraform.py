@@ -17,7 +17,7 @@ import sys
 
 import pytest
 
-from k2bench import inventory as k2inventory
+from k2bench.deploy import inventory as k2inventory
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 TF = ROOT / "terraform"

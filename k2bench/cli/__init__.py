@@ -26,7 +26,7 @@ def main(argv=None) -> int:
     r.add_argument("--no-check", action="store_true",
                    help="skip the consistency checker after each trial (the histories are still kept)")
     r.add_argument("--inventory", metavar="JSON",
-                   help="run on the machines of this inventory over SSH (terraform output; see k2bench/inventory.py)")
+                   help="run on the machines of this inventory over SSH (terraform output; see k2bench/deploy/inventory.py)")
     r.add_argument("--tc-verify", metavar="FILE",
                    help="netem inventories: the deploy's ping verification (default runs/.deploy/<id>/tc/verify.json), "
                         "kept in the run's manifest")

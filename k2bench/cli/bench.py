@@ -10,7 +10,8 @@ from rich.console import Console
 
 from .. import rundir
 from ..errors import ConfigError
-from ..orchestrator import Orchestrator, validate
+from ..orchestrator import Orchestrator
+from ..spec.validate import validate
 from ..progress import Progress
 from .common import _env, _load
 

@@ -7,11 +7,13 @@ import json
 import re
 from pathlib import Path
 
-from .. import experiment, inventory
+from .. import experiment
+from ..deploy import inventory
 from ..deploy import LocalDeployment, RemoteDeployment, check_shape
 from ..errors import ConfigError
-from ..hosts import LocalHost
-from ..orchestrator import Env, topology_doc
+from ..deploy.hosts import LocalHost
+from ..env import Env
+from ..spec.topology import topology_doc
 
 
 REPO = Path(__file__).resolve().parents[2]  # the repository

@@ -5,9 +5,11 @@ import os
 import sys
 from pathlib import Path
 
-from .. import experiment, inventory, rundir
+from .. import experiment, rundir
+from ..deploy import inventory
 from ..errors import ConfigError
-from ..orchestrator import Env, topology_doc
+from ..env import Env
+from ..spec.topology import topology_doc
 from ..systems import SystemInfo, Systems, local as systems_local
 from .common import REPO, _in_file, check_cluster_shape, servers_per_dc_override
 
@@ -51,7 +53,7 @@ def _tc_rtt_ms(args, exp: dict | None = None) -> dict:
     with the experiment's overrides, rtt_scale applied), else the --topology file."""
     import yaml
 
-    from ..tc import rtt_matrix
+    from ..deploy.tc import rtt_matrix
     if getattr(args, "experiment", None) and args.topology:
         raise ConfigError("--topology", "give --experiment NAME or --topology FILE, not both "
                           "(the experiment's own topology is the one its runs expect)")
@@ -81,10 +83,10 @@ def _tc_rtt_ms(args, exp: dict | None = None) -> dict:
 
 def _playbook(inv, hosts_file: Path, playbook: str, known_hosts: Path) -> int:
     """Runs a playbook of ansible/ on the inventory's machines (forks and host keys:
-    ansible_inventory.playbook_argv)."""
+    deploy.ansible.playbook_argv)."""
     import subprocess
 
-    from ..ansible_inventory import playbook_argv
+    from ..deploy.ansible import playbook_argv
     cmd = playbook_argv(inv, hosts_file, REPO / "ansible" / playbook, known_hosts,
                         Path(sys.executable).parent / "ansible-playbook")
     print(f"ansible inventory: {hosts_file}", flush=True)
@@ -97,7 +99,7 @@ def cmd_deploy(args) -> int:
     client and server directories, and tc/netem latency where the inventory says so."""
     import yaml
 
-    from ..ansible_inventory import known_hosts, to_ansible
+    from ..deploy.ansible import known_hosts, to_ansible
     inv = inventory.load(args.inventory)
     # The shape check before Ansible runs; tc's matrix comes from the same experiment.
     exp = _deploy_experiment(args)
@@ -110,7 +112,7 @@ def cmd_deploy(args) -> int:
     work = Path(args.workdir) if args.workdir else REPO / "runs" / ".deploy" / inv.experiment_id
     extra = _extra_vars(args, {"k2bench_jar": str(jar.resolve()), "k2bench_tc_dir": str((work / "tc").resolve())})
     if inv.latency == "netem":
-        from ..tc import write_scripts
+        from ..deploy.tc import write_scripts
         write_scripts(inv, _tc_rtt_ms(args, exp), work / "tc")
         # The netem role writes it anew; one left from an earlier deploy would be taken for this one's.
         (work / "tc" / "verify.json").unlink(missing_ok=True)
@@ -123,8 +125,8 @@ def cmd_netem_reset(args) -> int:
     """Removes k2bench's tc qdiscs from every machine of an inventory (ansible/netem-reset.yml)."""
     import yaml
 
-    from ..ansible_inventory import known_hosts, to_ansible
-    from ..tc import write_reset_scripts
+    from ..deploy.ansible import known_hosts, to_ansible
+    from ..deploy.tc import write_reset_scripts
     inv = inventory.load(args.inventory)
     keys = known_hosts(inv, args.inventory, args.known_hosts)
     work = Path(args.workdir) if args.workdir else REPO / "runs" / ".deploy" / inv.experiment_id

@@ -10,7 +10,9 @@ from rich.console import Console
 
 from .. import experiment, rundir, systems
 from ..errors import ConfigError
-from ..orchestrator import Env, Orchestrator, validate
+from ..env import Env
+from ..orchestrator import Orchestrator
+from ..spec.validate import validate
 from ..progress import Progress, print_summary
 from .common import (REPO, _by_system_and_point, _env, _in_file, _load, check_cluster_shape, legacy_trials,
                      plugin_commands, servers_per_dc_override, tc_verify)
@@ -51,7 +53,7 @@ def cmd_run(args) -> int:
                          if not p.parent.name.startswith("trial-")), key=_by_system_and_point)
     if summaries:
         print_summary(console, summaries)
-    from .. import placement_report
+    from ..placement import report as placement_report
     if placement_report.has_placements(exp):
         placement_report.print_report(console, placement_report.report(run_dir, env.check_output))
         console.print(f"tables: {run_dir / placement_report.TABLE_FILE}")
@@ -71,9 +73,9 @@ def _placement_figures(console, run_dir: Path) -> None:
 
 def cmd_placement_report(args) -> int:
     """The model's predicted read latency beside the measured one for each trial of a run
-    (placement.json and its tables, placement.md, in the run; k2bench/placement_report.py)."""
+    (placement.json and its tables, placement.md, in the run; k2bench/placement/report.py)."""
     from rich.console import Console
-    from .. import placement_report
+    from ..placement import report as placement_report
     placement_report.check_run(Path(args.run))
     console = Console()
     placement_report.print_report(console, placement_report.report(Path(args.run), _env(args).check_output))
@@ -120,7 +122,7 @@ def cmd_systems(args) -> int:
 
 def cmd_summarize(args) -> int:
     """Re-derives summary.json of every trial in a run from its raw logs."""
-    from ..faults import paused_ms
+    from ..trial.faults import paused_ms
     from ..summary import EMULATION_DEGRADED, SCHEDULE_WARNING, replication_pending_at_end, summarize
     run = Path(args.run)
     manifest = json.loads((run / "manifest.json").read_text())
@@ -155,7 +157,7 @@ def cmd_summarize(args) -> int:
 
 def cmd_check(args) -> int:
     """Runs the consistency checker again on every trial of a run (from its histories)."""
-    from ..orchestrator import check_trial_dir
+    from ..trial.summarize import check_trial_dir
     run = Path(args.run)
     if not (run / "manifest.json").exists():
         raise ConfigError("run", f"{run} is not a run directory (no manifest.json)")

@@ -100,7 +100,7 @@ def _typed(field: str, value: Any, typ: type) -> Any:
 
 def _system_options(field: str, value: Any) -> dict:
     """{system: {option: number, bool or a choice's name}}: the shape only; names, ranges and
-    choices are the systems' (orchestrator.check_system_options)."""
+    choices are the systems' (spec/validate.check_system_options)."""
     if not isinstance(value, dict):
         raise ConfigError(field, f"must be a mapping system: {{option: value}}, got {value!r}")
     out = {}

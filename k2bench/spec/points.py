@@ -86,3 +86,8 @@ def points(exp: dict) -> list[tuple[str, dict]]:
 def system_points(exp: dict) -> list[tuple[str, str, dict]]:
     """(point id, system, configuration as the system runs it) for every point and system."""
     return [(pid, system, for_system(cfg, system)) for pid, cfg in points(exp) for system in exp["systems"]]
+
+
+def point_values(exp: dict, cfg: dict) -> dict:
+    """The sweep values of one point, e.g. {"workload.zipf": 1.2}; {} without a sweep."""
+    return {axis: axis_get(cfg, axis) for axis in exp["sweep"]}

@@ -32,7 +32,7 @@ resource "local_file" "inventory" {
 }
 
 output "inventory" {
-  description = "The k2bench inventory (schema k2bench-inventory/1, see k2bench/inventory.py) as JSON; also written to inventory.json."
+  description = "The k2bench inventory (schema k2bench-inventory/1, see k2bench/deploy/inventory.py) as JSON; also written to inventory.json."
   value       = module.inventory.json
 }
 

@@ -2,7 +2,7 @@
 # resource): Terraform evaluates file() at plan time, before that file exists, so no
 # output can carry its content, and nothing in the state or the plan depends on it.
 output "inventory_path" {
-  description = "The k2bench inventory (schema k2bench-inventory/1, see k2bench/inventory.py) apply writes; known_hosts is next to it."
+  description = "The k2bench inventory (schema k2bench-inventory/1, see k2bench/deploy/inventory.py) apply writes; known_hosts is next to it."
   value       = local.inventory_path
 }
 

@@ -26,7 +26,7 @@ experiment only when it definitively failed (the portal says failed, or it was n
 within --timeout), never because the portal could not be reached.
 
 ``inventory`` turns the experiment's manifest RSpec into the k2bench inventory
-(k2bench/inventory.py): one host per node named ``<dc>-server-<i>`` or ``<dc>-client-<i>``
+(k2bench/deploy/inventory.py): one host per node named ``<dc>-server-<i>`` or ``<dc>-client-<i>``
 (terraform/emulab/profile.py names them so), public_ip = the node's control-network
 address, private_ip = its address on the experiment LAN. The SSH user is --ssh-user, else
 the login named in the certificate (--pem); never a login taken from the manifest, which

@@ -108,7 +108,7 @@ def test_a_long_command_on_a_host_lets_neither_its_files_nor_its_lease_wait(host
     """A file goes to a host whole over SFTP (a command's stdin took it at 100 bytes a
     second), and the lease is touched beside a long command on the same host: its
     processes live on under a lease far shorter than the command."""
-    from k2bench.ssh import LeaseKeeper, SshHost
+    from k2bench.deploy.ssh import LeaseKeeper, SshHost
 
     m = hosts.machine(0)
     h = SshHost(m["name"], m.get("ssh_host", m["public_ip"]), m["ssh_port"], USER, str(hosts.key), m["remote_dir"],

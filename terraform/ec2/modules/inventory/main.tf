@@ -1,4 +1,4 @@
-# Renders the EC2 inventory (k2bench/inventory.py, schema k2bench-inventory/1). Kept apart
+# Renders the EC2 inventory (k2bench/deploy/inventory.py, schema k2bench-inventory/1). Kept apart
 # from the AWS resources so a test can render it from literal addresses without a provider.
 locals {
   dcs = distinct([for h in var.hosts : h.dc])

@@ -71,6 +71,7 @@ final class ServeCommand implements Callable<Integer> {
   @Override
   public Integer call() throws InterruptedException {
     RunSpec run = RunSpec.read(specFile);
+    org.k2bench.core.testing.Mutants.select(run); // before any system code runs
     StoreSystem sys = Systems.byName(specFile + ": system.name", run.system().name());
     Topology t = TopologyLoader.load(run.resolve(run.files().topology()));
     ServerOptions options = run.serverOptions(sys); // checked (the system's own options too) before anything starts

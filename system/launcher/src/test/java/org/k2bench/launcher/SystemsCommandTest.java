@@ -131,7 +131,7 @@ class SystemsCommandTest {
   /**
    * Every mutant a module declares is honoured by some system, every one a system lists is
    * declared (same name, same description), and {@link Mutants#all()}, what
-   * {@code -Dk2bench.mutant} is checked against, is exactly those.
+   * a spec's {@code testing.mutant} is checked against, is exactly those.
    */
   @Test
   void everyDeclaredMutantIsHonouredAndNoOtherIsListed() throws Exception {

@@ -83,6 +83,7 @@ public final class K2BenchDB extends DB {
 
   static Config config(Properties p) {
     RunSpec spec = spec(p);
+    org.k2bench.core.testing.Mutants.select(spec); // before any system code runs
     StoreSystem system = Systems.byName(spec.file() + ": system.name", spec.system().name());
     // the run's keys, timeouts and the system's options: the client library's share of them
     return new Config(system, spec.serverOptions(system), spec.resolve(spec.files().topology()));

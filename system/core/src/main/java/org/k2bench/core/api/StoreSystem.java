@@ -146,7 +146,7 @@ public interface StoreSystem {
   }
 
   /**
-   * The deliberately broken variants it honours ({@code -Dk2bench.mutant}): every one whose
+   * The deliberately broken variants it honours (a run spec's {@code testing.mutant}): every one whose
    * broken code path it runs, core's ({@link org.k2bench.core.testing.Mutants#SHARED})
    * included. The harness learns the mutant names, and which system each breaks, from these.
    */

@@ -2,7 +2,7 @@ package org.k2bench.core.testing;
 
 /**
  * One deliberately broken protocol variant ({@link Mutants}): the name that selects it
- * ({@code -Dk2bench.mutant}, an experiment's {@code testing.mutant}) and what it breaks.
+ * (an experiment's {@code testing.mutant}, through the trial's spec) and what it breaks.
  * Declared as a constant by the module whose code it breaks, and listed by every system
  * that runs that code ({@link org.k2bench.core.api.StoreSystem#mutants()}).
  *

@@ -3,14 +3,16 @@ package org.k2bench.core.testing;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
+import org.k2bench.core.api.RunSpec;
 import org.k2bench.core.api.StoreSystem;
 import org.k2bench.core.api.Systems;
+import org.k2bench.core.topology.ConfigException;
 
 /**
  * Deliberately broken protocol variants, for showing that the consistency checker catches
- * real bugs. Test-only: selected with {@code -Dk2bench.mutant=<name>} (the
- * orchestrator sets it from an experiment's {@code testing.mutant}); nothing is broken
- * unless a run asks for it, and every process that runs a mutant says so on stderr.
+ * real bugs. Test-only: selected by a run's spec ({@code testing.mutant}, from the
+ * experiment's; {@link #select}); nothing is broken unless a run asks for it, and every
+ * process that runs a mutant says so on stderr.
  *
  * <p>A mutant is declared by the module whose code it breaks and listed by each system
  * that runs that code ({@link StoreSystem#mutants()}). Declared here are only those whose
@@ -45,30 +47,49 @@ public final class Mutants {
   public static final List<Mutant> SHARED = List.of(SKIP_DEPENDENCY_CHECKS, READ_PENDING, DEP_CHECK_GC_WATERMARK,
       DEPS_MAX_PER_KEY, NO_RETRANSMISSION);
 
-  /** Set by tests in this JVM ({@link #runWith}); wins over the system property. */
+  /** Set by tests in this JVM ({@link #runWith}); wins over the run's selection. */
   private static volatile String override;
+  /** The run's mutant ({@link #select}: its spec's {@code testing.mutant}), or null. */
+  private static volatile String selected;
 
   private Mutants() {}
 
-  /**
-   * The system property, read on first use: only then are the systems asked for their
-   * mutants, so a process that runs none never loads them for this.
-   */
-  private static final class Selected {
-    static final String NAME = load();
+  /** {@link #select(String)} with a run's spec: an unknown mutant is a one-line error naming the spec's field. */
+  public static void select(RunSpec spec) {
+    try {
+      select(spec.testing() == null ? null : spec.testing().mutant());
+    } catch (IllegalArgumentException | IllegalStateException e) {
+      throw new ConfigException(spec.file() + ": testing.mutant", e.getMessage());
+    }
   }
 
-  private static String load() {
-    String m = System.getProperty("k2bench.mutant");
-    if (m == null || m.isEmpty()) {
-      return null;
+  /**
+   * Switches on the mutant a run's spec names ({@code testing.mutant}; null or empty: none),
+   * before any system code runs: servers and clients call it with the spec they read. Every
+   * process that runs one says so on stderr. Selecting the same mutant again is a no-op (a
+   * server JVM's in-process clients read the same spec); another one is an error.
+   *
+   * @throws IllegalArgumentException naming the known mutants, if {@code name} is none of them
+   */
+  public static synchronized void select(String name) {
+    String m = name == null || name.isEmpty() ? null : name;
+    if (java.util.Objects.equals(m, selected)) {
+      return;
+    }
+    if (selected != null) {
+      throw new IllegalStateException("this process already runs '" + selected + "', not '" + m + "'");
     }
     Map<String, Mutant> all = all();
     if (!all.containsKey(m)) {
-      throw new IllegalArgumentException("k2bench.mutant: unknown mutant '" + m + "'; known: " + all.keySet());
+      throw new IllegalArgumentException("unknown mutant '" + m + "'; known: " + all.keySet());
     }
     System.err.println("k2bench: WARNING: running the deliberately broken mutant '" + m + "' (test only)");
-    return m;
+    selected = m;
+  }
+
+  /** Forgets the run's selection: this package's tests only. */
+  static synchronized void clearSelection() {
+    selected = null;
   }
 
   /**
@@ -93,7 +114,7 @@ public final class Mutants {
 
   public static boolean active(String name) {
     String o = override;
-    return name.equals(o != null ? o : Selected.NAME);
+    return name.equals(o != null ? o : selected);
   }
 
   public static boolean active(Mutant mutant) {

@@ -36,7 +36,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 SCHEMA = "k2bench-inventory/1"
 PROVIDERS = ("ec2", "emulab", "test")
@@ -110,7 +110,7 @@ def parse(doc: dict, source: str = "inventory", base_dir: str | Path | None = No
     """Validates an inventory document; a ConfigError names the first bad field. A relative
     ``ssh.known_hosts`` is taken from ``base_dir`` (the inventory file's directory)."""
     if not isinstance(doc, dict):
-        raise ConfigError(source, "must be a JSON object (see k2bench/inventory.py)")
+        raise ConfigError(source, "must be a JSON object (see k2bench/deploy/inventory.py)")
     if doc.get("schema") != SCHEMA:
         raise ConfigError("schema", f"must be {SCHEMA!r}, got {doc.get('schema')!r}")
     provider = _str(doc, "provider", "provider")

@@ -14,7 +14,7 @@ import threading
 import time
 from pathlib import Path
 
-from .errors import RunFailed
+from ..errors import RunFailed
 from .hosts import Proc
 
 
@@ -92,6 +92,7 @@ class SshHost:
     later commands on it fail at once with a one-line RunFailed naming it, so a hung host
     never hangs the orchestrator."""
 
+    this_machine = False
     POLL_CACHE_S = 0.3
     KEEPALIVE_S = 15
     CONNECT_ATTEMPTS = 3

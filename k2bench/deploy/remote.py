@@ -1,112 +1,14 @@
-"""Where each process of a run goes. The orchestrator asks a Deployment for the hosts of the
-servers, clients and RTT probes and for the topology the servers run with; the local
-deployment puts everything on this machine (one server JVM for all servers, or one per
-datacenter or server as server.processes says; emulated WAN),
-the remote one follows an inventory (k2bench/inventory.py) over SSH.
-"""
+"""The machines of an inventory, over SSH (the remote deployment)."""
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
 
-from .errors import ConfigError
-from .hosts import Host, LocalHost
-from .ssh import LEASE_S, SshHost
+from ..errors import ConfigError
+from . import ClientSlot, Pinger, ServerSlot
+from .hosts import Host
 from .inventory import Inventory
-
-
-class Deployment(Protocol):
-    kind: str
-    listen_host: str | None
-
-    def hosts(self) -> list[Host]: ...
-
-    def describe(self) -> dict: ...
-
-    def topology(self, doc: dict, servers_per_dc: int) -> dict:
-        """The topology the servers run with: the experiment's, with their addresses."""
-
-    def servers(self, dcs: list[str], servers_per_dc: int, processes: str = "per_dc") -> list["ServerSlot"]:
-        """Where each server process runs; ``processes`` (per_host, per_dc, per_server) is
-        the split where the layout leaves a choice (locally)."""
-
-    def clients(self, dc: str) -> list["ClientSlot"]: ...
-
-    def pingers(self, dcs: list[str]) -> list["Pinger"]: ...
-
-    def close(self) -> None: ...
-
-
-ALL_DCS = "*"  # the dc of a server slot that runs every datacenter's servers (per_host)
-
-
-@dataclass(frozen=True)
-class ServerSlot:
-    host: Host
-    dc: str              # or ALL_DCS
-    name: str            # process name, e.g. servers, server-VA or server-VA-1
-    select: tuple        # which servers the JVM runs: ("--dc", "VA") or ("--server", "VA:1")
-
-
-@dataclass(frozen=True)
-class ClientSlot:
-    host: Host
-    dc: str
-    name: str            # process name, e.g. client-VA or client-VA-1
-    index: int           # among the datacenter's client slots
-    count: int           # client slots of the datacenter (experiment.client_shares splits the load)
-
-
-@dataclass(frozen=True)
-class Pinger:
-    host: Host
-    from_dc: str | None  # None: one process measures every pair (embedded emulation)
-
-
-class LocalDeployment:
-    """Everything on this machine: the server JVM(s) as server.processes splits them, and
-    one client slot per datacenter (inside the server JVM, or a JVM of its own:
-    clients.processes)."""
-
-    kind = "local"
-    listen_host = None
-
-    def __init__(self, host: LocalHost):
-        self.host = host
-
-    def hosts(self) -> list[Host]:
-        return [self.host]
-
-    def describe(self) -> dict:
-        return {"kind": self.kind, "hosts": [self.host.name]}
-
-    def topology(self, doc: dict, servers_per_dc: int) -> dict:
-        doc = copy.deepcopy(doc)
-        dcs = doc["datacenters"]
-        ports = iter(self.host.free_ports(len(dcs) * servers_per_dc))
-        doc["servers"] = {dc: [f"127.0.0.1:{next(ports)}" for _ in range(servers_per_dc)] for dc in dcs}
-        for k in ("base_port", "host"):
-            doc.pop(k, None)
-        return doc
-
-    def servers(self, dcs: list[str], servers_per_dc: int, processes: str = "per_dc") -> list[ServerSlot]:
-        if processes == "per_host":
-            return [ServerSlot(self.host, ALL_DCS, "servers", ("--all",))]
-        if processes == "per_server":
-            return [ServerSlot(self.host, dc, f"server-{dc}-{i}", ("--server", f"{dc}:{i}"))
-                    for dc in dcs for i in range(servers_per_dc)]
-        return [ServerSlot(self.host, dc, f"server-{dc}", ("--dc", dc)) for dc in dcs]
-
-    def clients(self, dc: str) -> list[ClientSlot]:
-        return [ClientSlot(self.host, dc, f"client-{dc}", 0, 1)]
-
-    def pingers(self, dcs: list[str]) -> list[Pinger]:
-        return [Pinger(self.host, None)]
-
-    def close(self) -> None:
-        return None
+from .ssh import LEASE_S, SshHost
 
 
 def check_shape(inv: Inventory, servers_per_dc: int, dcs: list[str] | None = None, experiment: str | None = None,
@@ -128,6 +30,8 @@ class RemoteDeployment:
     per client host with its share of the datacenter's threads."""
 
     kind = "remote"
+    splits_servers = False  # one server JVM per server host
+    in_server_clients = False
 
     def __init__(self, inventory: Inventory, base_port: int = 17000, jar: str = "/opt/k2bench/k2bench.jar",
                  known_hosts: str | None = None, lease_s: float = LEASE_S, command_timeout: float = 60.0,
@@ -230,7 +134,3 @@ class RemoteDeployment:
     def close(self) -> None:
         for h in self._by_machine.values():
             h.close()
-
-
-def local(jar: Path) -> LocalDeployment:
-    return LocalDeployment(LocalHost(jar))

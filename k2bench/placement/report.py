@@ -29,10 +29,10 @@ import numpy as np
 import yaml
 from hdrh.histogram import HdrHistogram
 
-from . import placement, systems
-from .errors import ConfigError
-from .experiment import axis_set, for_system
-from .verdicts import versus
+from .. import placement, systems
+from ..errors import ConfigError
+from ..experiment import axis_set, for_system
+from ..verdicts import versus
 
 REPORT_FILE = "placement.json"
 TABLE_FILE = "placement.md"  # the same tables in Markdown, for docs and papers (width-independent)

@@ -1,4 +1,4 @@
-"""How long ``k2bench place`` takes on a million keys: ``.venv/bin/python -m k2bench.placement_bench``
+"""How long ``k2bench place`` takes on a million keys: ``.venv/bin/python -m k2bench.placement.bench``
 [N_KEYS]. The demand is the workload model's expected one (``placement.expected_demand``: Zipf
 1.2, locality 0.8, the same number of draws in every datacenter, 5% writes) on the six
 datacenters of workloads/topologies/paper-local.yaml (f = 2); BA and N-1C are placed with the
@@ -11,8 +11,8 @@ import sys
 import time
 from pathlib import Path
 
-from . import placement
-from .spec.schema import Workload
+from .. import placement
+from ..spec.schema import Workload
 
 TOPOLOGY = Path(__file__).resolve().parent.parent / "workloads" / "topologies" / "paper-local.yaml"
 

@@ -1,4 +1,4 @@
-"""The Ansible inventory of a k2bench inventory (k2bench/inventory.py), for ansible/site.yml.
+"""The Ansible inventory of a k2bench inventory (k2bench/deploy/inventory.py), for ansible/site.yml.
 
 One Ansible host per machine, named by the inventory's host name (the netem role finds its
 tc script by that name), in the groups `servers`, `clients` and `dc_<DC>` of every role and
@@ -17,7 +17,7 @@ import re
 import shlex
 from pathlib import Path
 
-from .errors import ConfigError
+from ..errors import ConfigError
 from .inventory import Inventory
 
 # Ansible runs a task on at most this many machines at once; more would only contend for

@@ -1,6 +1,6 @@
 """Where processes run. One orchestrator drives every deployment through this interface:
 ``LocalHost`` runs processes on this machine, ``SshHost``
-(Fabric, k2bench/ssh.py) on a remote machine. A run's files are named by their path relative to the run
+(Fabric, k2bench/deploy/ssh.py) on a remote machine. A run's files are named by their path relative to the run
 directory; each host keeps them under its own base directory (the local run directory, or
 ``<remote_dir>/runs/<run>`` on a remote machine) and ``fetch`` brings remote ones home.
 
@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from . import rundir
-from .errors import RunFailed
+from .. import rundir
+from ..errors import RunFailed
 
 @dataclass
 class Proc:
@@ -44,6 +44,8 @@ class Proc:
 
 class Host(Protocol):
     name: str
+    # This machine: its pids are ours to sample (CPU per thread) and its clock is ours.
+    this_machine: bool
 
     def bind_run(self, run_dir: Path) -> None:
         """Files of this run live under the host's base for ``run_dir``."""
@@ -90,6 +92,7 @@ class LocalHost:
     """Processes on this machine, each in its own session so its whole group can be stopped."""
 
     name = "localhost"
+    this_machine = True
     unreachable = None
     lease_s = 0  # local processes need no lease
 

@@ -23,8 +23,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .deploy import ALL_DCS
-from .errors import ConfigError
+from ..deploy import ALL_DCS
+from ..errors import ConfigError
 
 FAULTS_FILE = "faults.json"  # per host, relative to the trial directory
 
@@ -134,7 +134,7 @@ class FaultInjector:
 
     def redirects(self) -> dict[str, str]:
         """Each redirected datacenter's clients' datacenter now: the nearest one still up."""
-        from .placement import redirect_dc
+        from ..placement import redirect_dc
         if not self._redirected:
             return {}
         if self.topology is None:

@@ -1,0 +1,57 @@
+"""The load phase: each datacenter's loader writes the keys it can write locally (those whose
+first replica it is), so loading costs no wide-area round in any system."""
+from __future__ import annotations
+
+import json
+
+from ..deploy.hosts import InServerHost
+from ..errors import RunFailed
+from ..spec.checks import IDS_PER_PROCESS
+from .diagnose import tail
+from .jvm import client_props, jvm_props, props_file, ycsb
+from .procs import start, wait_exit
+from .state import Running
+
+CLIENT_ID_BASE = 4096  # loaders take the first ids from here, clients the ones after (clients.py)
+
+
+def load_keys(run: Running) -> None:
+    t, cfg, dep = run.t, run.cfg, run.dep
+    w, cl = cfg["workload"], cfg["clients"]
+    # Only the datacenters the placement gives first replicas run a loader (with groups, the
+    # first group's: index modulo f = 0); loaders elsewhere would write nothing and only take
+    # the CPU of a JVM start from the others (the count check below catches a mismatch). A
+    # trial built without its resolved placement, as tests with stand-in processes do, loads
+    # from every datacenter: each writes only its first replicas, right for any placement.
+    first = t.placement["first_replica_dcs"] if t.placement else run.dcs
+    loaders = []
+    for i, dc in enumerate(run.dcs):
+        if dc not in first:
+            continue
+        slot = dep.clients(dc)[0]
+        props = client_props(t, slot.host, dc, CLIENT_ID_BASE + i * IDS_PER_PROCESS, None)
+        props |= {"insertstart": 0, "insertcount": w["keys"], "operationcount": 2**31 - 1,
+                  "k2bench.load_local": "true",
+                  "k2bench.load_report": slot.host.path(f"{t.rel}/clients/load-{dc}.json"),
+                  "k2bench.history": slot.host.path(f"{t.rel}/clients/history-load-{dc}.jsonl")}
+        if run.in_server:
+            props["k2bench.colocated"] = "true"
+        args = ["-load", "-s", "-P", props_file(t, slot.host, f"load-{dc}", props),
+                "-threads", str(cfg["load"]["threads_per_dc"])]
+        if run.in_server:  # as the clients: no JVM to start (3-5 s each), messages in process
+            loader = start(t, run.stack, InServerHost(slot.host, run.servers[0], run.in_server_rel), f"load-{dc}", args)
+        else:
+            loader = start(t, run.stack, slot.host, f"load-{dc}", ycsb(
+                slot.host, cl["heap_mb"], *args, props=jvm_props(slot.host, t), jvm_args=cl["jvm_args"]))
+        loaders.append((slot.host, dc, loader))
+    wait_exit(t, run.progress, [p for _, _, p in loaders], run.servers, max(600, w["keys"] / 20), "loading keys", None)
+    reports = []  # (loader, its report)
+    for h, dc, p in loaders:
+        text = h.read_text(f"{t.rel}/clients/load-{dc}.json")
+        if not text.strip():  # its threads died before the report (DB.init failed)
+            raise RunFailed(f"{p.name} wrote no load report (exit code {p.returncode}): {tail(p)}")
+        reports.append((p, json.loads(text)))
+    loaded, failed = sum(r["loaded"] for _, r in reports), sum(r["failed"] for _, r in reports)
+    if loaded != w["keys"] or failed:
+        worst = max(reports, key=lambda pr: pr[1]["failed"])[0]
+        raise RunFailed(f"load wrote {loaded} of {w['keys']} keys ({failed} failed); {worst.name}: {tail(worst)}")

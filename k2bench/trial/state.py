@@ -1,0 +1,75 @@
+"""One trial: what it is (system, point, configuration, directory) and what its phases hand
+each other while it runs."""
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..deploy import Deployment, ServerSlot
+from ..deploy.hosts import Host, Proc
+
+if TYPE_CHECKING:
+    from ..env import Env
+    from .faults import FaultInjector
+
+
+@dataclass
+class Trial:
+    system: str
+    point: str
+    trial: int
+    cfg: dict
+    dir: Path
+    rel: str  # the trial directory relative to the run directory (how hosts name its files)
+    procs: list[Proc] = field(default_factory=list)
+    faults: "FaultInjector | None" = None
+    cpu: dict | None = None  # CPU per thread category over the measurement window (local runs)
+    server_processes: str | None = None  # server.processes as run (auto resolved)
+    server_jvm_args: list | None = None
+    client_split: str | None = None  # clients.processes as run (auto resolved)
+    placement: dict | None = None  # placement_of(the resolved topology)
+
+
+@dataclass
+class Running:
+    """A trial while its processes run: the phases (k2bench/trial/*.py) read what the earlier
+    ones left here. Every process started is stopped when ``stack`` closes."""
+    env: Env
+    progress: Any
+    t: Trial
+    manifest: dict  # the run's manifest, updated as the trial goes (the RTT matrix, start skew)
+    doc: dict  # the trial's topology, with the deployment's server addresses
+    topo_rel: str  # that topology on every host, relative to the run directory
+    stack: contextlib.ExitStack
+    slots: list[ServerSlot] = field(default_factory=list)
+    servers: list[Proc] = field(default_factory=list)
+    clients: list[Proc] = field(default_factory=list)
+    client_hosts: list[Host] = field(default_factory=list)
+    spreads: dict[str, float] = field(default_factory=dict)  # client name -> its pacing spread (s)
+    t0: float | None = None  # the clients' common start (epoch s)
+    start_info: dict | None = None  # how it was written to the client hosts (start.common_start)
+    skew: dict | None = None  # each client's first operation against it, at the end (start.check_skew)
+    client_warnings: list[str] = field(default_factory=list)  # thread deaths that did not cut the load
+
+    @property
+    def cfg(self) -> dict:
+        return self.t.cfg
+
+    @property
+    def dep(self) -> Deployment:
+        return self.env.deployment
+
+    @property
+    def dcs(self) -> list[str]:
+        return self.doc["datacenters"]
+
+    @property
+    def in_server(self) -> bool:
+        """Clients (and loaders) run inside the machine's one server JVM (clients.processes)."""
+        return self.t.client_split == "in_server"
+
+    @property
+    def in_server_rel(self) -> str:
+        return f"{self.t.rel}/clients/in-server"

@@ -514,3 +514,17 @@ def test_placing_with_the_cache_is_never_worse_than_without_it_under_the_cache()
     plain_mean = float(((reads * (1 - hit)) * lat[plain.set_per_id]).sum() / reads.sum())
     assert cached.predictions["overall"]["normal"]["mean"] <= round(plain_mean, 3)
     assert cached.info["cache_keys_per_dc"] == cap and 1 <= cached.info["cache_rounds"] <= P.CACHE_ROUNDS
+
+
+def test_a_placement_tables_cache_key_changes_with_the_optimiser_not_with_its_report(tmp_path):
+    import shutil
+    from pathlib import Path
+    pkg = tmp_path / "placement"
+    shutil.copytree(Path(P.__file__).parent, pkg, ignore=shutil.ignore_patterns("__pycache__"))
+    before = P.code_fingerprint(pkg)
+    assert before == P.code_fingerprint()
+    for name in P.NOT_THE_OPTIMISER:
+        (pkg / name).write_text((pkg / name).read_text() + "\n# changed\n")
+    assert P.code_fingerprint(pkg) == before, "the report and the bench compute no table"
+    (pkg / "solve.py").write_text((pkg / "solve.py").read_text() + "\n# changed\n")
+    assert P.code_fingerprint(pkg) != before, "a changed optimiser never reuses an old table"

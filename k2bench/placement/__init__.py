@@ -136,15 +136,21 @@ from .solve import (  # noqa: F401 - the package's API
 )
 
 
-def code_fingerprint() -> str:
-    """What a placement's output depends on besides its inputs: this package's source and the
-    solver's version (part of the cache key of ``topology.place``'s tables, so a changed
-    optimiser never reuses a table the old one wrote)."""
+NOT_THE_OPTIMISER = ("report.py", "bench.py")
+
+
+def code_fingerprint(package: Path | None = None) -> str:
+    """What a placement's output depends on besides its inputs: the optimiser's source (this
+    package but its report and bench, which compute no table) and the solver's version (part
+    of the cache key of ``topology.place``'s tables, so a changed optimiser never reuses a
+    table the old one wrote)."""
     import hashlib
 
     import scipy
     h = hashlib.sha256()
-    for f in sorted(Path(__file__).parent.glob("*.py")):
+    for f in sorted((package or Path(__file__).parent).glob("*.py")):
+        if f.name in NOT_THE_OPTIMISER:
+            continue
         h.update(f.name.encode() + f.read_bytes())
     return h.update(scipy.__version__.encode()) or h.hexdigest()[:16]
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from .. import placement
 from ..spec.schema import Workload
 
-TOPOLOGY = Path(__file__).resolve().parent.parent / "workloads" / "topologies" / "paper-local.yaml"
+TOPOLOGY = Path(__file__).resolve().parents[2] / "workloads" / "topologies" / "paper-local.yaml"
 
 
 def bench_place(n_keys: int = 1_000_000, zipf: float = Workload.zipf, locality: float = 0.8, models=placement.MODELS,

@@ -40,7 +40,7 @@ class Running:
     progress: Any
     t: Trial
     manifest: dict  # the run's manifest, updated as the trial goes (the RTT matrix, start skew)
-    doc: dict  # the trial's topology, with the deployment's server addresses
+    doc: dict  # the trial's topology (topology_doc: the experiment's file and overrides)
     topo_rel: str  # that topology on every host, relative to the run directory
     stack: contextlib.ExitStack
     slots: list[ServerSlot] = field(default_factory=list)

@@ -31,7 +31,7 @@ public final class InProcessClient {
    * Client threads run below the servers' and the WAN emulation's threads when they share
    * the cores (the paper's clients had machines of their own): the orchestrator starts
    * every JVM with -XX:ThreadPriorityPolicy=1 and this priority mapped to nice 4
-   * (k2bench/orchestrator.py, PRIORITY_JVM_ARGS); without those flags it changes nothing.
+   * (k2bench/trial/jvm.py, PRIORITY_JVM_ARGS); without those flags it changes nothing.
    */
   static final int CLIENT_PRIORITY = Thread.MIN_PRIORITY;
 

@@ -55,7 +55,7 @@ public abstract class ServerActor implements ServerNode {
    * The protocol threads' priority: below the WAN emulation's dispatchers (normal), so a
    * busy machine queues work at the servers instead of delivering messages late, and above
    * the clients' (minimum). Nice 2 when the JVM runs with the orchestrator's priority flags
-   * (k2bench/orchestrator.py, PRIORITY_JVM_ARGS); without them it changes nothing.
+   * (k2bench/trial/jvm.py, PRIORITY_JVM_ARGS); without them it changes nothing.
    */
   public static final int PROTOCOL_PRIORITY = Thread.NORM_PRIORITY - 1;
   /** How often waits with a deadline are checked (they expire within this much of it). */

@@ -27,6 +27,10 @@ from k2bench.experiment import axis_label
 
 from . import frames, load, paper
 
+# The systems as the parts they play in each paper's claims (workloads/papers/*.yaml).
+K2, RAD, PARIS_STAR = (paper.K2_PAPER[part] for part in ("proposed", "baseline", "second_baseline"))
+PARIS, BPR, NOCC = (paper.PARIS_PAPER[part] for part in ("proposed", "blocking", "no_cc"))
+
 # Fig. 8's panels: 8a read-only, 8b Zipf 1.4, 8c f=3, 8d 5% writes, 8e Zipf 0.9, 8f f=1.
 FIG8_PANELS = frozenset({"read-only", "zipf 1.4", "f=3", "write 5%", "zipf 0.9", "f=1"})
 # Every workload §VII-C speaks of: the panels, the default (Fig. 7) and the TAO-like mix.
@@ -212,7 +216,7 @@ def _all_local(system, lo, hi):
 
 
 def _baselines_all_local_tao(w):
-    got = {load.systems().label(system): v for system in ("rad", "paris-star")
+    got = {load.systems().label(system): v for system in (RAD, PARIS_STAR)
            if (v := _get(w, system, "all_local_fraction")) is not None}
     if not got:
         return None
@@ -220,14 +224,14 @@ def _baselines_all_local_tao(w):
 
 
 def _rad_p1(w):
-    v = _get(w, "rad", "rot_p1_ms")
+    v = _get(w, RAD, "rot_p1_ms")
     bound = w.smallest_rtt
     return None if v is None else (f"{_ms(v)} (smallest RTT {bound:.0f} ms)", v >= 0.98 * bound)
 
 
 def _gap(other, lo, hi):
     def check(w):
-        a, b = _get(w, "k2", "rot_mean_ms"), _get(w, other, "rot_mean_ms")
+        a, b = _get(w, K2, "rot_mean_ms"), _get(w, other, "rot_mean_ms")
         if a is None or b is None:
             return None
         gap, s = b - a, w.scale
@@ -236,14 +240,14 @@ def _gap(other, lo, hi):
 
 
 def _two_rounds(w):
-    v = _get(w, "rad", "two_round_fraction")
+    v = _get(w, RAD, "two_round_fraction")
     return None if v is None else (_pct(v), v >= 0.91)
 
 
 def _k2_wot_p99(w):
     """23 ms in the paper, a local commit: also below the run's smallest RTT, so that a
     commit crossing a scaled-down WAN (below x0.38, 23 ms is more than 60 ms x scale) fails."""
-    v = _get(w, "k2", "wot_p99_ms")
+    v = _get(w, K2, "wot_p99_ms")
     if v is None:
         return None
     return f"{_ms(v)} (smallest RTT {w.smallest_rtt:.0f} ms)", v <= 23 and v < w.smallest_rtt
@@ -253,7 +257,7 @@ def _rad_write(key, paper_ms):
     """RAD's write goes across the WAN (at least the smallest RTT), K2's commits locally
     (below it): both halves of the claim are checked, not only that RAD is slower."""
     def check(w):
-        v, k2 = _get(w, "rad", key), _get(w, "k2", key)
+        v, k2 = _get(w, RAD, key), _get(w, K2, key)
         if v is None or k2 is None:
             return None
         bound = w.smallest_rtt
@@ -263,7 +267,7 @@ def _rad_write(key, paper_ms):
 
 
 def _k2_staleness(w):
-    v = [_get(w, "k2", f"staleness_p{p}_ms") for p in (50, 75, 99)]
+    v = [_get(w, K2, f"staleness_p{p}_ms") for p in (50, 75, 99)]
     if v[0] is None:
         return None
     return f"p50 {v[0]:.0f} ms (p75 {v[1]:.0f}, p99 {v[2]:.0f} ms)", v[0] == 0
@@ -274,34 +278,34 @@ ALL_BUT_TAO = FIG8 - TAO
 
 CLAIMS: list[tuple[Claim, object]] = [
     (Claim("K2 all-local read-only transactions", "19-83% by workload (§VII-C)", ALL_BUT_TAO, False,
-           systems=("k2",)), _all_local("k2", 0.19, 0.83)),
+           systems=(K2,)), _all_local(K2, 0.19, 0.83)),
     (Claim("K2 all-local read-only transactions, TAO-like", "73% (§VII-C)", TAO, False,
-           "checked within 10 points (63-83%): the paper gives one figure, one trial set", systems=("k2",)),
-     _all_local("k2", 0.63, 0.83)),
+           "checked within 10 points (63-83%): the paper gives one figure, one trial set", systems=(K2,)),
+     _all_local(K2, 0.63, 0.83)),
     (Claim("RAD read-only p1 is a wide-area round", "> smallest RTT (60 ms): >99% of its ROTs remote", FIG8, True,
-           systems=("rad",)), _rad_p1),
+           systems=(RAD,)), _rad_p1),
     (Claim("PaRiS* all-local read-only transactions", "< 6% (§VII-C)", ALL_BUT_TAO, False,
-           systems=("paris-star",)), _all_local("paris-star", 0.0, 0.06)),
+           systems=(PARIS_STAR,)), _all_local(PARIS_STAR, 0.0, 0.06)),
     (Claim("RAD and PaRiS* all-local, TAO-like", "< 1% each (§VII-C)", TAO, False,
            "checked as the paper states it, though with workloads/tao.yaml's 51.5% single-key reads and each "
            "key in 2 of 6 datacenters, placement alone makes about a sixth of reads all-local for any system",
-           systems=("rad", "paris-star")), _baselines_all_local_tao),
+           systems=(RAD, PARIS_STAR)), _baselines_all_local_tao),
     (Claim("K2 mean ROT latency below RAD's", "by 88-297 ms (Fig. 8; 140-297 in most; default: 243 Emulab, "
-           "297 EC2, Fig. 7)", FIG8_PANELS | {"default"}, True, systems=("k2", "rad")), _gap("rad", 88, 297)),
+           "297 EC2, Fig. 7)", FIG8_PANELS | {"default"}, True, systems=(K2, RAD)), _gap(RAD, 88, 297)),
     (Claim("K2 mean ROT latency below PaRiS*'s", "by 53-165 ms (Fig. 8)", FIG8_PANELS, True,
-           systems=("k2", "paris-star")), _gap("paris-star", 53, 165)),
+           systems=(K2, PARIS_STAR)), _gap(PARIS_STAR, 53, 165)),
     (Claim("RAD ROTs taking two wide-area rounds", "91-98% (high skew, 5% writes, f=1)", TWO_ROUNDS, False,
-           systems=("rad",)), _two_rounds),
+           systems=(RAD,)), _two_rounds),
     (Claim("K2 write-only transaction p99", "23 ms (local commit)", frozenset({"default"}), False,
-           systems=("k2",)), _k2_wot_p99),
+           systems=(K2,)), _k2_wot_p99),
     (Claim("RAD single-write p50", "147 ms: wide-area, K2's local", frozenset({"default"}), True,
-           systems=("k2", "rad")), _rad_write("write_p50_ms", 147)),
+           systems=(K2, RAD)), _rad_write("write_p50_ms", 147)),
     (Claim("RAD write-only transaction p50", "201 ms: wide-area, K2's local", frozenset({"default"}), True,
-           systems=("k2", "rad")), _rad_write("wot_p50_ms", 201)),
+           systems=(K2, RAD)), _rad_write("wot_p50_ms", 201)),
     (Claim("K2 staleness", "p50 0 ms, p75 <= 105 ms, p99 516-1117 ms (0.1-5% writes)", WRITES_01_TO_5, False,
            "p50 checked; p75 and p99 not: they grow as the hottest keys are written less often, and the "
            "paper's ~20k ops/s rewrote each of its 10 hottest keys ~28 times/s (docs/freshness.md)",
-           systems=("k2",)), _k2_staleness),
+           systems=(K2,)), _k2_staleness),
 ]
 CHECKS = {c.what: fn for c, fn in CLAIMS}  # by claim, for tests and notebooks
 
@@ -425,11 +429,11 @@ def _throughput_claim(p: pd.DataFrame):
     for (run, setting), g in p.groupby(["run", "setting"], sort=False):
         by = g.set_index("system")
         theirs = paper.fig9_ratio(setting)
-        if "k2" not in by.index or "rad" not in by.index or theirs is None:
+        if K2 not in by.index or RAD not in by.index or theirs is None:
             continue
-        mine = by.loc["k2", "ops_per_s"] / by.loc["rad", "ops_per_s"]
+        mine = by.loc[K2, "ops_per_s"] / by.loc[RAD, "ops_per_s"]
         where = f"{run + ': ' if several else ''}{setting}: " + ("-" if pd.isna(mine) else f"{mine:.2f}")
-        not_peak = [x for x in ("k2", "rad") if not by.loc[x, "is_peak"]]
+        not_peak = [x for x in (K2, RAD) if not by.loc[x, "is_peak"]]
         if not_peak:
             texts.append(f"{where} (paper {theirs:.2f}; not checked: no peak for "
                          + " and ".join(load.systems().label(x) for x in not_peak) + ")")
@@ -443,12 +447,10 @@ def _throughput_claim(p: pd.DataFrame):
 
 
 # ------------------------------------------------------------------ the PaRiS paper's claims (its §V)
-
-
-
 def _paper_systems(paper_id: str) -> set[str]:
     """The systems whose descriptors say they belong to this paper's evaluation."""
     return set(load.systems().of_paper(paper_id))
+
 
 # PaRiS has one more round than NoCC (its start, at a coordinator in the client's own
 # datacenter) and reads a version chain: "the same latency as NoCC" is taken as within
@@ -464,7 +466,7 @@ def _paris_ws(ws, systems) -> list:
 
 
 def _paris_below_bpr(w):
-    a, b = _get(w, "paris", "rwt_mean_ms"), _get(w, "bpr", "rwt_mean_ms")
+    a, b = _get(w, PARIS, "rwt_mean_ms"), _get(w, BPR, "rwt_mean_ms")
     return f"{b / a:.2f}x ({_ms(a)} vs {_ms(b)})", a < b
 
 
@@ -480,17 +482,17 @@ def _lowest_loads(ws) -> list:
 
 
 def _paris_as_nocc(w):
-    a, b = _get(w, "paris", "rwt_mean_ms"), _get(w, "nocc", "rwt_mean_ms")
+    a, b = _get(w, PARIS, "rwt_mean_ms"), _get(w, NOCC, "rwt_mean_ms")
     return f"{a / b:.2f}x ({_ms(a)} vs {_ms(b)})", a <= max(PARIS_SAME_LATENCY * b, b + 1)
 
 
 def _visibility(w):
-    a, b = _get(w, "paris", "visibility_p50_ms"), _get(w, "bpr", "visibility_p50_ms")
-    a99, b99 = _get(w, "paris", "visibility_p99_ms"), _get(w, "bpr", "visibility_p99_ms")
+    a, b = _get(w, PARIS, "visibility_p50_ms"), _get(w, BPR, "visibility_p50_ms")
+    a99, b99 = _get(w, PARIS, "visibility_p99_ms"), _get(w, BPR, "visibility_p99_ms")
     if None in (a, b, a99, b99) or w.largest_rtt is None:
         return None
     # BPR's also as its authors' code records it (Fig. 5's): when a read's snapshot first covers an update
-    r, r99 = _get(w, "bpr", "visibility_at_read_p50_ms"), _get(w, "bpr", "visibility_at_read_p99_ms")
+    r, r99 = _get(w, BPR, "visibility_at_read_p50_ms"), _get(w, BPR, "visibility_at_read_p99_ms")
 
     def holds(b50, b99):
         return a > b50 and 0.5 * w.largest_rtt <= a99 - b99 <= 2 * w.largest_rtt
@@ -504,30 +506,30 @@ def _visibility(w):
 
 
 def _bpr_blocks(w):
-    v = _get(w, "bpr", "read_phase_blocked_mean_ms")
+    v = _get(w, BPR, "read_phase_blocked_mean_ms")
     return None if v is None else (f"mean {v:.1f} ms", v > 0)
 
 
 PARIS_CLAIMS = [
     (Claim("PaRiS transaction latency below BPR's", "at every load: up to 5.91x lower (95:5), 20.56x (50:50) "
-           "(Fig. 2)", None, False, systems=("paris", "bpr")), _paris_below_bpr, False),
+           "(Fig. 2)", None, False, systems=(PARIS, BPR)), _paris_below_bpr, False),
     (Claim("PaRiS transaction latency as NoCC's below overload", "the same (Fig. 2)", None, False,
            f"checked at each sweep's lowest load: within {PARIS_SAME_LATENCY:g}x (or 1 ms) of NoCC's mean; "
-           "PaRiS has one more round, to a coordinator in its own datacenter", systems=("paris", "nocc")),
+           "PaRiS has one more round, to a coordinator in its own datacenter", systems=(PARIS, NOCC)),
      _paris_as_nocc, True),
     (Claim("PaRiS update visibility later than BPR's", "by up to about the farthest datacenters' latency "
            "(~200 ms, Fig. 5)", None, True, "checked: PaRiS's p50 above BPR's, and its p99 above BPR's by the "
            "order of the largest RTT (half to twice it), for BPR's as installed and as at read: the UST waits for every partition's version clock to "
            "reach its other replicas and for the roots to exchange them, and a prepared transaction holds its "
-           "partition's clock for its commit's round trip", systems=("paris", "bpr")), _visibility, False),
+           "partition's clock for its commit's round trip", systems=(PARIS, BPR)), _visibility, False),
     (Claim("BPR blocks its reads", "29 ms mean per transaction's read phase at peak throughput (§V-B)", None, False,
-           "checked that it blocks at all; the mean grows with load", systems=("bpr",)), _bpr_blocks, False),
+           "checked that it blocks at all; the mean grows with load", systems=(BPR,)), _bpr_blocks, False),
 ]
 
 
 def _paris_rows(ws) -> list[dict]:
     """The PaRiS paper's claims, on the runs of its systems (none if no run has them)."""
-    if not any(x in w.systems for w in ws for x in _paper_systems("paris")):
+    if not any(x in w.systems for w in ws for x in _paper_systems(paper.PARIS_PAPER.paper)):
         return []
     rows = []
     for claim, fn, lowest in PARIS_CLAIMS:
@@ -556,8 +558,8 @@ def table(runs) -> pd.DataFrame:
     its load sweeps cover; runs of those systems alone show only them."""
     ws = workloads(runs)
     rows = []
-    k2_paper = any(x in w.systems for w in ws for x in _paper_systems("k2")) \
-        or not any(x in w.systems for w in ws for x in _paper_systems("paris"))
+    k2_paper = any(x in w.systems for w in ws for x in _paper_systems(paper.K2_PAPER.paper)) \
+        or not any(x in w.systems for w in ws for x in _paper_systems(paper.PARIS_PAPER.paper))
     for claim, fn in (CLAIMS if k2_paper else []):
         covered = [w for w in ws if w.setting in claim.covers and not w.left_out(claim.systems)]
         got = _check_each(covered, fn)

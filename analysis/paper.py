@@ -1,32 +1,53 @@
-"""The K2 paper's reference figures (K2 paper §VII): sanity checks to put next
-to a run, not targets to tune to."""
+"""The papers' casts (which bundled system plays which part in a paper's claims,
+workloads/papers/<paper>.yaml) and the K2 paper's reference figures (§VII): sanity checks to
+put next to a run, not targets to tune to."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
 
 from k2bench.bench import FIG9_SETTINGS
 from k2bench.spec import schema
 
-# Fig. 9: peak throughput in K txn/s with 24 servers, the default setting and one
-# parameter changed at a time.
-FIG9_KTXN_PER_S = {
-    "k2": {"default": 41.6, "f=1": 21.1, "f=3": 53.7, "write 0.1%": 47.7, "write 5%": 26.0,
-           "zipf 0.9": 21.3, "zipf 1.4": 46.3, "cache 1%": 30.9, "cache 15%": 44.3},
-    "rad": {"default": 24.8, "f=1": 11.7, "f=3": 51.9, "write 0.1%": 59.0, "write 5%": 20.2,
-            "zipf 0.9": 85.4, "zipf 1.4": 14.8, "cache 1%": 24.8, "cache 15%": 24.8},
-}
+PAPERS_DIR = Path(__file__).resolve().parents[1] / "workloads" / "papers"
 
 
+@dataclass(frozen=True)
+class Cast:
+    """Which bundled system plays which part in a paper's claims (workloads/papers/<paper>.yaml):
+    the claims name parts ("proposed", "baseline", ...), so no Python names a system."""
+    paper: str  # the descriptors' paper id
+    systems: dict  # part -> system name
+    fig9_ktxn_per_s: dict = field(default_factory=dict)  # system -> setting -> K txn/s
 
-# The ratios the K2 paper's Fig. 9 reads: K2 over each baseline (the paper gives K2/RAD; PaRiS*
-# has no column there).
-FIG9_RATIOS = (("k2", "rad"), ("k2", "paris-star"))
+    def __getitem__(self, part: str) -> str:
+        return self.systems[part]
+
+    @classmethod
+    def load(cls, file: str) -> "Cast":
+        doc = yaml.safe_load((PAPERS_DIR / file).read_text())
+        return cls(doc["paper"], dict(doc["systems"]),
+                   {doc["systems"][part]: dict(v) for part, v in (doc.get("fig9_ktxn_per_s") or {}).items()})
+
+
+K2_PAPER = Cast.load("k2.yaml")
+PARIS_PAPER = Cast.load("paris.yaml")
+KARMA_PAPER = Cast.load("karma.yaml")
+
+# Fig. 9: peak throughput in K txn/s with 24 servers, by system (the paper's, by part).
+FIG9_KTXN_PER_S = K2_PAPER.fig9_ktxn_per_s
+# The ratios the K2 paper's Fig. 9 reads: its system over each baseline (the paper gives the
+# first; the second baseline has no column there).
+FIG9_RATIOS = ((K2_PAPER["proposed"], K2_PAPER["baseline"]), (K2_PAPER["proposed"], K2_PAPER["second_baseline"]))
 
 
 def fig9_ratio(setting) -> float | None:
     """The paper's K2/RAD at peak in a Fig. 9 setting, or None for a setting it did not run."""
-    k2, rad = FIG9_KTXN_PER_S["k2"].get(setting), FIG9_KTXN_PER_S["rad"].get(setting)
-    return None if k2 is None or rad is None else k2 / rad
+    mine, theirs = (FIG9_KTXN_PER_S[K2_PAPER[part]].get(setting) for part in ("proposed", "baseline"))
+    return None if mine is None or theirs is None else mine / theirs
 
 
 # K2/RAD within these of 1 is a tie, not an order: a run here (one point's throughput varies

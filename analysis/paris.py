@@ -6,7 +6,11 @@ import pandas as pd
 
 from k2bench.verdicts import versus
 
-from . import frames
+from . import frames, paper
+
+# The systems as the parts they play in the PaRiS paper's claims (workloads/papers/paris.yaml).
+PARIS, BPR, NOCC = (paper.PARIS_PAPER[part] for part in ("proposed", "blocking", "no_cc"))
+
 
 def _of_paris(compared: dict, paris_is_b: bool = False) -> str:
     """``versus``'s verdict said of PaRiS (system a, or b with ``paris_is_b``)."""
@@ -26,17 +30,17 @@ def paris_ratios_frame(runs) -> pd.DataFrame:
         return pd.DataFrame(rows)
     for (run, experiment, point), g in pooled.groupby(["run", "experiment", "point"], sort=False):
         by = {r["system"]: r for _, r in g.iterrows()}
-        if "paris" not in by:
+        if PARIS not in by:
             continue
-        paris = by["paris"]
+        paris = by[PARIS]
         row = {"run": run, "experiment": experiment, "point": point, "trials": int(paris["trials"])}
-        for system in ("paris", "bpr", "nocc"):
+        for system in (PARIS, BPR, NOCC):
             if system in by:
                 for m in ("rwt_mean_ms", "throughput_ops_per_s", "visibility_p50_ms", "visibility_p99_ms"):
                     row[f"{system}_{m}"] = by[system][m]
                     row[f"{system}_{m}_min"], row[f"{system}_{m}_max"] = by[system][f"{m}_min"], by[system][f"{m}_max"]
-        if "bpr" in by:
-            bpr = by["bpr"]
+        if BPR in by:
+            bpr = by[BPR]
             v = versus(bpr, paris, "rwt_mean_ms")
             row |= {"bpr_over_paris_latency": v["ratio"], "bpr_over_paris_latency_min": v["ratio_min"],
                     "bpr_over_paris_latency_max": v["ratio_max"],
@@ -52,12 +56,12 @@ def paris_ratios_frame(runs) -> pd.DataFrame:
                 row[f"bpr_visibility_at_read_{q}_ms"] = at
                 row[f"visibility_gap_at_read_{q}_ms"] = paris[f"visibility_{q}_ms"] - at \
                     if pd.notna(paris[f"visibility_{q}_ms"]) and at is not None and pd.notna(at) else None
-        if "nocc" in by:
-            v = versus(paris, by["nocc"], "rwt_mean_ms")
+        if NOCC in by:
+            v = versus(paris, by[NOCC], "rwt_mean_ms")
             row |= {"paris_over_nocc_latency": v["ratio"], "paris_over_nocc_latency_min": v["ratio_min"],
                     "paris_over_nocc_latency_max": v["ratio_max"],
                     "latency_paris_vs_nocc": _of_paris(v)}
-            t = versus(paris, by["nocc"], "throughput_ops_per_s")
+            t = versus(paris, by[NOCC], "throughput_ops_per_s")
             row |= {"paris_over_nocc_throughput": t["ratio"],
                     "throughput_paris_vs_nocc": _of_paris(t)}
         rows.append(row)
@@ -66,17 +70,17 @@ def paris_ratios_frame(runs) -> pd.DataFrame:
     for (run, experiment), g in pooled.groupby(["run", "experiment"], sort=False):
         peak = {s: r.loc[r["throughput_ops_per_s"].idxmax()] for s, r in g.groupby("system")
                 if r["throughput_ops_per_s"].notna().any()}
-        if "paris" not in peak or len(g["point"].unique()) < 2:
+        if PARIS not in peak or len(g["point"].unique()) < 2:
             continue
         row = {"run": run, "experiment": experiment, "point": "peak (each system's best point)",
-               "trials": int(peak["paris"]["trials"])}
+               "trials": int(peak[PARIS]["trials"])}
         for system, r in peak.items():
             row[f"{system}_peak_point"] = r["point"]
             for x in ("", "_min", "_max"):
                 row[f"{system}_throughput_ops_per_s{x}"] = r[f"throughput_ops_per_s{x}"]
-        for other in ("bpr", "nocc"):
+        for other in (BPR, NOCC):
             if other in peak:
-                t = versus(peak["paris"], peak[other], "throughput_ops_per_s")
+                t = versus(peak[PARIS], peak[other], "throughput_ops_per_s")
                 row |= {f"paris_over_{other}_throughput": t["ratio"],
                         f"paris_over_{other}_throughput_min": t["ratio_min"],
                         f"paris_over_{other}_throughput_max": t["ratio_max"],

@@ -16,6 +16,9 @@ from k2bench.bench import Climb, busiest_server_ratio, ratio
 
 from . import paper
 
+# The systems as the parts they play in Fig. 9 (workloads/papers/k2.yaml).
+K2, RAD, PARIS_STAR = (paper.K2_PAPER[part] for part in ("proposed", "baseline", "second_baseline"))
+
 TITLE = ("Fig. 9 ratios at peak (this machine vs the paper's 24 servers; the paper has no PaRiS* column; "
          "order: K2/RAD within 10% here, 5% in the paper, is a tie; "
          "by busiest server: the ratio if each system's busiest server thread, on a core of its own, "
@@ -51,18 +54,18 @@ def ratio_rows(climbs: list[Climb], settings: list[str]) -> list[tuple[str, ...]
         return "-" if v is None else f"{v:.2f}" + ("*" if any((setting, x) in shaky for x in systems) else "")
     rows = []
     for s in settings:
-        here, theirs = ratio(by.get((s, "k2")), by.get((s, "rad"))), paper.fig9_ratio(s)
-        bound = busiest_server_ratio(by.get((s, "k2")), by.get((s, "rad")))
-        kp = ratio(by.get((s, "k2")), by.get((s, "paris-star")))
+        here, theirs = ratio(by.get((s, K2)), by.get((s, RAD))), paper.fig9_ratio(s)
+        bound = busiest_server_ratio(by.get((s, K2)), by.get((s, RAD)))
+        kp = ratio(by.get((s, K2)), by.get((s, PARIS_STAR)))
         orders = "-"
-        if here is not None and not {(s, "k2"), (s, "rad")} <= peaked:
-            orders = "not judged: " + " and ".join(x.upper() for x in ("k2", "rad") if (s, x) not in peaked) \
+        if here is not None and not {(s, K2), (s, RAD)} <= peaked:
+            orders = "not judged: " + " and ".join(x.upper() for x in (K2, RAD) if (s, x) not in peaked) \
                 + " not a peak"
         elif here is not None and theirs is not None:
             a, b = paper.order(here, paper.TIE_HERE), paper.order(theirs, paper.TIE_PAPER)
             orders = f"{a} / {b}" + ("" if a == b else ": DIFFERS")
-        rows.append((s, mark(here, s, "k2", "rad"), mark(bound, s, "k2", "rad"), mark(theirs, s), orders,
-                     mark(kp, s, "k2", "paris-star")))
+        rows.append((s, mark(here, s, K2, RAD), mark(bound, s, K2, RAD), mark(theirs, s), orders,
+                     mark(kp, s, K2, PARIS_STAR)))
     return rows
 
 

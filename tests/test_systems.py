@@ -53,11 +53,18 @@ def test_the_jar_describes_every_system_fully():
 
 def test_every_system_a_papers_claims_name_is_bundled_in_that_papers_evaluation():
     from analysis import claims, paper
+    casts = [paper.Cast.load(f.name) for f in sorted(paper.PAPERS_DIR.glob("*.yaml"))]
+    assert {c.paper for c in casts} == {s.paper for s in SYSTEMS.values()}, "a cast per bundled paper"
+    for cast in casts:
+        assert set(cast.systems.values()) <= set(SYSTEMS.of_paper(cast.paper)), cast.paper
+        assert set(cast.fig9_ktxn_per_s) <= set(cast.systems.values()), cast.paper
+    assert (claims.K2, claims.RAD, claims.PARIS_STAR) == ("k2", "rad", "paris-star")
+    assert (claims.PARIS, claims.BPR, claims.NOCC) == ("paris", "bpr", "nocc")
     for claim, *_ in claims.CLAIMS:
         assert set(claim.systems) <= set(SYSTEMS.of_paper("k2")), claim.what
     for claim, *_ in claims.PARIS_CLAIMS:
         assert set(claim.systems) <= set(SYSTEMS.of_paper("paris")), claim.what
-    assert set(paper.FIG9_KTXN_PER_S) <= set(SYSTEMS.of_paper("k2"))
+    assert set(paper.FIG9_KTXN_PER_S) == {"k2", "rad"}
 
 
 def test_systems_without_a_colour_each_get_a_colour_of_their_own():

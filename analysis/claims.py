@@ -26,10 +26,7 @@ import yaml
 from k2bench.experiment import axis_label
 
 from . import frames, load, paper
-
-# The systems as the parts they play in each paper's claims (workloads/papers/*.yaml).
-K2, RAD, PARIS_STAR = (paper.K2_PAPER[part] for part in ("proposed", "baseline", "second_baseline"))
-PARIS, BPR, NOCC = (paper.PARIS_PAPER[part] for part in ("proposed", "blocking", "no_cc"))
+from .paper import BPR, K2, NOCC, PARIS, PARIS_STAR, RAD
 
 # Fig. 8's panels: 8a read-only, 8b Zipf 1.4, 8c f=3, 8d 5% writes, 8e Zipf 0.9, 8f f=1.
 FIG8_PANELS = frozenset({"read-only", "zipf 1.4", "f=3", "write 5%", "zipf 0.9", "f=1"})

@@ -6,10 +6,8 @@ import pandas as pd
 
 from k2bench.verdicts import versus
 
-from . import frames, paper
-
-# The systems as the parts they play in the PaRiS paper's claims (workloads/papers/paris.yaml).
-PARIS, BPR, NOCC = (paper.PARIS_PAPER[part] for part in ("proposed", "blocking", "no_cc"))
+from . import frames
+from .paper import BPR, NOCC, PARIS
 
 
 def _of_paris(compared: dict, paris_is_b: bool = False) -> str:

@@ -15,9 +15,7 @@ from pathlib import Path
 from k2bench.bench import Climb, busiest_server_ratio, ratio
 
 from . import paper
-
-# The systems as the parts they play in Fig. 9 (workloads/papers/k2.yaml).
-K2, RAD, PARIS_STAR = (paper.K2_PAPER[part] for part in ("proposed", "baseline", "second_baseline"))
+from .paper import K2, PARIS_STAR, RAD
 
 TITLE = ("Fig. 9 ratios at peak (this machine vs the paper's 24 servers; the paper has no PaRiS* column; "
          "order: K2/RAD within 10% here, 5% in the paper, is a tie; "

@@ -3,7 +3,7 @@ resolved for this deployment), starting them on their hosts and waiting until th
 and the stop phase at the end."""
 from __future__ import annotations
 
-from ..deploy import ALL_DCS
+from ..deploy import ALL_DCS, client_processes
 from ..errors import ConfigError, RunFailed
 from ..spec.fields import server_jvm_args
 from ..spec.trial import SPEC_FILE
@@ -26,7 +26,7 @@ def start_servers(run: Running) -> None:
     t.server_processes = split if dep.splits_servers else remote_split(run.slots)
     t.server_jvm_args = server_jvm_args(cfg, t.server_processes)
     t.client_split = client_processes_split(cfg, dep.in_server_clients, t.server_processes)
-    client_slots = sum(len(dep.clients(dc)) for dc in run.dcs)
+    client_slots = sum(client_processes(dep, run.dcs).values())
     for s in run.slots:
         heap = srv["heap_mb"] * (len(run.dcs) if s.dc == ALL_DCS else 1)
         heap += cl["heap_mb"] * client_slots if run.in_server else 0

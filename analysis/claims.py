@@ -15,8 +15,6 @@ Every value comes from the trials' merged histograms (``frames.pooled``).
 """
 from __future__ import annotations
 
-import json
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,6 +24,7 @@ import yaml
 from k2bench.experiment import axis_label
 
 from . import frames, load, paper
+from . import peaks as _peaks
 from .paper import BPR, K2, NOCC, PARIS, PARIS_STAR, RAD
 
 # Fig. 8's panels: 8a read-only, 8b Zipf 1.4, 8c f=3, 8d 5% writes, 8e Zipf 0.9, 8f f=1.
@@ -192,7 +191,7 @@ def _check_each(ws, fn):
         got = fn(w)
         if got is None:
             continue
-        text, ok = got
+        text, ok = got[:2]
         texts.append(f"{w.name}: {text}")
         oks.append(ok)
     if not oks:
@@ -208,7 +207,7 @@ def _get(w, system, key):
 def _all_local(system, lo, hi):
     def check(w):
         v = _get(w, system, "all_local_fraction")
-        return None if v is None else (_pct(v), lo <= v <= hi)
+        return None if v is None else (_pct(v), lo <= v <= hi, v)
     return check
 
 
@@ -217,13 +216,14 @@ def _baselines_all_local_tao(w):
            if (v := _get(w, system, "all_local_fraction")) is not None}
     if not got:
         return None
-    return ", ".join(f"{name} {100 * v:.1f}%" for name, v in got.items()), all(v < 0.01 for v in got.values())
+    return (", ".join(f"{name} {100 * v:.1f}%" for name, v in got.items()), all(v < 0.01 for v in got.values()),
+            max(got.values()))
 
 
 def _rad_p1(w):
     v = _get(w, RAD, "rot_p1_ms")
     bound = w.smallest_rtt
-    return None if v is None else (f"{_ms(v)} (smallest RTT {bound:.0f} ms)", v >= 0.98 * bound)
+    return None if v is None else (f"{_ms(v)} (smallest RTT {bound:.0f} ms)", v >= 0.98 * bound, v)
 
 
 def _gap(other, lo, hi):
@@ -232,13 +232,13 @@ def _gap(other, lo, hi):
         if a is None or b is None:
             return None
         gap, s = b - a, w.scale
-        return f"{_ms(gap)} (paper x{s:g}: {lo * s:.0f}-{hi * s:.0f})", lo * s <= gap <= hi * s
+        return f"{_ms(gap)} (paper x{s:g}: {lo * s:.0f}-{hi * s:.0f})", lo * s <= gap <= hi * s, gap
     return check
 
 
 def _two_rounds(w):
     v = _get(w, RAD, "two_round_fraction")
-    return None if v is None else (_pct(v), v >= 0.91)
+    return None if v is None else (_pct(v), v >= 0.91, v)
 
 
 def _k2_wot_p99(w):
@@ -247,7 +247,7 @@ def _k2_wot_p99(w):
     v = _get(w, K2, "wot_p99_ms")
     if v is None:
         return None
-    return f"{_ms(v)} (smallest RTT {w.smallest_rtt:.0f} ms)", v <= 23 and v < w.smallest_rtt
+    return f"{_ms(v)} (smallest RTT {w.smallest_rtt:.0f} ms)", v <= 23 and v < w.smallest_rtt, v
 
 
 def _rad_write(key, paper_ms):
@@ -259,7 +259,7 @@ def _rad_write(key, paper_ms):
             return None
         bound = w.smallest_rtt
         return (f"RAD {_ms(v)}, K2 {_ms(k2)} (paper x{w.scale:g}: {paper_ms * w.scale:.0f} ms; "
-                f"smallest RTT {bound:.0f} ms)", v >= 0.98 * bound and k2 < bound)
+                f"smallest RTT {bound:.0f} ms)", v >= 0.98 * bound and k2 < bound, v)
     return check
 
 
@@ -267,7 +267,7 @@ def _k2_staleness(w):
     v = [_get(w, K2, f"staleness_p{p}_ms") for p in (50, 75, 99)]
     if v[0] is None:
         return None
-    return f"p50 {v[0]:.0f} ms (p75 {v[1]:.0f}, p99 {v[2]:.0f} ms)", v[0] == 0
+    return f"p50 {v[0]:.0f} ms (p75 {v[1]:.0f}, p99 {v[2]:.0f} ms)", v[0] == 0, v[0]
 
 
 TAO = frozenset({"tao"})
@@ -307,112 +307,19 @@ CLAIMS: list[tuple[Claim, object]] = [
 CHECKS = {c.what: fn for c, fn in CLAIMS}  # by claim, for tests and notebooks
 
 
-PEAK_COLUMNS = ["run", "setting", "system", "point", "ops_per_s", "rot_p50_ms", "rot_p99_ms", "points",
-                "degraded_points", "is_peak", "stop"]
+def covered_by(claim: Claim, ws: list[Workload]) -> list[Workload]:
+    """The workloads a K2 claim is checked on: of its settings, and what the paper measured."""
+    return [w for w in ws if w.setting in claim.covers and not w.left_out(claim.systems)]
+
+
 TIE = paper.TIE_HERE
-RETRY_DIR = re.compile(r"\.retry\d+$")
-
-
-def _bench_record(run_dir: Path) -> dict | None:
-    """The bench's throughput.json beside a setting's run directory (``<bench>/<setting>/``),
-    read once per run; None for any other run."""
-    path = run_dir.parent / "throughput.json"
-    try:
-        return json.loads(path.read_text()) if path.exists() else None
-    except ValueError:
-        return None
-
-
-def _bench_climbs(run_dir: Path, record: dict | None) -> dict | None:
-    """The climbs ``make bench-throughput`` recorded for the setting whose run directory
-    this is, by system; None for any other run."""
-    from k2bench import bench
-    if record is None:
-        return None
-    return {c["system"]: c for c in record.get("climbs") or [] if bench.slug(c["setting"]) == run_dir.name}
-
-
-def _replay(points: list[dict]) -> tuple[list[dict], str | None, bool]:
-    """A load sweep's points in order of load, stopped by the bench's rules
-    (k2bench.bench.stop_reason: emulation degraded, throughput fell below 95% of the best,
-    ROT p99 past 5x its low-load value): the points before the stop, why it stopped (None:
-    the sweep ran out first, so its best point is not a peak), and whether the point that
-    stopped it was disturbed (the bench would have measured it again: not a peak either)."""
-    from k2bench import bench
-    passed: list[dict] = []
-    for q in points:
-        why = bench.stop_reason(passed + [q])
-        if why:
-            return passed, why, bool(q.get("disturbed"))
-        passed.append(q)
-    return passed, None, False
 
 
 def peaks(runs, ws: list[Workload] | None = None) -> pd.DataFrame:
-    """Peak throughput per (run, setting, system) of the load sweeps among the runs (a sweep
-    over clients.threads_per_dc), picked as ``make bench-throughput`` picks it: the points
-    are taken in order of load until one breaks a rule (``_replay``), and the peak is the
-    best point before it. ``is_peak`` is False when no point stopped the sweep (its best
-    point is its top: throughput may go on rising), when the point that stopped it was
-    disturbed by steal, and for a failed climb or an interrupted bench's unfinished one
-    (those without any point are listed with no ops/s). A setting of a bench run (a run
-    directory beside the bench's throughput.json) takes the bench's own climb instead, whose
-    retries of disturbed points live in other directories; those ``<setting>.retry<k>``
-    directories add no peak of their own. ``setting`` is the paper setting, or
-    "<experiment> (<non-load values>)"."""
-    runs = runs if isinstance(runs, list) else [runs]
-    dirs = {r.name: Path(r.dir) for r in runs}
-    records = {name: _bench_record(d) for name, d in dirs.items()}
-    groups: dict[tuple, list[dict]] = {}
-    for w in ws if ws is not None else workloads(runs):
-        if "clients.threads_per_dc" not in w.sweep_axes:
-            continue
-        if w.run in dirs and RETRY_DIR.search(dirs[w.run].name) and records[w.run] is not None:
-            continue
-        for system, p in w.systems.items():
-            if p["throughput_ops_per_s"] is not None:
-                groups.setdefault((w.run, w.key, system), []).append({
-                    "point": w.point, "threads": w.point_values.get("clients.threads_per_dc"),
-                    "ops_per_s": p["throughput_ops_per_s"], "rot_p50_ms": p["rot_p50_ms"],
-                    "rot_p99_ms": p["rot_p99_ms"], "degraded": w.degraded.get(system, False),
-                    "disturbed": w.disturbed.get(system, False), "lateness_p99_ms": w.lateness.get(system)})
-    climbs = {name: _bench_climbs(d, records[name]) for name, d in dirs.items()}
-    interrupted = {name for name, rec in records.items() if rec and rec.get("interrupted")}
-    rows = []
-    for (run, setting, system), points in groups.items():
-        points.sort(key=lambda q: q["threads"])
-        row = {"run": run, "setting": setting, "system": system, "points": len(points),
-               "degraded_points": sum(bool(q["degraded"]) for q in points)}
-        none = {"point": None, "ops_per_s": float("nan"), "rot_p50_ms": None, "rot_p99_ms": None, "is_peak": False}
-        climb = (climbs.get(run) or {}).get(system)
-        if climb is not None:
-            peak = climb.get("peak")
-            why = climb.get("failed") or climb.get("stop") or "the ladder ran out: not a peak"
-            if not peak:
-                rows.append(row | none | {"stop": why})
-                continue
-            # the p50 is this directory's unless the bench's peak is a retry's attempt
-            here = str(peak.get("dir", "")).startswith(Path(dirs[run]).name + "/")
-            mine = next((q for q in points if q["threads"] == peak["threads"]), {}) if here else {}
-            rows.append(row | {"point": f"threads_per_dc={peak['threads']}", "ops_per_s": peak["ops_per_s"],
-                               "rot_p50_ms": mine.get("rot_p50_ms"), "rot_p99_ms": peak.get("rot_p99_ms"),
-                               "is_peak": bool(climb.get("is_peak")) and not climb.get("failed"), "stop": why})
-            continue
-        passed, why, shaken = _replay(points)
-        if run in interrupted:
-            why, shaken = "the bench was interrupted before this climb finished: not a peak", False
-            ok = False
-        else:
-            ok = why is not None and not shaken
-            why = (why + " while the hypervisor took CPU (the bench measures it again): not a peak") if shaken \
-                else why or "the sweep ran out before any rule stopped it: its top point is not a peak"
-        if not passed:
-            rows.append(row | none | {"stop": why})
-            continue
-        best = max(passed, key=lambda q: q["ops_per_s"])
-        rows.append(row | {k: best[k] for k in ("point", "ops_per_s", "rot_p50_ms", "rot_p99_ms")}
-                    | {"is_peak": ok, "stop": why})
-    return pd.DataFrame(rows, columns=PEAK_COLUMNS)
+    """Peak throughput per (run, setting, system) of the load sweeps among the runs
+    (analysis/peaks.py); ``setting`` is a workload's key (its paper setting, or
+    "<experiment> (<non-load values>)")."""
+    return _peaks.peaks(runs, ws if ws is not None else workloads(runs))
 
 
 def _throughput_claim(p: pd.DataFrame):
@@ -464,7 +371,7 @@ def _paris_ws(ws, systems) -> list:
 
 def _paris_below_bpr(w):
     a, b = _get(w, PARIS, "rwt_mean_ms"), _get(w, BPR, "rwt_mean_ms")
-    return f"{b / a:.2f}x ({_ms(a)} vs {_ms(b)})", a < b
+    return f"{b / a:.2f}x ({_ms(a)} vs {_ms(b)})", a < b, b / a
 
 
 def _lowest_loads(ws) -> list:
@@ -480,7 +387,7 @@ def _lowest_loads(ws) -> list:
 
 def _paris_as_nocc(w):
     a, b = _get(w, PARIS, "rwt_mean_ms"), _get(w, NOCC, "rwt_mean_ms")
-    return f"{a / b:.2f}x ({_ms(a)} vs {_ms(b)})", a <= max(PARIS_SAME_LATENCY * b, b + 1)
+    return f"{a / b:.2f}x ({_ms(a)} vs {_ms(b)})", a <= max(PARIS_SAME_LATENCY * b, b + 1), a / b
 
 
 def _visibility(w):
@@ -496,15 +403,15 @@ def _visibility(w):
 
     text = f"p50 {_ms(a)} vs {_ms(b)}, p99 {_ms(a99)} vs {_ms(b99)}"
     if None in (r, r99):
-        return f"{text} (largest RTT {w.largest_rtt:.0f} ms)", holds(b, b99)
+        return f"{text} (largest RTT {w.largest_rtt:.0f} ms)", holds(b, b99), a99 - b99
     # judged on both: as installed here, and at read, as the authors' code records it (Fig. 5's)
     return (f"{text}; BPR at read (Fig. 5's measure) p50 {_ms(r)}, p99 {_ms(r99)} "
-            f"(largest RTT {w.largest_rtt:.0f} ms)", holds(b, b99) and holds(r, r99))
+            f"(largest RTT {w.largest_rtt:.0f} ms)", holds(b, b99) and holds(r, r99), a99 - b99)
 
 
 def _bpr_blocks(w):
     v = _get(w, BPR, "read_phase_blocked_mean_ms")
-    return None if v is None else (f"mean {v:.1f} ms", v > 0)
+    return None if v is None else (f"mean {v:.1f} ms", v > 0, v)
 
 
 PARIS_CLAIMS = [
@@ -524,14 +431,19 @@ PARIS_CLAIMS = [
 ]
 
 
+def paris_covered_by(claim: Claim, lowest: bool, ws) -> list:
+    """The workloads a PaRiS claim is checked on (each sweep's lowest load for ``lowest``)."""
+    covered = _paris_ws(ws, claim.systems)
+    return _lowest_loads(covered) if lowest else covered
+
+
 def _paris_rows(ws) -> list[dict]:
     """The PaRiS paper's claims, on the runs of its systems (none if no run has them)."""
     if not any(x in w.systems for w in ws for x in _paper_systems(paper.PARIS_PAPER.paper)):
         return []
     rows = []
     for claim, fn, lowest in PARIS_CLAIMS:
-        covered = _paris_ws(ws, claim.systems)
-        covered = _lowest_loads(covered) if lowest else covered
+        covered = paris_covered_by(claim, lowest, ws)
         got = _check_each(covered, fn)
         rows.append({"claim": claim.what, "paper": claim.paper,
                      "this run": got[0] if got else "not covered", "agrees": None if got is None else bool(got[1]),
@@ -558,7 +470,7 @@ def table(runs) -> pd.DataFrame:
     k2_paper = any(x in w.systems for w in ws for x in _paper_systems(paper.K2_PAPER.paper)) \
         or not any(x in w.systems for w in ws for x in _paper_systems(paper.PARIS_PAPER.paper))
     for claim, fn in (CLAIMS if k2_paper else []):
-        covered = [w for w in ws if w.setting in claim.covers and not w.left_out(claim.systems)]
+        covered = covered_by(claim, ws)
         got = _check_each(covered, fn)
         scaled = sorted({w.scale for w in covered})
         skipped = [w for w in ws if w.setting in claim.covers and w not in covered]

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from hdrh.histogram import HdrHistogram
 
-from analysis import claims, figures, frames, load, paper, paris, report
+from analysis import claims, figures, frames, load, paper, paris, peaks, report
 from k2bench.verdicts import versus
 from k2bench import summary
 from conftest import ROOT
@@ -400,16 +400,16 @@ def test_the_replay_stops_where_the_bench_would():
     pts = [{"threads": t, "ops_per_s": ops, "rot_p99_ms": p99, "degraded": deg, "lateness_p99_ms": None}
            for t, ops, p99, deg in ((4, 100, 100, False), (8, 200, 110, False), (16, 390, 120, False),
                                     (24, 380, 130, False), (32, 300, 140, False), (48, 500, 150, True))]
-    passed, why, shaken = claims._replay(pts)
+    passed, why, shaken = peaks._replay(pts)
     # 24 is within 95% of 16's rate and goes on; 32 falls below it and stops the climb
     assert [q["threads"] for q in passed] == [4, 8, 16, 24] and "fell" in why and not shaken
-    passed, why, _ = claims._replay(pts[:3] + [dict(pts[3], rot_p99_ms=501)])
+    passed, why, _ = peaks._replay(pts[:3] + [dict(pts[3], rot_p99_ms=501)])
     assert [q["threads"] for q in passed] == [4, 8, 16] and "ROT p99" in why
-    passed, why, _ = claims._replay(pts[:3] + [pts[5]])  # a degraded point stops it too
+    passed, why, _ = peaks._replay(pts[:3] + [pts[5]])  # a degraded point stops it too
     assert [q["threads"] for q in passed] == [4, 8, 16] and why.startswith("emulation degraded at 48")
-    passed, why, shaken = claims._replay(pts[:3] + [dict(pts[5], disturbed=True)])
+    passed, why, shaken = peaks._replay(pts[:3] + [dict(pts[5], disturbed=True)])
     assert why and shaken, "stopped by a point the hypervisor took CPU from: the bench measures it again"
-    passed, why, _ = claims._replay(pts[:3])
+    passed, why, _ = peaks._replay(pts[:3])
     assert len(passed) == 3 and why is None
 
 

@@ -22,6 +22,8 @@ class Cast:
     paper: str  # the descriptors' paper id
     systems: dict  # part -> system name
     fig9_ktxn_per_s: dict = field(default_factory=dict)  # system -> setting -> K txn/s
+    title: str = ""  # the paper, as a scorecard names it
+    reproduce: dict = field(default_factory=dict)  # scale -> its plan (analysis/reproduce.py)
 
     def __getitem__(self, part: str) -> str:
         return self.systems[part]
@@ -30,12 +32,14 @@ class Cast:
     def load(cls, file: str) -> "Cast":
         doc = yaml.safe_load((PAPERS_DIR / file).read_text())
         return cls(doc["paper"], dict(doc["systems"]),
-                   {doc["systems"][part]: dict(v) for part, v in (doc.get("fig9_ktxn_per_s") or {}).items()})
+                   {doc["systems"][part]: dict(v) for part, v in (doc.get("fig9_ktxn_per_s") or {}).items()},
+                   doc.get("title", doc["paper"]), dict(doc.get("reproduce") or {}))
 
 
 K2_PAPER = Cast.load("k2.yaml")
 PARIS_PAPER = Cast.load("paris.yaml")
 KARMA_PAPER = Cast.load("karma.yaml")
+PLACEMENT_PAPER = Cast.load("placement.yaml")
 
 # The systems as the parts they play in each paper's claims: every module of analysis/ names
 # them so, after the paper's own names for them.

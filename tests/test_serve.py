@@ -1,16 +1,27 @@
-"""The results browser's pages (analysis/site.py, catalog.py) on real
+"""The results browser (`k2bench serve`, analysis/serve.py, site.py, catalog.py) on real
 small runs (tests/fixtures/run-*) and a reproduction directory (tests/fixtures/repro-k2:
 a scorecard.json and one run), copied into a temporary runs directory beside a run made
-interrupted with a violation, a `latest` link and hidden directories."""
+interrupted with a violation, a `latest` link and hidden directories. The last tests open
+every page in headless Chromium (`make browser-deps` installs it; missing, they fail)."""
 import json
+import os
+import re
 import shutil
+import signal
+import struct
+import subprocess
+import sys
+import threading
+import urllib.error
+import urllib.request
 
 import pytest
 
-from analysis import catalog, load, site
+from analysis import browser, catalog, load, serve, site
 from conftest import ROOT
 
 FIXTURES = ROOT / "tests" / "fixtures"
+OUTPUT = ROOT / "tests" / ".output"
 RUNS = ("run-analysis", "run-karma", "run-paris", "run-sweep")
 BROKEN = "20261203T100000Z_broken"  # interrupted, one trial missing, violations, degraded
 
@@ -139,3 +150,137 @@ def test_a_rebuild_drops_pages_of_runs_gone_and_reuses_pooled_figures(runs_dir, 
     _, cat = site.build(d)
     assert [r["id"] for r in cat["runs"]] == ["run-karma"]
     assert sorted(p.name for p in out.glob("run-*.html")) == ["run-run-karma.html"]
+
+
+def test_an_empty_runs_directory_and_a_missing_one(tmp_path, capsys):
+    assert serve.main([str(tmp_path), "--build-only"]) == 0
+    assert "No runs in" in (tmp_path / ".site" / "index.html").read_text()
+    capsys.readouterr()
+    assert serve.main([str(tmp_path / "nope")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "nope: no such runs directory" in err
+
+
+def test_ctrl_c_stops_the_server_cleanly(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    p = subprocess.Popen([sys.executable, "-m", "analysis.serve", str(tmp_path), "--port", "0"], cwd=ROOT, env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        assert p.stdout.readline().startswith("serve: wrote")
+        url = re.search(r"http://127\.0\.0\.1:\d+/", p.stdout.readline()).group(0)
+        assert fetch(url + "index.html")[0] == 200
+        p.send_signal(signal.SIGINT)
+        out, _ = p.communicate(timeout=20)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert (p.returncode, out) == (0, "serve: stopped\n")
+
+
+def test_heading_anchors_are_githubs():
+    assert serve.heading_id("Does the paper hold here?") == "does-the-paper-hold-here"
+    assert serve.heading_id("K2, RAD and PaRiS*") == "k2-rad-and-paris"
+    assert serve.heading_id("`make analyze` reports") == "make-analyze-reports"
+
+
+@pytest.fixture(scope="module")
+def server(runs_dir, built):
+    srv = serve.Server(runs_dir, built[0], port=0)
+    thread = threading.Thread(target=srv.serve_forever, daemon=True)
+    thread.start()
+    yield srv
+    srv.shutdown()
+    srv.server_close()
+    thread.join(5)
+
+
+def fetch(url: str) -> tuple[int, bytes]:
+    try:
+        with urllib.request.urlopen(url, timeout=10) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, b""
+
+
+def test_the_server_maps_runs_and_docs_and_nothing_else(server, runs_dir):
+    assert fetch(server.url + "runs/run-karma/manifest.json")[0] == 200
+    assert fetch(server.url + "runs/latest/manifest.json")[0] == 200  # a link inside RUNS_DIR
+    status, body = fetch(server.url + "docs/systems/k2.md")
+    assert status == 200 and b'id="does-the-paper-hold-here"' in body
+    (runs_dir / "escape").symlink_to(ROOT)
+    try:
+        for path in ("runs/escape/README.md", "runs/%2e%2e/README.md", "runs/../README.md", "docs/../README.md"):
+            assert fetch(server.url + path)[0] == 404, path
+    finally:
+        (runs_dir / "escape").unlink()
+
+
+def local_links(drv, base: str) -> list[str]:
+    urls = drv.execute_script("return [...document.querySelectorAll('a[href]')].map(a => a.href)"
+                              ".concat([...document.querySelectorAll('img[src]')].map(i => i.src))")
+    return [u for u in urls if u.startswith(base)]
+
+
+def test_every_page_in_headless_chromium(server, built, capsys):
+    """Every page opens without a console error, each link and image on it answers, figures
+    draw, and the compare page shows both runs' figures; the index's screenshot is kept."""
+    out, cat = built
+    try:
+        drv = browser.chromium()
+    except browser.BrowserMissing as e:
+        pytest.fail(str(e))
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    base = server.url
+    pages = ["index.html", "compare.html", "compare.html?a=run-analysis&b=run-sweep",
+             *(f"run-{r['slug']}.html" for r in cat["runs"]),
+             *(f"scorecard-{c['slug']}.html" for c in cat["scorecards"]),
+             "runs/run-analysis/report/index.html", "docs/systems/k2.md"]
+    checked: dict[str, int] = {}
+    try:
+        for page in pages:
+            drv.get(base + page)
+            if page.startswith("compare.html?"):
+                WebDriverWait(drv, 10).until(lambda d: d.find_elements(By.ID, "compare-table"))
+                table = drv.find_element(By.ID, "compare-table").text
+                assert "36.4" in table and "34.6" in table  # k2's ROT mean in run-analysis and run-sweep
+                assert "better" in table and "run-sweep" in drv.find_element(By.ID, "compare-runs").text
+            severe = [e for e in drv.get_log("browser") if e["level"] == "SEVERE"]
+            assert not severe, f"{page}: {severe}"
+            for img in drv.find_elements(By.TAG_NAME, "img"):
+                assert drv.execute_script("return arguments[0].complete && arguments[0].naturalWidth", img) > 0, page
+            if page.startswith("docs/"):
+                continue  # the docs' own links reach into the repository, which is not served
+            for url in local_links(drv, base):
+                target, _, anchor = url.partition("#")
+                if target not in checked:
+                    checked[target] = fetch(target)[0]
+                assert checked[target] == 200, f"{page} links to {url}: HTTP {checked[target]}"
+                if anchor and target.startswith(base + "docs/"):
+                    assert f'id="{anchor}"'.encode() in fetch(target)[1], f"{page}: {url}: no such anchor"
+        assert base + "runs/run-analysis/report/index.html" in checked
+        png = browser.screenshot(drv, base + "index.html", OUTPUT / "serve-index.png")
+    finally:
+        drv.quit()
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    with capsys.disabled():
+        print(f"\nserve: the index as Chromium draws it: {png}")
+
+
+def test_screenshot_flag_saves_the_index_and_every_scorecard(runs_dir, tmp_path):
+    assert serve.main([str(runs_dir), "--screenshot", str(tmp_path / "shots")]) == 0
+    shots = sorted(p.name for p in (tmp_path / "shots").iterdir())
+    assert shots == ["index.png", "scorecard-k2.png"]
+    width, height = struct.unpack(">II", (tmp_path / "shots" / "index.png").read_bytes()[16:24])
+    assert width == browser.WIDTH and height > 500
+
+
+def test_serve_is_a_k2bench_command_by_entry_point():
+    import tomllib
+
+    commands = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"]["k2bench.commands"]
+    module, _, name = commands["serve"].partition(":")
+    assert (module, name) == ("analysis.serve", "main") and getattr(serve, name) is serve.main

@@ -12,7 +12,7 @@ JAR := system/launcher/target/k2bench.jar
 SOURCES := $(shell find system -name '*.java' -o -name '*.proto' -o -name 'pom.xml' -o -path '*/src/main/resources/*' -type f | grep -v /target/)
 RUN_STAMP = $(shell date -u +%Y%m%dT%H%M%SZ)
 
-.PHONY: help test test-java test-python deploy-test build venv venvs new-system local-run analyze compare figures notebook bench-emulation bench-throughput \
+.PHONY: help test test-java test-python deploy-test browser-deps build venv venvs new-system local-run analyze compare serve figures notebook bench-emulation bench-throughput \
 	ec2-up ec2-run ec2-down ec2-status emulab-up emulab-run emulab-extend emulab-down netem-reset clean
 
 help:
@@ -22,6 +22,7 @@ help:
 	@echo "make figures          paper Fig. 8a-f: the six experiments (~1 h), then one report of all six"
 	@echo "make notebook         JupyterLab on the repository (analysis/notebooks)"
 	@echo "make compare RUNS=\"<dir> <dir>\"  runs side by side: overlaid CDFs, changes per system (ARGS=\"--by deployment --pool\")"
+	@echo "make serve            browse runs/ at http://127.0.0.1:8000/: runs, scorecards, two runs compared (RUNS=<dir>, ARGS=\"--port 0\")"
 	@echo "make bench-emulation  measure the embedded WAN emulation: configured vs measured RTT"
 	@echo "make bench-throughput each system's real peak, its CPU table and the Fig. 9 ratios (SETTINGS=default: one setting; RESUME=runs/<dir> continues one)"
 	@echo "make build            build system/launcher/target/k2bench.jar"
@@ -35,7 +36,7 @@ help:
 
 # The virtualenvs first, then the Java tests alone: their bounds on emulated latency fail
 # when pip takes the CPU beside them, even at low priority.
-test: venvs
+test: venvs browser-deps
 	$(MAKE) --no-print-directory test-java
 	$(MAKE) --no-print-directory test-python
 
@@ -60,6 +61,13 @@ deploy-test: $(JAR) $(VENV)/.installed
 	@test -x /usr/sbin/sshd || apt-get install -y -q --no-install-recommends openssh-server
 	@command -v sudo > /dev/null || apt-get install -y -q --no-install-recommends sudo
 	$(VENV)/bin/python -m pytest -q tests/deploy
+
+# Headless Chromium for `k2bench serve --screenshot` and tests/test_serve.py's browser
+# test: Debian's chromium and its driver, installed if missing (root, as deploy-test).
+browser-deps:
+	@command -v chromium > /dev/null && command -v chromedriver > /dev/null || \
+	  apt-get install -y -q --no-install-recommends chromium chromium-driver || \
+	  { apt-get update -q && apt-get install -y -q --no-install-recommends chromium chromium-driver; }
 
 build: $(JAR)
 
@@ -115,6 +123,10 @@ notebook: $(JAR) $(VENV)/.installed
 compare: $(VENV)/.installed
 	@test -n "$(RUNS)" || { echo 'make compare: give the runs, e.g. RUNS="runs/<a> runs/<b>"' >&2; exit 2; }
 	$(VENV)/bin/k2bench compare $(RUNS) $(ARGS)
+
+# The results browser on a runs directory (default runs/): make serve [RUNS=<dir>] [ARGS="--port 0"]
+serve: $(VENV)/.installed $(if $(findstring --screenshot,$(ARGS)),browser-deps)
+	$(VENV)/bin/k2bench serve $(or $(RUNS),runs) $(ARGS)
 
 # ZGC: G1's ~10 ms young pauses on two cores would be measured as emulation error; the
 # bench measures the transport, not the collector.

@@ -12,7 +12,7 @@ JAR := system/launcher/target/k2bench.jar
 SOURCES := $(shell find system -name '*.java' -o -name '*.proto' -o -name 'pom.xml' -o -path '*/src/main/resources/*' -type f | grep -v /target/)
 RUN_STAMP = $(shell date -u +%Y%m%dT%H%M%SZ)
 
-.PHONY: help test test-java test-python deploy-test browser-deps build venv venvs new-system local-run analyze compare serve figures notebook bench-emulation bench-throughput \
+.PHONY: help test test-java test-python deploy-test browser-deps build venv venvs new-system local-run analyze compare serve figures reproduce notebook bench-emulation bench-throughput \
 	ec2-up ec2-run ec2-down ec2-status emulab-up emulab-run emulab-extend emulab-down netem-reset clean
 
 help:
@@ -20,6 +20,7 @@ help:
 	@echo "make test             build everything and run all tests (Java + Python)"
 	@echo "make analyze          report with the paper's figures for runs/latest (RUN=<dir> or RUN=\"<dir> <dir>\")"
 	@echo "make figures          paper Fig. 8a-f: the six experiments (~1 h), then one report of all six"
+	@echo "make reproduce PAPER=k2|paris|karma|placement|all  a paper's experiments, then its scorecard (SCALE=quick|full, DIR=<dir> continues one)"
 	@echo "make notebook         JupyterLab on the repository (analysis/notebooks)"
 	@echo "make compare RUNS=\"<dir> <dir>\"  runs side by side: overlaid CDFs, changes per system (ARGS=\"--by deployment --pool\")"
 	@echo "make serve            browse runs/ at http://127.0.0.1:8000/: runs, scorecards, two runs compared (RUNS=<dir>, ARGS=\"--port 0\")"
@@ -114,6 +115,13 @@ figures: $(JAR) $(VENV)/.installed
 	  dirs="$$dirs $$(readlink -f runs/latest)"; \
 	done; \
 	$(VENV)/bin/python -m analysis.report $$dirs --out runs/figures-$(RUN_STAMP)
+
+# A paper's experiments, then its scorecard: which of its claims hold here (analysis/reproduce.py,
+# docs/reproducing.md). SCALE=quick takes about 30 min per paper on 2 cores; DIR continues one.
+PAPER ?= k2
+SCALE ?= quick
+reproduce: $(JAR) $(VENV)/.installed
+	$(VENV)/bin/k2bench reproduce $(PAPER) --scale $(SCALE) $(if $(DIR),--dir $(DIR))
 
 # JupyterLab on the repository: open analysis/notebooks/*.ipynb, set `runs` in the first cell.
 notebook: $(JAR) $(VENV)/.installed

@@ -45,10 +45,12 @@ def write_text(path: Path, text: str) -> None:
 
 
 def link_latest(runs_dir: Path, run_dir: Path) -> None:
+    """runs/latest -> the run: by its name when it is in runs/, else by its absolute path."""
     tmp = runs_dir / ".latest.tmp"
     if tmp.is_symlink() or tmp.exists():
         tmp.unlink()
-    tmp.symlink_to(run_dir.name)
+    inside = run_dir.resolve().parent == runs_dir.resolve()
+    tmp.symlink_to(run_dir.name if inside else run_dir.resolve())
     os.replace(tmp, runs_dir / "latest")
 
 

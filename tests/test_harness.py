@@ -2,7 +2,9 @@
 lease watchdog every remote process runs under (run here with a short lease), the choice
 of the start time, the start skew check (Python stand-ins for the clients print the
 first-operation line the Java workload prints), the fetch of every host's logs after a
-failed trial, and the configured-vs-measured RTT record."""
+failed trial, the configured-vs-measured RTT record, and what `k2bench run` checks of its
+inputs before the orchestrator starts anything (run_experiment, with an orchestrator that
+starts nothing)."""
 import json
 import os
 import signal
@@ -404,3 +406,39 @@ def test_a_poll_waits_for_an_exit_code_the_wrapper_is_still_writing(tmp_path):
 
     host._run = run
     assert host.poll(proc) == 143
+
+
+# ------------------------------------------------------------------ k2bench run's inputs (no process starts)
+
+@pytest.fixture
+def no_trials(monkeypatch):
+    """run_experiment up to the orchestrator, which records what it was given and starts nothing."""
+    from k2bench import rundir
+    from k2bench.cli import run as cli_run
+    given = []
+
+    def run(self, exp, run_dir, resume=False, **kw):
+        given.append({"exp": exp, "run_dir": run_dir, "resume": resume, **kw})
+        rundir.write_json(run_dir / "manifest.json", {"config": exp, **kw})
+        return 0
+    monkeypatch.setattr(cli_run.Orchestrator, "run", run)
+    return given
+
+
+def _local_env(jar) -> Env:
+    return Env(repo=ROOT, jar=jar, deployment=LocalDeployment(LocalHost(jar)))
+
+
+def test_run_experiment_runs_into_the_run_directory_it_is_given(tmp_path, jar, no_trials):
+    from k2bench.cli.run import run_experiment
+    runs, mine = tmp_path / "runs", tmp_path / "elsewhere" / "mine"
+    assert run_experiment(_local_env(jar), "smoke", mine, runs, systems=["rad"], check=False) == 0
+    [given] = no_trials
+    assert given["run_dir"] == mine and not given["resume"]
+    assert given["exp"]["systems"] == ["rad"] and given["exp"]["check"] is False
+    assert (runs / "latest").resolve() == mine.resolve(), "latest names a run outside runs/ by its path"
+    with pytest.raises(ConfigError) as e:
+        run_experiment(_local_env(jar), "smoke", mine, runs)  # not empty: it holds a run
+    assert e.value.field == "run_dir" and "resume it" in str(e.value)
+    assert run_experiment(_local_env(jar), "smoke", mine, runs, resume=True, systems=["rad"], check=False) == 0
+    assert no_trials[-1]["resume"] and no_trials[-1]["run_dir"] == mine

@@ -19,35 +19,52 @@ from .common import (REPO, _by_system_and_point, _env, _in_file, _load, check_cl
 
 
 def cmd_run(args) -> int:
-    env = _env(args)
-    exp = servers_per_dc_override(_load(env, args.experiment), args.servers_per_dc)
-    if args.inventory:
-        check_cluster_shape(exp, env.deployment.inventory, args.inventory)
-        env.deployment.tc_verify = tc_verify(env.deployment.inventory, args.tc_verify)
-    if args.systems:
-        chosen = args.systems.split(",")
-        for s in chosen:
+    return run_experiment(_env(args), args.experiment, Path(args.resume) if args.resume else None, Path(args.runs),
+                          resume=bool(args.resume), systems=args.systems.split(",") if args.systems else None,
+                          check=not args.no_check, servers_per_dc=args.servers_per_dc, tc_verify_file=args.tc_verify)
+
+
+def run_experiment(env: Env, experiment_name_or_path: str, run_dir: Path | None, runs: Path, resume: bool = False,
+                   systems: list[str] | None = None, overrides: dict | None = None, check: bool = True,
+                   servers_per_dc: int | None = None, tc_verify_file: str | None = None) -> int:
+    """Runs an experiment (a name in workloads/ or a path) as ``k2bench run`` does and returns
+    its exit code; bad input raises ConfigError before anything starts. ``run_dir``: with
+    ``resume``, the run to finish (its saved configuration must be this one); without, the
+    new run's directory (created; None: ``runs/<stamp>_<name>``). ``runs/latest`` links to it.
+    ``systems``: a subset of the experiment's; ``check``: False skips the consistency checker
+    (--no-check); ``servers_per_dc`` and ``tc_verify_file`` as the flags of the same names
+    (the latter for an inventory's deployment)."""
+    exp = servers_per_dc_override(_load(env, experiment_name_or_path), servers_per_dc)
+    inv = getattr(env.deployment, "inventory", None)
+    if inv is not None:
+        check_cluster_shape(exp, inv, env.deployment.inventory_file)
+        env.deployment.tc_verify = tc_verify(inv, tc_verify_file)
+    if systems:
+        for s in systems:
             if s not in exp["systems"]:
                 raise ConfigError("--systems", f"{s!r} is not in the experiment's systems {exp['systems']}")
-        exp["systems"] = chosen
-    if args.no_check:
+        exp["systems"] = list(systems)
+    if not check:
         exp["check"] = False
-    with _in_file(experiment.find(env.workloads, args.experiment)):
+    with _in_file(experiment.find(env.workloads, experiment_name_or_path)):
         validate(env, exp)
-    runs = Path(args.runs)
-    if args.resume:
-        run_dir = Path(args.resume)
-        if not (run_dir / "manifest.json").exists():
+    if resume:
+        if run_dir is None or not (run_dir / "manifest.json").exists():
             raise ConfigError("--resume", f"{run_dir} is not a run directory (no manifest.json)")
         old = json.loads((run_dir / "manifest.json").read_text())["config"]
         if old != rundir.as_saved(exp):
             raise ConfigError("--resume", f"{run_dir} was run with a different configuration of {exp['name']}")
+    elif run_dir is not None:
+        if run_dir.exists() and any(run_dir.iterdir()):
+            raise ConfigError("run_dir", f"{run_dir} exists and is not empty; give a new directory, or resume it")
+        run_dir.mkdir(parents=True, exist_ok=True)
     else:
         run_dir = rundir.create(runs, exp["name"])
+    runs.mkdir(parents=True, exist_ok=True)
     rundir.link_latest(runs, run_dir)
     console = Console()
     console.print(f"run directory: {run_dir}")
-    code = Orchestrator(env, Progress(console)).run(exp, run_dir, resume=bool(args.resume))
+    code = Orchestrator(env, Progress(console)).run(exp, run_dir, resume=resume)
     summaries = [json.loads(p.read_text()) for p in sorted(run_dir.glob("*/summary.json"))]
     summaries += sorted((json.loads(p.read_text()) for p in run_dir.glob("*/*/summary.json")
                          if not p.parent.name.startswith("trial-")), key=_by_system_and_point)

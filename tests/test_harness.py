@@ -442,3 +442,16 @@ def test_run_experiment_runs_into_the_run_directory_it_is_given(tmp_path, jar, n
     assert e.value.field == "run_dir" and "resume it" in str(e.value)
     assert run_experiment(_local_env(jar), "smoke", mine, runs, resume=True, systems=["rad"], check=False) == 0
     assert no_trials[-1]["resume"] and no_trials[-1]["run_dir"] == mine
+
+
+def test_systems_refuses_an_empty_list_or_name_and_lists_the_experiments(tmp_path, jar, no_trials, capsys):
+    from k2bench import cli
+    have = "give one or more of the experiment's systems, comma-separated: k2, rad, paris-star"
+    for flag, problem in (("", "'' names no system"), ("k2,", "'k2,' has an empty name"),
+                          (" , ", "' , ' names no system"), ("k7", "'k7' is not one of the experiment's systems"),
+                          ("k2,k2", "'k2,k2' names a system twice")):
+        assert cli.main(["--jar", str(jar), "run", "smoke", "--runs", str(tmp_path), "--systems", flag]) == 2
+        assert capsys.readouterr().err.strip() == f"k2bench: --systems: {problem}; {have}", flag
+    assert not no_trials and not list(tmp_path.iterdir()), "nothing ran, no run directory"
+    assert cli.main(["--jar", str(jar), "run", "smoke", "--runs", str(tmp_path), "--systems", "rad, k2"]) == 0
+    assert no_trials[0]["exp"]["systems"] == ["rad", "k2"]

@@ -20,7 +20,7 @@ from .common import (REPO, _by_system_and_point, _env, _in_file, _load, check_cl
 
 def cmd_run(args) -> int:
     return run_experiment(_env(args), args.experiment, Path(args.resume) if args.resume else None, Path(args.runs),
-                          resume=bool(args.resume), systems=args.systems.split(",") if args.systems else None,
+                          resume=bool(args.resume), systems=None if args.systems is None else args.systems.split(","),
                           check=not args.no_check, servers_per_dc=args.servers_per_dc, tc_verify_file=args.tc_verify)
 
 
@@ -39,11 +39,8 @@ def run_experiment(env: Env, experiment_name_or_path: str, run_dir: Path | None,
     if inv is not None:
         check_cluster_shape(exp, inv, env.deployment.inventory_file)
         env.deployment.tc_verify = tc_verify(inv, tc_verify_file)
-    if systems:
-        for s in systems:
-            if s not in exp["systems"]:
-                raise ConfigError("--systems", f"{s!r} is not in the experiment's systems {exp['systems']}")
-        exp["systems"] = list(systems)
+    if systems is not None:
+        exp["systems"] = chosen_systems(systems, exp["systems"])
     if not check:
         exp["check"] = False
     with _in_file(experiment.find(env.workloads, experiment_name_or_path)):
@@ -76,6 +73,24 @@ def run_experiment(env: Env, experiment_name_or_path: str, run_dir: Path | None,
         console.print(f"tables: {run_dir / placement_report.TABLE_FILE}")
         _placement_figures(console, run_dir)
     return code
+
+
+def chosen_systems(names: list[str], experiments: list[str]) -> list[str]:
+    """--systems: a subset of the experiment's systems, each once; an empty list or name is
+    refused (it is a typo, never "every system")."""
+    given = ",".join(names)
+    fix = f"give one or more of the experiment's systems, comma-separated: {', '.join(experiments)}"
+    names = [n.strip() for n in names]
+    if not any(names):
+        raise ConfigError("--systems", f"{given!r} names no system; {fix}")
+    if not all(names):
+        raise ConfigError("--systems", f"{given!r} has an empty name; {fix}")
+    for n in names:
+        if n not in experiments:
+            raise ConfigError("--systems", f"{n!r} is not one of the experiment's systems; {fix}")
+    if len(set(names)) != len(names):
+        raise ConfigError("--systems", f"{given!r} names a system twice; {fix}")
+    return names
 
 
 def _placement_figures(console, run_dir: Path) -> None:

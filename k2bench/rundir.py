@@ -8,6 +8,8 @@ import os
 import subprocess
 from pathlib import Path
 
+from .errors import ConfigError
+
 
 def utc_stamp() -> str:
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
@@ -35,6 +37,20 @@ def as_saved(obj):
     """``obj`` as write_json saves it and json reads it back (int keys become strings, tuples
     lists): what a saved configuration is compared with."""
     return json.loads(json.dumps(obj))
+
+
+def read_manifest(run_dir: Path) -> dict:
+    """A run directory's manifest.json; a one-line ConfigError (RUN) for a path that is not
+    a run directory or a manifest that is not JSON."""
+    path = Path(run_dir) / "manifest.json"
+    try:
+        return json.loads(path.read_text())
+    except (FileNotFoundError, NotADirectoryError):
+        raise ConfigError("RUN", f"{run_dir} is not a run directory (no manifest.json); give one "
+                          "of runs/, e.g. runs/latest") from None
+    except (ValueError, UnicodeDecodeError) as e:
+        where = f" ({e.msg} at line {e.lineno})" if isinstance(e, json.JSONDecodeError) else ""
+        raise ConfigError("RUN", f"{path} is not JSON{where}") from None
 
 
 def write_text(path: Path, text: str) -> None:

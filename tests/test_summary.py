@@ -433,3 +433,17 @@ def test_check_judges_each_trial_by_its_systems_claims_and_names_an_unknown_syst
     (run / "rad" / "summary.json").write_text(json.dumps(summary | {"system": "nope"}))
     assert cli.main(["--jar", str(jar), "check", str(run)]) == 2
     assert "system 'nope' is neither in the run's manifest nor in this jar" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["summarize", "check", "placement-report"])
+def test_a_path_that_is_not_a_run_is_one_line(command, tmp_path, jar, capsys):
+    from k2bench import cli
+    (tmp_path / "damaged").mkdir()
+    (tmp_path / "damaged" / "manifest.json").write_text("{")
+    for path, problem in ((tmp_path / "nosuch", "is not a run directory (no manifest.json); give one of runs/"),
+                          (tmp_path, "is not a run directory (no manifest.json); give one of runs/"),
+                          (pathlib.Path(__file__), "is not a run directory (no manifest.json); give one of runs/"),
+                          (tmp_path / "damaged", "is not JSON (Expecting property name")):
+        assert cli.main(["--jar", str(jar), command, str(path)]) == 2, path
+        err = capsys.readouterr().err
+        assert err.startswith(f"k2bench: RUN: {path}") and problem in err and err.count("\n") == 1, err

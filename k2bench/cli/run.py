@@ -157,7 +157,7 @@ def cmd_summarize(args) -> int:
     from ..trial.faults import paused_ms
     from ..summary import EMULATION_DEGRADED, SCHEDULE_WARNING, replication_pending_at_end, summarize
     run = Path(args.run)
-    manifest = json.loads((run / "manifest.json").read_text())
+    manifest = rundir.read_manifest(run)
     for entry in manifest.get("trials") or legacy_trials(run):
         path = run / entry["dir"] / "summary.json"
         if not path.exists():
@@ -191,11 +191,9 @@ def cmd_check(args) -> int:
     """Runs the consistency checker again on every trial of a run (from its histories)."""
     from ..trial.summarize import check_trial_dir
     run = Path(args.run)
-    if not (run / "manifest.json").exists():
-        raise ConfigError("run", f"{run} is not a run directory (no manifest.json)")
+    manifest = rundir.read_manifest(run)
     # the claims (max_wan_rounds) as the run's systems made them, over the jar's
     info = _env(args).system_info.merged(systems.of_run(run))
-    manifest = json.loads((run / "manifest.json").read_text())
     mutant = manifest["config"].get("testing", {}).get("mutant")
     total = 0
     for entry in manifest.get("trials") or legacy_trials(run):
@@ -204,7 +202,7 @@ def cmd_check(args) -> int:
             continue
         summary = json.loads((tdir / "summary.json").read_text())
         if summary["system"] not in info:
-            raise ConfigError("run", f"{entry['dir']}: system {summary['system']!r} is neither in the run's manifest nor "
+            raise ConfigError("RUN", f"{entry['dir']}: system {summary['system']!r} is neither in the run's manifest nor "
                                      "in this jar; check it with the jar that made it (--jar)")
         c = check_trial_dir(tdir, summary["system"], info.info(summary["system"]).max_wan_rounds, mutant)
         summary["consistency"] = c

@@ -447,3 +447,20 @@ def test_a_path_that_is_not_a_run_is_one_line(command, tmp_path, jar, capsys):
         assert cli.main(["--jar", str(jar), command, str(path)]) == 2, path
         err = capsys.readouterr().err
         assert err.startswith(f"k2bench: RUN: {path}") and problem in err and err.count("\n") == 1, err
+
+
+def test_check_of_a_run_without_a_finished_trial_fails_saying_nothing_was_checked(tmp_path, jar, capsys):
+    import shutil
+
+    from k2bench import cli
+    run = tmp_path / "run"
+    shutil.copytree(pathlib.Path(__file__).parent / "fixtures" / "run-analysis", run)
+    (run / "rad" / "summary.json").unlink()
+    assert cli.main(["--jar", str(jar), "check", str(run)]) == 0
+    assert capsys.readouterr().out.endswith("1 trial(s) not finished (no summary.json), not checked\n")
+    for s in run.rglob("summary.json"):
+        s.unlink()
+    assert cli.main(["--jar", str(jar), "check", str(run)]) == 2
+    out = capsys.readouterr()
+    assert out.out == "" and out.err == (f"k2bench: RUN: {run} has no finished trial (none has a summary.json): "
+                                         f"no trial checked; finish the run with k2bench run analysis --resume {run}\n")

@@ -188,17 +188,19 @@ def cmd_summarize(args) -> int:
 
 
 def cmd_check(args) -> int:
-    """Runs the consistency checker again on every trial of a run (from its histories)."""
+    """Runs the consistency checker again on every finished trial of a run (from its
+    histories): exit 1 on violations, 2 when no trial could be checked."""
     from ..trial.summarize import check_trial_dir
     run = Path(args.run)
     manifest = rundir.read_manifest(run)
     # the claims (max_wan_rounds) as the run's systems made them, over the jar's
     info = _env(args).system_info.merged(systems.of_run(run))
     mutant = manifest["config"].get("testing", {}).get("mutant")
-    total = 0
+    total, checked, unfinished = 0, 0, 0
     for entry in manifest.get("trials") or legacy_trials(run):
         tdir = run / entry["dir"]
         if not (tdir / "summary.json").exists():
+            unfinished += 1
             continue
         summary = json.loads((tdir / "summary.json").read_text())
         if summary["system"] not in info:
@@ -208,7 +210,13 @@ def cmd_check(args) -> int:
         summary["consistency"] = c
         rundir.write_json(tdir / "summary.json", summary)
         total += c["violations"]
+        checked += 1
         kinds = ", ".join(f"{k} {v}" for k, v in c["by_kind"].items())
         print(f"{entry['dir']}: {c['violations']} violations in {c['checked_ops']} operations"
               + (f" ({kinds})" if kinds else ""))
+    if not checked:
+        raise ConfigError("RUN", f"{run} has no finished trial (none has a summary.json): no trial checked; "
+                          f"finish the run with k2bench run {manifest.get('experiment', 'EXPERIMENT')} --resume {run}")
+    if unfinished:
+        print(f"{unfinished} trial(s) not finished (no summary.json), not checked")
     return 1 if total else 0

@@ -235,6 +235,30 @@ def test_a_field_error_names_the_users_file_on_the_command_line(tmp_path, capsys
     assert capsys.readouterr().err.strip() == f"k2bench: {broken}: not valid YAML at line 1"
 
 
+def test_a_key_given_twice_names_the_file_line_and_key(tmp_path, capsys):
+    """PyYAML keeps the last of two equal keys silently; experiment and topology files refuse them."""
+    from k2bench import cli
+
+    mine = tmp_path / "mine.yaml"
+    mine.write_text("extends: default\nworkload:\n  zipf: 1.4\nworkload:\n  keys: 10\n")
+    assert cli.main(["validate", str(mine)]) == 2
+    assert capsys.readouterr().err == (f"k2bench: {mine}:4: workload: given twice (first at line 2); YAML would keep "
+                                       "only the last: give it once\n")
+    base = tmp_path / "base.yaml"  # in a file it extends, a nested key: that file, the key's path
+    base.write_text("extends: default\nfaults:\n  - {kind: kill, dc: VA, at_s: 1, at_s: 2}\n")
+    mine.write_text("extends: base\n")
+    with pytest.raises(ConfigError) as e:
+        experiment.load_file(mine)
+    assert str(e.value) == f"{base}:3: faults[0].at_s: given twice (first at line 3); YAML would keep only the last: " \
+                           "give it once"
+    topology = tmp_path / "topology.yaml"
+    topology.write_text((WORKLOADS / "topologies" / "paper-local.yaml").read_text() + "servers_per_dc: 1\n")
+    mine.write_text(yaml.safe_dump({"extends": "default", "topology": {"file": str(topology)}}))
+    assert cli.main(["validate", str(mine)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"k2bench: {mine}: topology.file: {topology}:") and ": servers_per_dc: given twice" in err
+
+
 def test_unknown_experiment_lists_the_known_ones():
     with pytest.raises(ConfigError) as e:
         experiment.find(WORKLOADS, "nosuch")

@@ -51,9 +51,8 @@ def _deploy_experiment(args) -> dict | None:
 def _tc_rtt_ms(args, exp: dict | None = None) -> dict:
     """The RTT matrix tc emulates: the topology of the experiment (--experiment: its file
     with the experiment's overrides, rtt_scale applied), else the --topology file."""
-    import yaml
-
     from ..deploy.tc import rtt_matrix
+    from ..spec.files import yaml_file
     if getattr(args, "experiment", None) and args.topology:
         raise ConfigError("--topology", "give --experiment NAME or --topology FILE, not both "
                           "(the experiment's own topology is the one its runs expect)")
@@ -73,9 +72,11 @@ def _tc_rtt_ms(args, exp: dict | None = None) -> dict:
     if args.topology:
         path = Path(args.topology)
         try:
-            doc = yaml.safe_load(path.read_text())
+            doc = yaml_file(path)
         except FileNotFoundError:
             raise ConfigError("--topology", f"{path} does not exist") from None
+        except ConfigError as e:  # a key given twice, a syntax error: the file's line
+            raise ConfigError("--topology", str(e)) from None
         return rtt_matrix(doc, str(path))
     raise ConfigError("--experiment", "the inventory's latency is netem, so tc needs an RTT matrix: "
                       "pass --experiment NAME (its topology) or --topology FILE")

@@ -1,8 +1,10 @@
-"""Experiment files on disk: finding one by name, reading its YAML, and ``extends``."""
+"""Experiment files on disk: finding one by name, reading its YAML (a key given twice is an
+error, as in topology files), and ``extends``."""
 from __future__ import annotations
 
 import copy
 import pathlib
+from typing import Any
 
 import yaml
 
@@ -55,15 +57,61 @@ def load_file(path: pathlib.Path, _seen: tuple = ()) -> dict:
     return merged
 
 
-def _read_yaml(path: pathlib.Path) -> dict:
+class UniqueKeyLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing a key given twice in one mapping: PyYAML keeps the last
+    one silently, so a second ``workload:`` section would drop the first."""
+
+    def construct_document(self, node):
+        _check_unique_keys(node, "", set())
+        return super().construct_document(node)
+
+
+class DuplicateKey(yaml.YAMLError):
+    def __init__(self, field: str, line: int, first_line: int):
+        super().__init__(f"{field} at line {line} (first at line {first_line})")
+        self.field, self.line, self.first_line = field, line, first_line
+
+
+def _check_unique_keys(node: yaml.Node, path: str, seen: set) -> None:
+    if id(node) in seen:  # an alias: its node is checked where it is defined
+        return
+    seen.add(id(node))
+    if isinstance(node, yaml.MappingNode):
+        first: dict[tuple, int] = {}
+        for k, v in node.value:
+            here = path
+            if isinstance(k, yaml.ScalarNode):
+                here = f"{path}.{k.value}" if path else k.value
+                if (k.tag, k.value) in first:
+                    raise DuplicateKey(here, k.start_mark.line + 1, first[k.tag, k.value])
+                first[k.tag, k.value] = k.start_mark.line + 1
+            _check_unique_keys(v, here, seen)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, v in enumerate(node.value):
+            _check_unique_keys(v, f"{path}[{i}]", seen)
+
+
+def yaml_file(path: pathlib.Path) -> Any:
+    """A YAML file's document. A ConfigError names a key given twice with the file and line
+    (``<file>:<line>: <key>: ...``), or the line of a syntax error; FileNotFoundError is the
+    caller's to name."""
+    text = pathlib.Path(path).read_text()
     try:
-        doc = yaml.safe_load(path.read_text())
-    except FileNotFoundError:
-        raise ConfigError(str(path), "no such file", str(path)) from None
+        return yaml.load(text, Loader=UniqueKeyLoader)
+    except DuplicateKey as e:
+        raise ConfigError(e.field, f"given twice (first at line {e.first_line}); YAML would keep only the last: "
+                          "give it once", f"{path}:{e.line}") from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark else ""
         raise ConfigError(str(path), f"not valid YAML{where}", str(path)) from None
+
+
+def _read_yaml(path: pathlib.Path) -> dict:
+    try:
+        doc = yaml_file(path)
+    except FileNotFoundError:
+        raise ConfigError(str(path), "no such file", str(path)) from None
     if not isinstance(doc, dict):
         raise ConfigError(str(path), "must be a YAML mapping of experiment fields", str(path))
     return doc

@@ -1,4 +1,8 @@
 """Bad input: one line that names the field and says how to fix it."""
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
 
 
 class ConfigError(Exception):
@@ -15,6 +19,13 @@ class ConfigError(Exception):
     def in_file(self, file) -> "ConfigError":
         """This error said of ``file``, unless it already names a file."""
         return self if self.file else ConfigError(self.field, self.problem, str(file))
+
+
+def did_you_mean(name, choices: Iterable) -> str:
+    """" (did you mean X?)" for the known name closest to a refused one, or "" when none is
+    close (difflib's ratio at least 0.6): what goes after the refused name in a message."""
+    close = difflib.get_close_matches(str(name), [str(c) for c in choices], n=1, cutoff=0.6)
+    return f" (did you mean {close[0]}?)" if close else ""
 
 
 class RunFailed(Exception):

@@ -64,6 +64,41 @@ def test_unknown_fields_are_named():
     assert error({"workloads": {}}).field == "workloads"
 
 
+@pytest.mark.parametrize("doc, field, hint", [
+    ({"worklaod": {}}, "worklaod", "unknown field (did you mean workload?); allowed: check, clients"),
+    ({"workload": {"zipff": 1.2}}, "workload.zipff", "unknown field (did you mean zipf?); allowed here: columns"),
+    ({"systems": ["k2", "rda"]}, "systems[1]", "unknown system 'rda' (did you mean rad?); available: "),
+    ({"topology": {"placement": "group"}}, "topology.placement", "got 'group' (did you mean groups?)"),
+    ({"faults": [{"kind": "kil", "dc": "VA", "at_s": 1}]}, "faults[0].kind", "got 'kil' (did you mean kill?)"),
+    ({"faults": [{"kind": "kill", "dc": "VA", "at": 1}]}, "faults[0].at", "for kill (did you mean at_s?); allowed"),
+    ({"sweep": {"workload.zipff": [1]}}, "sweep.workload.zipff", "not a sweepable field (did you mean workload.zipf?)"),
+    ({"faults": [{"kind": "kill", "dc": "VA", "at_s": 1}], "sweep": {"faults.0.d": ["CA"]}}, "sweep.faults.0.d",
+     "has no field 'd' to sweep (did you mean dc?); its fields: "),
+    ({"systems": ["k2", "rad"], "per_system": {"rda": {}}}, "per_system.rda", "systems (did you mean rad?); they are"),
+    ({"systems": ["k2"], "per_system": {"k2": {"workloads": {"zipf": 1}}}}, "per_system.k2.workloads",
+     "(did you mean workload?); allowed: topology"),
+    ({"testing": {"mutent": None}}, "testing", "only testing.mutant is allowed (did you mean mutant?)"),
+])
+def test_a_refused_name_suggests_the_closest_known_one(doc, field, hint):
+    e = error(doc)
+    assert e.field == field and hint in e.problem, str(e)
+    assert "did you mean" not in error({"wxyz": 1}).problem, "nothing close, nothing suggested"
+
+
+def test_a_misspelt_top_level_field_names_the_file(tmp_path, capsys):
+    from k2bench import cli
+
+    mine = tmp_path / "mine.yaml"
+    mine.write_text("extends: default\nworklaod:\n  zipf: 1.4\n")
+    assert cli.main(["validate", str(mine)]) == 2
+    assert capsys.readouterr().err.startswith(f"k2bench: {mine}: worklaod: unknown field (did you mean workload?); ")
+    mine.write_text("extends: defualt\n")
+    assert cli.main(["validate", str(mine)]) == 2
+    assert f"{mine}: extends: no experiment 'defualt' (did you mean default?)" in capsys.readouterr().err
+    assert cli.main(["validate", "smok"]) == 2
+    assert "no experiment 'smok' in " in capsys.readouterr().err
+
+
 def test_wrong_types_and_ranges_are_named():
     assert error({"workload": {"keys": "many"}}).field == "workload.keys"
     assert error({"workload": {"write_fraction": 1.5}}).field == "workload.write_fraction"
@@ -148,7 +183,7 @@ def test_per_system_overrides_apply_to_their_system_only_and_are_checked_as_thei
     assert exp["workload"]["wot_fraction"] == 0.5 and exp["topology"]["file"] == "topologies/paper-local.yaml"
 
     e = error({"systems": ["k2"], "per_system": {"karma": {"workload": {"zipf": 1}}}})
-    assert e.field == "per_system.karma" and "not one of the experiment's systems (k2)" in str(e)
+    assert e.field == "per_system.karma" and "not one of the experiment's systems; they are k2:" in str(e)
     e = error({"systems": ["k2"], "per_system": {"k2": {"duration": {"measure_s": 5}}}})
     assert e.field == "per_system.k2.duration" and "allowed: topology, workload, server, clients, load" in str(e)
     e = error({"systems": ["k2"], "per_system": {"k2": {"workload": {"zipf": -1}}}})

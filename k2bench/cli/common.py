@@ -59,8 +59,10 @@ def _in_file(path: Path):
 def _load(env: Env, name: str) -> dict:
     path = experiment.find(env.workloads, name)
     systems = env.systems()  # asks the jar: a missing one is named on its own
-    with _in_file(path):
+    try:
         return experiment.resolve(experiment.load_file(path), path.stem, systems)
+    except ConfigError as e:  # every field here is the file's, a misspelt one too
+        raise e.in_file(path) from None
 
 
 def servers_per_dc_override(exp: dict, n: int | None) -> dict:

@@ -9,7 +9,7 @@ from pathlib import Path
 from rich.console import Console
 
 from .. import experiment, rundir, systems
-from ..errors import ConfigError
+from ..errors import ConfigError, did_you_mean
 from ..env import Env
 from ..orchestrator import Orchestrator
 from ..spec.validate import validate
@@ -87,7 +87,8 @@ def chosen_systems(names: list[str], experiments: list[str]) -> list[str]:
         raise ConfigError("--systems", f"{given!r} has an empty name; {fix}")
     for n in names:
         if n not in experiments:
-            raise ConfigError("--systems", f"{n!r} is not one of the experiment's systems; {fix}")
+            raise ConfigError("--systems", f"{n!r} is not one of the experiment's systems{did_you_mean(n, experiments)}; "
+                              f"{fix}")
     if len(set(names)) != len(names):
         raise ConfigError("--systems", f"{given!r} names a system twice; {fix}")
     return names

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import schema
-from ..errors import ConfigError
+from ..errors import ConfigError, did_you_mean
 from .schema import DEFAULT_JVM_ARGS, PER_HOST_SERVER_JVM_ARGS
 
 # field -> (type, default, check), from the one definition of every parameter (spec/schema.py).
@@ -122,7 +122,8 @@ def _section(name: str, given: Any) -> dict:
         raise ConfigError(name, f"must be a mapping, got {given!r}")
     for key in given:
         if key not in spec:
-            raise ConfigError(f"{name}.{key}", f"unknown field; allowed here: {', '.join(sorted(spec))}")
+            raise ConfigError(f"{name}.{key}", f"unknown field{did_you_mean(key, spec)}; allowed here: "
+                              f"{', '.join(sorted(spec))}")
     out = {}
     for key, (typ, default, check) in spec.items():
         field = f"{name}.{key}"
@@ -140,6 +141,6 @@ def _section(name: str, given: Any) -> dict:
             value = _typed(field, value, typ)
             problem = check(value) if check else None
             if problem:
-                raise ConfigError(field, f"{problem}, got {value!r}")
+                raise ConfigError(field, f"{problem}, got {value!r}{did_you_mean(value, getattr(check, 'choices', ()))}")
         out[key] = value
     return out

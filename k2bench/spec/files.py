@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from ..errors import ConfigError
+from ..errors import ConfigError, did_you_mean
 
 SHIPPED = pathlib.Path(__file__).resolve().parents[2] / "workloads"  # the repository's
 
@@ -39,9 +39,10 @@ def load_file(path: pathlib.Path, _seen: tuple = ()) -> dict:
     base_path = _base_file(path, base_name)
     if base_path is None:
         known = sorted(f.stem for f in SHIPPED.glob("*.yaml"))
-        raise ConfigError("extends", f"no experiment {base_name!r} next to {path.name} or in workloads/ "
-                          f"(known there: {', '.join(known)}); give a name or a path relative to {path.name}",
-                          str(path))
+        near = {f.stem for f in path.parent.glob("*.yaml")} - {path.stem}
+        raise ConfigError("extends", f"no experiment {base_name!r}{did_you_mean(base_name, [*near, *known])} next to "
+                          f"{path.name} or in workloads/ (known there: {', '.join(known)}); give a name or a path "
+                          f"relative to {path.name}", str(path))
     seen = {p.resolve() for p in _seen + (path,)}
     if base_path.resolve() in seen:
         raise ConfigError("extends", f"{base_name} extends itself (through "
@@ -126,4 +127,5 @@ def find(workloads_dir: pathlib.Path, name_or_path: str) -> pathlib.Path:
     if candidate.exists():
         return candidate
     known = sorted(f.stem for f in workloads_dir.glob("*.yaml"))
-    raise ConfigError("EXPERIMENT", f"no experiment {name_or_path!r} in {workloads_dir}; known: {', '.join(known)}")
+    raise ConfigError("EXPERIMENT", f"no experiment {name_or_path!r} in {workloads_dir}"
+                      f"{did_you_mean(pathlib.Path(name_or_path).stem, known)}; known: {', '.join(known)}")

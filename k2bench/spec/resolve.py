@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from ..errors import ConfigError
+from ..errors import ConfigError, did_you_mean
 from ..systems import Systems
 from .checks import _check_key_distribution, _check_redirects, _check_timeouts
 from .fields import SCHEMA, _section, _typed, dist_max
@@ -35,7 +35,7 @@ def resolve(doc: dict, name: str, known_systems: Systems) -> dict:
     systems' descriptors (k2bench/systems.py)."""
     for key in doc:
         if key not in TOP_LEVEL:
-            raise ConfigError(key, f"unknown field; allowed: {', '.join(sorted(TOP_LEVEL))}")
+            raise ConfigError(key, f"unknown field{did_you_mean(key, TOP_LEVEL)}; allowed: {', '.join(sorted(TOP_LEVEL))}")
     out: dict[str, Any] = {"name": _typed("name", doc.get("name", name), str)}
     out["description"] = _typed("description", doc.get("description", ""), str)
     systems = doc.get("systems", known_systems.defaults())
@@ -47,7 +47,8 @@ def resolve(doc: dict, name: str, known_systems: Systems) -> dict:
         if not isinstance(s, str):
             raise ConfigError(f"systems[{i}]", f"must be a system's name, got {s!r}")
         if s not in known_systems:
-            raise ConfigError(f"systems[{i}]", f"unknown system {s!r}; available: {', '.join(sorted(known_systems))}")
+            raise ConfigError(f"systems[{i}]", f"unknown system {s!r}{did_you_mean(s, known_systems)}; available: "
+                              f"{', '.join(sorted(known_systems))}")
     if len(set(systems)) != len(systems):
         raise ConfigError("systems", f"lists a system twice: {systems}")
     out["systems"] = list(systems)
@@ -92,15 +93,16 @@ def _per_system(given: Any, resolved: dict) -> dict:
     for system, sections in given.items():
         where = f"per_system.{system}"
         if system not in resolved["systems"]:
-            raise ConfigError(where, f"{system!r} is not one of the experiment's systems "
-                              f"({', '.join(resolved['systems'])}); add it to systems or drop this entry")
+            raise ConfigError(where, f"{system!r} is not one of the experiment's systems"
+                              f"{did_you_mean(system, resolved['systems'])}; they are {', '.join(resolved['systems'])}: "
+                              "add it to systems or drop this entry")
         if not isinstance(sections, dict):
             raise ConfigError(where, f"must map sections ({', '.join(PER_SYSTEM_SECTIONS)}) to fields, got {sections!r}")
         out[system] = {}
         for section, fields in sections.items():
             if section not in PER_SYSTEM_SECTIONS:
-                raise ConfigError(f"{where}.{section}", f"not a section a system can override; allowed: "
-                                  f"{', '.join(PER_SYSTEM_SECTIONS)}")
+                raise ConfigError(f"{where}.{section}", f"not a section a system can override"
+                                  f"{did_you_mean(section, PER_SYSTEM_SECTIONS)}; allowed: {', '.join(PER_SYSTEM_SECTIONS)}")
             if not isinstance(fields, dict) or not fields:
                 raise ConfigError(f"{where}.{section}", f"must be a non-empty mapping of fields, got {fields!r}")
             for field in fields:
@@ -127,11 +129,14 @@ def _faults(given: Any, duration: dict) -> list[dict]:
     for i, f in enumerate(given):
         field = f"faults[{i}]"
         if not isinstance(f, dict) or f.get("kind") not in FAULT_KINDS:
-            raise ConfigError(f"{field}.kind", f"must be one of {', '.join(FAULT_KINDS)}")
+            kind = f.get("kind") if isinstance(f, dict) else None
+            got = f", got {kind!r}{did_you_mean(kind, FAULT_KINDS)}" if kind is not None else ""
+            raise ConfigError(f"{field}.kind", f"must be one of {', '.join(FAULT_KINDS)}{got}")
         required, optional = FAULT_KINDS[f["kind"]]
         for key in f:
             if key != "kind" and key not in required | optional:
-                raise ConfigError(f"{field}.{key}", f"unknown field for {f['kind']}; allowed: "
+                raise ConfigError(f"{field}.{key}", f"unknown field for {f['kind']}"
+                                  f"{did_you_mean(key, required | optional)}; allowed: "
                                   f"{', '.join(sorted(required | optional))}")
         for key in required:
             if key not in f:
@@ -177,13 +182,15 @@ def _testing(given: Any, known_systems: Systems) -> dict:
     if given is None:
         return {"mutant": None}
     if not isinstance(given, dict) or set(given) - {"mutant"}:
-        raise ConfigError("testing", "only testing.mutant is allowed")
+        other = sorted(set(given) - {"mutant"}, key=str)[0] if isinstance(given, dict) else ""
+        raise ConfigError("testing", f"only testing.mutant is allowed{did_you_mean(other, ['mutant'])}")
     m = given.get("mutant")
     mutants = known_systems.mutants()
     if m is not None and not isinstance(m, str):
         raise ConfigError("testing.mutant", f"must be a mutant's name or null, got {m!r}")
     if m is not None and m not in mutants:
-        raise ConfigError("testing.mutant", f"unknown mutant {m!r}; known: {', '.join(mutants) or 'none'}")
+        raise ConfigError("testing.mutant", f"unknown mutant {m!r}{did_you_mean(m, mutants)}; known: "
+                          f"{', '.join(mutants) or 'none'}")
     return {"mutant": m}
 
 
@@ -200,8 +207,9 @@ def _sweep(given: Any, resolved: dict) -> dict:
             out[axis] = _sweep_fault(field, parts, values, resolved)
             continue
         if len(parts) != 2 or parts[0] not in SCHEMA or parts[1] not in SCHEMA[parts[0]]:
-            raise ConfigError(field, "not a sweepable field; use section.field (e.g. workload.zipf) or "
-                              "faults.N.field (e.g. faults.0.dc)")
+            axes = [f"{s}.{f}" for s, fields in SCHEMA.items() for f in fields]
+            raise ConfigError(field, f"not a sweepable field{did_you_mean(axis, axes)}; use section.field (e.g. "
+                              "workload.zipf) or faults.N.field (e.g. faults.0.dc)")
         if not isinstance(values, list) or not values:
             raise ConfigError(field, "must be a non-empty list of values")
         checked = []
@@ -227,8 +235,9 @@ def _sweep_fault(field: str, parts: list[str], values: Any, resolved: dict) -> l
     i, name = int(parts[1]), parts[2]
     required, optional = FAULT_KINDS[faults[i]["kind"]]
     if name == "kind" or name not in required | optional or name not in faults[i]:
-        raise ConfigError(field, f"fault {i} ({faults[i]['kind']}) has no field {name!r} to sweep; its fields: "
-                          f"{', '.join(sorted(k for k in faults[i] if k != 'kind'))}")
+        fields = sorted(k for k in faults[i] if k != "kind")
+        raise ConfigError(field, f"fault {i} ({faults[i]['kind']}) has no field {name!r} to sweep"
+                          f"{did_you_mean(name, fields)}; its fields: {', '.join(fields)}")
     if not isinstance(values, list) or not values:
         raise ConfigError(field, "must be a non-empty list of values")
     checked = []

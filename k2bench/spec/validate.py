@@ -6,7 +6,7 @@ import math
 from typing import TYPE_CHECKING
 
 from ..deploy import client_processes
-from ..errors import ConfigError
+from ..errors import ConfigError, did_you_mean
 from .fields import dist_min
 from .pacing import check_pacing
 from .points import for_system, points
@@ -24,20 +24,23 @@ def check_system_options(env: Env, cfg: dict) -> None:
     for system, opts in cfg["server"]["options"].items():
         field = f"server.options.{system}"
         if system not in env.system_info:
-            raise ConfigError(field, f"no system {system!r}; bundled: {', '.join(sorted(env.system_info))}")
+            raise ConfigError(field, f"no system {system!r}{did_you_mean(system, env.system_info)}; bundled: "
+                              f"{', '.join(sorted(env.system_info))}")
         declared = {o["name"]: o for o in env.system_info[system].options}
         for name, value in opts.items():
             o = declared.get(name)
             if o is None:
                 have = ", ".join(sorted(declared)) if declared else "none"
-                raise ConfigError(f"{field}.{name}", f"{system} has no such option; its options: {have}")
+                raise ConfigError(f"{field}.{name}", f"{system} has no such option{did_you_mean(name, declared)}; "
+                                  f"its options: {have}")
             if o["type"] == "boolean":
                 if not isinstance(value, bool):
                     raise ConfigError(f"{field}.{name}", f"must be true or false, got {value!r}")
                 continue
             if o["type"] == "choice":
                 if value not in o["choices"]:
-                    raise ConfigError(f"{field}.{name}", f"must be one of {', '.join(o['choices'])}, got {value!r}")
+                    raise ConfigError(f"{field}.{name}", f"must be one of {', '.join(o['choices'])}, got {value!r}"
+                                      f"{did_you_mean(value, o['choices'])}")
                 continue
             if isinstance(value, (bool, str)) or not math.isfinite(value) or (o["type"] == "integer" and value != int(value)):
                 raise ConfigError(f"{field}.{name}", f"must be {'a whole number' if o['type'] == 'integer' else 'a number'}, "
@@ -151,4 +154,5 @@ def check_fault_targets(faults: list[dict], dcs: list[str], servers_per_dc: int)
                                   f"{servers_per_dc}")
         for field_, dc in names:
             if dc not in dcs:
-                raise ConfigError(field_, f"unknown datacenter {dc!r}; datacenters: {', '.join(dcs)}")
+                raise ConfigError(field_, f"unknown datacenter {dc!r}{did_you_mean(dc, dcs)}; datacenters: "
+                                  f"{', '.join(dcs)}")

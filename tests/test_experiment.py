@@ -19,7 +19,7 @@ def resolve(doc, name="t"):
 def error(doc) -> ConfigError:
     with pytest.raises(ConfigError) as e:
         resolve(doc)
-    assert "\n" not in str(e.value)
+    assert all("\n" not in str(x) for x in e.value.errors), "one line each"
     return e.value
 
 
@@ -268,6 +268,26 @@ def test_a_field_error_names_the_users_file_on_the_command_line(tmp_path, capsys
     broken.write_text("workload: [")
     assert cli.main(["validate", str(broken)]) == 2
     assert capsys.readouterr().err.strip() == f"k2bench: {broken}: not valid YAML at line 1"
+
+
+def test_every_independent_problem_of_a_file_is_shown_one_line_each(tmp_path, capsys):
+    from k2bench import cli
+
+    mine = tmp_path / "mine.yaml"
+    mine.write_text(yaml.safe_dump({"extends": "smoke", "worklaod": {}, "systems": ["k2", "rda"],
+                                    "workload": {"zipff": 1, "keys": "many"}, "server": {"heap_mb": 0},
+                                    "trials": 0, "faults": [{"kind": "kil"}, {"kind": "pause", "dc": "VA", "at_s": 1}],
+                                    "check": "maybe"}))
+    assert cli.main(["validate", str(mine)]) == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert [line.split(": ")[2] for line in lines] == [
+        "worklaod", "systems[1]", "workload.zipff", "workload.keys", "server.heap_mb", "trials", "faults[0].kind",
+        "faults[1].for_s", "check"], lines
+    assert all(line.startswith(f"k2bench: {mine}: ") for line in lines)
+    e = error({"systems": ["k2"], "per_system": {"k2": {"workload": {"zipf": 0, "keys": "x"}}}})
+    assert [x.field for x in e.errors] == ["per_system.k2.workload.keys", "per_system.k2.workload.zipf"]
+    single = error({"workload": {"zipf": 0}})
+    assert single.errors == [single] and "\n" not in str(single), "one problem: one error, as before"
 
 
 def test_a_key_given_twice_names_the_file_line_and_key(tmp_path, capsys):

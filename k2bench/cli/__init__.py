@@ -130,6 +130,7 @@ def main(argv=None) -> int:
     try:
         return args.func(args)
     except ConfigError as e:
-        print(f"k2bench: {e}", file=sys.stderr)
+        for problem in e.errors:  # one line each (several: ConfigErrors)
+            print(f"k2bench: {problem}", file=sys.stderr)
         return 2
 

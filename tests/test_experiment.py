@@ -448,8 +448,33 @@ def test_a_missing_jar_is_named_before_anything_asks_it(tmp_path, capsys):
     from k2bench import cli
 
     missing = tmp_path / "k2bench.jar"
-    assert cli.main(["--jar", str(missing), "validate", "smoke"]) == 2
+    assert cli.main(["--jar", str(missing), "run", "smoke", "--runs", str(tmp_path)]) == 2
     assert capsys.readouterr().err.strip() == f"k2bench: jar: {missing} is missing; run `make build`"
+
+
+def test_validate_without_the_jar_runs_every_check_that_does_not_need_it(tmp_path, capsys):
+    from k2bench import cli
+
+    missing = tmp_path / "k2bench.jar"
+    skipped = (f"k2bench: jar: {missing} is missing, so these checks were skipped: system names, options and "
+               "mutants, the systems' claims (placements, transactions, message loss, caches), the launcher's "
+               "topology check; run `make build` for them\n")
+    assert cli.main(["--jar", str(missing), "validate", "smoke", "faults"]) == 0
+    out = capsys.readouterr()
+    assert out.out == "smoke: ok (3 system run(s))\nfaults: ok (3 system run(s))\n" and out.err == skipped
+    mine = tmp_path / "mine.yaml"
+    for doc, problem in (({"faults": [{"kind": "kill", "dc": "VAA", "at_s": 1}]}, "faults[0].dc: unknown datacenter"),
+                         ({"clients": {"threads_per_dc": 33, "target_ops_per_s_per_dc": 15.4}},
+                          "clients.target_ops_per_s_per_dc: "),
+                         ({"workload": {"zipf": 0}}, "workload.zipf: must be > 0"),
+                         ({"topology": {"file": "nosuch.yaml"}}, "topology.file: ")):
+        mine.write_text(yaml.safe_dump({"extends": "smoke", **doc}))
+        assert cli.main(["--jar", str(missing), "validate", str(mine)]) == 2
+        assert capsys.readouterr().err.startswith(f"k2bench: {mine}: {problem}"), doc
+    mine.write_text(yaml.safe_dump({"workload": {"zipf": 1.4}}))  # the default systems are the jar's
+    assert cli.main(["--jar", str(missing), "validate", str(mine)]) == 2
+    assert capsys.readouterr().err == (f"k2bench: {mine}: systems: not given, and the default systems come from the "
+                                       "jar, which is not built: name the systems, or run `make build`\n")
 
 
 def test_only_errors_about_the_experiments_fields_name_its_file():

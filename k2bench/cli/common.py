@@ -14,6 +14,7 @@ from ..errors import ConfigError
 from ..deploy.hosts import LocalHost
 from ..env import Env
 from ..spec.topology import topology_doc
+from ..systems import SystemInfo, Systems
 
 
 REPO = Path(__file__).resolve().parents[2]  # the repository
@@ -56,13 +57,35 @@ def _in_file(path: Path):
         raise (e.in_file(path) if _experiment_field(e.field) else e) from None
 
 
-def _load(env: Env, name: str) -> dict:
+def _load(env: Env, name: str, need_jar: bool = True) -> dict:
+    """The experiment, resolved against the jar's systems; without the jar and ``need_jar``
+    False, against the file's own names (without_jar)."""
     path = experiment.find(env.workloads, name)
-    systems = env.systems()  # asks the jar: a missing one is named on its own
+    jar = need_jar or env.jar.exists()
+    systems = env.systems() if jar else Systems()  # asks the jar: a missing one is named on its own
     try:
-        return experiment.resolve(experiment.load_file(path), path.stem, systems)
+        doc = experiment.load_file(path)
+        if not jar:
+            doc, systems = without_jar(doc, systems)
+        return experiment.resolve(doc, path.stem, systems)
     except ConfigError as e:  # every field here is the file's, a misspelt one too
         raise e.in_file(path) from None
+
+
+def without_jar(doc: dict, known: Systems) -> tuple[dict, Systems]:
+    """An experiment document and the systems to resolve it with when the jar's descriptors
+    are missing (or ``known`` lacks some): the file's own system names stand for the ones
+    ``known`` does not have, and testing.mutant goes unchecked (null) when no system names
+    its mutants. What the systems are is then not checked; the rest of the file is."""
+    named = doc.get("systems")
+    if named is None and not known.defaults():
+        raise ConfigError("systems", "not given, and the default systems come from the jar, which is not built: "
+                          "name the systems, or run `make build`")
+    if isinstance(named, list):
+        known = known.merged(Systems(SystemInfo(n) for n in named if isinstance(n, str) and n not in known))
+    if isinstance((doc.get("testing") or {}).get("mutant"), str) and not known.mutants():
+        doc = {**doc, "testing": {**doc["testing"], "mutant": None}}
+    return doc, known
 
 
 def servers_per_dc_override(exp: dict, n: int | None) -> dict:

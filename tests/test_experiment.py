@@ -242,6 +242,29 @@ def test_a_file_anywhere_extends_a_shipped_experiment_or_a_relative_path(tmp_pat
     assert experiment.load_file(mine) == {"trials": 3}
 
 
+def test_a_topology_file_next_to_the_experiment_wins_over_workloads(tmp_path, capsys):
+    from k2bench import cli
+
+    paper = (WORKLOADS / "topologies" / "paper-local.yaml").read_text()
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "three.yaml").write_text(paper.replace("servers_per_dc: 4", "servers_per_dc: 3"))
+    (tmp_path / "base.yaml").write_text(yaml.safe_dump({"extends": "smoke", "topology": {"file": "mine/three.yaml"}}))
+    mine = tmp_path / "mine" / "exp.yaml"  # its own lookups are next to it; the base's, next to the base
+    mine.write_text(yaml.safe_dump({"extends": "../base.yaml", "sweep": {"topology.file": [
+        "three.yaml", "topologies/paper-local.yaml"]}, "per_system": {"rad": {"topology": {"file": "three.yaml"}}}}))
+    doc = experiment.load_file(mine)
+    own = str(tmp_path / "mine" / "three.yaml")
+    assert doc["topology"]["file"] == own and doc["per_system"]["rad"]["topology"]["file"] == own
+    assert doc["sweep"]["topology.file"] == [own, "topologies/paper-local.yaml"], "not next to it: workloads/'s"
+    assert experiment.load_file(WORKLOADS / "partial-replication.yaml")["per_system"]["karma"]["topology"]["file"] \
+        == "topologies/karma-rings.yaml", "workloads/' own files are unchanged"
+    mine.write_text(yaml.safe_dump({"extends": "smoke", "topology": {"file": "topologies/paper-locl.yaml"}}))
+    assert cli.main(["validate", str(mine)]) == 2
+    assert capsys.readouterr().err.startswith(
+        f"k2bench: {mine}: topology.file: no topology 'topologies/paper-locl.yaml' (did you mean "
+        "topologies/paper-local.yaml?) next to the experiment file or in workloads/ (")
+
+
 def test_a_bad_extends_names_the_users_file_and_the_fix(tmp_path):
     mine = tmp_path / "mine.yaml"
     mine.write_text(yaml.safe_dump({"extends": "nosuch"}))

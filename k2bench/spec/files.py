@@ -30,7 +30,7 @@ def load_file(path: pathlib.Path, _seen: tuple = ()) -> dict:
     to this one, else one of workloads/, so a file anywhere can extend ``default``; or a
     relative path), whose fields this one overrides (sections merge field by field)."""
     path = pathlib.Path(path)
-    doc = _read_yaml(path)
+    doc = _own_topology_files(path, _read_yaml(path))
     base_name = doc.pop("extends", None)
     if base_name is None:
         return doc
@@ -106,6 +106,36 @@ def yaml_file(path: pathlib.Path) -> Any:
         mark = getattr(e, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark else ""
         raise ConfigError(str(path), f"not valid YAML{where}", str(path)) from None
+
+
+def _topology_file(path: pathlib.Path, value: Any) -> Any:
+    """A topology.file as ``path`` gives it: a file next to ``path`` wins over one of
+    workloads/ (as ``extends`` looks), and is then named relative to workloads/ if it is in
+    there, else by its absolute path; any other value is left to the resolution."""
+    if not isinstance(value, str) or not value or pathlib.Path(value).is_absolute():
+        return value
+    here = path.parent / value
+    if path.parent.resolve() == SHIPPED.resolve() or not here.is_file():
+        return value
+    try:
+        return str(here.resolve().relative_to(SHIPPED.resolve()))
+    except ValueError:
+        return str(here.resolve())
+
+
+def _own_topology_files(path: pathlib.Path, doc: dict) -> dict:
+    """The file's own topology.file values (its topology, each per_system's, a topology.file
+    sweep) looked up next to it first (_topology_file), before a base's are merged in."""
+    def fix(section):
+        if isinstance(section, dict) and "file" in section:
+            section["file"] = _topology_file(path, section["file"])
+    fix(doc.get("topology"))
+    for sections in (doc.get("per_system") or {}).values() if isinstance(doc.get("per_system"), dict) else ():
+        fix(sections.get("topology") if isinstance(sections, dict) else None)
+    swept = (doc.get("sweep") or {}).get("topology.file") if isinstance(doc.get("sweep"), dict) else None
+    if isinstance(swept, list):
+        doc["sweep"]["topology.file"] = [_topology_file(path, v) for v in swept]
+    return doc
 
 
 def _read_yaml(path: pathlib.Path) -> dict:

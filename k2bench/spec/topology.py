@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import yaml
 
-from ..errors import ConfigError
+from ..errors import ConfigError, did_you_mean
 from .files import yaml_file
 from .points import system_points
 
@@ -27,7 +27,10 @@ def topology_doc(env: Env, cfg: dict) -> dict:
     try:
         doc = yaml_file(path)
     except FileNotFoundError:
-        raise ConfigError("topology.file", f"{path} does not exist") from None
+        shipped = sorted(str(p.relative_to(env.workloads)) for p in env.workloads.glob("topologies/*.yaml"))
+        raise ConfigError("topology.file", f"no topology {t['file']!r}{did_you_mean(t['file'], shipped)} next to the "
+                          f"experiment file or in workloads/ ({path} does not exist); shipped: "
+                          f"{', '.join(shipped)}") from None
     except ConfigError as e:  # a key given twice, a syntax error: the topology file's line
         raise ConfigError("topology.file", str(e)) from None
     if not isinstance(doc, dict):

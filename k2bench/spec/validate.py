@@ -11,6 +11,7 @@ from .fields import dist_min
 from .pacing import check_pacing
 from .points import for_system, points
 from .topology import resolve_topology, topology_doc
+from ..trial.servers import check_process_split
 
 if TYPE_CHECKING:
     from ..env import Env
@@ -130,6 +131,12 @@ def validate(env: Env, exp: dict, need_jar: bool = True) -> dict | None:
                 env.deployment.topology(doc, doc["servers_per_dc"])  # the inventory fits the topology
                 check_fault_targets(cfg["faults"], doc["datacenters"], doc["servers_per_dc"])
                 check_pacing(exp, cfg, client_processes(env.deployment, doc["datacenters"]))
+                try:
+                    check_process_split(env.deployment, cfg, doc["datacenters"], doc["servers_per_dc"])
+                except ConfigError as e:  # the field as the system was given it (per_system)
+                    section, _, field = e.field.partition(".")
+                    raise ConfigError(named([system], section, field) if section in cfg else e.field,
+                                      e.problem) from None
     return first
 
 

@@ -455,3 +455,27 @@ def test_systems_refuses_an_empty_list_or_name_and_lists_the_experiments(tmp_pat
     assert not no_trials and not list(tmp_path.iterdir()), "nothing ran, no run directory"
     assert cli.main(["--jar", str(jar), "run", "smoke", "--runs", str(tmp_path), "--systems", "rad, k2"]) == 0
     assert no_trials[0]["exp"]["systems"] == ["rad", "k2"]
+
+
+def test_resume_with_another_configuration_names_the_fields_that_changed(tmp_path, jar, no_trials, capsys):
+    import yaml
+
+    from k2bench import cli
+    from k2bench.rundir import _MISSING, changed_fields
+    mine, run = tmp_path / "mine.yaml", tmp_path / "runs" / "one"
+    mine.write_text(yaml.safe_dump({"extends": "smoke", "workload": {"zipf": 1.4}}))
+    argv = ["--jar", str(jar), "run", str(mine), "--runs", str(tmp_path / "runs")]
+    assert cli.main(argv + ["--systems", "k2,rad"]) == 0
+    (tmp_path / "runs" / "latest").resolve().rename(run)
+    assert cli.main(argv + ["--systems", "k2,rad", "--resume", str(run)]) == 0, "the same: resumed"
+    mine.write_text(yaml.safe_dump({"extends": "smoke", "workload": {"zipf": 1.2}, "duration": {"measure_s": 20},
+                                    "faults": [{"kind": "pause", "dc": "VA", "at_s": 1, "for_s": 1}]}))
+    assert cli.main(argv + ["--resume", str(run)]) == 2
+    assert capsys.readouterr().err == (
+        f"k2bench: --resume: {run} was run with a different configuration of mine: systems [\"k2\", \"rad\"] -> "
+        "[\"k2\", \"rad\", \"paris-star\"], workload.zipf 1.4 -> 1.2, duration.measure_s 10.0 -> 20.0 and 1 more; "
+        "resume it with the file, --systems and --no-check it was run with, or start a new run without --resume\n")
+    gone = object()
+    changes = [(f, gone if a is _MISSING else a, gone if b is _MISSING else b)
+               for f, a, b in changed_fields({"faults": [{"at_s": 1}], "a": 1}, {"faults": [{"at_s": 2}], "b": 1})]
+    assert changes == [("faults[0].at_s", 1, 2), ("b", gone, 1), ("a", 1, gone)]

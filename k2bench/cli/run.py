@@ -49,9 +49,11 @@ def run_experiment(env: Env, experiment_name_or_path: str, run_dir: Path | None,
     if resume:
         if run_dir is None or not (run_dir / "manifest.json").exists():
             raise ConfigError("--resume", f"{run_dir} is not a run directory (no manifest.json)")
-        old = json.loads((run_dir / "manifest.json").read_text())["config"]
+        old = rundir.read_manifest(run_dir).get("config")
         if old != rundir.as_saved(exp):
-            raise ConfigError("--resume", f"{run_dir} was run with a different configuration of {exp['name']}")
+            raise ConfigError("--resume", f"{run_dir} was run with a different configuration of {exp['name']}: "
+                              f"{rundir.describe_changes(old, rundir.as_saved(exp))}; resume it with the file, "
+                              "--systems and --no-check it was run with, or start a new run without --resume")
     elif run_dir is not None:
         if run_dir.exists() and any(run_dir.iterdir()):
             raise ConfigError("run_dir", f"{run_dir} exists and is not empty; give a new directory, or resume it")

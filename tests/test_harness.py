@@ -408,7 +408,23 @@ def test_a_poll_waits_for_an_exit_code_the_wrapper_is_still_writing(tmp_path):
     assert host.poll(proc) == 143
 
 
-# ------------------------------------------------------------------ k2bench run's inputs (no process starts)
+# ------------------------------------------------------------------ the command line's inputs (no process starts)
+
+def test_version_is_the_packages_and_the_checkouts_commit(capsys, monkeypatch):
+    import tomllib
+
+    from k2bench import cli, rundir
+    want = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    with pytest.raises(SystemExit) as e:
+        cli.main(["--version"])
+    assert e.value.code in (0, None)
+    assert capsys.readouterr().out.startswith(f"k2bench {want} (git {commit[:12]}")
+    monkeypatch.setattr(rundir, "git_info", lambda repo: {"git_commit": "unknown", "git_dirty": None})
+    with pytest.raises(SystemExit):
+        cli.main(["--version"])
+    assert capsys.readouterr().out == f"k2bench {want}\n", "not a checkout: the version alone"
+
 
 @pytest.fixture
 def no_trials(monkeypatch):

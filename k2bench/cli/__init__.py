@@ -13,8 +13,35 @@ from .place import cmd_demand, cmd_place
 from .run import cmd_check, cmd_placement_report, cmd_run, cmd_summarize, cmd_systems, cmd_validate
 
 
+def version_text() -> str:
+    """The package's version, and the commit of the checkout it runs from (if it is one)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from ..rundir import git_info
+    try:
+        text = f"k2bench {version('k2bench')}"
+    except PackageNotFoundError:
+        text = "k2bench (not installed)"
+    git = git_info(REPO)
+    if git["git_commit"] != "unknown":
+        text += f" (git {git['git_commit'][:12]}{', uncommitted changes' if git['git_dirty'] else ''}, {REPO})"
+    return text
+
+
+class _Version(argparse.Action):
+    """--version, asking git only when given."""
+
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, help="the version and the git commit of this checkout")
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(version_text())
+        parser.exit()
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="k2bench", description=__doc__)
+    p.add_argument("--version", action=_Version)
     p.add_argument("--jar", default=str(REPO / "system/launcher/target/k2bench.jar"))
     p.add_argument("--java", default="java")
     sub = p.add_subparsers(dest="cmd", required=True)

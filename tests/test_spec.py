@@ -103,3 +103,18 @@ def test_the_docs_list_every_parameter_with_the_schemas_default(section):
             assert str(shown).replace(" ", "") == json.dumps(d).replace(" ", "").replace('"', ""), (section, name)
         else:
             assert shown == d, f"{section}.{name}: the docs say {documented[name]}, the schema {d!r}"
+
+
+@pytest.mark.parametrize("name", ["smoke", "tao", "partial-replication", "placement"])
+def test_show_prints_the_resolved_experiment_which_resolves_to_itself(name, jar, tmp_path, capsys):
+    import yaml
+
+    from k2bench import cli
+    assert cli.main(["--jar", str(jar), "show", name]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith(f"# {name} as it runs (")
+    shown = yaml.safe_load(text)
+    exp = experiment.resolve(experiment.load_file(ROOT / "workloads" / f"{name}.yaml"), name, SYSTEMS)
+    assert shown == exp, "extends and defaults applied"
+    (tmp_path / "again.yaml").write_text(text)
+    assert experiment.resolve(experiment.load_file(tmp_path / "again.yaml"), "again", SYSTEMS) == exp

@@ -10,7 +10,7 @@ from .bench import cmd_bench_throughput
 from .common import REPO, plugin_commands
 from .deploy import cmd_deploy, cmd_netem_reset
 from .place import cmd_demand, cmd_place
-from .run import cmd_check, cmd_placement_report, cmd_run, cmd_summarize, cmd_systems, cmd_validate
+from .run import cmd_check, cmd_placement_report, cmd_run, cmd_show, cmd_summarize, cmd_systems, cmd_validate
 
 
 def version_text() -> str:
@@ -83,6 +83,9 @@ def main(argv=None) -> int:
     v = sub.add_parser("validate", help="check experiment files without running anything")
     v.add_argument("experiments", nargs="*")
     v.set_defaults(func=cmd_validate)
+    sh = sub.add_parser("show", help="an experiment as it runs: extends and defaults applied, as YAML")
+    sh.add_argument("experiment", help="name of a file in workloads/ (without .yaml) or a path")
+    sh.set_defaults(func=cmd_show)
     sy = sub.add_parser("systems", help="the bundled systems: their claims, the placements they run on, their own options")
     sy.set_defaults(func=cmd_systems)
     d = sub.add_parser("deploy", help="prepare an inventory's machines with Ansible (site.yml)")

@@ -137,6 +137,19 @@ def cmd_validate(args) -> int:
     return 0
 
 
+def cmd_show(args) -> int:
+    """The experiment resolved (extends, defaults, per_system as given), as YAML: what a run
+    saves as its configuration, and itself an experiment file that resolves to the same."""
+    import yaml
+
+    env = _env(args)
+    exp = _load(env, args.experiment)
+    path = experiment.find(env.workloads, args.experiment)
+    print(f"# {exp['name']} as it runs ({path}: extends and defaults applied; `k2bench validate` checks the rest)")
+    print(yaml.safe_dump(exp, sort_keys=False, width=100), end="")
+    return 0
+
+
 def cmd_systems(args) -> int:
     """The bundled systems as the launcher declares them: claims, placements, own options."""
     env = Env(repo=REPO, jar=Path(args.jar), deployment=None, java=args.java)

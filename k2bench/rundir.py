@@ -53,7 +53,7 @@ def read_manifest(run_dir: Path) -> dict:
         raise ConfigError("RUN", f"{path} is not JSON{where}") from None
 
 
-_MISSING = object()
+MISSING = object()  # changed_fields' value of a field one side does not have
 
 
 def changed_fields(old, new, path: str = "") -> list[tuple[str, object, object]]:
@@ -63,19 +63,18 @@ def changed_fields(old, new, path: str = "") -> list[tuple[str, object, object]]
     if isinstance(old, dict) and isinstance(new, dict):
         out = []
         for k in [*new, *(k for k in old if k not in new)]:
-            out += changed_fields(old.get(k, _MISSING), new.get(k, _MISSING), f"{path}.{k}" if path else str(k))
+            out += changed_fields(old.get(k, MISSING), new.get(k, MISSING), f"{path}.{k}" if path else str(k))
         return out
     if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
         return [c for i, (a, b) in enumerate(zip(old, new)) for c in changed_fields(a, b, f"{path}[{i}]")]
     return [] if old == new else [(path, old, new)]
 
 
-def describe_changes(old, new, most: int = 3) -> str:
-    """The first ``most`` changed fields as ``field old -> new``, and how many more."""
+def describe_changes(changes: list[tuple[str, object, object]], most: int = 3) -> str:
+    """The first ``most`` changes (changed_fields) as ``field old -> new``, and how many more."""
     def text(v) -> str:
-        t = "(none)" if v is _MISSING else json.dumps(v)
+        t = "(none)" if v is MISSING else json.dumps(v)
         return t if len(t) <= 40 else t[:37] + "..."
-    changes = changed_fields(old, new)
     shown = ", ".join(f"{f} {text(a)} -> {text(b)}" for f, a, b in changes[:most])
     return shown + (f" and {len(changes) - most} more" if len(changes) > most else "")
 

@@ -477,7 +477,7 @@ def test_resume_with_another_configuration_names_the_fields_that_changed(tmp_pat
     import yaml
 
     from k2bench import cli
-    from k2bench.rundir import _MISSING, changed_fields
+    from k2bench.rundir import MISSING, changed_fields
     mine, run = tmp_path / "mine.yaml", tmp_path / "runs" / "one"
     mine.write_text(yaml.safe_dump({"extends": "smoke", "workload": {"zipf": 1.4}}))
     argv = ["--jar", str(jar), "run", str(mine), "--runs", str(tmp_path / "runs")]
@@ -490,8 +490,29 @@ def test_resume_with_another_configuration_names_the_fields_that_changed(tmp_pat
     assert capsys.readouterr().err == (
         f"k2bench: --resume: {run} was run with a different configuration of mine: systems [\"k2\", \"rad\"] -> "
         "[\"k2\", \"rad\", \"paris-star\"], workload.zipf 1.4 -> 1.2, duration.measure_s 10.0 -> 20.0 and 1 more; "
-        "resume it with the file, --systems and --no-check it was run with, or start a new run without --resume\n")
+        "resume it with the file, --systems, --no-check and --set it was run with, or start a new run without "
+        "--resume\n")
     gone = object()
-    changes = [(f, gone if a is _MISSING else a, gone if b is _MISSING else b)
+    changes = [(f, gone if a is MISSING else a, gone if b is MISSING else b)
                for f, a, b in changed_fields({"faults": [{"at_s": 1}], "a": 1}, {"faults": [{"at_s": 2}], "b": 1})]
     assert changes == [("faults[0].at_s", 1, 2), ("b", gone, 1), ("a", 1, gone)]
+
+
+def test_set_overrides_a_field_for_one_run_and_is_kept_in_the_manifest(tmp_path, jar, no_trials, capsys):
+    from k2bench import cli
+    from k2bench.rundir import read_manifest
+    argv = ["--jar", str(jar), "run", "smoke", "--runs", str(tmp_path), "--systems", "k2"]
+    assert cli.main(argv + ["--set", "workload.zipf=1.4", "--set", "sweep.workload.keys=[3000, 6000]"]) == 0
+    exp = no_trials[0]["exp"]
+    assert exp["workload"]["zipf"] == 1.4 and exp["sweep"] == {"workload.keys": [3000, 6000]}
+    run = (tmp_path / "latest").resolve()
+    assert read_manifest(run)["overrides"] == {"workload.zipf": 1.4, "sweep.workload.keys": [3000, 6000]}
+    assert cli.main(argv + ["--set", "workload.zipf=1.4", "--set", "sweep.workload.keys=[3000, 6000]",
+                            "--resume", str(run)]) == 0, "the same overrides: resumed"
+    assert cli.main(argv + ["--set", "sweep.workload.keys=[3000, 6000]", "--resume", str(run)]) == 2
+    assert capsys.readouterr().err.startswith(
+        f"k2bench: --resume: {run} was run with a different configuration of smoke: workload.zipf 1.4 -> 1.2, "
+        "--set workload.zipf 1.4 -> (none); resume it with")
+    assert cli.main(argv + ["--set", "workload.zipff=1.4"]) == 2
+    assert capsys.readouterr().err.startswith("k2bench: --set workload.zipff: unknown field (did you mean zipf?); ")
+    assert len(no_trials) == 2, "refused before the orchestrator"

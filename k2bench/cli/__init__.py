@@ -39,6 +39,13 @@ class _Version(argparse.Action):
         parser.exit()
 
 
+# --set on run, show and validate: one field of the experiment for this command only
+SET_FLAG = dict(action="append", metavar="FIELD=VALUE",
+                help="set a field of the experiment for this run (repeatable), the value as YAML, e.g. "
+                     "workload.zipf=1.4 or sweep.workload.zipf=[0.9,1.2]; checked as the file's fields, kept in "
+                     "the manifest (overrides)")
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="k2bench", description=__doc__)
     p.add_argument("--version", action=_Version)
@@ -50,6 +57,7 @@ def main(argv=None) -> int:
     r.add_argument("--runs", default=str(REPO / "runs"))
     r.add_argument("--resume", metavar="RUN_DIR", help="continue a run, skipping completed points")
     r.add_argument("--systems", help="comma-separated subset of the experiment's systems")
+    r.add_argument("--set", **SET_FLAG)
     r.add_argument("--no-check", action="store_true",
                    help="skip the consistency checker after each trial (the histories are still kept)")
     r.add_argument("--inventory", metavar="JSON",
@@ -82,9 +90,11 @@ def main(argv=None) -> int:
     b.set_defaults(func=cmd_bench_throughput)
     v = sub.add_parser("validate", help="check experiment files without running anything")
     v.add_argument("experiments", nargs="*")
+    v.add_argument("--set", **SET_FLAG)
     v.set_defaults(func=cmd_validate)
     sh = sub.add_parser("show", help="an experiment as it runs: extends and defaults applied, as YAML")
     sh.add_argument("experiment", help="name of a file in workloads/ (without .yaml) or a path")
+    sh.add_argument("--set", **SET_FLAG)
     sh.set_defaults(func=cmd_show)
     sy = sub.add_parser("systems", help="the bundled systems: their claims, the placements they run on, their own options")
     sy.set_defaults(func=cmd_systems)

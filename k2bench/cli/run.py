@@ -16,13 +16,14 @@ from ..orchestrator import Orchestrator
 from ..spec.validate import NEEDS_JAR, validate
 from ..progress import Progress, print_summary
 from .common import (REPO, _by_system_and_point, _env, _in_file, _load, check_cluster_shape, legacy_trials,
-                     plugin_commands, servers_per_dc_override, tc_verify)
+                     parse_overrides, plugin_commands, servers_per_dc_override, tc_verify)
 
 
 def cmd_run(args) -> int:
     return run_experiment(_env(args), args.experiment, Path(args.resume) if args.resume else None, Path(args.runs),
                           resume=bool(args.resume), systems=None if args.systems is None else args.systems.split(","),
-                          check=not args.no_check, servers_per_dc=args.servers_per_dc, tc_verify_file=args.tc_verify)
+                          overrides=parse_overrides(args.set), check=not args.no_check,
+                          servers_per_dc=args.servers_per_dc, tc_verify_file=args.tc_verify)
 
 
 def run_experiment(env: Env, experiment_name_or_path: str, run_dir: Path | None, runs: Path, resume: bool = False,
@@ -30,12 +31,15 @@ def run_experiment(env: Env, experiment_name_or_path: str, run_dir: Path | None,
                    servers_per_dc: int | None = None, tc_verify_file: str | None = None) -> int:
     """Runs an experiment (a name in workloads/ or a path) as ``k2bench run`` does and returns
     its exit code; bad input raises ConfigError before anything starts. ``run_dir``: with
-    ``resume``, the run to finish (its saved configuration must be this one); without, the
-    new run's directory (created; None: ``runs/<stamp>_<name>``). ``runs/latest`` links to it.
-    ``systems``: a subset of the experiment's; ``check``: False skips the consistency checker
-    (--no-check); ``servers_per_dc`` and ``tc_verify_file`` as the flags of the same names
-    (the latter for an inventory's deployment)."""
-    exp = servers_per_dc_override(_load(env, experiment_name_or_path), servers_per_dc)
+    ``resume``, the run to finish (its saved configuration and overrides must be these);
+    without, the new run's directory (created; None: ``runs/<stamp>_<name>``). ``runs/latest``
+    links to it. ``systems``: a subset of the experiment's; ``overrides``: {dotted field:
+    value} set on the file's fields (--set; common.parse_overrides), kept in the manifest;
+    ``check``: False skips the consistency checker (--no-check); ``servers_per_dc`` and
+    ``tc_verify_file`` as the flags of the same names (the latter for an inventory's
+    deployment)."""
+    overrides = dict(overrides or {})
+    exp = servers_per_dc_override(_load(env, experiment_name_or_path, overrides=overrides), servers_per_dc)
     inv = getattr(env.deployment, "inventory", None)
     if inv is not None:
         check_cluster_shape(exp, inv, env.deployment.inventory_file)
@@ -44,16 +48,22 @@ def run_experiment(env: Env, experiment_name_or_path: str, run_dir: Path | None,
         exp["systems"] = chosen_systems(systems, exp["systems"])
     if not check:
         exp["check"] = False
-    with _in_file(experiment.find(env.workloads, experiment_name_or_path)):
+    with _in_file(experiment.find(env.workloads, experiment_name_or_path), overrides):
         validate(env, exp)
     if resume:
         if run_dir is None or not (run_dir / "manifest.json").exists():
             raise ConfigError("--resume", f"{run_dir} is not a run directory (no manifest.json)")
-        old = rundir.read_manifest(run_dir).get("config")
-        if old != rundir.as_saved(exp):
+        manifest = rundir.read_manifest(run_dir)
+        # the configuration, and the --set that made it (a run before --set had none)
+        changes = rundir.changed_fields(manifest.get("config"), rundir.as_saved(exp))
+        old_set, new_set = manifest.get("overrides") or {}, rundir.as_saved(overrides)
+        changes += [(f"--set {f}", old_set.get(f, rundir.MISSING), new_set.get(f, rundir.MISSING))
+                    for f in [*new_set, *(f for f in old_set if f not in new_set)]
+                    if old_set.get(f, rundir.MISSING) != new_set.get(f, rundir.MISSING)]
+        if changes:
             raise ConfigError("--resume", f"{run_dir} was run with a different configuration of {exp['name']}: "
-                              f"{rundir.describe_changes(old, rundir.as_saved(exp))}; resume it with the file, "
-                              "--systems and --no-check it was run with, or start a new run without --resume")
+                              f"{rundir.describe_changes(changes)}; resume it with the file, --systems, --no-check "
+                              "and --set it was run with, or start a new run without --resume")
     elif run_dir is not None:
         if run_dir.exists() and any(run_dir.iterdir()):
             raise ConfigError("run_dir", f"{run_dir} exists and is not empty; give a new directory, or resume it")
@@ -64,7 +74,7 @@ def run_experiment(env: Env, experiment_name_or_path: str, run_dir: Path | None,
     rundir.link_latest(runs, run_dir)
     console = Console()
     console.print(f"run directory: {run_dir}")
-    code = Orchestrator(env, Progress(console)).run(exp, run_dir, resume=resume)
+    code = Orchestrator(env, Progress(console)).run(exp, run_dir, resume=resume, overrides=overrides)
     summaries = [json.loads(p.read_text()) for p in sorted(run_dir.glob("*/summary.json"))]
     summaries += sorted((json.loads(p.read_text()) for p in run_dir.glob("*/*/summary.json")
                          if not p.parent.name.startswith("trial-")), key=_by_system_and_point)
@@ -124,10 +134,11 @@ def cmd_validate(args) -> int:
     """Checks experiment files; without the jar, every check that does not need it (and one
     line saying which were skipped)."""
     env = _env(args)
+    overrides = parse_overrides(args.set)
     names = args.experiments or sorted(p.stem for p in env.workloads.glob("*.yaml"))
     for name in names:
-        exp = _load(env, name, need_jar=False)
-        with _in_file(experiment.find(env.workloads, name)):
+        exp = _load(env, name, need_jar=False, overrides=overrides)
+        with _in_file(experiment.find(env.workloads, name), overrides):
             validate(env, exp, need_jar=False)
         n = len(experiment.points(exp)) * len(exp["systems"]) * exp["trials"]
         print(f"{name}: ok ({n} system run(s))")
@@ -143,9 +154,12 @@ def cmd_show(args) -> int:
     import yaml
 
     env = _env(args)
-    exp = _load(env, args.experiment)
+    overrides = parse_overrides(args.set)
+    exp = _load(env, args.experiment, overrides=overrides)
     path = experiment.find(env.workloads, args.experiment)
-    print(f"# {exp['name']} as it runs ({path}: extends and defaults applied; `k2bench validate` checks the rest)")
+    given = "".join(f" --set {k}={json.dumps(v)}" for k, v in overrides.items())
+    print(f"# {exp['name']} as it runs ({path}{given}: extends and defaults applied; `k2bench validate` checks "
+          "the rest)")
     print(yaml.safe_dump(exp, sort_keys=False, width=100), end="")
     return 0
 

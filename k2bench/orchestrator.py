@@ -32,12 +32,14 @@ class Orchestrator:
     def run_trial(self, t: Trial, run_manifest: dict) -> dict:
         return run_trial(self.env, self.progress, t, run_manifest)
 
-    def run(self, exp: dict, run_dir: Path, resume: bool = False) -> int:
+    def run(self, exp: dict, run_dir: Path, resume: bool = False, overrides: dict | None = None) -> int:
+        """Runs every trial of ``exp`` into ``run_dir`` (resume: skipping finished ones);
+        ``overrides``, the fields --set changed, go into the manifest beside the config."""
         manifest_path = run_dir / "manifest.json"
         manifest = json.loads(manifest_path.read_text()) if resume and manifest_path.exists() else {}
         dep = self.env.deployment
         manifest |= {
-            "experiment": exp["name"], "config": exp, "systems": exp["systems"],
+            "experiment": exp["name"], "config": exp, "overrides": dict(overrides or {}), "systems": exp["systems"],
             **rundir.git_info(self.env.repo), "hosts": dep.describe()["hosts"], "deployment": dep.describe(),
             "started": manifest.get("started", rundir.iso(time.time())), "stopped": None,
             "status": "running", "jar": str(self.env.jar),

@@ -19,7 +19,7 @@ def resolve(doc, name="t"):
 def error(doc) -> ConfigError:
     with pytest.raises(ConfigError) as e:
         resolve(doc)
-    assert "\n" not in str(e.value)
+    assert all("\n" not in str(x) for x in e.value.errors), "one line each"
     return e.value
 
 
@@ -62,6 +62,41 @@ def test_defaults_are_the_papers():
 def test_unknown_fields_are_named():
     assert error({"workload": {"zipff": 1.2}}).field == "workload.zipff"
     assert error({"workloads": {}}).field == "workloads"
+
+
+@pytest.mark.parametrize("doc, field, hint", [
+    ({"worklaod": {}}, "worklaod", "unknown field (did you mean workload?); allowed: check, clients"),
+    ({"workload": {"zipff": 1.2}}, "workload.zipff", "unknown field (did you mean zipf?); allowed here: columns"),
+    ({"systems": ["k2", "rda"]}, "systems[1]", "unknown system 'rda' (did you mean rad?); available: "),
+    ({"topology": {"placement": "group"}}, "topology.placement", "got 'group' (did you mean groups?)"),
+    ({"faults": [{"kind": "kil", "dc": "VA", "at_s": 1}]}, "faults[0].kind", "got 'kil' (did you mean kill?)"),
+    ({"faults": [{"kind": "kill", "dc": "VA", "at": 1}]}, "faults[0].at", "for kill (did you mean at_s?); allowed"),
+    ({"sweep": {"workload.zipff": [1]}}, "sweep.workload.zipff", "not a sweepable field (did you mean workload.zipf?)"),
+    ({"faults": [{"kind": "kill", "dc": "VA", "at_s": 1}], "sweep": {"faults.0.d": ["CA"]}}, "sweep.faults.0.d",
+     "has no field 'd' to sweep (did you mean dc?); its fields: "),
+    ({"systems": ["k2", "rad"], "per_system": {"rda": {}}}, "per_system.rda", "systems (did you mean rad?); they are"),
+    ({"systems": ["k2"], "per_system": {"k2": {"workloads": {"zipf": 1}}}}, "per_system.k2.workloads",
+     "(did you mean workload?); allowed: topology"),
+    ({"testing": {"mutent": None}}, "testing", "only testing.mutant is allowed (did you mean mutant?)"),
+])
+def test_a_refused_name_suggests_the_closest_known_one(doc, field, hint):
+    e = error(doc)
+    assert e.field == field and hint in e.problem, str(e)
+    assert "did you mean" not in error({"wxyz": 1}).problem, "nothing close, nothing suggested"
+
+
+def test_a_misspelt_top_level_field_names_the_file(tmp_path, capsys):
+    from k2bench import cli
+
+    mine = tmp_path / "mine.yaml"
+    mine.write_text("extends: default\nworklaod:\n  zipf: 1.4\n")
+    assert cli.main(["validate", str(mine)]) == 2
+    assert capsys.readouterr().err.startswith(f"k2bench: {mine}: worklaod: unknown field (did you mean workload?); ")
+    mine.write_text("extends: defualt\n")
+    assert cli.main(["validate", str(mine)]) == 2
+    assert f"{mine}: extends: no experiment 'defualt' (did you mean default?)" in capsys.readouterr().err
+    assert cli.main(["validate", "smok"]) == 2
+    assert "no experiment 'smok' in " in capsys.readouterr().err
 
 
 def test_wrong_types_and_ranges_are_named():
@@ -148,7 +183,7 @@ def test_per_system_overrides_apply_to_their_system_only_and_are_checked_as_thei
     assert exp["workload"]["wot_fraction"] == 0.5 and exp["topology"]["file"] == "topologies/paper-local.yaml"
 
     e = error({"systems": ["k2"], "per_system": {"karma": {"workload": {"zipf": 1}}}})
-    assert e.field == "per_system.karma" and "not one of the experiment's systems (k2)" in str(e)
+    assert e.field == "per_system.karma" and "not one of the experiment's systems; they are k2:" in str(e)
     e = error({"systems": ["k2"], "per_system": {"k2": {"duration": {"measure_s": 5}}}})
     assert e.field == "per_system.k2.duration" and "allowed: topology, workload, server, clients, load" in str(e)
     e = error({"systems": ["k2"], "per_system": {"k2": {"workload": {"zipf": -1}}}})
@@ -207,6 +242,29 @@ def test_a_file_anywhere_extends_a_shipped_experiment_or_a_relative_path(tmp_pat
     assert experiment.load_file(mine) == {"trials": 3}
 
 
+def test_a_topology_file_next_to_the_experiment_wins_over_workloads(tmp_path, capsys):
+    from k2bench import cli
+
+    paper = (WORKLOADS / "topologies" / "paper-local.yaml").read_text()
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "three.yaml").write_text(paper.replace("servers_per_dc: 4", "servers_per_dc: 3"))
+    (tmp_path / "base.yaml").write_text(yaml.safe_dump({"extends": "smoke", "topology": {"file": "mine/three.yaml"}}))
+    mine = tmp_path / "mine" / "exp.yaml"  # its own lookups are next to it; the base's, next to the base
+    mine.write_text(yaml.safe_dump({"extends": "../base.yaml", "sweep": {"topology.file": [
+        "three.yaml", "topologies/paper-local.yaml"]}, "per_system": {"rad": {"topology": {"file": "three.yaml"}}}}))
+    doc = experiment.load_file(mine)
+    own = str(tmp_path / "mine" / "three.yaml")
+    assert doc["topology"]["file"] == own and doc["per_system"]["rad"]["topology"]["file"] == own
+    assert doc["sweep"]["topology.file"] == [own, "topologies/paper-local.yaml"], "not next to it: workloads/'s"
+    assert experiment.load_file(WORKLOADS / "partial-replication.yaml")["per_system"]["karma"]["topology"]["file"] \
+        == "topologies/karma-rings.yaml", "workloads/' own files are unchanged"
+    mine.write_text(yaml.safe_dump({"extends": "smoke", "topology": {"file": "topologies/paper-locl.yaml"}}))
+    assert cli.main(["validate", str(mine)]) == 2
+    assert capsys.readouterr().err.startswith(
+        f"k2bench: {mine}: topology.file: no topology 'topologies/paper-locl.yaml' (did you mean "
+        "topologies/paper-local.yaml?) next to the experiment file or in workloads/ (")
+
+
 def test_a_bad_extends_names_the_users_file_and_the_fix(tmp_path):
     mine = tmp_path / "mine.yaml"
     mine.write_text(yaml.safe_dump({"extends": "nosuch"}))
@@ -233,6 +291,50 @@ def test_a_field_error_names_the_users_file_on_the_command_line(tmp_path, capsys
     broken.write_text("workload: [")
     assert cli.main(["validate", str(broken)]) == 2
     assert capsys.readouterr().err.strip() == f"k2bench: {broken}: not valid YAML at line 1"
+
+
+def test_every_independent_problem_of_a_file_is_shown_one_line_each(tmp_path, capsys):
+    from k2bench import cli
+
+    mine = tmp_path / "mine.yaml"
+    mine.write_text(yaml.safe_dump({"extends": "smoke", "worklaod": {}, "systems": ["k2", "rda"],
+                                    "workload": {"zipff": 1, "keys": "many"}, "server": {"heap_mb": 0},
+                                    "trials": 0, "faults": [{"kind": "kil"}, {"kind": "pause", "dc": "VA", "at_s": 1}],
+                                    "check": "maybe"}))
+    assert cli.main(["validate", str(mine)]) == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert [line.split(": ")[2] for line in lines] == [
+        "worklaod", "systems[1]", "workload.zipff", "workload.keys", "server.heap_mb", "trials", "faults[0].kind",
+        "faults[1].for_s", "check"], lines
+    assert all(line.startswith(f"k2bench: {mine}: ") for line in lines)
+    e = error({"systems": ["k2"], "per_system": {"k2": {"workload": {"zipf": 0, "keys": "x"}}}})
+    assert [x.field for x in e.errors] == ["per_system.k2.workload.keys", "per_system.k2.workload.zipf"]
+    single = error({"workload": {"zipf": 0}})
+    assert single.errors == [single] and "\n" not in str(single), "one problem: one error, as before"
+
+
+def test_a_key_given_twice_names_the_file_line_and_key(tmp_path, capsys):
+    """PyYAML keeps the last of two equal keys silently; experiment and topology files refuse them."""
+    from k2bench import cli
+
+    mine = tmp_path / "mine.yaml"
+    mine.write_text("extends: default\nworkload:\n  zipf: 1.4\nworkload:\n  keys: 10\n")
+    assert cli.main(["validate", str(mine)]) == 2
+    assert capsys.readouterr().err == (f"k2bench: {mine}:4: workload: given twice (first at line 2); YAML would keep "
+                                       "only the last: give it once\n")
+    base = tmp_path / "base.yaml"  # in a file it extends, a nested key: that file, the key's path
+    base.write_text("extends: default\nfaults:\n  - {kind: kill, dc: VA, at_s: 1, at_s: 2}\n")
+    mine.write_text("extends: base\n")
+    with pytest.raises(ConfigError) as e:
+        experiment.load_file(mine)
+    assert str(e.value) == f"{base}:3: faults[0].at_s: given twice (first at line 3); YAML would keep only the last: " \
+                           "give it once"
+    topology = tmp_path / "topology.yaml"
+    topology.write_text((WORKLOADS / "topologies" / "paper-local.yaml").read_text() + "servers_per_dc: 1\n")
+    mine.write_text(yaml.safe_dump({"extends": "default", "topology": {"file": str(topology)}}))
+    assert cli.main(["validate", str(mine)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"k2bench: {mine}: topology.file: {topology}:") and ": servers_per_dc: given twice" in err
 
 
 def test_unknown_experiment_lists_the_known_ones():
@@ -369,8 +471,33 @@ def test_a_missing_jar_is_named_before_anything_asks_it(tmp_path, capsys):
     from k2bench import cli
 
     missing = tmp_path / "k2bench.jar"
-    assert cli.main(["--jar", str(missing), "validate", "smoke"]) == 2
+    assert cli.main(["--jar", str(missing), "run", "smoke", "--runs", str(tmp_path)]) == 2
     assert capsys.readouterr().err.strip() == f"k2bench: jar: {missing} is missing; run `make build`"
+
+
+def test_validate_without_the_jar_runs_every_check_that_does_not_need_it(tmp_path, capsys):
+    from k2bench import cli
+
+    missing = tmp_path / "k2bench.jar"
+    skipped = (f"k2bench: jar: {missing} is missing, so these checks were skipped: system names, options and "
+               "mutants, the systems' claims (placements, transactions, message loss, caches), the launcher's "
+               "topology check; run `make build` for them\n")
+    assert cli.main(["--jar", str(missing), "validate", "smoke", "faults"]) == 0
+    out = capsys.readouterr()
+    assert out.out == "smoke: ok (3 system run(s))\nfaults: ok (3 system run(s))\n" and out.err == skipped
+    mine = tmp_path / "mine.yaml"
+    for doc, problem in (({"faults": [{"kind": "kill", "dc": "VAA", "at_s": 1}]}, "faults[0].dc: unknown datacenter"),
+                         ({"clients": {"threads_per_dc": 33, "target_ops_per_s_per_dc": 15.4}},
+                          "clients.target_ops_per_s_per_dc: "),
+                         ({"workload": {"zipf": 0}}, "workload.zipf: must be > 0"),
+                         ({"topology": {"file": "nosuch.yaml"}}, "topology.file: ")):
+        mine.write_text(yaml.safe_dump({"extends": "smoke", **doc}))
+        assert cli.main(["--jar", str(missing), "validate", str(mine)]) == 2
+        assert capsys.readouterr().err.startswith(f"k2bench: {mine}: {problem}"), doc
+    mine.write_text(yaml.safe_dump({"workload": {"zipf": 1.4}}))  # the default systems are the jar's
+    assert cli.main(["--jar", str(missing), "validate", str(mine)]) == 2
+    assert capsys.readouterr().err == (f"k2bench: {mine}: systems: not given, and the default systems come from the "
+                                       "jar, which is not built: name the systems, or run `make build`\n")
 
 
 def test_only_errors_about_the_experiments_fields_name_its_file():

@@ -2,7 +2,9 @@
 lease watchdog every remote process runs under (run here with a short lease), the choice
 of the start time, the start skew check (Python stand-ins for the clients print the
 first-operation line the Java workload prints), the fetch of every host's logs after a
-failed trial, and the configured-vs-measured RTT record."""
+failed trial, the configured-vs-measured RTT record, and what `k2bench run` checks of its
+inputs before the orchestrator starts anything (run_experiment, with an orchestrator that
+starts nothing)."""
 import json
 import os
 import signal
@@ -404,3 +406,113 @@ def test_a_poll_waits_for_an_exit_code_the_wrapper_is_still_writing(tmp_path):
 
     host._run = run
     assert host.poll(proc) == 143
+
+
+# ------------------------------------------------------------------ the command line's inputs (no process starts)
+
+def test_version_is_the_packages_and_the_checkouts_commit(capsys, monkeypatch):
+    import tomllib
+
+    from k2bench import cli, rundir
+    want = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    with pytest.raises(SystemExit) as e:
+        cli.main(["--version"])
+    assert e.value.code in (0, None)
+    assert capsys.readouterr().out.startswith(f"k2bench {want} (git {commit[:12]}")
+    monkeypatch.setattr(rundir, "git_info", lambda repo: {"git_commit": "unknown", "git_dirty": None})
+    with pytest.raises(SystemExit):
+        cli.main(["--version"])
+    assert capsys.readouterr().out == f"k2bench {want}\n", "not a checkout: the version alone"
+
+
+@pytest.fixture
+def no_trials(monkeypatch):
+    """run_experiment up to the orchestrator, which records what it was given and starts nothing."""
+    from k2bench import rundir
+    from k2bench.cli import run as cli_run
+    given = []
+
+    def run(self, exp, run_dir, resume=False, **kw):
+        given.append({"exp": exp, "run_dir": run_dir, "resume": resume, **kw})
+        rundir.write_json(run_dir / "manifest.json", {"config": exp, **kw})
+        return 0
+    monkeypatch.setattr(cli_run.Orchestrator, "run", run)
+    return given
+
+
+def _local_env(jar) -> Env:
+    return Env(repo=ROOT, jar=jar, deployment=LocalDeployment(LocalHost(jar)))
+
+
+def test_run_experiment_runs_into_the_run_directory_it_is_given(tmp_path, jar, no_trials):
+    from k2bench.cli.run import run_experiment
+    runs, mine = tmp_path / "runs", tmp_path / "elsewhere" / "mine"
+    assert run_experiment(_local_env(jar), "smoke", mine, runs, systems=["rad"], check=False) == 0
+    [given] = no_trials
+    assert given["run_dir"] == mine and not given["resume"]
+    assert given["exp"]["systems"] == ["rad"] and given["exp"]["check"] is False
+    assert (runs / "latest").resolve() == mine.resolve(), "latest names a run outside runs/ by its path"
+    with pytest.raises(ConfigError) as e:
+        run_experiment(_local_env(jar), "smoke", mine, runs)  # not empty: it holds a run
+    assert e.value.field == "run_dir" and "resume it" in str(e.value)
+    assert run_experiment(_local_env(jar), "smoke", mine, runs, resume=True, systems=["rad"], check=False) == 0
+    assert no_trials[-1]["resume"] and no_trials[-1]["run_dir"] == mine
+
+
+def test_systems_refuses_an_empty_list_or_name_and_lists_the_experiments(tmp_path, jar, no_trials, capsys):
+    from k2bench import cli
+    have = "give one or more of the experiment's systems, comma-separated: k2, rad, paris-star"
+    for flag, problem in (("", "'' names no system"), ("k2,", "'k2,' has an empty name"),
+                          (" , ", "' , ' names no system"), ("k7", "'k7' is not one of the experiment's systems"),
+                          ("k2,k2", "'k2,k2' names a system twice")):
+        assert cli.main(["--jar", str(jar), "run", "smoke", "--runs", str(tmp_path), "--systems", flag]) == 2
+        assert capsys.readouterr().err.strip() == f"k2bench: --systems: {problem}; {have}", flag
+    assert not no_trials and not list(tmp_path.iterdir()), "nothing ran, no run directory"
+    assert cli.main(["--jar", str(jar), "run", "smoke", "--runs", str(tmp_path), "--systems", "rad, k2"]) == 0
+    assert no_trials[0]["exp"]["systems"] == ["rad", "k2"]
+
+
+def test_resume_with_another_configuration_names_the_fields_that_changed(tmp_path, jar, no_trials, capsys):
+    import yaml
+
+    from k2bench import cli
+    from k2bench.rundir import MISSING, changed_fields
+    mine, run = tmp_path / "mine.yaml", tmp_path / "runs" / "one"
+    mine.write_text(yaml.safe_dump({"extends": "smoke", "workload": {"zipf": 1.4}}))
+    argv = ["--jar", str(jar), "run", str(mine), "--runs", str(tmp_path / "runs")]
+    assert cli.main(argv + ["--systems", "k2,rad"]) == 0
+    (tmp_path / "runs" / "latest").resolve().rename(run)
+    assert cli.main(argv + ["--systems", "k2,rad", "--resume", str(run)]) == 0, "the same: resumed"
+    mine.write_text(yaml.safe_dump({"extends": "smoke", "workload": {"zipf": 1.2}, "duration": {"measure_s": 20},
+                                    "faults": [{"kind": "pause", "dc": "VA", "at_s": 1, "for_s": 1}]}))
+    assert cli.main(argv + ["--resume", str(run)]) == 2
+    assert capsys.readouterr().err == (
+        f"k2bench: --resume: {run} was run with a different configuration of mine: systems [\"k2\", \"rad\"] -> "
+        "[\"k2\", \"rad\", \"paris-star\"], workload.zipf 1.4 -> 1.2, duration.measure_s 10.0 -> 20.0 and 1 more; "
+        "resume it with the file, --systems, --no-check and --set it was run with, or start a new run without "
+        "--resume\n")
+    gone = object()
+    changes = [(f, gone if a is MISSING else a, gone if b is MISSING else b)
+               for f, a, b in changed_fields({"faults": [{"at_s": 1}], "a": 1}, {"faults": [{"at_s": 2}], "b": 1})]
+    assert changes == [("faults[0].at_s", 1, 2), ("b", gone, 1), ("a", 1, gone)]
+
+
+def test_set_overrides_a_field_for_one_run_and_is_kept_in_the_manifest(tmp_path, jar, no_trials, capsys):
+    from k2bench import cli
+    from k2bench.rundir import read_manifest
+    argv = ["--jar", str(jar), "run", "smoke", "--runs", str(tmp_path), "--systems", "k2"]
+    assert cli.main(argv + ["--set", "workload.zipf=1.4", "--set", "sweep.workload.keys=[3000, 6000]"]) == 0
+    exp = no_trials[0]["exp"]
+    assert exp["workload"]["zipf"] == 1.4 and exp["sweep"] == {"workload.keys": [3000, 6000]}
+    run = (tmp_path / "latest").resolve()
+    assert read_manifest(run)["overrides"] == {"workload.zipf": 1.4, "sweep.workload.keys": [3000, 6000]}
+    assert cli.main(argv + ["--set", "workload.zipf=1.4", "--set", "sweep.workload.keys=[3000, 6000]",
+                            "--resume", str(run)]) == 0, "the same overrides: resumed"
+    assert cli.main(argv + ["--set", "sweep.workload.keys=[3000, 6000]", "--resume", str(run)]) == 2
+    assert capsys.readouterr().err.startswith(
+        f"k2bench: --resume: {run} was run with a different configuration of smoke: workload.zipf 1.4 -> 1.2, "
+        "--set workload.zipf 1.4 -> (none); resume it with")
+    assert cli.main(argv + ["--set", "workload.zipff=1.4"]) == 2
+    assert capsys.readouterr().err.startswith("k2bench: --set workload.zipff: unknown field (did you mean zipf?); ")
+    assert len(no_trials) == 2, "refused before the orchestrator"

@@ -74,3 +74,39 @@ def test_a_client_ends_with_its_server_jvm(server, tmp_path):
     with pytest.raises(RunFailed) as e:
         h.signal(p, signal.SIGSTOP)
     assert "inside the server JVM" in str(e.value)
+
+
+def test_validate_refuses_what_the_trial_would_refuse_when_it_starts_its_servers(jar, tmp_path, capsys):
+    """`validate` passed clients.processes: in_server with server.processes: per_dc, and a
+    kill of one server in a per_dc run, which the trial refused only once the run directory
+    existed (the kill once the server JVMs ran)."""
+    from k2bench import cli
+    from k2bench.deploy import LocalDeployment
+    from k2bench.env import Env
+    from k2bench.spec.validate import validate
+
+    from conftest import ROOT
+    env = Env(repo=ROOT, jar=jar, deployment=LocalDeployment(LocalHost(jar)))
+
+    def refused(doc) -> ConfigError:
+        with pytest.raises(ConfigError) as e:
+            validate(env, experiment.resolve({"systems": ["k2", "rad"], **DURATION, **doc}, "t", SYSTEMS))
+        return e.value
+
+    e = refused({"server": {"processes": "per_dc"}, "clients": {"processes": "in_server"}})
+    assert e.field == "clients.processes" and "not per_dc; use own or auto" in e.problem
+    e = refused({"per_system": {"rad": {"clients": {"processes": "in_server"}, "server": {"processes": "per_server"}}}})
+    assert e.field == "per_system.rad.clients.processes"
+    e = refused({"server": {"processes": "per_dc"}, "faults": [{"kind": "pause", "dc": "VA", "at_s": 0, "for_s": 1},
+                                                               {"kind": "kill", "server": "CA:1", "at_s": 1}]})
+    assert e.field == "faults[1].server" and "set server.processes: per_server" in e.problem
+    e = refused({"server": {"processes": "per_host"}, "faults": [{"kind": "kill", "dc": "VA", "at_s": 1}]})
+    assert e.field == "server.processes" and "set per_dc, per_server or auto" in e.problem
+    validate(env, experiment.resolve({"systems": ["k2"], **DURATION, "clients": {"processes": "in_server"}},
+                                     "t", SYSTEMS))  # auto is per_host without faults: clients fit in it
+    mine = tmp_path / "mine.yaml"
+    mine.write_text("extends: smoke\nserver: {processes: per_dc}\nclients: {processes: in_server}\n")
+    assert cli.main(["--jar", str(jar), "validate", str(mine)]) == 2
+    assert capsys.readouterr().err == (
+        f"k2bench: {mine}: clients.processes: in_server needs a local run with one server JVM (server.processes: "
+        "per_host or auto without kill/pause faults), not per_dc; use own or auto\n")

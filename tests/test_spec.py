@@ -103,3 +103,42 @@ def test_the_docs_list_every_parameter_with_the_schemas_default(section):
             assert str(shown).replace(" ", "") == json.dumps(d).replace(" ", "").replace('"', ""), (section, name)
         else:
             assert shown == d, f"{section}.{name}: the docs say {documented[name]}, the schema {d!r}"
+
+
+@pytest.mark.parametrize("name", ["smoke", "tao", "partial-replication", "placement"])
+def test_show_prints_the_resolved_experiment_which_resolves_to_itself(name, jar, tmp_path, capsys):
+    import yaml
+
+    from k2bench import cli
+    assert cli.main(["--jar", str(jar), "show", name]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith(f"# {name} as it runs (")
+    shown = yaml.safe_load(text)
+    exp = experiment.resolve(experiment.load_file(ROOT / "workloads" / f"{name}.yaml"), name, SYSTEMS)
+    assert shown == exp, "extends and defaults applied"
+    (tmp_path / "again.yaml").write_text(text)
+    assert experiment.resolve(experiment.load_file(tmp_path / "again.yaml"), "again", SYSTEMS) == exp
+
+
+def test_set_is_checked_as_the_files_fields_in_show_and_validate(jar, capsys):
+    import yaml
+
+    from k2bench import cli
+    assert cli.main(["--jar", str(jar), "show", "smoke", "--set", "workload.zipf=1.4", "--set", "trials=2",
+                     "--set", "per_system.rad.clients.threads_per_dc=2"]) == 0
+    shown = yaml.safe_load(capsys.readouterr().out)
+    assert shown["workload"]["zipf"] == 1.4 and shown["trials"] == 2
+    assert shown["per_system"] == {"rad": {"clients": {"threads_per_dc": 2}}}
+    for flag, err in (("worklaod.zipf=1", "--set worklaod: unknown field (did you mean workload?); allowed: "),
+                      ("workload.zipf=high", "--set workload.zipf: must be a number, got 'high'"),
+                      ("workload.zipf", "--set: 'workload.zipf' is not FIELD=VALUE, e.g. --set workload.zipf=1.4"),
+                      ("trials.x=1", "--set trials.x: trials is not a mapping of fields; set it whole"),
+                      ("server.processes=per_dc", None)):
+        for command in ("show", "validate"):
+            code = cli.main(["--jar", str(jar), command, "smoke", "--set", flag])
+            out = capsys.readouterr()
+            assert code == (0 if err is None else 2) and (err is None or out.err.startswith(f"k2bench: {err}")), \
+                (command, flag, out.err)
+    assert cli.main(["--jar", str(jar), "validate", "smoke", "--set", "server.processes=per_dc",
+                     "--set", "clients.processes=in_server"]) == 2, "and as run checks them before it starts"
+    assert capsys.readouterr().err.startswith("k2bench: --set clients.processes: in_server needs a local run")

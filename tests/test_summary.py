@@ -433,3 +433,34 @@ def test_check_judges_each_trial_by_its_systems_claims_and_names_an_unknown_syst
     (run / "rad" / "summary.json").write_text(json.dumps(summary | {"system": "nope"}))
     assert cli.main(["--jar", str(jar), "check", str(run)]) == 2
     assert "system 'nope' is neither in the run's manifest nor in this jar" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["summarize", "check", "placement-report"])
+def test_a_path_that_is_not_a_run_is_one_line(command, tmp_path, jar, capsys):
+    from k2bench import cli
+    (tmp_path / "damaged").mkdir()
+    (tmp_path / "damaged" / "manifest.json").write_text("{")
+    for path, problem in ((tmp_path / "nosuch", "is not a run directory (no manifest.json); give one of runs/"),
+                          (tmp_path, "is not a run directory (no manifest.json); give one of runs/"),
+                          (pathlib.Path(__file__), "is not a run directory (no manifest.json); give one of runs/"),
+                          (tmp_path / "damaged", "is not JSON (Expecting property name")):
+        assert cli.main(["--jar", str(jar), command, str(path)]) == 2, path
+        err = capsys.readouterr().err
+        assert err.startswith(f"k2bench: RUN: {path}") and problem in err and err.count("\n") == 1, err
+
+
+def test_check_of_a_run_without_a_finished_trial_fails_saying_nothing_was_checked(tmp_path, jar, capsys):
+    import shutil
+
+    from k2bench import cli
+    run = tmp_path / "run"
+    shutil.copytree(pathlib.Path(__file__).parent / "fixtures" / "run-analysis", run)
+    (run / "rad" / "summary.json").unlink()
+    assert cli.main(["--jar", str(jar), "check", str(run)]) == 0
+    assert capsys.readouterr().out.endswith("1 trial(s) not finished (no summary.json), not checked\n")
+    for s in run.rglob("summary.json"):
+        s.unlink()
+    assert cli.main(["--jar", str(jar), "check", str(run)]) == 2
+    out = capsys.readouterr()
+    assert out.out == "" and out.err == (f"k2bench: RUN: {run} has no finished trial (none has a summary.json): "
+                                         f"no trial checked; finish the run with k2bench run analysis --resume {run}\n")

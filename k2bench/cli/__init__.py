@@ -10,11 +10,45 @@ from .bench import cmd_bench_throughput
 from .common import REPO, plugin_commands
 from .deploy import cmd_deploy, cmd_netem_reset
 from .place import cmd_demand, cmd_place
-from .run import cmd_check, cmd_placement_report, cmd_run, cmd_summarize, cmd_systems, cmd_validate
+from .run import cmd_check, cmd_placement_report, cmd_run, cmd_show, cmd_summarize, cmd_systems, cmd_validate
+
+
+def version_text() -> str:
+    """The package's version, and the commit of the checkout it runs from (if it is one)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from ..rundir import git_info
+    try:
+        text = f"k2bench {version('k2bench')}"
+    except PackageNotFoundError:
+        text = "k2bench (not installed)"
+    git = git_info(REPO)
+    if git["git_commit"] != "unknown":
+        text += f" (git {git['git_commit'][:12]}{', uncommitted changes' if git['git_dirty'] else ''}, {REPO})"
+    return text
+
+
+class _Version(argparse.Action):
+    """--version, asking git only when given."""
+
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, help="the version and the git commit of this checkout")
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(version_text())
+        parser.exit()
+
+
+# --set on run, show and validate: one field of the experiment for this command only
+SET_FLAG = dict(action="append", metavar="FIELD=VALUE",
+                help="set a field of the experiment for this run (repeatable), the value as YAML, e.g. "
+                     "workload.zipf=1.4 or sweep.workload.zipf=[0.9,1.2]; checked as the file's fields, kept in "
+                     "the manifest (overrides)")
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="k2bench", description=__doc__)
+    p.add_argument("--version", action=_Version)
     p.add_argument("--jar", default=str(REPO / "system/launcher/target/k2bench.jar"))
     p.add_argument("--java", default="java")
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -23,6 +57,7 @@ def main(argv=None) -> int:
     r.add_argument("--runs", default=str(REPO / "runs"))
     r.add_argument("--resume", metavar="RUN_DIR", help="continue a run, skipping completed points")
     r.add_argument("--systems", help="comma-separated subset of the experiment's systems")
+    r.add_argument("--set", **SET_FLAG)
     r.add_argument("--no-check", action="store_true",
                    help="skip the consistency checker after each trial (the histories are still kept)")
     r.add_argument("--inventory", metavar="JSON",
@@ -55,7 +90,12 @@ def main(argv=None) -> int:
     b.set_defaults(func=cmd_bench_throughput)
     v = sub.add_parser("validate", help="check experiment files without running anything")
     v.add_argument("experiments", nargs="*")
+    v.add_argument("--set", **SET_FLAG)
     v.set_defaults(func=cmd_validate)
+    sh = sub.add_parser("show", help="an experiment as it runs: extends and defaults applied, as YAML")
+    sh.add_argument("experiment", help="name of a file in workloads/ (without .yaml) or a path")
+    sh.add_argument("--set", **SET_FLAG)
+    sh.set_defaults(func=cmd_show)
     sy = sub.add_parser("systems", help="the bundled systems: their claims, the placements they run on, their own options")
     sy.set_defaults(func=cmd_systems)
     d = sub.add_parser("deploy", help="prepare an inventory's machines with Ansible (site.yml)")
@@ -130,6 +170,7 @@ def main(argv=None) -> int:
     try:
         return args.func(args)
     except ConfigError as e:
-        print(f"k2bench: {e}", file=sys.stderr)
+        for problem in e.errors:  # one line each (several: ConfigErrors)
+            print(f"k2bench: {problem}", file=sys.stderr)
         return 2
 

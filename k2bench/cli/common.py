@@ -3,9 +3,12 @@ errors named in its file, cluster shape checks, flags as numbers, and analysis's
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
 import re
 from pathlib import Path
+
+import yaml
 
 from .. import experiment
 from ..deploy import inventory
@@ -13,7 +16,9 @@ from ..deploy import LocalDeployment, RemoteDeployment, check_shape
 from ..errors import ConfigError
 from ..deploy.hosts import LocalHost
 from ..env import Env
+from ..spec.files import UniqueKeyLoader
 from ..spec.topology import topology_doc
+from ..systems import SystemInfo, Systems
 
 
 REPO = Path(__file__).resolve().parents[2]  # the repository
@@ -47,20 +52,101 @@ def _experiment_field(field: str) -> bool:
 
 
 @contextlib.contextmanager
-def _in_file(path: Path):
+def _in_file(path: Path, overrides: dict | None = None, every: bool = False):
     """A ConfigError raised inside about a field of the experiment names the user's file
-    (unless it names one already); others (an inventory's, a flag's) are left as they are."""
+    (unless it names one already), or --set when the field is one ``overrides`` set; others
+    (an inventory's, a flag's) are left as they are. ``every``: every field is the file's
+    (a misspelt one too)."""
     try:
         yield
     except ConfigError as e:
-        raise (e.in_file(path) if _experiment_field(e.field) else e) from None
+        raise ConfigError.of([x if x.field.startswith("--set ") or not (every or _experiment_field(x.field))
+                              else x.in_file(path) for x in _set_errors(e, overrides or {})]) from None
 
 
-def _load(env: Env, name: str) -> dict:
+def _load(env: Env, name: str, need_jar: bool = True, overrides: dict | None = None) -> dict:
+    """The experiment, resolved against the jar's systems; without the jar and ``need_jar``
+    False, against the file's own names (without_jar). ``overrides`` (parse_overrides) are
+    set on the file's fields before they are checked; a problem of one names it as --set."""
     path = experiment.find(env.workloads, name)
-    systems = env.systems()  # asks the jar: a missing one is named on its own
-    with _in_file(path):
-        return experiment.resolve(experiment.load_file(path), path.stem, systems)
+    jar = need_jar or env.jar.exists()
+    systems = env.systems() if jar else Systems()  # asks the jar: a missing one is named on its own
+    with _in_file(path, overrides, every=True):
+        doc = experiment.load_file(path)
+        if not jar:
+            doc, systems = without_jar(doc, systems)
+        return experiment.resolve(apply_overrides(doc, overrides or {}), path.stem, systems)
+
+
+def parse_overrides(items: list[str] | None) -> dict:
+    """--set FIELD=VALUE, repeatable: {dotted field: the value parsed as YAML}; the last value
+    of a field wins."""
+    out: dict = {}
+    for item in items or []:
+        field, sep, text = item.partition("=")
+        field = field.strip()
+        if not sep or not field:
+            raise ConfigError("--set", f"{item!r} is not FIELD=VALUE, e.g. --set workload.zipf=1.4")
+        try:
+            out[field] = yaml.load(text, Loader=UniqueKeyLoader)
+        except yaml.YAMLError:
+            raise ConfigError(f"--set {field}", f"{text!r} is not a YAML value; quote the whole flag for the "
+                              "shell, e.g. --set 'clients.jvm_args=[-XX:+UseZGC]'") from None
+    return out
+
+
+def _override_path(field: str) -> list[str]:
+    """The keys an override's dotted field walks: section.field, a top-level field,
+    sweep.<axis> (the axis is one key, e.g. sweep.workload.zipf) or
+    per_system.<system>.<section>.<field>."""
+    parts = field.split(".")
+    return ["sweep", ".".join(parts[1:])] if parts[0] == "sweep" and len(parts) > 1 else parts
+
+
+def apply_overrides(doc: dict, overrides: dict) -> dict:
+    """The experiment document with each override set at its field (a copy), to be checked
+    as the file's own fields are."""
+    if not overrides:
+        return doc
+    doc = copy.deepcopy(doc)
+    for field, value in overrides.items():
+        keys, here = _override_path(field), doc
+        for i, key in enumerate(keys[:-1]):
+            if here.get(key) is None:
+                here[key] = {}
+            if not isinstance(here[key], dict):
+                where = ".".join(keys[:i + 1])
+                raise ConfigError(f"--set {field}", f"{where} is not a mapping of fields; set it whole, e.g. "
+                                  f"--set '{where}=...'")
+            here = here[key]
+        here[keys[-1]] = value
+    return doc
+
+
+def _set_errors(e: ConfigError, overrides: dict) -> list[ConfigError]:
+    """The problems of a resolution with overrides, those about an overridden field (or a
+    field above or below one) named as --set's."""
+    def mine(field: str) -> bool:
+        return any(field == f or field.startswith((f"{f}.", f"{f}[", f"{f}=")) or f.startswith(f"{field}.")
+                   for f in overrides)
+    return [ConfigError(f"--set {x.field}", x.problem) if not x.field.startswith("--set") and mine(x.field) else x
+            for x in e.errors]
+
+
+def without_jar(doc: dict, known: Systems) -> tuple[dict, Systems]:
+    """An experiment document and the systems to resolve it with when the jar's descriptors
+    are missing (or ``known`` lacks some): the file's own system names stand for the ones
+    ``known`` does not have, and testing.mutant goes unchecked (null) when no system names
+    its mutants. What the systems are is then not checked; the rest of the file is."""
+    named = doc.get("systems")
+    if named is None and not known.defaults():
+        raise ConfigError("systems", "not given, and the default systems come from the jar, which is not built: "
+                          "name the systems, or run `make build`")
+    if isinstance(named, list):
+        known = known.merged(Systems(SystemInfo(n) for n in named if isinstance(n, str) and n not in known))
+    if isinstance((doc.get("testing") or {}).get("mutant"), str) and not known.mutants():
+        doc = {**doc, "testing": {**doc["testing"], "mutant": None}}
+    return doc, known
 
 
 def servers_per_dc_override(exp: dict, n: int | None) -> dict:

@@ -10,8 +10,8 @@ from ..deploy import inventory
 from ..errors import ConfigError
 from ..env import Env
 from ..spec.topology import topology_doc
-from ..systems import SystemInfo, Systems, local as systems_local
-from .common import REPO, _in_file, check_cluster_shape, servers_per_dc_override
+from ..systems import local as systems_local
+from .common import REPO, _in_file, check_cluster_shape, servers_per_dc_override, without_jar
 
 
 def _extra_vars(args, extra: dict) -> dict:
@@ -34,16 +34,10 @@ def _deploy_experiment(args) -> dict | None:
         return None
     path = experiment.find(REPO / "workloads", args.experiment)
     with _in_file(path):
-        doc = experiment.load_file(path)
         # The jar's descriptors when it is built (--jar), and the file's own system names stand
         # for those it does not know: the deploy checks the experiment's shape, not its systems.
         known = systems_local(Path(args.jar)) if getattr(args, "jar", None) else systems_local()
-        named = doc.get("systems")
-        if isinstance(named, list):
-            known = known.merged(Systems(SystemInfo(n) for n in named if isinstance(n, str) and n not in known))
-        if isinstance((doc.get("testing") or {}).get("mutant"), str) and not known.mutants():
-            # no jar to name the mutants: the deploy does not run it, the run checks it
-            doc = {**doc, "testing": {**doc["testing"], "mutant": None}}
+        doc, known = without_jar(experiment.load_file(path), known)
         exp = experiment.resolve(doc, path.stem, known)
     return servers_per_dc_override(exp, getattr(args, "servers_per_dc", None))
 
@@ -51,9 +45,8 @@ def _deploy_experiment(args) -> dict | None:
 def _tc_rtt_ms(args, exp: dict | None = None) -> dict:
     """The RTT matrix tc emulates: the topology of the experiment (--experiment: its file
     with the experiment's overrides, rtt_scale applied), else the --topology file."""
-    import yaml
-
     from ..deploy.tc import rtt_matrix
+    from ..spec.files import yaml_file
     if getattr(args, "experiment", None) and args.topology:
         raise ConfigError("--topology", "give --experiment NAME or --topology FILE, not both "
                           "(the experiment's own topology is the one its runs expect)")
@@ -73,9 +66,11 @@ def _tc_rtt_ms(args, exp: dict | None = None) -> dict:
     if args.topology:
         path = Path(args.topology)
         try:
-            doc = yaml.safe_load(path.read_text())
+            doc = yaml_file(path)
         except FileNotFoundError:
             raise ConfigError("--topology", f"{path} does not exist") from None
+        except ConfigError as e:  # a key given twice, a syntax error: the file's line
+            raise ConfigError("--topology", str(e)) from None
         return rtt_matrix(doc, str(path))
     raise ConfigError("--experiment", "the inventory's latency is netem, so tc needs an RTT matrix: "
                       "pass --experiment NAME (its topology) or --topology FILE")

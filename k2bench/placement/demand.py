@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ConfigError
+from ..rundir import read_manifest
 
 DEMAND_COLUMNS = ("key_id", "dc", "reads", "writes")
 # The workload's key permutation (Java org.k2bench.ycsb.KeySpace): rank r -> ((r-1) m + OFFSET) mod n.
@@ -56,13 +57,7 @@ def demand_from_run(run_dir, system: str | None = None):
     Keys not named ``user<id>`` are left out, their count said on stderr."""
     import pandas as pd
     run = Path(run_dir)
-    manifest = run / "manifest.json"
-    if not manifest.exists():
-        raise ConfigError("RUN", f"{run} is not a run directory (no manifest.json)")
-    try:
-        doc = json.loads(manifest.read_text())
-    except json.JSONDecodeError as e:
-        raise ConfigError("RUN", f"{manifest} is not JSON ({e.msg} at line {e.lineno})") from None
+    doc = read_manifest(run)
     trials = [t for t in doc.get("trials") or [] if isinstance(t, dict) and "dir" in t and "system" in t]
     systems = list(dict.fromkeys(t["system"] for t in trials))
     if not systems:

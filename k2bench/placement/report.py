@@ -30,7 +30,7 @@ import yaml
 from hdrh.histogram import HdrHistogram
 
 from .. import placement, systems
-from ..errors import ConfigError
+from ..rundir import read_manifest
 from ..experiment import axis_set, for_system
 from ..verdicts import versus
 
@@ -579,5 +579,4 @@ def has_placements(exp: dict) -> bool:
 
 
 def check_run(run_dir: Path) -> None:
-    if not (Path(run_dir) / "manifest.json").exists():
-        raise ConfigError("RUN", f"{run_dir} is not a run directory (no manifest.json)")
+    read_manifest(run_dir)

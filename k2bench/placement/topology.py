@@ -29,17 +29,17 @@ def load_topology(topology, f: int | None = None) -> Topology:
     """A topology file (path) or document: ``datacenters``, ``rtt_ms`` (each pair once, in
     either direction; both directions must agree), optional ``rtt_scale`` and
     ``replication_factor`` (``f``, when given, overrides it)."""
-    import yaml
+    from ..spec.files import yaml_file
     source = "topology"
     if isinstance(topology, (str, Path)):
         path = Path(topology)
         source = str(path)
         try:
-            doc = yaml.safe_load(path.read_text())
+            doc = yaml_file(path)
         except FileNotFoundError:
             raise ConfigError("--topology", f"{path} does not exist") from None
-        except yaml.YAMLError as e:
-            raise ConfigError("--topology", f"{path} is not YAML: {e}") from None
+        except ConfigError as e:  # a key given twice, a syntax error: the file's line
+            raise ConfigError("--topology", str(e)) from None
     else:
         doc = topology
     if not isinstance(doc, dict):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import schema
-from ..errors import ConfigError
+from ..errors import Collect, ConfigError, did_you_mean
 from .schema import DEFAULT_JVM_ARGS, PER_HOST_SERVER_JVM_ARGS
 
 # field -> (type, default, check), from the one definition of every parameter (spec/schema.py).
@@ -120,26 +120,33 @@ def _section(name: str, given: Any) -> dict:
         given = {}
     if not isinstance(given, dict):
         raise ConfigError(name, f"must be a mapping, got {given!r}")
+    errors = Collect()  # every unknown or bad field of the section, each on its own line
     for key in given:
         if key not in spec:
-            raise ConfigError(f"{name}.{key}", f"unknown field; allowed here: {', '.join(sorted(spec))}")
+            errors.errors.append(ConfigError(f"{name}.{key}", f"unknown field{did_you_mean(key, spec)}; allowed here: "
+                                             f"{', '.join(sorted(spec))}"))
     out = {}
     for key, (typ, default, check) in spec.items():
-        field = f"{name}.{key}"
-        value = given.get(key, default)
-        if value is None and default is not None:  # null only where the default is null
-            fix = "use [] for no options" if typ == "args" else "give a value or leave the field out"
-            raise ConfigError(field, f"must not be null (its default is {default!r}); {fix}")
-        if value is not None and typ == "dist":
-            value = _dist(field, value, check)
-        elif value is not None and typ == "args":
-            value = _jvm_args(field, value)
-        elif value is not None and typ == "options":
-            value = _system_options(field, value)
-        elif value is not None:
-            value = _typed(field, value, typ)
-            problem = check(value) if check else None
-            if problem:
-                raise ConfigError(field, f"{problem}, got {value!r}")
-        out[key] = value
+        with errors.check():
+            out[key] = _field(f"{name}.{key}", given.get(key, default), typ, default, check)
+    errors.done()
     return out
+
+
+def _field(field: str, value: Any, typ, default, check) -> Any:
+    if value is None and default is not None:  # null only where the default is null
+        fix = "use [] for no options" if typ == "args" else "give a value or leave the field out"
+        raise ConfigError(field, f"must not be null (its default is {default!r}); {fix}")
+    if value is None:
+        return None
+    if typ == "dist":
+        return _dist(field, value, check)
+    if typ == "args":
+        return _jvm_args(field, value)
+    if typ == "options":
+        return _system_options(field, value)
+    value = _typed(field, value, typ)
+    problem = check(value) if check else None
+    if problem:
+        raise ConfigError(field, f"{problem}, got {value!r}{did_you_mean(value, getattr(check, 'choices', ()))}")
+    return value

@@ -31,7 +31,11 @@ def _at_least_1(v):
 
 def _one_of(*allowed: str) -> Check:
     text = ", ".join(allowed[:-1]) + f" or {allowed[-1]}"
-    return lambda v: None if v in allowed else f"must be {text}"
+
+    def check(v):
+        return None if v in allowed else f"must be {text}"
+    check.choices = allowed  # a refused value is told the closest (fields._section)
+    return check
 
 
 def _place_objective(v: str) -> str | None:

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING
 
 import yaml
 
-from ..errors import ConfigError
+from ..errors import ConfigError, did_you_mean
+from .files import yaml_file
 from .points import system_points
 
 if TYPE_CHECKING:
@@ -24,9 +25,14 @@ def topology_doc(env: Env, cfg: dict) -> dict:
     t = cfg["topology"]
     path = env.workloads / t["file"]
     try:
-        doc = yaml.safe_load(path.read_text())
+        doc = yaml_file(path)
     except FileNotFoundError:
-        raise ConfigError("topology.file", f"{path} does not exist") from None
+        shipped = sorted(str(p.relative_to(env.workloads)) for p in env.workloads.glob("topologies/*.yaml"))
+        raise ConfigError("topology.file", f"no topology {t['file']!r}{did_you_mean(t['file'], shipped)} next to the "
+                          f"experiment file or in workloads/ ({path} does not exist); shipped: "
+                          f"{', '.join(shipped)}") from None
+    except ConfigError as e:  # a key given twice, a syntax error: the topology file's line
+        raise ConfigError("topology.file", str(e)) from None
     if not isinstance(doc, dict):
         raise ConfigError("topology.file", f"{path} is not a topology mapping")
     for key in ("servers_per_dc", "replication_factor", "intra_dc_delay_ms", "jitter_ms", "placement", "partitions"):

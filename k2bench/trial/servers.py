@@ -56,6 +56,23 @@ def stop_servers(run: Running) -> None:
         raise RunFailed(f"{bad[0].name} exited with code {bad[0].returncode}: {tail(bad[0])}")
 
 
+def check_process_split(dep, cfg: dict, dcs: list[str], servers_per_dc: int) -> None:
+    """What start_servers refuses of a point before it starts a process, checked without
+    starting one (validate): clients inside a server JVM that is not the only one, and a
+    kill or pause whose target does not run in a process of its own."""
+    split = server_processes(cfg) if dep.splits_servers else "per_server"  # clusters: one JVM per server host
+    client_processes_split(cfg, dep.in_server_clients, split)
+    if not dep.splits_servers:
+        return
+    slots = [(s, None) for s in dep.servers(dcs, servers_per_dc, split)]
+    for i, f in enumerate(cfg["faults"]):
+        if f["kind"] in ("kill", "pause"):
+            try:
+                FaultInjector.targets(f, slots)
+            except ConfigError as e:  # which fault
+                raise ConfigError(e.field.replace("faults.", f"faults[{i}]."), e.problem) from None
+
+
 def server_processes(cfg: dict) -> str:
     """server.processes with auto resolved: one JVM for every server of the host, unless a
     fault kills or pauses servers, which needs their datacenter (or server) in a JVM of its own."""

@@ -70,7 +70,8 @@ def _run_experiment(args, name: str, run_dir: Path, overrides: dict, resume: boo
     env = _env(argparse.Namespace(jar=args.jar, java="java", inventory=args.inventory, known_hosts=args.known_hosts,
                                   base_port=17000, remote_jar="/opt/k2bench/k2bench.jar", lease_s=60.0,
                                   ssh_timeout=60.0))
-    return run_experiment(env, name, run_dir=run_dir, runs=run_dir.parent, resume=resume, overrides=overrides)
+    # runs/latest names the experiment's run, as after `k2bench run`: `make analyze` reads it
+    return run_experiment(env, name, run_dir=run_dir, runs=run_dir.parent.parent, resume=resume, overrides=overrides)
 
 
 def write_card(out: Path, p: dict, console: Console | None = None) -> dict:
@@ -86,6 +87,16 @@ def write_card(out: Path, p: dict, console: Console | None = None) -> dict:
     info = rundir.git_info(load.REPO)
     card = scorecard.card(p["paper"], cast.title, claims, runs, scale=p["scale"], scale_note=p["note"],
                           created=rundir.iso(time.time()), commit=info.get("git_commit"), runs=entries)
+    here = {e["experiment"] for e in p["experiments"]}
+    covers = {c.id: c.covers for c in claims}
+    full = {e["experiment"] for e in plan(p["paper"], "full")["experiments"]}
+    for r in card["claims"]:
+        if r["verdict"] == "not covered" and not here & set(r["experiments"]) and full & set(r["experiments"]):
+            r["why"] = (f"needs {', '.join(sorted(full & set(r['experiments'])))}, not in the {p['scale']} scale: "
+                        f"k2bench reproduce {p['paper']} --scale full runs it")
+        elif r["verdict"] == "not covered" and here & set(r["experiments"]) and not covers[r["id"]]:
+            r["why"] = ("its runs here measured nothing the paper measured (a run that failed, or every trial "
+                        "left out: faults, a mutant, a degraded emulation); " + r["why"])
     for name, text in ((CARD_JSON, json.dumps(card, indent=1) + "\n"), (CARD_MD, scorecard.markdown(card))):
         tmp = out / (name + ".tmp")
         tmp.write_text(text)

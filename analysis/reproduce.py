@@ -65,13 +65,14 @@ def _status(run_dir: Path) -> tuple[str, int]:
 
 
 def _run_experiment(args, name: str, run_dir: Path, overrides: dict, resume: bool) -> int:
+    """``k2bench run`` of one experiment with the scale's fields set, into ``run_dir``."""
     from k2bench.cli.common import _env
     from k2bench.cli.run import run_experiment
     env = _env(argparse.Namespace(jar=args.jar, java="java", inventory=args.inventory, known_hosts=args.known_hosts,
                                   base_port=17000, remote_jar="/opt/k2bench/k2bench.jar", lease_s=60.0,
                                   ssh_timeout=60.0))
     # runs/latest names the experiment's run, as after `k2bench run`: `make analyze` reads it
-    return run_experiment(env, name, run_dir=run_dir, runs=run_dir.parent.parent, resume=resume, overrides=overrides)
+    return run_experiment(env, name, run_dir=run_dir, runs=Path(args.runs), resume=resume, overrides=overrides)
 
 
 def write_card(out: Path, p: dict, console: Console | None = None) -> dict:
@@ -95,8 +96,8 @@ def write_card(out: Path, p: dict, console: Console | None = None) -> dict:
             r["why"] = (f"needs {', '.join(sorted(full & set(r['experiments'])))}, not in the {p['scale']} scale: "
                         f"k2bench reproduce {p['paper']} --scale full runs it")
         elif r["verdict"] == "not covered" and here & set(r["experiments"]) and not covers[r["id"]]:
-            r["why"] = ("its runs here measured nothing the paper measured (a run that failed, or every trial "
-                        "left out: faults, a mutant, a degraded emulation); " + r["why"])
+            r["why"] = ("its runs here measured nothing of the kind the paper measured (a run that failed or did "
+                        "not finish, or every trial left out: make analyze's claims table says why)")
     for name, text in ((CARD_JSON, json.dumps(card, indent=1) + "\n"), (CARD_MD, scorecard.markdown(card))):
         tmp = out / (name + ".tmp")
         tmp.write_text(text)
@@ -119,43 +120,67 @@ def show(console: Console, card: dict) -> None:
     console.print("verdicts: " + ", ".join(f"[{COLOURS[v]}]{n} {v}[/]" for v, n in card["counts"].items()))
 
 
+def _continued(out: Path, p: dict, score_only: bool) -> dict:
+    """The plan of the reproduction ``out`` continues: the same paper, scale and plan (the
+    saved one when only scoring it, whatever the cast says now)."""
+    if not (out / PLAN_FILE).exists():
+        raise ConfigError("--dir", f"{out} is not a reproduction (no {PLAN_FILE}): leave --dir out to start one")
+    old = json.loads((out / PLAN_FILE).read_text())
+    if old.get("paper") != p["paper"]:
+        raise ConfigError("--dir", f"{out} reproduces paper {old.get('paper')!r}, not {p['paper']!r}: give that "
+                                   "paper, or leave --dir out to start another")
+    if old.get("scale") != p["scale"]:
+        raise ConfigError("--scale", f"{out} is a reproduction at scale {old.get('scale')!r}: give --scale "
+                                     f"{old.get('scale')}, or leave --dir out to start another")
+    if score_only:
+        return {k: old[k] for k in ("paper", "scale", "note", "experiments")}
+    if old.get("experiments") != p["experiments"]:
+        raise ConfigError("--dir", f"{out} was made with another plan of {p['paper']} ({p['scale']}): its "
+                                   f"workloads/papers/{p['paper']}.yaml changed since; score it with --score-only, "
+                                   "or start another")
+    return p
+
+
+def _attempt(args, e: dict, d: Path, resume: bool) -> tuple[int, str]:
+    """One experiment of the plan: its exit code, and why it failed (one line) when it
+    raised instead: a reproduction goes on to its other experiments either way."""
+    try:
+        return _run_experiment(args, e["experiment"], d, e["set"], resume=resume), ""
+    except KeyboardInterrupt:
+        return 130, ""
+    except ConfigError as e_:
+        return 2, str(e_)
+    except Exception as e_:  # noqa: BLE001 - the run recorded it; the card says what is missing
+        return 1, f"{type(e_).__name__}: {e_}"
+
+
 def reproduce(args, paper_id: str, console: Console) -> int:
     p = plan(paper_id, args.scale)
     if args.dir:
         out = Path(args.dir)
-        if not (out / PLAN_FILE).exists():
-            raise ConfigError("--dir", f"{out} is not a reproduction (no {PLAN_FILE}): leave --dir out to start one")
-        old = json.loads((out / PLAN_FILE).read_text())
-        for field in ("paper", "scale"):
-            if old.get(field) != p[field]:
-                raise ConfigError("--dir", f"{out} reproduces {field} {old.get(field)!r}, not {p[field]!r}: give "
-                                           f"the same, or leave --dir out to start another")
-        if old.get("experiments") != p["experiments"]:
-            raise ConfigError("--dir", f"{out} was made with another plan of {paper_id} ({args.scale}): its "
-                                       f"workloads/papers/{paper_id}.yaml changed since; start another")
+        p = _continued(out, p, args.score_only)
     else:
         out = rundir.create(Path(args.runs), f"reproduce-{paper_id}-{args.scale}")
         rundir.write_json(out / PLAN_FILE, p | {"created": rundir.iso(time.time())})
+    again = f"k2bench reproduce {paper_id} --scale {args.scale} --dir {out}"
     console.print(f"[bold]reproduce {paper_id} ({args.scale})[/]: {out}\n{p['note']}")
     code = 0
-    if not args.score_only:
-        for i, e in enumerate(p["experiments"], 1):
-            d = out / e["experiment"]
-            status, done = _status(d)
-            if status == "done":
-                console.print(f"[{i}/{len(p['experiments'])}] {e['experiment']}: already done ({done} trials), kept")
-                continue
-            console.print(f"[{i}/{len(p['experiments'])}] {e['experiment']}"
-                          + (f": resuming ({done} trials done)" if status != "not run" else ""))
-            rc = _run_experiment(args, e["experiment"], d, e["set"], resume=status != "not run")
-            if rc == 130:
-                console.print("interrupted: continue with " + f"k2bench reproduce {paper_id} --scale {args.scale} "
-                              f"--dir {out}")
-                return rc
-            if rc:
-                console.print(f"[red]{e['experiment']} failed (exit {rc})[/]: the card says what it could not "
-                              f"measure; run the same command with --dir {out} to try it again")
-                code = 1
+    for i, e in enumerate([] if args.score_only else p["experiments"], 1):
+        d = out / e["experiment"]
+        status, done = _status(d)
+        where = f"[{i}/{len(p['experiments'])}] {e['experiment']}"
+        if status == "done":
+            console.print(f"{where}: already done ({done} trials), kept")
+            continue
+        console.print(where + (f": resuming ({done} trials done)" if status != "not run" else ""))
+        rc, why = _attempt(args, e, d, resume=status != "not run")
+        if rc == 130:
+            console.print(f"interrupted: continue with {again}")
+            return rc
+        if rc:
+            console.print(f"[red]{e['experiment']} failed (exit {rc})[/]" + (f": {why}" if why else "")
+                          + f"; the card says what it could not measure; try it again with {again}")
+            code = 1
     write_card(out, p, console)
     return code
 

@@ -50,6 +50,7 @@ class Claim:
     differs: str = ""  # the mechanism, when it differs here (one line)
     doc: str = ""  # the docs page that measured it (repository-relative, with an anchor)
     covers: str = ""  # what would cover it where its experiments cannot (one line)
+    note: str = ""  # what of the paper's figure is shown but not checked, or how the bound reads it
 
 
 def only_trial(runs: list, k: int) -> list:
@@ -119,11 +120,11 @@ def evaluate(claim: Claim, runs: list) -> dict:
         why = claim.differs or "not traced yet: " + ", ".join(i["workload"] for i in items if i["verdict"] == "differs")
     elif verdict == "within noise":
         noisy = [i["workload"] for i in items if i["verdict"] == "within noise"]
-        why = "the trials disagree (" + ", ".join(noisy) + "): more trials would decide it"
+        why = "the pooled value and the trials disagree (" + ", ".join(noisy) + "): more trials would decide it"
     else:
         why = ""
     return {"id": claim.id, "claim": claim.claim, "paper": claim.paper, "where": claim.where,
-            "measured": measured or "-", "verdict": verdict, "why": why,
+            "measured": measured or "-", "verdict": verdict, "why": why, "note": claim.note,
             "doc": claim.doc if verdict in ("differs", "within noise") else "",
             "experiments": list(claim.experiments), "items": items}
 
@@ -146,12 +147,13 @@ def markdown(sc: dict) -> str:
         out += ["Runs: " + "; ".join(f"{r['experiment']} ({r['status']}, {r['trials']} trial(s))"
                                      for r in sc["runs"]), ""]
     out += ["Verdicts: " + ", ".join(f"{n} {v}" for v, n in sc["counts"].items()), "",
-            "| claim | paper | where | measured here | verdict | why |", "| --- | --- | --- | --- | --- | --- |"]
+            "| claim | paper | where | measured here | verdict | why | note |",
+            "| --- | --- | --- | --- | --- | --- | --- |"]
 
     def cell(x):
         return str(x).replace("|", "\\|").replace("\n", " ")
     for r in sc["claims"]:
         why = r["why"] + (f" ({r['doc']})" if r["doc"] else "")
         out.append("| " + " | ".join(cell(x) for x in (r["claim"], r["paper"], r["where"], r["measured"],
-                                                          r["verdict"], why)) + " |")
+                                                          r["verdict"], why, r.get("note", ""))) + " |")
     return "\n".join(out) + "\n"

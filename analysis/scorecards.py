@@ -18,7 +18,10 @@ K2_DOC = "docs/systems/k2.md"
 K2_META = {
     "K2 all-local read-only transactions": ("k2-all-local", "§VII-C, Fig. 8", "%", ""),
     "K2 all-local read-only transactions, TAO-like": ("k2-all-local-tao", "§VII-C", "%", ""),
-    "RAD read-only p1 is a wide-area round": ("rad-p1-remote", "§VII-C, Fig. 7-8", "ms", ""),
+    "RAD read-only p1 is a wide-area round": ("rad-p1-remote", "§VII-C, Fig. 7-8", "ms",
+                                              "on the TAO-like mix half the reads are of one key, and a key the "
+                                              "reader's datacenter replicates (f=2 of 6) is read there: placement "
+                                              "alone makes about a sixth of reads all-local for any system"),
     "PaRiS* all-local read-only transactions": ("paris-star-all-local", "§VII-C", "%", ""),
     "RAD and PaRiS* all-local, TAO-like": ("baselines-all-local-tao", "§VII-C", "%",
                                            "placement alone makes single-key reads of keys the reader's datacenter "
@@ -40,12 +43,14 @@ PARIS_META = {
 }
 
 
-def _of_workloads(covered, fn) -> list[tuple[str, Got]]:
+def _of_workloads(covered, fn, systems=()) -> list[tuple[str, Got]]:
     out = []
     for w in covered:
         got = fn(w)
         if got is not None:
-            out.append((w.name, Got(got[0], bool(got[1]), got[2] if len(got) > 2 else None)))
+            left = sum(w.left_out_trials.get(x, 0) for x in systems)
+            text = got[0] + (f" ({left} trial(s) with a degraded emulation left out)" if left else "")
+            out.append((w.name, Got(text, bool(got[1]), got[2] if len(got) > 2 else None)))
     return out
 
 
@@ -61,8 +66,8 @@ def _k2_claim(c: claims.Claim, fn) -> Claim:
     cid, where, unit, differs = K2_META[c.what]
     experiments = tuple(K2_EXPERIMENTS[s] for s in K2_EXPERIMENTS if s in c.covers)
     return Claim(cid, c.what, c.paper, where, experiments,
-                 lambda runs: _of_workloads(claims.covered_by(c, claims.workloads(runs)), fn), unit=unit,
-                 spread_of=K2_SPREAD_OF.get(c.what, ""), differs=differs, doc=K2_DOC)
+                 lambda runs: _of_workloads(claims.covered_by(c, claims.workloads(runs)), fn, c.systems), unit=unit,
+                 spread_of=K2_SPREAD_OF.get(c.what, ""), differs=differs, doc=K2_DOC, note=c.note)
 
 
 def _fig9(runs) -> list[tuple[str, Got]]:
@@ -78,8 +83,8 @@ PARIS_SPREAD_OF = {"PaRiS transaction latency below BPR's": "BPR/PaRiS",
 def _paris_claim(c: claims.Claim, fn, lowest: bool) -> Claim:
     cid, where, unit, experiments = PARIS_META[c.what]
     return Claim(cid, c.what, c.paper, where, experiments,
-                 lambda runs: _of_workloads(claims.paris_covered_by(c, lowest, claims.workloads(runs)), fn),
-                 unit=unit, spread_of=PARIS_SPREAD_OF[c.what], doc="docs/systems/paris.md")
+                 lambda runs: _of_workloads(claims.paris_covered_by(c, lowest, claims.workloads(runs)), fn, c.systems),
+                 unit=unit, spread_of=PARIS_SPREAD_OF[c.what], doc="docs/systems/paris.md", note=c.note)
 
 
 K2_CLAIMS = [_k2_claim(c, fn) for c, fn in claims.CLAIMS] + [
@@ -116,7 +121,7 @@ def _compared(runs, phase: str, a: str, b: str, metric: str, holds) -> list[tupl
             lo, hi = c.get("ratio_min"), c.get("ratio_max")
             several = lo is not None and hi is not None and c.get("verdict") != "one trial: no spread"
             ok = (holds(lo) if holds(lo) == holds(hi) else None) if several else holds(c["ratio"])
-            rng = f" [{lo:.2f}-{hi:.2f}x over trials]" if several else " (one trial)"
+            rng = f" [bounds from the trials' spreads {lo:.2f}-{hi:.2f}x]" if several else " (one trial)"
             where = load.systems().label(c["system"]) + (f", {c['killed']} killed" if c.get("killed") else "")
             out.append((f"{r.experiment} ({where})", Got(f"{c['ratio']:.2f}x{rng}", ok, c["ratio"])))
     return out
@@ -124,23 +129,28 @@ def _compared(runs, phase: str, a: str, b: str, metric: str, holds) -> list[tupl
 
 PLACEMENT_CLAIMS = [
     Claim("ba-vs-hash-p50", "BA's median read latency below hash placement's",
-          "BA outperforms the default scheme by 50 ms (a factor of 3) at the 50th percentile", "Fig. 6",
-          ("placement",), lambda runs: _compared(runs, "normal", "BA", "hash", "p50", lambda r: r < 1),
-          per_trial=False, doc=PLACEMENT_DOC),
-    Claim("ba-vs-hash-p90", "BA's 90th-percentile read latency below hash placement's",
-          "by 100 ms (a factor of 2) at the 90th percentile", "Fig. 6", ("placement",),
-          lambda runs: _compared(runs, "normal", "BA", "hash", "p90", lambda r: r < 1), per_trial=False,
+          "our flexible replication scheme is able to outperform the default replication scheme by 50 msec "
+          "(factor of 3) at the 50th%ile", "Fig. 6", ("placement",),
+          lambda runs: _compared(runs, "normal", "BA", "hash", "p50", lambda r: r < 1), per_trial=False,
+          note="checked: BA lower; the factor of 3 is the paper's workload's (the Wikipedia trace)",
           doc=PLACEMENT_DOC),
+    Claim("ba-vs-hash-p90", "BA's 90th-percentile read latency below hash placement's",
+          "and by 100msec at the 90th%ile (factor of 2)", "Fig. 6", ("placement",),
+          lambda runs: _compared(runs, "normal", "BA", "hash", "p90", lambda r: r < 1), per_trial=False,
+          note="checked: BA lower; the factor of 2 is the paper's workload's", doc=PLACEMENT_DOC),
     Claim("n1c-like-ba", "N-1C's latency close to BA's in normal operation",
-          "N-1C performs similar to the BA scheme in normal operation", "§VIII-E, Fig. 7(b)", ("placement",),
-          lambda runs: _compared(runs, "normal", "N-1C", "BA", "mean", lambda r: r <= 1.2), per_trial=False,
+          "our N-1C scheme performs similar to the BA scheme (median of 90msec and 90%ile of 200ms) during normal "
+          "operation", "§VIII-E, Fig. 7(b)", ("placement",),
+          lambda runs: _compared(runs, "normal", "N-1C", "BA", "p90", lambda r: r <= 1.2), per_trial=False,
+          note="checked: N-1C's p90 within 1.2x of BA's ('similar')",
           differs="with f = 2 (the K2 paper's) N-1C spends one of two replicas on the failure; the paper's keys "
           "had three", doc=PLACEMENT_DOC),
-    Claim("n1c-vs-ba-failure", "Under a datacenter failure N-1C's tail latency below BA's",
-          "BA's 90th percentile rises (+40%) when a datacenter fails, N-1C's largely unaffected", "§VIII-E, Fig. 7",
-          ("placement",), lambda runs: _compared(runs, "failure", "N-1C", "BA", "p90", lambda r: r < 1),
-          per_trial=False, differs="with SP killed every placement's p90 is SP's clients' hop to VA (146 ms), "
-          "whatever the placement", doc=PLACEMENT_DOC),
+    Claim("n1c-vs-ba-failure", "Under every datacenter failure N-1C's p90 no worse than BA's",
+          "unlike the BA configuration, the 90%ile latency remains largely unaffected under all failures "
+          "(BA's: +40% when the west coast DCs fail)", "§VIII-E, Fig. 7", ("placement",),
+          lambda runs: _compared(runs, "failure", "N-1C", "BA", "p90", lambda r: r <= 1.05), per_trial=False,
+          note="checked: N-1C's p90 at most 1.05x BA's with each datacenter killed (with SP killed every "
+          "placement's p90 is SP's clients' hop to VA)", doc=PLACEMENT_DOC),
 ]
 
 

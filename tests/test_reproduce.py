@@ -116,3 +116,38 @@ def test_a_new_reproduction_gets_its_own_directory_with_its_plan(tmp_path, monke
     assert json.loads((out / reproduce.PLAN_FILE).read_text())["paper"] == "paris"
     card = json.loads((out / reproduce.CARD_JSON).read_text())
     assert card["counts"]["not covered"] == len(card["claims"]), "nothing ran: nothing covered"
+
+
+def test_an_experiment_that_raises_is_reported_and_the_others_still_run(tmp_path, monkeypatch, capsys):
+    from k2bench.errors import ConfigError
+    out, p = _reproduction(tmp_path)
+    calls = []
+
+    def run(args, name, d, overrides, resume):
+        calls.append(name)
+        if len(calls) == 1:
+            raise ConfigError("--resume", "was run with a different configuration")
+        return 0
+    monkeypatch.setattr(reproduce, "_run_experiment", run)
+    assert reproduce.main(["karma", "--dir", str(out)]) == 1
+    assert len(calls) == 2, "the next experiment still ran"
+    text = capsys.readouterr().out
+    assert "failed (exit 2): --resume: was run with a different configuration" in text
+    assert f"k2bench reproduce karma --scale quick --dir {out}" in text.replace("\n", "")
+    assert (out / reproduce.CARD_JSON).exists()
+
+
+def test_score_only_scores_with_the_plan_the_reproduction_was_made_with(tmp_path, monkeypatch):
+    out, p = _reproduction(tmp_path)
+    old = p | {"note": "an older plan", "experiments": p["experiments"][:1]}
+    (out / reproduce.PLAN_FILE).write_text(json.dumps(old))
+    monkeypatch.setattr(reproduce, "_run_experiment", lambda *a, **k: pytest.fail("ran an experiment"))
+    assert reproduce.main(["karma", "--dir", str(out), "--score-only"]) == 0
+    card = json.loads((out / reproduce.CARD_JSON).read_text())
+    assert card["scale_note"] == "an older plan" and len(card["runs"]) == 1
+
+
+def test_another_scale_is_named_as_the_flag_to_change(tmp_path, capsys):
+    out, _ = _reproduction(tmp_path)
+    assert reproduce.main(["karma", "--scale", "full", "--dir", str(out)]) == 2
+    assert "--scale: " in capsys.readouterr().err

@@ -24,14 +24,14 @@ def _runs(*values_per_trial, workloads=("w",)):
     return [load.Run(Path("r"), {}, trials)], workloads
 
 
-def _claim(threshold=0.5, **kw):
+def _claim(threshold=0.5, names=("w",)):
     """Agrees where the mean of the trials' values is above ``threshold``."""
     def check(runs):
         ts = [t for r in runs for t in r.trials]
         if not ts:
             return []
         out = []
-        for i, name in enumerate(kw.pop("names", None) or ["w"]):
+        for i, name in enumerate(names):
             vs = [t.v[i] if isinstance(t.v, tuple) else t.v for t in ts]
             m = sum(vs) / len(vs)
             out.append((name, Got(f"{m:.2f}", m > threshold, m)))
@@ -76,6 +76,7 @@ def test_one_differing_workload_makes_the_claim_differ():
     runs, _ = _runs((0.9, 0.1), (0.8, 0.2))
     row = scorecard.evaluate(_claim(names=["a", "b"]), runs)
     assert [i["verdict"] for i in row["items"]] == ["agrees", "differs"] and row["verdict"] == "differs"
+    assert [i["trials"] for i in row["items"]] == [2, 2], "each workload matched with its own trials"
 
 
 def test_a_check_that_judges_its_own_spread_can_say_within_noise():
@@ -89,7 +90,7 @@ def test_the_card_counts_its_verdicts_and_renders_as_markdown():
     assert card["counts"] == {"agrees": 1, "differs": 1, "within noise": 0, "not covered": 0}
     md = scorecard.markdown(card)
     assert md.startswith("# The Paper: does the paper hold here?") and "Scale: small" in md
-    assert md.count("\n| a claim |") == 2
+    assert md.count("\n| a claim |") == 2 and "| why | note |" in md
 
 
 # ------------------------------------------------------------------ the K2 and PaRiS papers' claims
@@ -195,7 +196,7 @@ def test_each_karma_claim_on_its_figures_agrees_and_differs(cid, monkeypatch):
 
 
 def _fault_run(failed: dict, kinds=("kill",)):
-    trials = [SimpleNamespace(trial=1, run="r", point="", system=s, failed_ops=n,
+    trials = [SimpleNamespace(trial=1, run="r", point="", system=s, failed_ops=n, degraded=False,
                               config={"faults": [{"kind": k} for k in kinds]}) for s, n in failed.items()]
     return [load.Run(Path("r"), {"experiment": "karma-faults"}, trials)]
 
@@ -250,7 +251,7 @@ def _comparison(a, b, phase, metric, ratio, lo, hi, verdict="a lower"):
 PLACEMENT_CASES = {  # claim -> (a, b, phase, metric): ranges agreeing, straddling the bound, differing
     "ba-vs-hash-p50": ("BA +cache", "hash", "normal", "p50"),
     "ba-vs-hash-p90": ("BA", "hash", "normal", "p90"),
-    "n1c-like-ba": ("N-1C", "BA", "normal", "mean"),
+    "n1c-like-ba": ("N-1C", "BA", "normal", "p90"),
     "n1c-vs-ba-failure": ("N-1C", "BA", "failure", "p90"),
 }
 
@@ -259,7 +260,7 @@ PLACEMENT_CASES = {  # claim -> (a, b, phase, metric): ranges agreeing, straddli
 def test_each_placement_claim_agrees_differs_and_is_within_noise(cid, tmp_path):
     claim = _by_id(scorecards.PLACEMENT_CLAIMS)[cid]
     a, b, phase, metric = PLACEMENT_CASES[cid]
-    bound = 1.2 if cid == "n1c-like-ba" else 1.0
+    bound = {"n1c-like-ba": 1.2, "n1c-vs-ba-failure": 1.05}.get(cid, 1.0)
     for (lo, hi), want in (((0.5, 0.6), "agrees"), ((0.8 * bound, 1.1 * bound), "within noise"),
                            ((1.5, 1.7), "differs")):
         runs = _placement_run(tmp_path, [_comparison(a, b, phase, metric, (lo + hi) / 2, lo, hi)])
@@ -293,3 +294,70 @@ def test_the_docs_list_every_claim():
     text = (ROOT / "docs" / "reproducing.md").read_text()
     missing = [c.id for _, cs in scorecards.PAPERS.values() for c in cs if f"`{c.id}`" not in text]
     assert not missing, f"docs/reproducing.md's claims table lacks {missing}"
+
+
+def test_paris_visibility_is_checked_on_the_default_mix_only(monkeypatch):
+    """Fig. 5 is of the 95:5 mix: a 50:50 workload does not cover it."""
+    claim = _by_id(scorecards.PARIS_CLAIMS)["paris-visibility"]
+    agree = PARIS_CASES["paris-visibility"][0]
+    for writes, want in ((1, "agrees"), (10, "not covered")):
+        w = _workload(**agree)
+        w.config = {"workload": {"rw_writes": writes, "keys_per_op": 20}}
+        monkeypatch.setattr(claims, "workloads", lambda runs, w=w: [w])
+        assert scorecard.evaluate(claim, [])["verdict"] == want
+
+
+def test_a_karma_figure_without_data_covers_nothing(monkeypatch):
+    """rings_frame gives NaN for a figure with no data: not a measurement that differs."""
+    claim = _by_id(karma.CLAIMS)["karma-get-latency"]
+    monkeypatch.setattr(karma, "_points", lambda runs, keep: [("p", {karma.KARMA: ROW | {"get_mean_ms": float("nan")},
+                                                                     karma.COPS_PR: ROW})])
+    assert scorecard.evaluate(claim, [])["verdict"] == "not covered"
+
+
+def _trial(system="karma", kinds=("delay",), dc_cache=False, degraded=False, mutant=None):
+    return SimpleNamespace(system=system, degraded=degraded,
+                           config={"faults": [{"kind": k} for k in kinds], "testing": {"mutant": mutant},
+                                   "server": {"options": {"karma": {"dc_cache": dc_cache}}}})
+
+
+@pytest.mark.parametrize("trial, counts", [
+    (_trial(), True), (_trial("cops-pr", dc_cache=True), True),
+    (_trial(dc_cache=True), False), (_trial(kinds=("delay", "kill")), False), (_trial(kinds=()), False),
+    (_trial(degraded=True), False), (_trial(mutant="m"), False)])
+def test_congestion_counts_only_karma_nc_under_added_delays(trial, counts):
+    assert karma._congested(trial) is counts
+
+
+def test_saturation_compares_each_systems_best_point(monkeypatch):
+    """Karma's lower latency alone gives it more throughput at a low load; the claim is
+    about the peaks (COPS-PR's here is higher)."""
+    points = [("e (threads=1)", {karma.KARMA: ROW | {"throughput_ops_per_s": 300}, karma.COPS_PR: ROW | {"throughput_ops_per_s": 200}}),
+              ("e (threads=8)", {karma.KARMA: ROW | {"throughput_ops_per_s": 900}, karma.COPS_PR: ROW | {"throughput_ops_per_s": 1000}})]
+    monkeypatch.setattr(karma, "_points", lambda runs, keep: points)
+    row = scorecard.evaluate(_by_id(karma.CLAIMS)["karma-throughput"], [])
+    assert row["verdict"] == "differs" and "0.90x" in row["measured"]
+
+
+def test_a_degraded_trial_is_left_out_while_its_point_has_one_on_time(tmp_path):
+    """The hypervisor took the CPU in one of two trials: the figures are the other's, and
+    the measured text says one was left out; with both degraded the workload is left out."""
+    run = tmp_path / "run"
+    shutil.copytree(FIXTURES / "run-karma", run)
+
+    def degrade(k):
+        path = run / "karma" / f"trial-{k}" / "summary.json"
+        s = json.loads(path.read_text())
+        s["emulation_lateness_ms"] = (s.get("emulation_lateness_ms") or {}) | {"degraded": True}
+        path.write_text(json.dumps(s))
+    degrade(2)
+    r = load.load_run(run)
+    (w,) = claims.workloads(r)
+    alone = claims.workloads(scorecard.only_trial([r], 1))[0]
+    assert w.left_out_trials["karma"] == 1 and not w.degraded["karma"]
+    assert w.systems["karma"]["rot_mean_ms"] == alone.systems["karma"]["rot_mean_ms"]
+    got = scorecards._of_workloads([w], lambda w: ("x", True, 1.0), ("karma",))
+    assert got[0][1].text == "x (1 trial(s) with a degraded emulation left out)"
+    degrade(1)
+    (w,) = claims.workloads(load.load_run(run))
+    assert w.degraded["karma"] and w.left_out(("karma",)) and w.left_out_trials["karma"] == 0

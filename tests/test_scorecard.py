@@ -195,9 +195,11 @@ def test_each_karma_claim_on_its_figures_agrees_and_differs(cid, monkeypatch):
         assert scorecard.evaluate(claim, [])["verdict"] == want, (cid, k, c)
 
 
-def _fault_run(failed: dict, kinds=("kill",)):
-    trials = [SimpleNamespace(trial=1, run="r", point="", system=s, failed_ops=n, degraded=False,
-                              config={"faults": [{"kind": k} for k in kinds]}) for s, n in failed.items()]
+def _fault_run(failed: dict, kinds=("kill",), late=None):
+    trials = [SimpleNamespace(trial=1, run="r", point="", system=s, failed_ops=n, degraded=late is not None,
+                              lateness_p99=late, config={"faults": [{"kind": k} for k in kinds],
+                                                         "clients": {"rpc_timeout_ms": 3000}})
+              for s, n in failed.items()]
     return [load.Run(Path("r"), {"experiment": "karma-faults"}, trials)]
 
 
@@ -207,6 +209,14 @@ def _fault_run(failed: dict, kinds=("kill",)):
 def test_the_availability_claim_both_ways(failed, want):
     claim = _by_id(karma.CLAIMS)["karma-availability"]
     assert scorecard.evaluate(claim, _fault_run(failed))["verdict"] == want
+
+
+@pytest.mark.parametrize("late, want", [(15.0, "agrees"), (400.0, "not covered")])
+def test_availability_keeps_a_trial_late_by_far_less_than_the_rpc_timeout(late, want):
+    """Operations fail by a 3 s timeout: 15 ms late messages (a host taking the CPU) do not
+    fail them; 400 ms might."""
+    claim = _by_id(karma.CLAIMS)["karma-availability"]
+    assert scorecard.evaluate(claim, _fault_run({"karma": 0, "cops-pr": 665}, late=late))["verdict"] == want
 
 
 def test_a_run_without_table_1s_failures_does_not_cover_availability():
@@ -315,16 +325,16 @@ def test_a_karma_figure_without_data_covers_nothing(monkeypatch):
     assert scorecard.evaluate(claim, [])["verdict"] == "not covered"
 
 
-def _trial(system="karma", kinds=("delay",), dc_cache=False, degraded=False, mutant=None):
-    return SimpleNamespace(system=system, degraded=degraded,
-                           config={"faults": [{"kind": k} for k in kinds], "testing": {"mutant": mutant},
+def _trial(system="karma", kinds=("delay",), dc_cache=False, degraded=False, mutant=None, late=40.0):
+    return SimpleNamespace(system=system, degraded=degraded, lateness_p99=late,
+                           config={"faults": [{"kind": k, "extra_ms": 300} for k in kinds], "testing": {"mutant": mutant},
                                    "server": {"options": {"karma": {"dc_cache": dc_cache}}}})
 
 
 @pytest.mark.parametrize("trial, counts", [
     (_trial(), True), (_trial("cops-pr", dc_cache=True), True),
     (_trial(dc_cache=True), False), (_trial(kinds=("delay", "kill")), False), (_trial(kinds=()), False),
-    (_trial(degraded=True), False), (_trial(mutant="m"), False)])
+    (_trial(degraded=True), False), (_trial(degraded=True, late=7.0), True), (_trial(mutant="m"), False)])
 def test_congestion_counts_only_karma_nc_under_added_delays(trial, counts):
     assert karma._congested(trial) is counts
 

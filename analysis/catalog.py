@@ -22,6 +22,7 @@ from pathlib import Path
 from k2bench.summary import latency, new_histogram
 
 from . import load
+from .scorecard import VERDICTS
 
 SITE = ".site"  # the generated site inside RUNS_DIR (skipped when looking for runs)
 MAX_DEPTH = 3  # RUNS_DIR/<reproduction>/<run>, RUNS_DIR/<bench>/<setting>: deep enough
@@ -297,9 +298,6 @@ def describe(runs_dir: Path, d: Path, cache: dict, parent: str | None = None) ->
            for f in manifest.get("fetch_failures") or []],
         "files": files, "report": href(rid, "report", "index.html") if report.is_file() else None,
     }
-
-
-VERDICTS = ("agrees", "differs", "within noise", "not covered")
 
 
 def scorecard(runs_dir: Path, d: Path, run_ids: set[str]) -> dict:

@@ -5,23 +5,16 @@ default 95:5 mix (Fig. 6, 10, 11, §6.4), under failures (Table 1) and under con
 an experiment's name, so a user's own experiment of the same kind counts too."""
 from __future__ import annotations
 
-import dataclasses
-
 import pandas as pd
 
 from . import frames, load
 from .paper import KARMA_PAPER
-from .scorecard import Claim, Got
+from .scorecard import Claim, Got, select
 
 KARMA, COPS_PR = KARMA_PAPER["proposed"], KARMA_PAPER["baseline"]
 DOC = "docs/systems/karma.md"
 PAPER_MIX = 0.05  # the paper's read-write ratio 95-5 (§5)
 FAILURES = ("kill", "partition", "pause")  # Table 1's: a datacenter dead, cut off, or silent
-
-
-def _select(runs, keep) -> list:
-    """The runs with only the trials ``keep(trial)`` accepts."""
-    return [dataclasses.replace(r, trials=[t for t in r.trials if keep(t)]) for r in runs]
 
 
 def _plain(t) -> bool:
@@ -48,7 +41,7 @@ def _name(runs, run: str, point: str) -> str:
 
 def _points(runs, keep) -> list[tuple[str, dict]]:
     """Per (run, point) whose trials ``keep`` accepts: its name and rings_frame's row by system."""
-    frame = frames.rings_frame(_select(runs, keep))
+    frame = frames.rings_frame(select(runs, keep))
     out = []
     for (run, point), g in (frame.groupby(["run", "point"], sort=False) if not frame.empty else []):
         out.append((_name(runs, run, point), {row["system"]: row for _, row in g.iterrows()}))
@@ -199,7 +192,7 @@ def _congested(t) -> bool:
 def congestion(runs):
     """Per added delay: Karma-NC's latency increase below COPS-PR's (the trials' events
     pooled by their seconds-weighted mean)."""
-    frame = frames.congestion_frame(_select(runs, _congested))
+    frame = frames.congestion_frame(select(runs, _congested))
     out = []
     if frame.empty:
         return out

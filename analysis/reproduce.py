@@ -15,7 +15,6 @@ command again with ``--dir``. ``--score-only`` writes the card from what the dir
 from __future__ import annotations
 
 import argparse
-import difflib
 import json
 import sys
 import time
@@ -25,7 +24,7 @@ from rich.console import Console
 from rich.table import Table
 
 from k2bench import rundir
-from k2bench.errors import ConfigError
+from k2bench.errors import ConfigError, did_you_mean
 
 from . import load, scorecard, scorecards
 
@@ -98,10 +97,8 @@ def write_card(out: Path, p: dict, console: Console | None = None) -> dict:
         elif r["verdict"] == "not covered" and here & set(r["experiments"]) and not covers[r["id"]]:
             r["why"] = ("its runs here measured nothing of the kind the paper measured (a run that failed or did "
                         "not finish, or every trial left out: make analyze's claims table says why)")
-    for name, text in ((CARD_JSON, json.dumps(card, indent=1) + "\n"), (CARD_MD, scorecard.markdown(card))):
-        tmp = out / (name + ".tmp")
-        tmp.write_text(text)
-        tmp.replace(out / name)
+    rundir.write_text(out / CARD_JSON, json.dumps(card, indent=1) + "\n")
+    rundir.write_text(out / CARD_MD, scorecard.markdown(card))
     if console is not None:
         show(console, card)
         console.print(f"scorecard: {out / CARD_MD}")
@@ -201,9 +198,9 @@ def main(argv=None) -> int:
     try:
         papers = list(scorecards.PAPERS) if args.paper == "all" else [args.paper]
         if args.paper != "all" and args.paper not in scorecards.PAPERS:
-            close = difflib.get_close_matches(args.paper, [*scorecards.PAPERS, "all"], n=1, cutoff=0.4)
+            # paper ids are short: "k3" is 0.5 like "k2"
             raise ConfigError("paper", f"{args.paper!r} is not a bundled paper"
-                              + (f" (did you mean {close[0]}?)" if close else "")
+                              + did_you_mean(args.paper, [*scorecards.PAPERS, "all"], cutoff=0.4)
                               + f": one of {' | '.join(scorecards.PAPERS)} | all")
         if args.scale not in SCALES:
             raise ConfigError("--scale", f"{args.scale!r} is not a scale: quick or full")

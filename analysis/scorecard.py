@@ -53,9 +53,14 @@ class Claim:
     note: str = ""  # what of the paper's figure is shown but not checked, or how the bound reads it
 
 
+def select(runs: list, keep) -> list:
+    """The runs with only the trials ``keep(trial)`` accepts."""
+    return [dataclasses.replace(r, trials=[t for t in r.trials if keep(t)]) for r in runs]
+
+
 def only_trial(runs: list, k: int) -> list:
     """The runs with only their trial number ``k`` (of every point and system)."""
-    return [dataclasses.replace(r, trials=[t for t in r.trials if t.trial == k]) for r in runs]
+    return select(runs, lambda t: t.trial == k)
 
 
 def _shown(unit: str, v: float) -> str:

@@ -4,6 +4,8 @@ ones ``make analyze`` shows), the Karma paper's (analysis/karma.py) and the
 replica-placement paper's (below, from a placement run's placement.json)."""
 from __future__ import annotations
 
+from k2bench.placement.report import scheme
+
 from . import claims, karma, load, paper, placement
 from .scorecard import Claim, Got
 
@@ -101,12 +103,6 @@ PARIS_CLAIMS = [_paris_claim(c, fn, lowest) for c, fn, lowest in claims.PARIS_CL
 PLACEMENT_DOC = "docs/placement.md"
 
 
-def _scheme(name: str) -> str:
-    """A placement label's scheme: BA, N-1C or hash ("BA +cache" is BA)."""
-    head = name.split()[0]
-    return head if head in ("BA", "N-1C") else "hash"
-
-
 def _compared(runs, phase: str, a: str, b: str, metric: str, holds) -> list[tuple[str, Got]]:
     """Placement ``a`` against ``b`` (BA, N-1C, hash) in a window, from each placement run's
     comparisons (the ratio of pooled values and its range from the trials' spreads;
@@ -115,7 +111,7 @@ def _compared(runs, phase: str, a: str, b: str, metric: str, holds) -> list[tupl
     out = []
     for r, rep in placement._placement_reports(runs):
         for c in rep.get("comparisons") or []:
-            if (c["phase"], c["metric"], _scheme(c["a"]), _scheme(c["b"])) != (phase, metric, a, b) \
+            if (c["phase"], c["metric"], scheme(c["a"]), scheme(c["b"])) != (phase, metric, a, b) \
                     or c.get("ratio") is None:
                 continue
             lo, hi = c.get("ratio_min"), c.get("ratio_max")

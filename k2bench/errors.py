@@ -71,10 +71,10 @@ class Collect:
             raise ConfigError.of(self.errors)
 
 
-def did_you_mean(name, choices: Iterable) -> str:
+def did_you_mean(name, choices: Iterable, cutoff: float = 0.6) -> str:
     """" (did you mean X?)" for the known name closest to a refused one, or "" when none is
-    close (difflib's ratio at least 0.6): what goes after the refused name in a message."""
-    close = difflib.get_close_matches(str(name), [str(c) for c in choices], n=1, cutoff=0.6)
+    close (difflib's ratio at least ``cutoff``): what goes after the refused name in a message."""
+    close = difflib.get_close_matches(str(name), [str(c) for c in choices], n=1, cutoff=cutoff)
     return f" (did you mean {close[0]}?)" if close else ""
 
 

@@ -390,7 +390,7 @@ def report(run_dir: Path, jar_check) -> dict:
     return out
 
 
-def _kind(name: str) -> str:
+def scheme(name: str) -> str:
     """A placement label's scheme: BA, N-1C or hash ("BA +cache" is BA)."""
     head = name.split()[0]
     return head if head in ("BA", "N-1C") else "hash"
@@ -426,7 +426,7 @@ def pool(rows: list[dict]) -> list[dict]:
             values = [m[metric] for _, m, _ in members if m.get(metric) is not None]
             got[f"{metric}_min"], got[f"{metric}_max"] = (min(values), max(values)) if values else (None, None)
         pred = members[0][2]
-        out.append({"system": system, "placement": name, "scheme": _kind(name), "phase": phase, "killed": killed,
+        out.append({"system": system, "placement": name, "scheme": scheme(name), "phase": phase, "killed": killed,
                     "trials": len(members), "measured": got,
                     "predicted": {k: pred.get(k) for k in ("mean", *(f"p{p}" for p in PERCENTILES),
                                                            "unavailable_share")}})

@@ -233,19 +233,37 @@ def _rad_p1(w):
     return None if v is None else (f"{_ms(v)} (smallest RTT {bound:.0f} ms)", v >= 0.98 * bound, v)
 
 
-def _gap(other, lo, hi):
+def _one_round(w):
+    """K2's and PaRiS*'s read-only transactions: at most one wide-area round each, the
+    largest count any of them took."""
+    most = [_get(w, x, "max_wan_rounds") for x in (K2, PARIS_STAR)]
+    if any(m is None for m in most):
+        return None
+    return f"K2 {most[0]}, PaRiS* {most[1]}", max(most) <= 1, max(most)
+
+
+def _gap(other, lo, hi, by_setting=None):
+    """K2's mean below ``other``'s by lo-hi ms (scaled with the RTTs); ``by_setting``: the
+    range of a setting the paper gives its own figure for."""
     def check(w):
         a, b = _get(w, K2, "rot_mean_ms"), _get(w, other, "rot_mean_ms")
         if a is None or b is None:
             return None
+        low, high = (by_setting or {}).get(w.setting, (lo, hi))
         gap, s = b - a, w.scale
-        return f"{_ms(gap)} (paper x{s:g}: {lo * s:.0f}-{hi * s:.0f})", lo * s <= gap <= hi * s, gap
+        return f"{_ms(gap)} (paper x{s:g}: {low * s:.0f}-{high * s:.0f})", low * s <= gap <= high * s, gap
     return check
 
 
 def _two_rounds(w):
+    """The share grows with how often the keys read are written during a read
+    (docs/reproducing.md): the text says at what write rate of the hottest keys."""
     v = _get(w, RAD, "two_round_fraction")
-    return None if v is None else (_pct(v), v >= 0.91, v)
+    if v is None:
+        return None
+    rate = _get(w, RAD, "hot_key_writes_per_s")
+    at = "" if rate is None else f" at {rate:.2f} writes/s per hot key"
+    return _pct(v) + at, v >= 0.91, v
 
 
 def _k2_wot_p99(w):
@@ -295,9 +313,15 @@ CLAIMS: list[tuple[Claim, object]] = [
            "key in 2 of 6 datacenters, placement alone makes about a sixth of reads all-local for any system",
            systems=(RAD, PARIS_STAR)), _baselines_all_local_tao),
     (Claim("K2 mean ROT latency below RAD's", "by 88-297 ms (Fig. 8; 140-297 in most; default: 243 Emulab, "
-           "297 EC2, Fig. 7)", FIG8_PANELS | {"default"}, True, systems=(K2, RAD)), _gap(RAD, 88, 297)),
+           "297 EC2, Fig. 7)", FIG8_PANELS | {"default"}, True,
+           "the default checked against 140-297 ms (its 243 and 297 are in the paper's 'most workloads'), "
+           "the other panels against 88-297", systems=(K2, RAD)), _gap(RAD, 88, 297, {"default": (140, 297)})),
     (Claim("K2 mean ROT latency below PaRiS*'s", "by 53-165 ms (Fig. 8)", FIG8_PANELS, True,
            systems=(K2, PARIS_STAR)), _gap(PARIS_STAR, 53, 165)),
+    (Claim("K2 and PaRiS* ROTs take at most one wide-area round", "at most one inter-datacenter round trip "
+           "(§VII-C, Best Possible Worst-Case Latency)", FIG8, False,
+           "the largest number of wide-area rounds any read-only transaction took; the consistency check "
+           "holds every transaction to it too", systems=(K2, PARIS_STAR)), _one_round),
     (Claim("RAD ROTs taking two wide-area rounds", "91-98% (high skew, 5% writes, f=1)", TWO_ROUNDS, False,
            systems=(RAD,)), _two_rounds),
     (Claim("K2 write-only transaction p99", "23 ms (local commit)", frozenset({"default"}), False,

@@ -320,10 +320,17 @@ def _ms_mean(h: HdrHistogram) -> float | None:
     return latency(h, ())["mean"]
 
 
+def _mean_of(values) -> float | None:
+    """The mean, or None when any is missing (a run summarized before it was recorded)."""
+    vs = list(values)
+    return None if not vs or any(v is None for v in vs) else sum(vs) / len(vs)
+
+
 def pooled(trials) -> dict:
     """What the paper's claims and comparisons need of one system at one workload, over
     its trials: latencies from the trials' merged histograms (never averaged percentiles),
-    the all-local and two-round fractions from their merged round counts, and throughput
+    the all-local and two-round fractions from their merged round counts, the hot keys'
+    write rate and throughput
     as the mean of the trials' with its min and max."""
     rot, rounds = merged_of(trials, "rot"), merged_of(trials, "rot_rounds")
     n = rounds.get_total_count()
@@ -347,7 +354,11 @@ def pooled(trials) -> dict:
         "trials": len(trials), "rot_count": rot.get_total_count(),
         "rot_mean_ms": r["mean"], "rot_p1_ms": r["p1"], "rot_p50_ms": r["p50"], "rot_p99_ms": r["p99"],
         "all_local_fraction": rounds.get_count_at_value(0) / n if n else None,
-        "two_round_fraction": rounds.get_count_at_value(2) / n if n else None,
+        # two wide-area rounds or more: Eiger's third, resolving a pending transaction, comes
+        # after a second (K2 §VII-C: "take two wide-area rounds"; a local round is not counted)
+        "two_round_fraction": (n - rounds.get_count_at_value(0) - rounds.get_count_at_value(1)) / n if n else None,
+        "max_wan_rounds": rounds.get_max_value() if n else None,
+        "hot_key_writes_per_s": _mean_of((t.summary.get("hot_keys") or {}).get("writes_per_s") for t in trials),
         "staleness_p50_ms": st["p50"], "staleness_p75_ms": st["p75"], "staleness_p99_ms": st["p99"],
         "wot_p50_ms": wot["p50"], "wot_p99_ms": wot["p99"], "write_p50_ms": write["p50"], "write_p99_ms": write["p99"],
         "rwt_count": rwt.get_total_count(), "rwt_mean_ms": rw["mean"], "rwt_p50_ms": rw["p50"], "rwt_p99_ms": rw["p99"],
@@ -482,6 +493,34 @@ def staleness_frame(runs) -> pd.DataFrame:
     newer version of the returned key was written in the reading datacenter)."""
     frame = latency_frame(runs, ops=("staleness",), per_dc=False)
     return frame.drop(columns=["op", "dc"])
+
+
+def second_rounds_frame(runs) -> pd.DataFrame:
+    """Per (run, point, trial) of RAD-like systems (Eiger's reads): the hot keys' write rate,
+    throughput, the share of read-only transactions by wide-area rounds, and from the
+    servers' counters (whole trial) the shares of round-one key reads whose validity a
+    pending transaction cut short, of keys read again, and of those that waited for a
+    pending transaction (docs/reproducing.md: RAD's second rounds)."""
+    rows = []
+    for t in trials_of(runs):
+        stats = t.summary.get("server_stats") or {}
+        keys = stats.get("round1_keys")
+        if not keys:
+            continue
+        rounds = t.merged("rot_rounds")
+        n = rounds.get_total_count()
+        again = stats.get("round2_keys", 0)
+        rows.append(t.ids() | {
+            "hot_key_writes_per_s": (t.summary.get("hot_keys") or {}).get("writes_per_s"),
+            "throughput_ops_per_s": t.summary.get("throughput_ops_per_s"),
+            "rot_mean_ms": latency(t.merged("rot"), ())["mean"],
+            **{f"rounds_{r}_share": rounds.get_count_at_value(r) / n if n else None for r in range(4)},
+            "two_round_share": (n - rounds.get_count_at_value(0) - rounds.get_count_at_value(1)) / n if n else None,
+            "round1_pending_share": stats.get("round1_lvt_pending", 0) / keys,
+            "read_again_share": again / keys,
+            "read_again_waited_share": stats.get("round2_keys_pending", 0) / again if again else None,
+        })
+    return pd.DataFrame(rows)
 
 
 def freshness_frame(runs, hot_keys: int = 10) -> pd.DataFrame:

@@ -232,8 +232,9 @@ CLAIMS = [
     Claim("karma-restricted", "Few Karma gets are made under a ring restriction at 95:5",
           "With 95-5 traffic, less than 2% of accesses are under DRR for all load levels", "§6.3, Fig. 10",
           ("karma-default",), restricted, unit="%",
-          differs="restrictions last while what a session read propagates to every ring, so they grow with "
-          "load and with how often the hottest keys are written (YCSB's hottest record: 3.8% of operations)",
+          differs="a restriction is lifted by a notify-after that the session's next get sends (the paper's write "
+          "insertion is periodic, §4.2) and that returns from every ring, so each costs that get and every other "
+          "in the round trip: gets per restriction rise with a session's get rate (karma-default's notify-afters)",
           doc=DOC),
     Claim("karma-cache-miss", "Karma's datacenter cache misses about 31% of its gets at 95:5",
           "the 31% miss ratio seen in our 95-5 workload", "§6.4", ("karma-default",), cache_miss, unit="%",
@@ -241,8 +242,8 @@ CLAIMS = [
           differs="a cache of 5% of the keys misses the draws beyond the hottest 5%: YCSB's generator (karma-default) "
           "spreads 58% of its draws evenly over 20,000 records; no key count that fits one machine gives the paper's "
           "ratio", doc=DOC),
-    Claim("karma-availability", "Karma stays available when a datacenter of a ring dies, is cut off or stops; "
-          "COPS-PR's clients bound to that ring fail", "Karma's novel dynamic ring binding mechanism enables it to "
+    Claim("karma-availability", "Karma stays available when a datacenter of a ring dies, is partitioned from its ring "
+          "or stops; COPS-PR's clients bound to that ring fail", "Karma's novel dynamic ring binding mechanism enables it to "
           "guarantee full availability under a single AZ failure, and simple network partition modes (Table 1: "
           "COPS-PR worse)", "§4.4, §7, Table 1", ("karma-faults", "karma-dead-ring"), availability,
           spread_of="Karma's failed operations",

@@ -25,7 +25,8 @@ from hdrh.histogram import HdrHistogram
 
 from k2bench.experiment import axis_set, for_system
 from k2bench.systems import Systems, local as local_systems
-from k2bench.summary import OPS, Interval, iter_log, latency, new_histogram, selected  # noqa: F401  (OPS, latency: load.OPS)
+from k2bench import checker
+from k2bench.summary import OPS, Interval, hot_keys, iter_log, latency, new_histogram, selected  # noqa: F401  (OPS, latency: load.OPS)
 
 ALL = "all"
 PERCENTILES = (1, 50, 75, 90, 99, 99.9)
@@ -189,26 +190,16 @@ class Trial:
 
     def hot_key_write_rate(self, n: int = 10) -> float | None:
         """Writes per second of each of the ``n`` most written keys, on average, in the
-        measurement window (from the clients' operation histories; None without them).
-        A key's version churn, which is what a reader at an older snapshot falls behind."""
+        measurement window (the summary's ``hot_keys`` for the ten hottest, else from the
+        clients' operation histories; None without them). A key's version churn, which is
+        what a reader at an older snapshot falls behind."""
+        hot = self.summary.get("hot_keys")
+        if hot and hot.get("keys") == n:
+            return hot["writes_per_s"]
         paths = sorted((self.dir / "clients").glob("history-client-*.jsonl"))
         if not paths:
             return None
-        begin, end = self.window_ms
-        counts: dict[str, int] = {}
-        for p in paths:
-            with p.open() as f:
-                for line in f:
-                    if '"w"' not in line:
-                        continue
-                    o = json.loads(line)
-                    if o.get("ok", True) and begin <= o["t0"] < end:
-                        for k in o.get("w") or {}:
-                            counts[k] = counts.get(k, 0) + 1
-        if not counts:
-            return 0.0
-        top = sorted(counts.values(), reverse=True)[:n]
-        return sum(top) / len(top) / ((end - begin) / 1000.0)
+        return (hot_keys(checker.load_history(paths), self.window_ms, n) or {}).get("writes_per_s")
 
 
 @dataclass

@@ -5,6 +5,7 @@ replica-placement paper's (below, from a placement run's placement.json)."""
 from __future__ import annotations
 
 from k2bench.placement.report import scheme
+from k2bench.verdicts import versus
 
 from . import claims, karma, load, paper, placement
 from .scorecard import Claim, Got
@@ -14,9 +15,10 @@ K2_EXPERIMENTS = {"default": "default", "read-only": "fig8a-read-only", "zipf 1.
                   "f=3": "fig8c-f3", "write 5%": "fig8d-write-5pct", "zipf 0.9": "fig8e-moderate-skew",
                   "f=1": "fig8f-f1", "tao": "tao", "write 0.1%": "write-fraction"}
 K2_DOC = "docs/systems/k2.md"
+SECOND_ROUNDS_DOC = "docs/reproducing.md#rads-second-rounds"
 
-# Per K2 claim (claims.CLAIMS, by its text): id, section and figure, unit of its value, and
-# the mechanism where it differs here (with the page that measured it).
+# Per K2 claim (claims.CLAIMS, by its text): id, section and figure, unit of its value, the
+# mechanism where it differs here, and the page that measured it (K2_DOC if not given).
 K2_META = {
     "K2 all-local read-only transactions": ("k2-all-local", "§VII-C, Fig. 8", "%", ""),
     "K2 all-local read-only transactions, TAO-like": ("k2-all-local-tao", "§VII-C", "%", ""),
@@ -28,9 +30,18 @@ K2_META = {
     "RAD and PaRiS* all-local, TAO-like": ("baselines-all-local-tao", "§VII-C", "%",
                                            "placement alone makes single-key reads of keys the reader's datacenter "
                                            "replicates all-local for any system (51.5% single-key reads, f=2 of 6)"),
-    "K2 mean ROT latency below RAD's": ("k2-vs-rad-latency", "§VII-C, Fig. 7-8", "ms", ""),
+    "K2 mean ROT latency below RAD's": ("k2-vs-rad-latency", "§VII-C, Fig. 7-8", "ms",
+                                        "RAD's second rounds are rare at this load (rad-two-rounds): each point of "
+                                        "them adds about 1.9 ms to RAD's mean here, so the paper's 91-98% would add "
+                                        "some 165-180 ms", SECOND_ROUNDS_DOC),
     "K2 mean ROT latency below PaRiS*'s": ("k2-vs-paris-star-latency", "§VII-C, Fig. 8", "ms", ""),
-    "RAD ROTs taking two wide-area rounds": ("rad-two-rounds", "§VII-C", "%", ""),
+    "K2 and PaRiS* ROTs take at most one wide-area round": ("one-round", "§VII-C, Best Possible Worst-Case "
+                                                            "Latency", "rounds", ""),
+    "RAD ROTs taking two wide-area rounds": ("rad-two-rounds", "§VII-C", "%",
+                                             "a second round follows a write to a read key around the read: the share "
+                                             "is 1 - exp(-w x 0.08-0.16 s) of the hot keys' write rate w, whatever the "
+                                             "load (3% at 0.2 writes/s, 74% at 16); RAD's Zipf-1.4 peak in the paper "
+                                             "(~25 writes/s) gives 86-98%", SECOND_ROUNDS_DOC),
     "K2 write-only transaction p99": ("k2-wot-p99", "§VII-D, Write Latency", "ms", ""),
     "RAD single-write p50": ("rad-write-p50", "§VII-D, Write Latency", "ms", ""),
     "RAD write-only transaction p50": ("rad-wot-p50", "§VII-D, Write Latency", "ms", ""),
@@ -65,11 +76,11 @@ K2_SPREAD_OF = {"K2 mean ROT latency below RAD's": "the gap",
 
 
 def _k2_claim(c: claims.Claim, fn) -> Claim:
-    cid, where, unit, differs = K2_META[c.what]
+    cid, where, unit, differs, *doc = K2_META[c.what]
     experiments = tuple(K2_EXPERIMENTS[s] for s in K2_EXPERIMENTS if s in c.covers)
     return Claim(cid, c.what, c.paper, where, experiments,
                  lambda runs: _of_workloads(claims.covered_by(c, claims.workloads(runs)), fn, c.systems), unit=unit,
-                 spread_of=K2_SPREAD_OF.get(c.what, ""), differs=differs, doc=K2_DOC, note=c.note)
+                 spread_of=K2_SPREAD_OF.get(c.what, ""), differs=differs, doc=doc[0] if doc else K2_DOC, note=c.note)
 
 
 def _fig9(runs) -> list[tuple[str, Got]]:
@@ -93,6 +104,8 @@ K2_CLAIMS = [_k2_claim(c, fn) for c, fn in claims.CLAIMS] + [
     Claim("k2-vs-rad-peak", "Peak throughput K2/RAD (Fig. 9)",
           "K2 ahead; RAD ahead at Zipf 0.9 and 0.1% writes; a tie at f=3 (1.03)", "§VII-D, Fig. 9",
           ("bench-throughput",), _fig9, per_trial=False,
+          note="checked on the settings make bench-throughput climbs (not 0.1% writes nor the cache sizes); "
+          "'a tie' is within 5% in the paper's figures (its text names no tie), 10% here",
           differs="on 2 cores the machine, not the busiest server, sets every peak",
           doc="docs/performance.md#the-fig-9-settings",
           covers="a load sweep of K2 and RAD to their peaks: make bench-throughput (about an hour per setting)")]
@@ -123,12 +136,45 @@ def _compared(runs, phase: str, a: str, b: str, metric: str, holds) -> list[tupl
     return out
 
 
+def _rise(g: dict, normal: dict) -> dict:
+    """A failure window's p90 over the normal window's, with its range over the trials."""
+    return versus(g["measured"] | {"trials": g["trials"]}, normal["measured"] | {"trials": normal["trials"]}, "p90")
+
+
+def _unaffected(runs, bound: float) -> list[tuple[str, Got]]:
+    """N-1C's p90 with each datacenter killed over its own p90 in normal operation (the
+    paper's Fig. 7(b) against 7(a)), at most ``bound``; BA's rise beside it."""
+    out = []
+    for r, rep in placement._placement_reports(runs):
+        groups = rep.get("groups") or []
+        normal = {(g["system"], g["scheme"]): g for g in groups if g["phase"] == "normal"}
+        for g in groups:
+            base = normal.get((g["system"], g["scheme"]))
+            if g["phase"] != "failure" or g["scheme"] != "N-1C" or base is None:
+                continue
+            v = _rise(g, base)
+            if v["ratio"] is None:
+                continue
+            lo, hi = v["ratio_min"], v["ratio_max"]
+            several = lo is not None and hi is not None and v["verdict"] != "one trial: no spread"
+            holds = (lo <= bound) if several and (lo <= bound) == (hi <= bound) else None
+            ok = holds if several else v["ratio"] <= bound
+            ba = next((_rise(b, normal[(b["system"], "BA")]) for b in groups if b["phase"] == "failure"
+                       and b["scheme"] == "BA" and (b["system"], b["killed"]) == (g["system"], g["killed"])
+                       and (b["system"], "BA") in normal), None)
+            text = f"{v['ratio']:.2f}x" + (f" [{lo:.2f}-{hi:.2f}x over the trials]" if several else " (one trial)")
+            text += f"; BA {ba['ratio']:.2f}x" if ba and ba["ratio"] is not None else ""
+            where = f"{load.systems().label(g['system'])}, {g['killed']} killed"
+            out.append((f"{r.experiment} ({where})", Got(text, ok, v["ratio"])))
+    return out
+
+
 PLACEMENT_CLAIMS = [
     Claim("ba-vs-hash-p50", "BA's median read latency below hash placement's",
           "our flexible replication scheme is able to outperform the default replication scheme by 50 msec "
           "(factor of 3) at the 50th%ile", "Fig. 6", ("placement",),
           lambda runs: _compared(runs, "normal", "BA", "hash", "p50", lambda r: r < 1), per_trial=False,
-          note="checked: BA lower; the factor of 3 is the paper's workload's (the Wikipedia trace)",
+          note="checked: BA lower; the factor of 3 is the paper's workload's (the Twissandra, Twitter-clone, trace)",
           doc=PLACEMENT_DOC),
     Claim("ba-vs-hash-p90", "BA's 90th-percentile read latency below hash placement's",
           "and by 100msec at the 90th%ile (factor of 2)", "Fig. 6", ("placement",),
@@ -141,12 +187,14 @@ PLACEMENT_CLAIMS = [
           note="checked: N-1C's p90 within 1.2x of BA's ('similar')",
           differs="with f = 2 (the K2 paper's) N-1C spends one of two replicas on the failure; the paper's keys "
           "had three", doc=PLACEMENT_DOC),
-    Claim("n1c-vs-ba-failure", "Under every datacenter failure N-1C's p90 no worse than BA's",
+    Claim("n1c-unaffected-by-failure", "N-1C's p90 largely unaffected by every datacenter failure",
           "unlike the BA configuration, the 90%ile latency remains largely unaffected under all failures "
-          "(BA's: +40% when the west coast DCs fail)", "§VIII-E, Fig. 7", ("placement",),
-          lambda runs: _compared(runs, "failure", "N-1C", "BA", "p90", lambda r: r <= 1.05), per_trial=False,
-          note="checked: N-1C's p90 at most 1.05x BA's with each datacenter killed (with SP killed every "
-          "placement's p90 is SP's clients' hop to VA)", doc=PLACEMENT_DOC),
+          "(BA's: 200 to 280 ms, +40%, when the west coast DCs fail)", "§VIII-E, Fig. 7", ("placement",),
+          lambda runs: _unaffected(runs, 1.2), per_trial=False,
+          note="checked: N-1C's p90 with each datacenter killed at most 1.2x its own in normal operation "
+          "(half BA's +40%); BA's rise beside it",
+          differs="a killed datacenter's clients are sent to the nearest other one: with SP killed SP's clients, "
+          "a sixth of the reads, pay the 146 ms hop to VA under any placement", doc=PLACEMENT_DOC),
 ]
 
 

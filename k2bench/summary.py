@@ -336,6 +336,25 @@ def rings(intervals: list[Interval], window: tuple[float, float]) -> dict | None
             if deps.get_total_count() else None}
 
 
+def hot_keys(ops: list[dict], window: tuple[float, float], n: int = 10) -> dict | None:
+    """How often the most written keys were written in the window, from the clients'
+    histories: the average over the ``n`` most written keys and the hottest one, writes/s.
+    A key's version churn, which a reader at an older snapshot falls behind and which a
+    read racing a write sees (docs/freshness.md, docs/reproducing.md)."""
+    begin, end = window
+    if end <= begin:
+        return None
+    counts: dict[str, int] = {}
+    for o in ops:
+        if o.get("w") and o.get("ok", True) and begin <= o["t0"] < end:
+            for k in o["w"]:
+                counts[k] = counts.get(k, 0) + 1
+    top = sorted(counts.values(), reverse=True)[:n]
+    s = (end - begin) / 1000.0
+    return {"keys": n, "writes_per_s": round(sum(top) / len(top) / s, 4) if top else 0.0,
+            "hottest_writes_per_s": round(top[0] / s, 4) if top else 0.0}
+
+
 def ring_invalidations(stats: dict, replicas: int) -> dict | None:
     """Karma's cache invalidations (§4.3) from the servers' counters at shutdown: per write
     (each write is put once in each of ``replicas`` rings) and per put."""

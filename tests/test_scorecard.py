@@ -113,10 +113,12 @@ K2_CASES = {
     "baselines-all-local-tao": (dict(setting="tao", rad={"all_local_fraction": 0.005},
                                      paris_star={"all_local_fraction": 0.002}),
                                 dict(setting="tao", rad={"all_local_fraction": 0.17})),
-    "k2-vs-rad-latency": (dict(k2={"rot_mean_ms": 20}, rad={"rot_mean_ms": 45}),
-                          dict(k2={"rot_mean_ms": 20}, rad={"rot_mean_ms": 40})),
+    "k2-vs-rad-latency": (dict(k2={"rot_mean_ms": 20}, rad={"rot_mean_ms": 60}),
+                          dict(k2={"rot_mean_ms": 20}, rad={"rot_mean_ms": 45})),
     "k2-vs-paris-star-latency": (dict(setting="zipf 1.4", k2={"rot_mean_ms": 20}, paris_star={"rot_mean_ms": 35}),
                                  dict(setting="zipf 1.4", k2={"rot_mean_ms": 20}, paris_star={"rot_mean_ms": 25})),
+    "one-round": (dict(k2={"max_wan_rounds": 1}, paris_star={"max_wan_rounds": 1}),
+                  dict(k2={"max_wan_rounds": 1}, paris_star={"max_wan_rounds": 2})),
     "rad-two-rounds": (dict(setting="zipf 1.4", rad={"two_round_fraction": 0.95}),
                        dict(setting="zipf 1.4", rad={"two_round_fraction": 0.5})),
     "k2-wot-p99": (dict(k2={"wot_p99_ms": 10}), dict(k2={"wot_p99_ms": 16})),
@@ -138,6 +140,17 @@ PARIS_CASES = {
     "bpr-blocks": (dict(bpr={"rwt_count": 9, "read_phase_blocked_mean_ms": 25}),
                    dict(bpr={"rwt_count": 9, "read_phase_blocked_mean_ms": 0})),
 }
+
+
+def test_the_default_gap_to_rad_is_held_to_the_papers_figure_for_the_default(monkeypatch):
+    """The paper gives the default its own figure (243 ms on Emulab, 297 on EC2, in its
+    140-297 ms of "most workloads"): a 25 ms gap at x0.25 (100 ms unscaled) is in Fig. 8's
+    88-297 range for a panel, and too small for the default."""
+    claim = _by_id(scorecards.K2_CLAIMS)["k2-vs-rad-latency"]
+    for setting, want in (("zipf 1.4", "agrees"), ("default", "differs")):
+        case = dict(setting=setting, k2={"rot_mean_ms": 20}, rad={"rot_mean_ms": 45})
+        monkeypatch.setattr(claims, "workloads", lambda runs, case=case: [_workload(**case)])
+        assert scorecard.evaluate(claim, [])["verdict"] == want, setting
 
 
 def _by_id(claims_list):
@@ -262,7 +275,6 @@ PLACEMENT_CASES = {  # claim -> (a, b, phase, metric): ranges agreeing, straddli
     "ba-vs-hash-p50": ("BA +cache", "hash", "normal", "p50"),
     "ba-vs-hash-p90": ("BA", "hash", "normal", "p90"),
     "n1c-like-ba": ("N-1C", "BA", "normal", "p90"),
-    "n1c-vs-ba-failure": ("N-1C", "BA", "failure", "p90"),
 }
 
 
@@ -270,11 +282,30 @@ PLACEMENT_CASES = {  # claim -> (a, b, phase, metric): ranges agreeing, straddli
 def test_each_placement_claim_agrees_differs_and_is_within_noise(cid, tmp_path):
     claim = _by_id(scorecards.PLACEMENT_CLAIMS)[cid]
     a, b, phase, metric = PLACEMENT_CASES[cid]
-    bound = {"n1c-like-ba": 1.2, "n1c-vs-ba-failure": 1.05}.get(cid, 1.0)
+    bound = {"n1c-like-ba": 1.2}.get(cid, 1.0)
     for (lo, hi), want in (((0.5, 0.6), "agrees"), ((0.8 * bound, 1.1 * bound), "within noise"),
                            ((1.5, 1.7), "differs")):
         runs = _placement_run(tmp_path, [_comparison(a, b, phase, metric, (lo + hi) / 2, lo, hi)])
         assert scorecard.evaluate(claim, runs)["verdict"] == want, (cid, lo, hi)
+
+
+def _group(scheme_, phase, p90, lo, hi, killed=None, trials=3):
+    return {"system": "k2", "placement": scheme_, "scheme": scheme_, "phase": phase, "killed": killed,
+            "trials": trials, "measured": {"p90": p90, "p90_min": lo, "p90_max": hi}}
+
+
+@pytest.mark.parametrize("failure, want", [((72, 70, 74), "agrees"), ((150, 140, 160), "differs"),
+                                           ((84, 78, 90), "within noise")])
+def test_n1c_unaffected_by_a_failure_is_judged_against_its_own_normal_p90(failure, want, tmp_path):
+    """The paper sets N-1C under failure against N-1C in normal operation (Fig. 7(b)), not
+    against BA: N-1C's p90 may sit well above BA's and still be unaffected."""
+    claim = _by_id(scorecards.PLACEMENT_CLAIMS)["n1c-unaffected-by-failure"]
+    groups = [_group("N-1C", "normal", 71, 70, 72), _group("N-1C", "failure", *failure, killed="VA"),
+              _group("BA", "normal", 9, 8, 10), _group("BA", "failure", 71, 70, 72, killed="VA")]
+    (tmp_path / "placement.json").write_text(json.dumps({"groups": groups, "comparisons": []}))
+    got = scorecard.evaluate(claim, [load.Run(tmp_path, {"experiment": "placement"}, [])])
+    assert got["verdict"] == want, got
+    assert "BA 7.89x" in got["measured"], "BA's own rise beside N-1C's"
 
 
 def test_a_placement_comparison_of_other_schemes_does_not_cover_a_claim(tmp_path):
@@ -371,3 +402,20 @@ def test_a_degraded_trial_is_left_out_while_its_point_has_one_on_time(tmp_path):
     degrade(1)
     (w,) = claims.workloads(load.load_run(run))
     assert w.degraded["karma"] and w.left_out(("karma",)) and w.left_out_trials["karma"] == 0
+
+
+def test_every_claims_docs_link_is_a_page_and_a_heading_there():
+    """A card's "why" links a docs page (and section) that must exist as written."""
+    import re
+
+    for _, (cast, cs) in scorecards.PAPERS.items():
+        for c in cs:
+            if not c.doc:
+                continue
+            path, _, anchor = c.doc.partition("#")
+            page = ROOT / path
+            assert page.is_file(), (c.id, c.doc)
+            if anchor:
+                slugs = {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-")
+                         for h in re.findall(r"^#+ (.+)$", page.read_text(), flags=re.M)}
+                assert anchor in slugs, (c.id, c.doc, sorted(slugs)[:5])

@@ -464,3 +464,40 @@ def test_check_of_a_run_without_a_finished_trial_fails_saying_nothing_was_checke
     out = capsys.readouterr()
     assert out.out == "" and out.err == (f"k2bench: RUN: {run} has no finished trial (none has a summary.json): "
                                          f"no trial checked; finish the run with k2bench run analysis --resume {run}\n")
+
+
+def test_hot_keys_count_the_most_written_keys_in_the_window_only():
+    """The ten hottest keys' write rate: written keys of committed operations started in
+    the window, averaged over the n most written; failed writes and writes outside the
+    window do not count, and reads never do."""
+    window = (10_000.0, 20_000.0)  # 10 s
+    ops = ([{"t0": 10_000 + i, "w": {"hot": "v", "warm": "v"}} for i in range(30)]
+           + [{"t0": 12_000 + i, "w": {"hot": "v"}} for i in range(20)]
+           + [{"t0": 5_000, "w": {"hot": "v"}}, {"t0": 20_000, "w": {"hot": "v"}},  # outside
+              {"t0": 15_000, "w": {"hot": "v"}, "ok": False},  # failed
+              {"t0": 15_000, "r": {"hot": 1, "cold": 1}}])  # a read
+    hot = S.hot_keys(ops, window, n=2)
+    assert hot == {"keys": 2, "writes_per_s": 4.0, "hottest_writes_per_s": 5.0}  # (50 + 30) / 2 / 10 s
+    assert S.hot_keys(ops, window, n=1)["writes_per_s"] == 5.0
+    assert S.hot_keys([], window) == {"keys": 10, "writes_per_s": 0.0, "hottest_writes_per_s": 0.0}
+    assert S.hot_keys(ops, (1.0, 1.0)) is None
+
+
+def test_summarize_adds_the_hot_keys_write_rate_from_the_histories(tmp_path):
+    """An old run gets the summary's ``hot_keys`` from its clients' histories, the figure
+    analysis reads in place of the histories."""
+    import shutil
+
+    from analysis import load
+    from k2bench import checker, cli
+    run = tmp_path / "run"
+    shutil.copytree(pathlib.Path(__file__).parent / "fixtures" / "run-analysis", run)
+    assert cli.main(["summarize", str(run)]) == 0
+    new = json.loads((run / "k2" / "summary.json").read_text())
+    ops = checker.load_history(sorted((run / "k2" / "clients").glob("history-client-*.jsonl")))
+    assert any(o.get("w") for o in ops), "the fixture has writes"
+    assert new["hot_keys"] == S.hot_keys(ops, tuple(new["window_ms"]))
+    assert new["hot_keys"]["writes_per_s"] > 0
+    trial = next(t for t in load.load_run(run).trials if t.system == "k2")
+    assert trial.hot_key_write_rate() == new["hot_keys"]["writes_per_s"]
+    assert trial.hot_key_write_rate(1) == new["hot_keys"]["hottest_writes_per_s"]  # from the histories

@@ -191,7 +191,8 @@ def cmd_systems(args) -> int:
 def cmd_summarize(args) -> int:
     """Re-derives summary.json of every trial in a run from its raw logs."""
     from ..trial.faults import paused_ms
-    from ..summary import EMULATION_DEGRADED, SCHEDULE_WARNING, replication_pending_at_end, summarize
+    from .. import checker
+    from ..summary import EMULATION_DEGRADED, SCHEDULE_WARNING, hot_keys, replication_pending_at_end, summarize
     run = Path(args.run)
     manifest = rundir.read_manifest(run)
     for entry in manifest.get("trials") or legacy_trials(run):
@@ -217,6 +218,8 @@ def cmd_summarize(args) -> int:
             new["cache"] = old["cache"]  # a run whose clients did not log cache_miss yet
         new["replication_pending_at_end"] = replication_pending_at_end(run / entry["dir"] / "servers",
                                                                        old.get("faults", []))
+        histories = sorted((run / entry["dir"] / "clients").glob("history-client-*.jsonl"))
+        new["hot_keys"] = hot_keys(checker.load_history(histories), new["window_ms"])
         new["warnings"] += [w for w in old.get("warnings", []) if not w.startswith((SCHEDULE_WARNING, EMULATION_DEGRADED))]
         rundir.write_json(path, new)
         print(f"re-derived {path}")

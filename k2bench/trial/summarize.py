@@ -11,7 +11,8 @@ from ..deploy import client_processes
 from ..errors import RunFailed
 from ..spec.pacing import pacing_interval_ms
 from ..spec.points import point_values
-from ..summary import replication_pending_at_end, ring_invalidations, server_totals_hit_rate, summarize
+from ..summary import (hot_keys, replication_pending_at_end, ring_invalidations, server_totals_hit_rate,
+                       summarize)
 from .faults import fault_windows, paused_ms, unavailability
 from .procs import fan_out
 from .state import Trial
@@ -83,6 +84,7 @@ def summarize_trial(env: Env, progress, t: Trial, run_manifest: dict, doc: dict,
     histories = {dc: [t.dir / "clients" / f"history-{s.name}.jsonl" for s in dep.clients(dc)] for dc in dcs}
     ops_by_dc = {dc: checker.load_history(paths) for dc, paths in histories.items()}
     summary["availability"] = unavailability(ops_by_dc, t0 * 1000)
+    summary["hot_keys"] = hot_keys([o for ops in ops_by_dc.values() for o in ops], window)
     summary["faults"] = cfg["faults"]
     summary["cpu"] = t.cpu
     if (stolen := cpu.steal_warning(t.cpu)):

@@ -117,8 +117,13 @@ final class RadServer extends ServerActor {
     ReadReply.Builder reply = ReadReply.newBuilder();
     for (String key : req.getKeysList()) {
       checkHome(key);
+      count("round1_keys");
       MultiVersionStore.Version<Row> v = store.latestForFirstRound(key); // GC keeps it for round two
-      long lvt = Math.max(Math.min(now, store.minPendingPrepare(key)), 0);
+      long pendingPrepare = store.minPendingPrepare(key);
+      if (pendingPrepare < now) {
+        count("round1_lvt_pending"); // validity cut by a pending transaction, not by the clock
+      }
+      long lvt = Math.max(Math.min(now, pendingPrepare), 0);
       if (lvt < v.evt() && !mayHide(key, v)) {
         lvt = v.evt();
         count("round1_lvt_at_evt");
@@ -159,6 +164,12 @@ final class RadServer extends ServerActor {
   private void onReadByTime(Incoming m, ReadByTimeRequest req) {
     count("round2_requests");
     long ts = req.getTs();
+    for (int i = 0; i < req.getKeysCount(); i++) {
+      count("round2_keys");
+      if (store.minPendingPrepare(req.getKeys(i)) <= ts) {
+        count("round2_keys_pending"); // waits for a transaction; the rest are read at once
+      }
+    }
     for (String key : req.getKeysList()) {
       checkHome(key);
       store.protectAt(key, ts); // the wait below must not outlive what round one protected

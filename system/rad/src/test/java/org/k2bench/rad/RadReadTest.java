@@ -91,6 +91,8 @@ class RadReadTest {
     writer.write(b, row("b0"));
     reader.readTxn(List.of(a, b)); // connections up
     long round2Before = cluster.stat(LDN, "round2_requests");
+    long waitedBefore = cluster.stat(-1, "round2_keys_pending");
+    long keysBefore = cluster.stat(-1, "round2_keys");
     // The reader's request to SG takes 100 ms longer: it reads B well after A.
     cluster.transport().links().setExtraDelayMs(CA, SG, 100);
     CompletableFuture<ReadResult> read = readLater(reader, List.of(a, b));
@@ -102,6 +104,9 @@ class RadReadTest {
     assertEquals("b1", str(r.rows().get(b)));
     assertEquals(2, r.wanRounds(), "round one (LDN, SG) and round two (LDN) both crossed datacenters");
     assertEquals(round2Before + 1, cluster.stat(LDN, "round2_requests"));
+    assertEquals(keysBefore + 1, cluster.stat(-1, "round2_keys"), "A alone is read again");
+    assertEquals(waitedBefore, cluster.stat(-1, "round2_keys_pending"),
+        "a second round for a version committed after round one, with nothing pending to wait for");
   }
 
   /**
@@ -118,6 +123,8 @@ class RadReadTest {
     writer.writeTxn(Map.of(a, row("t0"), b, row("t0")));
     reader.readTxn(List.of(a, b));
     long checksBefore = cluster.stat(-1, "status_checks");
+    long pendingBefore = cluster.stat(-1, "round1_lvt_pending");
+    long waitedBefore = cluster.stat(-1, "round2_keys_pending");
     // Messages between the two participants take 150 ms longer: whichever coordinates, it
     // commits at ~165 ms (the other's "yes" is slow) and the other learns of the commit at
     // ~325 ms. The reader arrives in between.
@@ -131,6 +138,8 @@ class RadReadTest {
     assertEquals("t1", str(r.rows().get(b)));
     assertEquals(3, r.wanRounds(), "round one, round two, and the status check with the coordinator");
     assertTrue(cluster.stat(-1, "status_checks") > checksBefore);
+    assertTrue(cluster.stat(-1, "round1_lvt_pending") > pendingBefore, "round one found t1 pending");
+    assertTrue(cluster.stat(-1, "round2_keys_pending") > waitedBefore, "round two waited for it");
   }
 
   /**

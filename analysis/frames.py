@@ -320,6 +320,14 @@ def _ms_mean(h: HdrHistogram) -> float | None:
     return latency(h, ())["mean"]
 
 
+def _two_or_more(rounds: HdrHistogram) -> float | None:
+    """The share of read-only transactions with two wide-area rounds or more: Eiger's third,
+    resolving a pending transaction, comes after a second (K2 §VII-C: "take two wide-area
+    rounds"; a local round is not counted)."""
+    n = rounds.get_total_count()
+    return (n - rounds.get_count_at_value(0) - rounds.get_count_at_value(1)) / n if n else None
+
+
 def _mean_of(values) -> float | None:
     """The mean, or None when any is missing (a run summarized before it was recorded)."""
     vs = list(values)
@@ -354,9 +362,7 @@ def pooled(trials) -> dict:
         "trials": len(trials), "rot_count": rot.get_total_count(),
         "rot_mean_ms": r["mean"], "rot_p1_ms": r["p1"], "rot_p50_ms": r["p50"], "rot_p99_ms": r["p99"],
         "all_local_fraction": rounds.get_count_at_value(0) / n if n else None,
-        # two wide-area rounds or more: Eiger's third, resolving a pending transaction, comes
-        # after a second (K2 §VII-C: "take two wide-area rounds"; a local round is not counted)
-        "two_round_fraction": (n - rounds.get_count_at_value(0) - rounds.get_count_at_value(1)) / n if n else None,
+        "two_round_fraction": _two_or_more(rounds),
         "max_wan_rounds": rounds.get_max_value() if n else None,
         "hot_key_writes_per_s": _mean_of((t.summary.get("hot_keys") or {}).get("writes_per_s") for t in trials),
         "staleness_p50_ms": st["p50"], "staleness_p75_ms": st["p75"], "staleness_p99_ms": st["p99"],
@@ -515,7 +521,7 @@ def second_rounds_frame(runs) -> pd.DataFrame:
             "throughput_ops_per_s": t.summary.get("throughput_ops_per_s"),
             "rot_mean_ms": latency(t.merged("rot"), ())["mean"],
             **{f"rounds_{r}_share": rounds.get_count_at_value(r) / n if n else None for r in range(4)},
-            "two_round_share": (n - rounds.get_count_at_value(0) - rounds.get_count_at_value(1)) / n if n else None,
+            "two_round_share": _two_or_more(rounds),
             "round1_pending_share": stats.get("round1_lvt_pending", 0) / keys,
             "read_again_share": again / keys,
             "read_again_waited_share": stats.get("round2_keys_pending", 0) / again if again else None,

@@ -116,6 +116,16 @@ PARIS_CLAIMS = [_paris_claim(c, fn, lowest) for c, fn, lowest in claims.PARIS_CL
 PLACEMENT_DOC = "docs/placement.md"
 
 
+def _judged(v: dict, holds) -> tuple[bool | None, str]:
+    """A ratio with its range over the trials (verdicts.versus) against the paper's bound:
+    agrees or differs where ``holds`` says the same of the whole range, None (within noise)
+    where the range straddles it; and the range as the card shows it."""
+    lo, hi = v.get("ratio_min"), v.get("ratio_max")
+    if lo is None or hi is None or v.get("verdict") == "one trial: no spread":
+        return holds(v["ratio"]), " (one trial)"
+    return (holds(lo) if holds(lo) == holds(hi) else None), f" [bounds from the trials' spreads {lo:.2f}-{hi:.2f}x]"
+
+
 def _compared(runs, phase: str, a: str, b: str, metric: str, holds) -> list[tuple[str, Got]]:
     """Placement ``a`` against ``b`` (BA, N-1C, hash) in a window, from each placement run's
     comparisons (the ratio of pooled values and its range from the trials' spreads;
@@ -127,10 +137,7 @@ def _compared(runs, phase: str, a: str, b: str, metric: str, holds) -> list[tupl
             if (c["phase"], c["metric"], scheme(c["a"]), scheme(c["b"])) != (phase, metric, a, b) \
                     or c.get("ratio") is None:
                 continue
-            lo, hi = c.get("ratio_min"), c.get("ratio_max")
-            several = lo is not None and hi is not None and c.get("verdict") != "one trial: no spread"
-            ok = (holds(lo) if holds(lo) == holds(hi) else None) if several else holds(c["ratio"])
-            rng = f" [bounds from the trials' spreads {lo:.2f}-{hi:.2f}x]" if several else " (one trial)"
+            ok, rng = _judged(c, holds)
             where = load.systems().label(c["system"]) + (f", {c['killed']} killed" if c.get("killed") else "")
             out.append((f"{r.experiment} ({where})", Got(f"{c['ratio']:.2f}x{rng}", ok, c["ratio"])))
     return out
@@ -155,14 +162,11 @@ def _unaffected(runs, bound: float) -> list[tuple[str, Got]]:
             v = _rise(g, base)
             if v["ratio"] is None:
                 continue
-            lo, hi = v["ratio_min"], v["ratio_max"]
-            several = lo is not None and hi is not None and v["verdict"] != "one trial: no spread"
-            holds = (lo <= bound) if several and (lo <= bound) == (hi <= bound) else None
-            ok = holds if several else v["ratio"] <= bound
+            ok, rng = _judged(v, lambda r: r <= bound)
             ba = next((_rise(b, normal[(b["system"], "BA")]) for b in groups if b["phase"] == "failure"
                        and b["scheme"] == "BA" and (b["system"], b["killed"]) == (g["system"], g["killed"])
                        and (b["system"], "BA") in normal), None)
-            text = f"{v['ratio']:.2f}x" + (f" [{lo:.2f}-{hi:.2f}x over the trials]" if several else " (one trial)")
+            text = f"{v['ratio']:.2f}x{rng}"
             text += f"; BA {ba['ratio']:.2f}x" if ba and ba["ratio"] is not None else ""
             where = f"{load.systems().label(g['system'])}, {g['killed']} killed"
             out.append((f"{r.experiment} ({where})", Got(text, ok, v["ratio"])))

@@ -164,14 +164,12 @@ final class RadServer extends ServerActor {
   private void onReadByTime(Incoming m, ReadByTimeRequest req) {
     count("round2_requests");
     long ts = req.getTs();
-    for (int i = 0; i < req.getKeysCount(); i++) {
-      count("round2_keys");
-      if (store.minPendingPrepare(req.getKeys(i)) <= ts) {
-        count("round2_keys_pending"); // waits for a transaction; the rest are read at once
-      }
-    }
     for (String key : req.getKeysList()) {
       checkHome(key);
+      count("round2_keys");
+      if (store.minPendingPrepare(key) <= ts) {
+        count("round2_keys_pending"); // waits for a transaction; the rest are read at once
+      }
       store.protectAt(key, ts); // the wait below must not outlive what round one protected
     }
     clock.observeTimestamp(ts);

@@ -207,9 +207,48 @@ class K2ReplicationDepsTest {
         Clusters.sleep(10);
       }
       List<Dep> checked = others.received(x -> x.depCheck() != null).stream()
-          .map(x -> dep(x.depCheck().getKey(), x.depCheck().getVersion())).toList();
+          .flatMap(x -> x.depCheck().getDepsList().stream()).toList();
       assertEquals(List.of(dep(written, depVersion)), checked, "one check, for the written dependency only");
       assertFalse(checked.stream().anyMatch(d -> d.getVersion() == 0));
+    }
+  }
+
+  /**
+   * Two dependencies held by one server of the receiving datacenter (a stand-in that records
+   * what it gets): the coordinator sends it one check carrying both, and commits once it
+   * answered.
+   */
+  @Test
+  void aReceiverSendsOneCheckPerServerWithEveryDependencyItHolds() throws Exception {
+    Topology topology = Clusters.topology(2);
+    int receiver = topology.serverId(CA, 0);
+    try (LocalCluster cluster = start(topology, id -> id == receiver);
+        StandInServers others = StandInServers.forServersNotIn(cluster)) {
+      Placement p = cluster.placement();
+      List<String> used = new ArrayList<>();
+      String k = Clusters.key(p, "k", 0, new int[] {VA, CA}, used);
+      String a = Clusters.key(p, "a", 1, new int[] {VA, CA}, used);
+      String b = Clusters.key(p, "b", 1, new int[] {VA, CA}, used);
+      long origin = topology.serverId(VA, 0);
+      long version = LamportClock.timestamp(100, (int) origin);
+      long va = LamportClock.timestamp(90, topology.serverId(VA, 1));
+      long vb = LamportClock.timestamp(91, topology.serverId(VA, 1));
+      Replicate r = Replicate.newBuilder().setVersion(version).setOriginDc(VA).setCoordinatorKey(k)
+          .setNumParticipants(1).setSubrequestKeys(1)
+          .addKeys(ReplicatedKey.newBuilder().setKey(k).setHasValue(true).setValue(row("k1")))
+          .addDeps(dep(a, va)).addDeps(dep(b, vb)).build();
+      Endpoint raw = cluster.transport().openClient(62_002, VA, Runnable::run, m -> { });
+      raw.call(receiver, r, ReplicateAck.class).get(5, TimeUnit.SECONDS);
+
+      long deadline = System.currentTimeMillis() + 5_000;
+      while (cluster.stat(CA, "replicated_wots") < 1) {
+        assertTrue(System.currentTimeMillis() < deadline, "the replicated transaction committed in CA");
+        Clusters.sleep(10);
+      }
+      List<StandInServers.Received> checks = others.received(x -> x.depCheck() != null);
+      assertEquals(1, checks.size(), "one message to the server holding both: " + checks);
+      assertEquals(topology.serverId(CA, 1), checks.get(0).to());
+      assertEquals(java.util.Set.of(dep(a, va), dep(b, vb)), java.util.Set.copyOf(checks.get(0).depCheck().getDepsList()));
     }
   }
 }

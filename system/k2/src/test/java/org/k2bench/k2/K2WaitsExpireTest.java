@@ -18,6 +18,7 @@ import org.junit.jupiter.api.Test;
 import org.k2bench.core.api.ServerOptions;
 import org.k2bench.core.clock.LamportClock;
 import org.k2bench.core.cluster.LocalCluster;
+import org.k2bench.core.data.Dep;
 import org.k2bench.core.testing.Clusters;
 import org.k2bench.core.topology.Topology;
 import org.k2bench.core.transport.Endpoint;
@@ -78,11 +79,13 @@ class K2WaitsExpireTest {
     long expiredBefore = stat(server, "waits_expired");
     long waitsBefore = stat(server, "dep_check_waits");
 
-    CompletableFuture<DepOk> call = raw.call(server, DepCheck.newBuilder().setKey(key).setVersion(never).build(),
+    CompletableFuture<DepOk> call = raw.call(server,
+        DepCheck.newBuilder().addDeps(Dep.newBuilder().setKey(key).setVersion(v1))
+            .addDeps(Dep.newBuilder().setKey(key).setVersion(never)).build(),
         DepOk.class);
     Throwable err = failure(call);
     assertTrue(err.getMessage().contains("not committed here yet"), err.getMessage());
-    assertEquals(waitsBefore + 1, stat(server, "dep_check_waits"), "the check waited");
+    assertEquals(waitsBefore + 1, stat(server, "dep_check_waits"), "one of its two dependencies waited");
     assertEquals(expiredBefore + 1, stat(server, "waits_expired"));
     assertEquals(0, stat(server, "waiting"), "nothing stays behind");
   }

@@ -214,6 +214,26 @@ class K2ReplicationDepsTest {
   }
 
   /**
+   * Sends {@code receiver} (in CA) a transaction replicated from VA whose two dependencies
+   * live on one other CA server; returns them.
+   */
+  static Set<Dep> replicateWithTwoDepsOnOneServer(LocalCluster cluster, int receiver, int port) throws Exception {
+    Topology topology = cluster.topology();
+    Placement p = cluster.placement();
+    List<String> used = new ArrayList<>();
+    String k = Clusters.key(p, "k", 0, new int[] {VA, CA}, used);
+    Dep a = dep(Clusters.key(p, "a", 1, new int[] {VA, CA}, used), LamportClock.timestamp(90, topology.serverId(VA, 1)));
+    Dep b = dep(Clusters.key(p, "b", 1, new int[] {VA, CA}, used), LamportClock.timestamp(91, topology.serverId(VA, 1)));
+    Replicate r = Replicate.newBuilder().setVersion(LamportClock.timestamp(100, topology.serverId(VA, 0)))
+        .setOriginDc(VA).setCoordinatorKey(k).setNumParticipants(1).setSubrequestKeys(1)
+        .addKeys(ReplicatedKey.newBuilder().setKey(k).setHasValue(true).setValue(row("k1")))
+        .addDeps(a).addDeps(b).build();
+    Endpoint raw = cluster.transport().openClient(port, VA, Runnable::run, m -> { });
+    raw.call(receiver, r, ReplicateAck.class).get(5, TimeUnit.SECONDS);
+    return Set.of(a, b);
+  }
+
+  /**
    * Two dependencies held by one server of the receiving datacenter (a stand-in that records
    * what it gets): the coordinator sends it one check carrying both, and commits once it
    * answered.
@@ -224,21 +244,7 @@ class K2ReplicationDepsTest {
     int receiver = topology.serverId(CA, 0);
     try (LocalCluster cluster = start(topology, id -> id == receiver);
         StandInServers others = StandInServers.forServersNotIn(cluster)) {
-      Placement p = cluster.placement();
-      List<String> used = new ArrayList<>();
-      String k = Clusters.key(p, "k", 0, new int[] {VA, CA}, used);
-      String a = Clusters.key(p, "a", 1, new int[] {VA, CA}, used);
-      String b = Clusters.key(p, "b", 1, new int[] {VA, CA}, used);
-      long origin = topology.serverId(VA, 0);
-      long version = LamportClock.timestamp(100, (int) origin);
-      long va = LamportClock.timestamp(90, topology.serverId(VA, 1));
-      long vb = LamportClock.timestamp(91, topology.serverId(VA, 1));
-      Replicate r = Replicate.newBuilder().setVersion(version).setOriginDc(VA).setCoordinatorKey(k)
-          .setNumParticipants(1).setSubrequestKeys(1)
-          .addKeys(ReplicatedKey.newBuilder().setKey(k).setHasValue(true).setValue(row("k1")))
-          .addDeps(dep(a, va)).addDeps(dep(b, vb)).build();
-      Endpoint raw = cluster.transport().openClient(62_002, VA, Runnable::run, m -> { });
-      raw.call(receiver, r, ReplicateAck.class).get(5, TimeUnit.SECONDS);
+      Set<Dep> deps = replicateWithTwoDepsOnOneServer(cluster, receiver, 62_002);
 
       long deadline = System.currentTimeMillis() + 5_000;
       while (cluster.stat(CA, "replicated_wots") < 1) {
@@ -248,7 +254,53 @@ class K2ReplicationDepsTest {
       List<StandInServers.Received> checks = others.received(x -> x.depCheck() != null);
       assertEquals(1, checks.size(), "one message to the server holding both: " + checks);
       assertEquals(topology.serverId(CA, 1), checks.get(0).to());
-      assertEquals(java.util.Set.of(dep(a, va), dep(b, vb)), java.util.Set.copyOf(checks.get(0).depCheck().getDepsList()));
+      assertEquals(deps, Set.copyOf(checks.get(0).depCheck().getDepsList()));
+    }
+  }
+
+  /**
+   * The server holding both dependencies first answers "not yet" (an error), then takes the
+   * check and holds it: the coordinator asks again with the same dependencies, does not
+   * commit while the answer is held, and commits once, when it comes.
+   */
+  @Test
+  void aCheckAnsweredNotYetIsAskedAgainWholeAndTheCommitWaitsForItsAnswer() throws Exception {
+    Topology topology = Clusters.topology(2);
+    int receiver = topology.serverId(CA, 0);
+    try (LocalCluster cluster = start(topology, id -> id == receiver);
+        StandInServers others = StandInServers.forServersNotIn(cluster)) {
+      java.util.concurrent.atomic.AtomicReference<org.k2bench.core.transport.Incoming> held =
+          new java.util.concurrent.atomic.AtomicReference<>();
+      java.util.concurrent.atomic.AtomicInteger asked = new java.util.concurrent.atomic.AtomicInteger();
+      others.answerDepChecks((m, d) -> {
+        if (asked.incrementAndGet() == 1) {
+          m.replyError("not committed here yet");
+        } else {
+          held.set(m);
+        }
+      });
+      Set<Dep> deps = replicateWithTwoDepsOnOneServer(cluster, receiver, 62_003);
+
+      long deadline = System.currentTimeMillis() + 5_000;
+      while (held.get() == null) {
+        assertTrue(System.currentTimeMillis() < deadline, "the check was asked again after \"not yet\"");
+        Clusters.sleep(10);
+      }
+      List<Received> checks = others.received(x -> x.depCheck() != null);
+      assertEquals(2, checks.size(), "asked twice: " + checks);
+      assertEquals(deps, Set.copyOf(checks.get(0).depCheck().getDepsList()));
+      assertEquals(deps, Set.copyOf(checks.get(1).depCheck().getDepsList()), "asked again whole");
+      assertTrue(cluster.stat(CA, "dep_check_retries") >= 1);
+      Clusters.sleep(300);
+      assertEquals(0, cluster.stat(CA, "replicated_wots"), "no commit while the answer is held");
+      held.get().reply(org.k2bench.core.txn.proto.DepOk.getDefaultInstance());
+      deadline = System.currentTimeMillis() + 5_000;
+      while (cluster.stat(CA, "replicated_wots") < 1) {
+        assertTrue(System.currentTimeMillis() < deadline, "committed once answered");
+        Clusters.sleep(10);
+      }
+      Clusters.sleep(100);
+      assertEquals(1, cluster.stat(CA, "replicated_wots"), "committed once");
     }
   }
 }

@@ -1,6 +1,7 @@
 package org.k2bench.k2;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.k2bench.core.testing.Clusters.CA;
@@ -26,6 +27,9 @@ import org.k2bench.core.transport.RemoteException;
 import org.k2bench.core.txn.proto.DepCheck;
 import org.k2bench.core.txn.proto.DepOk;
 import org.k2bench.core.txn.proto.KeyValue;
+import org.k2bench.core.txn.proto.Replicate;
+import org.k2bench.core.txn.proto.ReplicateAck;
+import org.k2bench.core.txn.proto.ReplicatedKey;
 import org.k2bench.core.txn.proto.WotSubRequest;
 import org.k2bench.k2.proto.ReadByTimeReply;
 import org.k2bench.k2.proto.ReadByTimeRequest;
@@ -87,6 +91,61 @@ class K2WaitsExpireTest {
     assertTrue(err.getMessage().contains("not committed here yet"), err.getMessage());
     assertEquals(waitsBefore + 1, stat(server, "dep_check_waits"), "one of its two dependencies waited");
     assertEquals(expiredBefore + 1, stat(server, "waits_expired"));
+    assertEquals(0, stat(server, "waiting"), "nothing stays behind");
+  }
+
+  /** Commits {@code key} at {@code version} in VA: a transaction replicated from CA with no dependencies. */
+  static void replicate(String key, long version) throws Exception {
+    int server = cluster.placement().serverFor(VA, key);
+    long before = stat(server, "replicated_wots");
+    raw.call(server, Replicate.newBuilder().setVersion(version).setOriginDc(CA).setCoordinatorKey(key)
+        .setNumParticipants(1).setSubrequestKeys(1)
+        .addKeys(ReplicatedKey.newBuilder().setKey(key).setHasValue(true).setValue(row("r"))).build(),
+        ReplicateAck.class).get(5, TimeUnit.SECONDS);
+    long deadline = System.currentTimeMillis() + 2_000;
+    while (stat(server, "replicated_wots") == before) {
+      assertTrue(System.currentTimeMillis() < deadline, key + " committed at its version");
+      Clusters.sleep(5);
+    }
+  }
+
+  /** One check carrying two dependencies, neither committed: no answer after the first commits, one after both. */
+  @Test
+  void aCheckIsAnsweredOnlyOnceEveryDependencyItCarriesIsCommitted() throws Exception {
+    String a = Clusters.key(cluster.placement(), "both-a", 0, new int[] {VA, CA}, used);
+    String b = Clusters.key(cluster.placement(), "both-b", 0, new int[] {VA, CA}, used);
+    int server = cluster.placement().serverFor(VA, a);
+    assertEquals(server, cluster.placement().serverFor(VA, b), "one server holds both");
+    int origin = cluster.topology().serverId(CA, 0);
+    long va = LamportClock.timestamp(7_000_001, origin);
+    long vb = LamportClock.timestamp(7_000_002, origin);
+    CompletableFuture<DepOk> call = raw.call(server, DepCheck.newBuilder()
+        .addDeps(Dep.newBuilder().setKey(a).setVersion(va)).addDeps(Dep.newBuilder().setKey(b).setVersion(vb)).build(),
+        DepOk.class);
+    replicate(a, va);
+    Clusters.sleep(100);
+    assertFalse(call.isDone(), "answered before its second dependency committed");
+    replicate(b, vb);
+    call.get(RPC_TIMEOUT_MS, TimeUnit.MILLISECONDS); // DepOk
+    assertEquals(0, stat(server, "waiting"), "nothing stays behind");
+  }
+
+  /** Two dependencies that never commit: one error for the check, both waits expired, none left. */
+  @Test
+  void aCheckWhoseDependenciesNeverArriveGetsOneErrorAndLeavesNoWait() throws Exception {
+    String a = Clusters.key(cluster.placement(), "never-a", 1, new int[] {VA, CA}, used);
+    String b = Clusters.key(cluster.placement(), "never-b", 1, new int[] {VA, CA}, used);
+    int server = cluster.placement().serverFor(VA, a);
+    assertEquals(server, cluster.placement().serverFor(VA, b), "one server holds both");
+    int origin = cluster.topology().serverId(CA, 0);
+    long expiredBefore = stat(server, "waits_expired");
+    CompletableFuture<DepOk> call = raw.call(server, DepCheck.newBuilder()
+        .addDeps(Dep.newBuilder().setKey(a).setVersion(LamportClock.timestamp(8_000_001, origin)))
+        .addDeps(Dep.newBuilder().setKey(b).setVersion(LamportClock.timestamp(8_000_002, origin))).build(),
+        DepOk.class);
+    Throwable err = failure(call);
+    assertTrue(err.getMessage().contains("not committed here yet"), err.getMessage());
+    assertEquals(expiredBefore + 2, stat(server, "waits_expired"), "both waits expired");
     assertEquals(0, stat(server, "waiting"), "nothing stays behind");
   }
 

@@ -36,6 +36,8 @@ final class StandInServers implements AutoCloseable {
   });
   private final List<Received> received = new ArrayList<>();
   private final List<Endpoint> endpoints = new ArrayList<>();
+  /** How a stand-in answers a dependency check (on the stand-ins' thread): DepOk at once unless set. */
+  private volatile java.util.function.BiConsumer<Incoming, DepCheck> depChecks = (m, d) -> m.reply(DepOk.getDefaultInstance());
 
   private StandInServers(Topology topology) {
     this.topology = topology;
@@ -62,8 +64,13 @@ final class StandInServers implements AutoCloseable {
     if (r != null && m.expectsReply()) {
       m.reply(ReplicateAck.getDefaultInstance());
     } else if (d != null) {
-      m.reply(DepOk.getDefaultInstance());
+      depChecks.accept(m, d);
     }
+  }
+
+  /** Answers dependency checks with {@code answer} from now on (it may keep {@code m} to answer later). */
+  void answerDepChecks(java.util.function.BiConsumer<Incoming, DepCheck> answer) {
+    depChecks = answer;
   }
 
   /** What the stand-ins got so far that {@code p} accepts, in arrival order. */

@@ -147,6 +147,8 @@ public final class WriteTransactions {
   };
   /** How long a server waits for something another node owes it before giving up or asking again. */
   private final long waitTimeoutMs;
+  /** A dependency check's error at its wait timeout: the sender asks again at once. */
+  static final String NOT_YET = "not committed here yet";
   /** Repeats a cohort's messages to a coordinator in another datacenter; null: sent once. */
   private final org.k2bench.core.server.Retransmitter retx;
 
@@ -456,12 +458,14 @@ public final class WriteTransactions {
   /**
    * One-hop dependency checks against the servers holding the dependencies in this replica
    * (K2 §IV: "contacting the local servers responsible for those dependencies"), one message
-   * per server with every dependency it holds. The paper leaves the granularity open; a
-   * message per server changes no check and no wait: the transaction still commits only once
-   * each dependency is committed at its server, and a server still answers only then.
-   * Eiger's public code sends one message per dependency; batching them cut K2's local
-   * messages per operation (issue 49) and applies to every system that checks (K2, PaRiS*,
-   * RAD share this engine; Karma's put-after checks were already one per server).
+   * per server with every dependency it holds. The paper leaves the granularity open, and a
+   * message per server changes no check: the transaction still prepares only once each
+   * dependency is committed at its server. The paper's server replies at once for a committed
+   * dependency; here that answer may wait for the rest of its message, which delays nothing,
+   * since the coordinator waits for all of them anyway. Eiger's public code, which the paper's
+   * systems modify (§VII-A), sends a message per dependency; batching cut K2's local messages
+   * per operation (issue 49, docs/performance.md) and applies to every system that checks
+   * (K2, PaRiS* and RAD share this engine; Karma's put-after checks were already per server).
    */
   private void checkDependencies(ReplicatedTxn t) {
     if (org.k2bench.core.testing.Mutants.active(org.k2bench.core.testing.Mutants.SKIP_DEPENDENCY_CHECKS)) {
@@ -484,7 +488,10 @@ public final class WriteTransactions {
   /**
    * Waits until every dependency of {@code check} is committed at {@code server}. A check
    * that comes back without an answer (one is still on its way after the wait timeout, or
-   * the message was lost) is asked again whole: a dependency is never assumed.
+   * the message was lost) is asked again whole: a dependency is never assumed. The wait
+   * timeout and the asking again are this implementation's (docs/how-it-works.md), not the
+   * paper's. Any other error (a check the server refused) is asked again after a pause,
+   * with a warning: it is a bug, and asking at once would spin.
    */
   private void checkDependencies(ReplicatedTxn t, int server, DepCheck check) {
     ep.call(server, check, DepOk.class).orTimeout(2 * waitTimeoutMs, java.util.concurrent.TimeUnit.MILLISECONDS)
@@ -492,8 +499,13 @@ public final class WriteTransactions {
           if (err != null) {
             host.count("dep_check_retries");
             Throwable cause = err instanceof java.util.concurrent.CompletionException ? err.getCause() : err;
-            if (cause instanceof org.k2bench.core.transport.RemoteException) {
+            if (cause instanceof org.k2bench.core.transport.RemoteException
+                && String.valueOf(cause.getMessage()).contains(NOT_YET)) {
               checkDependencies(t, server, check); // "not yet": ask again at once, nothing is lost
+            } else if (cause instanceof org.k2bench.core.transport.RemoteException) {
+              host.count("dep_checks_refused");
+              LOG.warn("server {}: server {} refused a dependency check: {}", ep.id(), server, cause.getMessage());
+              host.later(Math.min(1_000, waitTimeoutMs), () -> checkDependencies(t, server, check));
             } else {
               host.later(Math.min(1_000, waitTimeoutMs), () -> checkDependencies(t, server, check)); // lost
             }
@@ -530,8 +542,7 @@ public final class WriteTransactions {
       }, deadline, () -> {
         if (!failed[0]) {
           failed[0] = true;
-          m.replyError("dependency " + dep.getKey() + " v" + LamportClock.format(dep.getVersion())
-              + " not committed here yet");
+          m.replyError("dependency " + dep.getKey() + " v" + LamportClock.format(dep.getVersion()) + " " + NOT_YET);
         }
       });
     }

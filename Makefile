@@ -11,6 +11,7 @@ MVN := mvn -B -q -f system/pom.xml
 JAR := system/launcher/target/k2bench.jar
 SOURCES := $(shell find system -name '*.java' -o -name '*.proto' -o -name 'pom.xml' -o -path '*/src/main/resources/*' -type f | grep -v /target/)
 RUN_STAMP = $(shell date -u +%Y%m%dT%H%M%SZ)
+REPORTS := target/test-reports
 
 .PHONY: help test test-java test-python deploy-test browser-deps build venv venvs new-system local-run analyze compare serve figures reproduce notebook bench-emulation bench-throughput \
 	ec2-up ec2-run ec2-down ec2-status emulab-up emulab-run emulab-extend emulab-down netem-reset clean
@@ -25,7 +26,7 @@ help:
 	@echo "make compare RUNS=\"<dir> <dir>\"  runs side by side: overlaid CDFs, changes per system (ARGS=\"--by deployment --pool\")"
 	@echo "make serve            browse runs/ at http://127.0.0.1:8000/: runs, scorecards, two runs compared (RUNS=<dir>, ARGS=\"--port 0\")"
 	@echo "make bench-emulation  measure the embedded WAN emulation: configured vs measured RTT"
-	@echo "make bench-throughput each system's real peak, its CPU table and the Fig. 9 ratios (SETTINGS=default: one setting; RESUME=runs/<dir> continues one)"
+	@echo "make bench-throughput each system's real peak, its CPU table and the Fig. 9 ratios (SETTINGS=default: one setting; QUICK=1: one setting in ~15 min; RESUME=runs/<dir> continues one)"
 	@echo "make build            build system/launcher/target/k2bench.jar"
 	@echo "make new-system NAME=<name>  a new system's module under system/, registered in the poms (docs/adding-a-system.md)"
 	@echo "make deploy-test      the remote path on 4 local test hosts: Ansible site.yml, smoke via Fabric, faults (root)"
@@ -37,9 +38,12 @@ help:
 
 # The virtualenvs first, then the Java tests alone: their bounds on emulated latency fail
 # when pip takes the CPU beside them, even at low priority.
+# Ends with the ten slowest tests (Java and Python) and the time it took, failed or not.
 test: venvs browser-deps
-	$(MAKE) --no-print-directory test-java
-	$(MAKE) --no-print-directory test-python
+	@mkdir -p $(REPORTS); touch $(REPORTS)/.start; start=$$(date +%s); rc=0; \
+	{ $(MAKE) --no-print-directory test-java && $(MAKE) --no-print-directory test-python; } || rc=$$?; \
+	$(VENV)/bin/python tests/slowest.py --since $(REPORTS)/.start $(REPORTS)/pytest-*.xml || true; \
+	echo "make test: $$(( $$(date +%s) - start )) s$$([ $$rc -eq 0 ] || echo ', FAILED')"; exit $$rc
 
 venvs: $(VENV)/.installed $(LINT_VENV)/.installed
 
@@ -50,8 +54,9 @@ test-java:
 # share its fixtures); then the cluster runs one at a time, alone on the machine, as their
 # latencies and fault timings assume.
 test-python: $(VENV)/.installed $(LINT_VENV)/.installed
-	$(VENV)/bin/python -m pytest -q -n 2 --dist loadfile -m "not cluster" tests --ignore=tests/deploy
-	$(VENV)/bin/python -m pytest -q -m cluster tests --ignore=tests/deploy
+	$(VENV)/bin/python -m pytest -q -n 2 --dist loadfile -m "not cluster" tests --ignore=tests/deploy \
+	  --junitxml=$(REPORTS)/pytest-unit.xml
+	$(VENV)/bin/python -m pytest -q -m cluster tests --ignore=tests/deploy --junitxml=$(REPORTS)/pytest-cluster.xml
 
 # The remote path for real on this machine: four test hosts (network namespaces with
 # their own sshd, a non-root SSH user with sudo, strict host keys, one slow to answer),
@@ -144,13 +149,14 @@ bench-emulation: $(JAR)
 	ln -sfn $$(basename $$dir) runs/latest
 
 # SETTINGS="default" (or a comma list) climbs fewer Fig. 9 settings than all six (~1 h each);
-# RESUME=runs/<stamp>_bench-throughput continues an interrupted bench.
+# RESUME=runs/<stamp>_bench-throughput continues an interrupted bench. QUICK=1 climbs one
+# setting (SETTINGS, default "default") on workloads/bench-throughput-quick.yaml's coarser ladder.
 # The Fig. 9 ratio table (analysis/throughput.py) is printed after the climbs, of the run
 # directory this bench wrote (or resumed), unless the bench refused its input (exit 2).
 bench-throughput: $(JAR) $(VENV)/.installed
 	@rc=0; mark=$$(mktemp); \
-	$(VENV)/bin/k2bench bench-throughput $(if $(SETTINGS),--settings "$(SETTINGS)") $(if $(RESUME),--resume "$(RESUME)") || rc=$$?; \
-	run="$(RESUME)"; [ -n "$$run" ] || run=$$(find runs -maxdepth 1 -name '*_bench-throughput' -newer "$$mark" 2>/dev/null | sort | tail -n 1 || true); \
+	$(VENV)/bin/k2bench bench-throughput $(if $(SETTINGS),--settings "$(SETTINGS)") $(if $(QUICK),--quick) $(if $(RESUME),--resume "$(RESUME)") || rc=$$?; \
+	run="$(RESUME)"; [ -n "$$run" ] || run=$$(find runs -maxdepth 1 -name '*_bench-throughput*' -newer "$$mark" 2>/dev/null | sort | tail -n 1 || true); \
 	rm -f "$$mark"; \
 	if [ $$rc -ne 2 ] && [ -n "$$run" ] && [ -f "$$run/throughput.json" ]; then $(VENV)/bin/python -m analysis.throughput "$$run"; fi; \
 	exit $$rc

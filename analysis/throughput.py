@@ -75,7 +75,8 @@ def main(argv=None) -> int:
     ap.add_argument("run", help="a bench-throughput run directory (runs/<stamp>_bench-throughput)")
     args = ap.parse_args(argv)
     settings, climbs = climbs_of(Path(args.run))
-    t = Table(title=TITLE)
+    quick = json.loads((Path(args.run) / "throughput.json").read_text()).get("quick", False)
+    t = Table(title=TITLE + (" (quick bench: coarse peaks, for checking a change)" if quick else ""))
     for col in COLUMNS:
         t.add_column(col, justify="right" if col != "setting" else "left")
     for row in ratio_rows(climbs, settings):

@@ -55,6 +55,9 @@ P99_FACTOR = 5.0
 SETTINGS = ["default", "write 5%", "zipf 1.4", "zipf 0.9", "f=1", "f=3"]
 AXIS = "clients.threads_per_dc"
 REFINE = 2  # points tried between the last passing point and the one that stopped the climb
+QUICK = "bench-throughput-quick"  # --quick's experiment: one setting, a coarser ladder, shorter phases
+QUICK_REFINE = 1
+QUICK_ECHO = ("--step-s", "3", "--repeats", "2", "--repeat-s", "5")  # ~1 min, not ~2
 MIN_GAP = 4  # threads per datacenter: a narrower step is not split
 STEAL_LIMIT = cpu.STEAL_LIMIT  # share of the machine's time stolen in a point's window that makes it disturbed
 RETRIES = 2  # new attempts at a disturbed point that stopped the climb
@@ -229,13 +232,13 @@ def busiest_server_ratio(a: dict | None, b: dict | None) -> float | None:
     return ca["busiest_ops_per_core"] / cb["busiest_ops_per_core"]
 
 
-def refinement(lo: int, hi: int, done: int) -> int | None:
+def refinement(lo: int, hi: int, done: int, refine: int = REFINE) -> int | None:
     """The thread count to try between the last point that passed (``lo``) and the first that
-    stopped the climb (``hi``), or None: halving the gap at most ``REFINE`` times, down to
+    stopped the climb (``hi``), or None: halving the gap at most ``refine`` times, down to
     gaps of ``MIN_GAP`` threads. A system that needs few threads for its rate (K2) jumps far
     past the limit with one ladder step; without this its peak would be found coarser than
     the others'."""
-    if done >= REFINE or hi - lo < MIN_GAP:
+    if done >= refine or hi - lo < MIN_GAP:
         return None
     return (lo + hi) // 2
 
@@ -246,7 +249,7 @@ def attempt_dir(setting: str, attempt: int) -> str:
 
 
 def climb(orch: Orchestrator, exp: dict, run_dir: Path, setting: str, system: str, say,
-          trials: dict[str, list[dict]]) -> Climb:
+          trials: dict[str, list[dict]], refine: int = REFINE) -> Climb:
     """Runs one system up the ladder of one setting, a point at a time, into
     ``run_dir/<setting>/`` (a run directory of its own, resumed point by point); then
     narrows the step that stopped it (``refinement``). A disturbed point that fails a rule
@@ -314,7 +317,7 @@ def climb(orch: Orchestrator, exp: dict, run_dir: Path, setting: str, system: st
     passed = c.points[:-1] if c.stop else list(c.points)
     if c.stop and passed and not c.failed:
         lo, hi, done = passed[-1]["threads"], c.points[-1]["threads"], 0
-        while (mid := refinement(lo, hi, done)) is not None:
+        while (mid := refinement(lo, hi, done, refine)) is not None:
             done += 1
             q = measure(mid, passed)
             if q is None:

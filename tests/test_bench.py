@@ -491,3 +491,59 @@ def test_a_step_resumed_over_earlier_points_adds_no_second_entry_for_them():
     bench.collect_trials(mine, [first, second | {"start": {"t0_ms": 2}}])
     assert [e["dir"] for e in mine] == [first["dir"], second["dir"]]
     assert mine[0]["start"] == {"t0_ms": 1} and mine[1]["start"] == {"t0_ms": 2}
+
+
+class LadderOrchestrator(RatedOrchestrator):
+    """Records every point's threads and warm-up, as the bench asked for them."""
+    asked: list[tuple[str, int, int]] = []
+
+    def run(self, step, sub, resume):
+        new = [t for t in step["sweep"][bench.AXIS] if (system := step["systems"][0], t) not in
+               {(s, x) for s, x, _ in LadderOrchestrator.asked}]
+        LadderOrchestrator.asked += [(system, t, step["duration"]["warmup_s"]) for t in new]
+        return super().run(step, sub, resume)
+
+
+def test_quick_climbs_one_setting_on_its_own_coarser_ladder_with_one_refinement(jar, tmp_path, monkeypatch, capsys):
+    """--quick takes workloads/bench-throughput-quick.yaml: k2 (degraded above 20 threads/DC)
+    climbs 4, 32 (stop), then one refinement (18) and no second; the run says it is quick."""
+    import json
+
+    import yaml
+    from k2bench import cli
+    quick = yaml.safe_load((cli.REPO / "workloads" / f"{bench.QUICK}.yaml").read_text())
+    assert quick["sweep"][bench.AXIS][:2] == [4, 32]  # the climb below assumes it
+    import subprocess
+    LadderOrchestrator.asked = []
+    monkeypatch.setattr(cli.bench, "Orchestrator", LadderOrchestrator)
+    echoed, real_run = [], subprocess.run
+
+    def run(argv, **kw):  # the jar answers everything but the echo
+        if "bench-echo" not in argv:
+            return real_run(argv, **kw)
+        echoed.append(argv)
+        return subprocess.CompletedProcess(argv, 1, "", "no echo in this test")
+    monkeypatch.setattr(subprocess, "run", run)
+    code = cli.main(["--jar", str(jar), "bench-throughput", "--quick", "--runs", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert len(echoed) == 1 and "bench-echo" in echoed[0] and echoed[0][-len(bench.QUICK_ECHO):] == list(bench.QUICK_ECHO)
+    k2 = [(t, w) for s, t, w in LadderOrchestrator.asked if s == "k2"]
+    assert k2 == [(4, quick["duration"]["warmup_s"]), (32, quick["duration"]["warmup_s"]),
+                  (18, quick["duration"]["warmup_s"])]
+    report = json.loads(next(tmp_path.glob("*_bench-throughput-quick/throughput.json")).read_text())
+    assert report["quick"] is True and report["settings"] == ["default"]
+    assert {c["setting"] for c in report["climbs"]} == {"default"}
+    assert "quick: default only" in out and "quick: coarse" in out
+    assert throughput.main([str(next(tmp_path.glob("*_bench-throughput-quick")))]) == 0
+    assert "quick bench" in capsys.readouterr().out
+
+
+def test_quick_refuses_more_than_one_setting(jar, tmp_path, monkeypatch, capsys):
+    from k2bench import cli
+    monkeypatch.setattr(cli.bench, "Orchestrator", LadderOrchestrator)
+    code = cli.main(["--jar", str(jar), "bench-throughput", "--quick", "--settings", "default,zipf 1.4",
+                     "--no-echo", "--runs", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == 2 and "--settings" in err and "one setting" in err
+    assert not list(tmp_path.iterdir())  # refused before a run directory was made

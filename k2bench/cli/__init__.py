@@ -84,6 +84,9 @@ def main(argv=None) -> int:
                    help="Fig. 9 settings to climb: all (default) or a comma list of "
                         "'default', 'write 5%%', 'zipf 1.4', 'zipf 0.9', 'f=1', 'f=3'")
     b.add_argument("--no-echo", action="store_true", help="skip the echo ceiling")
+    b.add_argument("--quick", action="store_true",
+                   help="one setting (default unless --settings names another) on a coarser ladder with shorter "
+                        "phases (workloads/bench-throughput-quick.yaml): about 15 minutes, for checking a change")
     b.add_argument("--resume", metavar="RUN_DIR",
                    help="continue an interrupted bench: points already measured are read, not run again")
     b.add_argument("--runs", default=str(REPO / "runs"))

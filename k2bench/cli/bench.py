@@ -23,12 +23,16 @@ def cmd_bench_throughput(args) -> int:
     from rich.table import Table
     from .. import bench
     env = _env(args)
-    exp = _load(env, "bench-throughput")
+    exp = _load(env, bench.QUICK if args.quick else "bench-throughput")
     validate(env, exp)
+    if args.quick and args.settings == "all":
+        args.settings = "default"
     settings = bench.SETTINGS if args.settings == "all" else [s.strip() for s in args.settings.split(",")]
     for s in settings:
         if s not in bench.SETTINGS:
             raise ConfigError("--settings", f"unknown setting {s!r}; choose from {', '.join(bench.SETTINGS)} or all")
+    if args.quick and len(settings) != 1:
+        raise ConfigError("--settings", f"--quick climbs one setting, got {len(settings)}: name one, e.g. --settings default")
     if not exp["sweep"].get(bench.AXIS) or len(exp["sweep"]) != 1:
         raise ConfigError("sweep", f"bench-throughput climbs one ladder: sweep must be {bench.AXIS} only")
     runs = Path(args.runs)
@@ -44,6 +48,13 @@ def cmd_bench_throughput(args) -> int:
     # a log file (not a terminal) gets wide lines: rich would cut the tables to 80 columns
     console = Console() if sys.stdout.isatty() else Console(width=200)
     console.print(f"run directory: {run_dir}")
+    if args.quick:
+        d = exp["duration"]
+        console.print(f"quick: {settings[0]} only, ladder {', '.join(map(str, exp['sweep'][bench.AXIS]))} threads/DC, "
+                      f"{bench.QUICK_REFINE} refinement, {d['warmup_s']:g} s warm-up and {d['measure_s']:g} s windows, "
+                      f"a shorter echo ceiling "
+                      f"(full bench: make bench-throughput). For checking a change; peaks are coarser.",
+                      markup=False, highlight=False)
     if grew:
         console.print(grew, markup=False, highlight=False)
     orch = Orchestrator(env, Progress(console))
@@ -59,25 +70,27 @@ def cmd_bench_throughput(args) -> int:
                 trials: dict[str, list[dict]] = {}  # by run directory: the setting's and its retries'
                 try:
                     for system in exp["systems"]:
-                        climbs.append(bench.climb(orch, exp, run_dir, setting, system, console.print, trials))
+                        climbs.append(bench.climb(orch, exp, run_dir, setting, system, console.print, trials,
+                                                  bench.QUICK_REFINE if args.quick else bench.REFINE))
                         if climbs[-1].failed:
                             console.print(f"{setting} / {system}: {climbs[-1].failed}")
                 finally:
                     for name, done in trials.items():
                         bench.finish_manifest(run_dir / name, bench.setting_experiment(exp, setting), done)
         except KeyboardInterrupt:
-            rundir.write_json(run_dir / "throughput.json", {"settings": settings, "interrupted": True,
+            rundir.write_json(run_dir / "throughput.json", {"settings": settings, "quick": args.quick, "interrupted": True,
                                                             "climbs": [c.as_json() for c in climbs]})
             console.print("interrupted: the climbs so far are in throughput.json")
             return 130
-        report = {"settings": settings, "climbs": [c.as_json() for c in climbs], "echo": None,
+        report = {"settings": settings, "quick": args.quick, "climbs": [c.as_json() for c in climbs], "echo": None,
                   "rules": {"fall": bench.FALL, "p99_factor": bench.P99_FACTOR}}
         rundir.write_json(run_dir / "throughput.json", report)  # the climbs, whatever the echo does
         echo = None
         if not args.no_echo:
-            console.print("measuring the echo ceiling through the same transport (about 2 min) ...")
+            console.print(f"measuring the echo ceiling through the same transport (about {1 if args.quick else 2} min) ...")
             try:
-                r = subprocess.run(env.launcher("bench-echo", "--json", str(run_dir / "echo.json")),
+                r = subprocess.run(env.launcher("bench-echo", "--json", str(run_dir / "echo.json"),
+                                                *(bench.QUICK_ECHO if args.quick else ())),
                                    capture_output=True, text=True)
             except KeyboardInterrupt:  # subprocess.run has stopped the echo's JVM
                 console.print("interrupted during the echo ceiling: the climbs are in throughput.json")
@@ -108,7 +121,7 @@ def cmd_bench_throughput(args) -> int:
                       *[f"{m['peak_rss_mb_max']:,} / {m['peak_rss_mb_sum']:,}" if (m := (r["memory_mb"] or {}).get(role))
                         else "-" for _, r in rows])
         console.print(t)
-    t = Table(title="peaks (closed loop, emulation on)")
+    t = Table(title="peaks (closed loop, emulation on" + ("; quick: coarse)" if args.quick else ")"))
     for col in ("setting", "system", "peak ops/s", "threads/DC", "ROT p99 ms", "lateness p99 ms", "a peak?"):
         t.add_column(col, justify="left" if col in ("setting", "system") else "right")
     for c in climbs:

@@ -53,7 +53,8 @@ def cmd_bench_throughput(args) -> int:
         console.print(f"quick: {settings[0]} only, ladder {', '.join(map(str, exp['sweep'][bench.AXIS]))} threads/DC, "
                       f"{bench.QUICK_REFINE} refinement, {d['warmup_s']:g} s warm-up and {d['measure_s']:g} s windows, "
                       f"a shorter echo ceiling "
-                      f"(full bench: make bench-throughput). For checking a change; peaks are coarser.",
+                      f"(full bench: make bench-throughput). For checking a change; peaks are coarser, and lower "
+                      "while the JIT still compiles in a window (its share is in the CPU table).",
                       markup=False, highlight=False)
     if grew:
         console.print(grew, markup=False, highlight=False)

@@ -24,7 +24,11 @@ class InChannelTest {
 
   /** From server 1 in CA to a client in VA: one-way RTT(VA, CA) / 2. */
   private static Envelope env(long value, long sentNanos, long clockDomain) {
-    return Envelope.newBuilder().setFrom(1).setFromDc(1).setTo(60_000).setSeq(value)
+    return env(value, sentNanos, clockDomain, 1);
+  }
+
+  private static Envelope env(long value, long sentNanos, long clockDomain, int fromDc) {
+    return Envelope.newBuilder().setFrom(1).setFromDc(fromDc).setTo(60_000).setSeq(value)
         .setPayload(Any.pack(UInt64Value.of(value))).setSentNanos(sentNanos).setClockDomain(clockDomain).build();
   }
 
@@ -39,7 +43,16 @@ class InChannelTest {
   @Test
   void delayCountsFromTheSendTimeOnOneClockAndFromArrivalAcrossClocks() throws Exception {
     Topology t = EmulationTest.scaledPaperTopology(0).withRttScale(10); // the paper's matrix
-    long oneWay = Math.round(t.rttMs(0, 1) / 2 * MS);
+    // The farthest datacenter from VA: the two rules' due times lie 80 ms apart, so a
+    // scheduling pause of tens of ms on a busy host cannot make one look like the other.
+    int far = 1;
+    for (int dc = 1; dc < t.numDcs(); dc++) {
+      far = t.rttMs(0, dc) > t.rttMs(0, far) ? dc : far;
+    }
+    long oneWay = Math.round(t.rttMs(0, far) / 2 * MS);
+    long transit = 80 * MS;
+    assertTrue(oneWay > transit + 10 * MS, "the farthest link is longer than the transit we fake");
+    long slack = transit / 2; // lateness allowed before a release is taken for the other rule's
     try (Transport transport = new Transport(t)) {
       List<Delivery> got = new CopyOnWriteArrayList<>();
       Endpoint node = transport.openClient(60_000, 0, Runnable::run,
@@ -47,19 +60,21 @@ class InChannelTest {
       InChannel same = new InChannel(transport, node);
       InChannel other = new InChannel(transport, node);
 
-      // Sent 20 ms ago on this clock (a slow transit): due 10 ms from now, not 30.
+      // Sent 80 ms ago on this clock (a slow transit): due one-way - 80 ms from now, not one-way.
       long arrive = System.nanoTime();
-      same.arrive(env(1, arrive - 20 * MS, ClockDomain.ID));
-      // The same stamp from another machine's clock means nothing here: due 30 ms from arrival.
-      other.arrive(env(2, arrive - 20 * MS, ClockDomain.ID + 1));
+      same.arrive(env(1, arrive - transit, ClockDomain.ID, far));
+      // The same stamp from another machine's clock means nothing here: due one-way from arrival.
+      other.arrive(env(2, arrive - transit, ClockDomain.ID + 1, far));
       awaitCount(got, 2);
       long first = got.get(0).atNanos - arrive;
       long second = got.get(1).atNanos - arrive;
       assertEquals(1, got.get(0).value);
-      assertTrue(first >= oneWay - 20 * MS && first < oneWay - 20 * MS + 5 * MS,
-          "same clock: released at send time + delay, got " + first / 1e6 + " ms after arrival");
-      assertTrue(second >= oneWay && second < oneWay + 5 * MS,
-          "other clock: released at arrival + delay, got " + second / 1e6 + " ms after arrival");
+      assertTrue(first >= oneWay - transit && first < oneWay - transit + slack,
+          "same clock: released at send time + delay (" + (oneWay - transit) / 1e6 + " ms), got "
+              + first / 1e6 + " ms after arrival");
+      assertTrue(second >= oneWay && second < oneWay + slack,
+          "other clock: released at arrival + delay (" + oneWay / 1e6 + " ms), got " + second / 1e6
+              + " ms after arrival");
     }
   }
 

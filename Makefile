@@ -50,13 +50,16 @@ venvs: $(VENV)/.installed $(LINT_VENV)/.installed
 test-java:
 	mvn -B -ntp -f system/pom.xml install | grep -E "Tests run:|FAIL|ERROR|BUILD"
 
-# Two phases: the tests that start no cluster, two at a time (file by file: a file's tests
-# share its fixtures); then the cluster runs one at a time, alone on the machine, as their
-# latencies and fault timings assume.
+# Three phases: the tests that start no cluster, two at a time (file by file: a file's tests
+# share its fixtures); the cluster runs two at a time (what they assert holds on a loaded
+# machine: a checker's verdict, counts, lower bounds); then those marked alone one at a
+# time, alone on the machine, as their bounds on timing and fault timings assume.
 test-python: $(VENV)/.installed $(LINT_VENV)/.installed
 	$(VENV)/bin/python -m pytest -q -n 2 --dist loadfile -m "not cluster" tests --ignore=tests/deploy \
 	  --junitxml=$(REPORTS)/pytest-unit.xml
-	$(VENV)/bin/python -m pytest -q -m cluster tests --ignore=tests/deploy --junitxml=$(REPORTS)/pytest-cluster.xml
+	$(VENV)/bin/python -m pytest -q -n 2 --dist load -m "cluster and not alone" tests --ignore=tests/deploy \
+	  --junitxml=$(REPORTS)/pytest-cluster.xml
+	$(VENV)/bin/python -m pytest -q -m "cluster and alone" tests --ignore=tests/deploy --junitxml=$(REPORTS)/pytest-alone.xml
 
 # The remote path for real on this machine: four test hosts (network namespaces with
 # their own sshd, a non-root SSH user with sudo, strict host keys, one slow to answer),

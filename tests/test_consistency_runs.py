@@ -125,6 +125,7 @@ def test_the_correct_systems_pass_the_stress_workload(jar, tmp_path):
     assert "consistency violations" in out and "0 of" in out
 
 
+@pytest.mark.alone
 def test_hot_keys_without_faults_wait_for_nothing_and_large_latencies_are_explained(jar, tmp_path):
     """Without faults no operation waits anywhere near a timeout; a p99 of seconds would be
     a protocol wait unless the schedule lag explains it (clients behind their schedule: the
@@ -168,6 +169,7 @@ def test_nocc_is_flagged_and_paris_and_bpr_pass_the_causality_stress(jar, tmp_pa
     assert all(v["checked"]["committed_ops"] > 500 for v in verdicts.values())
 
 
+@pytest.mark.alone
 def test_karma_and_cops_pr_pass_the_ring_stress(jar, tmp_path):
     """Hot keys, 30% puts and a spike inside ring 0: the interleavings dynamic ring
     restrictions and put-after exist for. Karma reads in flight and is restricted on many
@@ -236,12 +238,14 @@ def test_every_mutant_is_caught(jar, tmp_path, mutant):
     assert f"{c['violations']['count']} of {c['checked']['ops']} ops" in out, "the summary table shows it"
 
 
+@pytest.mark.alone
 def test_a_run_with_a_datacenter_killed_reports_unavailability_and_no_violation(jar, tmp_path):
     rundir, out = run(tmp_path, DC_KILL)
     s = json.loads((rundir / "k2" / "summary.json").read_text())
     c = json.loads((rundir / "k2" / "consistency.json").read_text())
     timeline = [json.loads(ln) for ln in (rundir / "k2" / "timeline.jsonl").read_text().splitlines()]
-    assert [e["event"] for e in timeline] == ["fault-start"] and timeline[0]["kind"] == "kill"
+    timeline = [e for e in timeline if e["kind"] == "kill"]  # the delays before it aside
+    assert [e["event"] for e in timeline] == ["fault-start"]
     assert "SIGKILL to server-TYO" in timeline[0]["note"] and timeline[0]["note"].endswith("clients TYO -> SG")
     m = json.loads((rundir / "manifest.json").read_text())
     assert m["status"] == "completed"
@@ -291,6 +295,7 @@ def _survivors_hold_nothing(summary: dict) -> None:
         assert st.get(gauge, 0) <= 10, (gauge, st.get(gauge))
 
 
+@pytest.mark.alone
 def test_a_partition_longer_than_the_gc_window_and_a_dead_datacenter_break_nothing(jar, tmp_path):
     rundir, out = run(tmp_path, LONG_PARTITION)
     for system in systems_of(LONG_PARTITION):

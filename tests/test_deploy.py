@@ -244,3 +244,30 @@ def test_deploy_resolves_an_experiment_with_a_mutant_with_or_without_the_jar(tmp
     assert exp["testing"]["mutant"] == "read-pending"
     exp = _deploy_experiment(argparse.Namespace(experiment=str(path), jar=str(tmp_path / "no.jar"), servers_per_dc=None))
     assert exp["systems"] == ["k2"] and exp["testing"]["mutant"] is None
+
+
+def test_local_ports_are_distinct_free_and_below_the_ephemeral_range(monkeypatch):
+    import random
+    import socket
+    from k2bench.deploy import hosts
+    monkeypatch.setattr(hosts, "_ephemeral_range", lambda: (32_768, 60_999))
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 20_000))
+    taken.listen()
+    try:
+        class Rigged(random.Random):  # the taken port first, then what a real draw gives
+            first = True
+
+            def randrange(self, lo, hi):
+                if self.first:
+                    self.first = False
+                    return 20_000
+                return super().randrange(lo, hi)
+        ports = hosts.free_loopback_ports(24, Rigged(7))
+    finally:
+        taken.close()
+    assert len(set(ports)) == 24 and 20_000 not in ports, "a listened-on port is skipped"
+    assert all(10_000 <= p < 32_768 for p in ports), ports
+    # no room below the range: the kernel's choice
+    monkeypatch.setattr(hosts, "_ephemeral_range", lambda: (10_100, 60_999))
+    assert all(p >= 10_100 for p in hosts.free_loopback_ports(3))

@@ -10,6 +10,7 @@ its pid: SIGTERM, then SIGKILL after a grace period. Never by name.
 from __future__ import annotations
 
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -20,6 +21,46 @@ from typing import Protocol
 
 from .. import rundir
 from ..errors import RunFailed
+
+# Outgoing connections take their local ports from the kernel's ephemeral range, as bind(0)
+# does: a port bind(0) reported free could be taken by another run's connect() before the
+# server binds it. Ports are drawn below that range instead, where only a listener can be.
+_LOW_PORTS = (10_000, 32_768)
+
+
+def _ephemeral_range() -> tuple[int, int]:
+    try:
+        lo, hi = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(lo), int(hi)
+    except (OSError, ValueError):
+        return 32_768, 60_999
+
+
+def free_loopback_ports(count: int, rng: random.Random | None = None) -> list[int]:
+    """``count`` distinct loopback ports free now, outside the ephemeral range when it leaves
+    room below it (bind(0) otherwise)."""
+    rng = rng or random.SystemRandom()
+    lo, hi = _LOW_PORTS[0], min(_LOW_PORTS[1], _ephemeral_range()[0])
+    socks, ports = [], []
+    try:
+        for _ in range(count):
+            for _attempt in range(100 if hi - lo >= 1000 else 0):
+                s = socket.socket()
+                try:
+                    s.bind(("127.0.0.1", rng.randrange(lo, hi)))
+                    break
+                except OSError:
+                    s.close()
+            else:
+                s = socket.socket()
+                s.bind(("127.0.0.1", 0))
+            socks.append(s)
+            ports.append(s.getsockname()[1])
+    finally:
+        for s in socks:
+            s.close()
+    return ports
+
 
 @dataclass
 class Proc:
@@ -162,17 +203,7 @@ class LocalHost:
         return None  # already here
 
     def free_ports(self, count: int) -> list[int]:
-        socks, ports = [], []
-        try:
-            for _ in range(count):
-                s = socket.socket()
-                s.bind(("127.0.0.1", 0))
-                socks.append(s)
-                ports.append(s.getsockname()[1])
-        finally:
-            for s in socks:
-                s.close()
-        return ports
+        return free_loopback_ports(count)
 
     def cores(self) -> int:
         return os.cpu_count() or 1

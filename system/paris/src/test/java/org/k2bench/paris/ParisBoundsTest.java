@@ -11,6 +11,7 @@ import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Tag;
 import org.k2bench.core.api.KvClient;
 import org.k2bench.core.api.ServerOptions;
 import org.k2bench.core.clock.LamportClock;
@@ -30,6 +31,7 @@ import org.k2bench.core.testing.TestOptions;
  * three partitions, each at two of them (p0 at A and B), two servers per datacenter, the
  * first its UST root; Δ_R = Δ_G = 5 ms (ParisOptions: the paper's 5 ms, §V-A).
  */
+@Tag("alone") // bounds on timing from above: run with no other test class beside it (system/pom.xml)
 class ParisBoundsTest {
   static final int A = 0;
   /** Scheduling slack of the UST bound: timer drift, server threads, the test's polling (~1 ms). */

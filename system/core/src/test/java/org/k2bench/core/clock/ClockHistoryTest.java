@@ -4,11 +4,13 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Tag;
 
 /**
  * When a clock reached a time: answered to within a few sample intervals, also for an advance
  * that ends a long idle spell, without the sampler waking every interval meanwhile.
  */
+@Tag("alone") // bounds on timing from above: run with no other test class beside it (system/pom.xml)
 class ClockHistoryTest {
   @Test
   void anAdvanceAfterAnIdleSpellIsDatedWhenItHappened() throws Exception {

@@ -11,6 +11,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Tag;
 import org.k2bench.core.cluster.FreePorts;
 import org.k2bench.core.topology.Topology;
 import org.k2bench.core.topology.TopologyLoader;
@@ -22,6 +23,7 @@ import org.k2bench.core.transport.Transport;
  * transport, but time is a fake clock and replies are handled only when the test says, so
  * each interleaving is chosen, not hoped for.
  */
+@Tag("alone") // bounds on timing from above: run with no other test class beside it (system/pom.xml)
 class FailureDetectorTest {
   static final int VA = 0;
   static final int CA = 1;

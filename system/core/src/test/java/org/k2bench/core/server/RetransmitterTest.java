@@ -15,6 +15,7 @@ import java.util.function.Supplier;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Tag;
 import org.k2bench.core.api.ServerOptions;
 import org.k2bench.core.cluster.FreePorts;
 import org.k2bench.core.topology.Topology;
@@ -31,6 +32,7 @@ import org.k2bench.core.testing.TestOptions;
  * with a growing timeout, parked while the peer is suspected, abandoned past the caps,
  * and never sent again once the receiver answered with an error.
  */
+@Tag("alone") // bounds on timing from above: run with no other test class beside it (system/pom.xml)
 class RetransmitterTest {
   static final int VA = 0;
   static final int TYO = 4;

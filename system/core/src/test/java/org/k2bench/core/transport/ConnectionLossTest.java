@@ -11,6 +11,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Tag;
 import org.k2bench.core.cluster.FreePorts;
 import org.k2bench.core.topology.Topology;
 import org.k2bench.core.topology.TopologyLoader;
@@ -21,6 +22,7 @@ import org.k2bench.core.topology.TopologyLoader;
  * datacenters and from servers are left to their timeouts and the protocols' failure
  * detection.
  */
+@Tag("alone") // bounds on timing from above: run with no other test class beside it (system/pom.xml)
 class ConnectionLossTest {
   static final StringValue NEVER_ANSWERED = StringValue.of("no reply");
 

@@ -12,6 +12,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 import org.k2bench.core.cluster.FreePorts;
@@ -22,6 +23,7 @@ import org.k2bench.core.topology.TopologyLoader;
  * The embedded WAN emulation is observable and keeps channels FIFO, over gRPC
  * ({@code wire}) and between nodes of one process (in-process delivery).
  */
+@Tag("alone") // bounds on timing from above: run with no other test class beside it (system/pom.xml)
 class EmulationTest {
   static Transport transport(Topology t, boolean wire) {
     Transport tr = new Transport(t);

@@ -11,11 +11,13 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.api.Tag;
 import org.k2bench.core.cluster.FreePorts;
 import org.k2bench.core.topology.Topology;
 import org.k2bench.core.topology.TopologyLoader;
 
 /** Faults written into the faults file reach the links of a running transport. */
+@Tag("alone") // bounds on timing from above: run with no other test class beside it (system/pom.xml)
 class FaultFileTest {
   @TempDir
   Path dir;

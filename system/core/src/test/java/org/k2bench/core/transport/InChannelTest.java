@@ -9,6 +9,7 @@ import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Tag;
 import org.k2bench.core.topology.Topology;
 import org.k2bench.core.transport.proto.Envelope;
 
@@ -17,6 +18,7 @@ import org.k2bench.core.transport.proto.Envelope;
  * sender shares this machine's clock, so time spent in transit is absorbed instead of added;
  * at arrival + delay otherwise; and never before an earlier message of its channel.
  */
+@Tag("alone") // bounds on timing from above: run with no other test class beside it (system/pom.xml)
 class InChannelTest {
   private static final long MS = 1_000_000L;
 

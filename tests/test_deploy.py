@@ -251,8 +251,9 @@ def test_local_ports_are_distinct_free_and_below_the_ephemeral_range(monkeypatch
     import socket
     from k2bench.deploy import hosts
     monkeypatch.setattr(hosts, "_ephemeral_range", lambda: (32_768, 60_999))
+    [busy] = hosts.free_loopback_ports(1)  # a port no other process on this machine holds
     taken = socket.socket()
-    taken.bind(("127.0.0.1", 20_000))
+    taken.bind(("127.0.0.1", busy))
     taken.listen()
     try:
         class Rigged(random.Random):  # the taken port first, then what a real draw gives
@@ -261,12 +262,12 @@ def test_local_ports_are_distinct_free_and_below_the_ephemeral_range(monkeypatch
             def randrange(self, lo, hi):
                 if self.first:
                     self.first = False
-                    return 20_000
+                    return busy
                 return super().randrange(lo, hi)
         ports = hosts.free_loopback_ports(24, Rigged(7))
     finally:
         taken.close()
-    assert len(set(ports)) == 24 and 20_000 not in ports, "a listened-on port is skipped"
+    assert len(set(ports)) == 24 and busy not in ports, "a listened-on port is skipped"
     assert all(10_000 <= p < 32_768 for p in ports), ports
     # no room below the range: the kernel's choice
     monkeypatch.setattr(hosts, "_ephemeral_range", lambda: (10_100, 60_999))

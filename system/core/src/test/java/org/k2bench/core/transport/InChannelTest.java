@@ -29,6 +29,7 @@ class InChannelTest {
     return env(value, sentNanos, clockDomain, 1);
   }
 
+  /** The same envelope on the link from datacenter {@code fromDc}, whose delay it then takes. */
   private static Envelope env(long value, long sentNanos, long clockDomain, int fromDc) {
     return Envelope.newBuilder().setFrom(1).setFromDc(fromDc).setTo(60_000).setSeq(value)
         .setPayload(Any.pack(UInt64Value.of(value))).setSentNanos(sentNanos).setClockDomain(clockDomain).build();

@@ -61,10 +61,14 @@ public final class FreePorts {
     return new ServerSocket(0, 1, InetAddress.getLoopbackAddress());
   }
 
+  private static final String RANGE = "/proc/sys/net/ipv4/ip_local_port_range";
+
   /** The first port of the kernel's ephemeral range (Linux), or its usual value. */
-  private static int ephemeralLow() {
+  static int ephemeralLow() {
     try {
-      return Integer.parseInt(Files.readString(Path.of("/proc/sys/net/ipv4/ip_local_port_range")).trim().split("\\s+")[0]);
+      // readAllLines, not readString: procfs reports a size that readString trusts, and it
+      // returned "3" of "32768\t60999" here, so every port came from bind(0)
+      return Integer.parseInt(Files.readAllLines(Path.of(RANGE)).get(0).trim().split("\\s+")[0]);
     } catch (IOException | RuntimeException e) {
       return 32_768;
     }

@@ -47,8 +47,11 @@ test: venvs browser-deps
 
 venvs: $(VENV)/.installed $(LINT_VENV)/.installed
 
+# Two modules at a time, then the classes tagged alone (bounds on timing from above) one at
+# a time after the whole reactor, with nothing else running (system/pom.xml).
 test-java:
-	mvn -B -ntp -f system/pom.xml install | grep -E "Tests run:|FAIL|ERROR|BUILD"
+	mvn -B -ntp -T 2 -f system/pom.xml install -Dk2bench.skipAlone=true | grep -E "Tests run:|FAIL|ERROR|BUILD"
+	mvn -B -ntp -f system/pom.xml surefire:test@alone | grep -E "Tests run:|FAIL|ERROR|BUILD"
 
 # Three phases: the tests that start no cluster, two at a time (file by file: a file's tests
 # share its fixtures); the cluster runs two at a time (what they assert holds on a loaded

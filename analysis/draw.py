@@ -4,6 +4,7 @@ helpers)."""
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
+import numpy as np
 
 from . import load
 
@@ -23,3 +24,18 @@ def panels(n: int, width: float = 5.0, height: float = 3.6):
     for ax in axes.flat[n:]:
         ax.set_visible(False)
     return fig, list(axes.flat[:n])
+
+
+def heatmap(ax, m) -> None:
+    """An annotated heatmap of a square frame (whole numbers), as ``sns.heatmap(m, annot=True,
+    fmt=".0f", cmap="viridis", cbar=False, square=True)`` draws it, without its full draw of
+    the figure on every call (to check its tick labels for overlap): Fig. 6's twelve panels
+    took 5 s that way, most of a report's notebook."""
+    values = m.to_numpy(dtype=float)
+    image = ax.imshow(np.ma.masked_invalid(values), cmap="viridis", aspect="equal")
+    ax.set_xticks(range(len(m.columns)), [str(c) for c in m.columns])
+    ax.set_yticks(range(len(m.index)), [str(i) for i in m.index])
+    for (i, j), v in np.ndenumerate(values):
+        if np.isfinite(v):  # dark text on viridis' light end, light on its dark end
+            ax.text(j, i, f"{v:.0f}", ha="center", va="center", fontsize=9,
+                    color="black" if image.norm(v) > 0.5 else "white")

@@ -8,7 +8,7 @@ import pandas as pd
 import seaborn as sns
 
 from . import claims, frames, load, paper, paris, placement
-from .draw import MissingData, label as _label, panels as _panels  # noqa: F401  (MissingData: figures.MissingData)
+from .draw import MissingData, heatmap, label as _label, panels as _panels  # noqa: F401  (MissingData: figures.MissingData)
 
 
 def palette(labels=None) -> dict[str, str]:
@@ -479,7 +479,7 @@ def rtt_heatmaps(runs) -> plt.Figure:
         for ax, col, what in zip(row, ("configured_ms", "p50_ms", "p99_ms"), ("configured", "measured p50",
                                                                               "measured p99")):
             m = part.pivot(index="from", columns="to", values=col).reindex(index=order, columns=order)
-            sns.heatmap(m, annot=True, fmt=".0f", cmap="viridis", cbar=False, ax=ax, square=True)
+            heatmap(ax, m)
             ax.set_title(f"{what} (ms)" + (f"\n{name}" if len(names) > 1 else ""), fontsize=10)
             ax.set_xlabel("to")
             ax.set_ylabel("from")

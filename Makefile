@@ -9,6 +9,7 @@ VENV := .venv
 LINT_VENV := .venv-lint
 MVN := mvn -B -q -f system/pom.xml
 JAR := system/launcher/target/k2bench.jar
+JSA := system/launcher/target/k2bench.jsa
 SOURCES := $(shell find system -name '*.java' -o -name '*.proto' -o -name 'pom.xml' -o -path '*/src/main/resources/*' -type f | grep -v /target/)
 RUN_STAMP = $(shell date -u +%Y%m%dT%H%M%SZ)
 REPORTS := target/test-reports
@@ -57,7 +58,7 @@ test-java:
 # share its fixtures); the cluster runs two at a time (what they assert holds on a loaded
 # machine: a checker's verdict, counts, lower bounds); then those marked alone one at a
 # time, alone on the machine, as their bounds on timing and fault timings assume.
-test-python: $(VENV)/.installed $(LINT_VENV)/.installed
+test-python: $(JSA) $(VENV)/.installed $(LINT_VENV)/.installed
 	$(VENV)/bin/python -m pytest -q -n 2 --dist loadfile -m "not cluster" tests --ignore=tests/deploy \
 	  --junitxml=$(REPORTS)/pytest-unit.xml
 	$(VENV)/bin/python -m pytest -q -n 2 --dist load -m "cluster and not alone" tests --ignore=tests/deploy \
@@ -81,10 +82,19 @@ browser-deps:
 	  apt-get install -y -q --no-install-recommends chromium chromium-driver || \
 	  { apt-get update -q && apt-get install -y -q --no-install-recommends chromium chromium-driver; }
 
-build: $(JAR)
+build: $(JAR) $(JSA)
 
 $(JAR): $(SOURCES)
 	$(MVN) install -DskipTests
+
+# A class-data archive of the classes a JVM of the jar loads first (the transport: gRPC, Netty,
+# protobuf), dumped by a short bench-emulation: the JVMs of local runs map it instead of loading
+# and verifying those classes again, which took a fifth of a short trial's CPU
+# (k2bench/trial/jvm.py). A JVM that cannot use it (another jar or JDK; ZGC) ignores it.
+$(JSA): $(JAR)
+	@echo "class-data archive $@"; out=$$(mktemp -d); rm -f $@; \
+	java -XX:ArchiveClassesAtExit=$(CURDIR)/$@ -XX:TieredStopAtLevel=1 -jar $(CURDIR)/$(JAR) bench-emulation \
+	  --samples 20 --warmup-s 1 --out $$out > $$out/log 2>&1 || { cat $$out/log; rm -rf $$out $@; exit 1; }; rm -rf $$out
 
 venv: $(VENV)/.installed
 
@@ -108,19 +118,19 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 
 EXPERIMENT ?= default
 
-local-run: $(JAR) $(VENV)/.installed
+local-run: $(JSA) $(VENV)/.installed
 	$(VENV)/bin/k2bench run $(EXPERIMENT)
 
 RUN ?= runs/latest
 
 # The jar names the systems of runs made before their manifests did (labels, papers).
-analyze: $(JAR) $(VENV)/.installed
+analyze: $(JSA) $(VENV)/.installed
 	$(VENV)/bin/python -m analysis.report $(RUN)
 
 # Paper Fig. 8a-f: the six experiments one after another (~10 min each), then one report
 # drawing them together (runs/figures-<stamp>/index.html). A failed run stops the target.
 FIG8 := fig8a-read-only fig8b-high-skew fig8c-f3 fig8d-write-5pct fig8e-moderate-skew fig8f-f1
-figures: $(JAR) $(VENV)/.installed
+figures: $(JSA) $(VENV)/.installed
 	@dirs=""; for e in $(FIG8); do \
 	  $(VENV)/bin/k2bench run $$e || exit 1; \
 	  dirs="$$dirs $$(readlink -f runs/latest)"; \
@@ -131,7 +141,7 @@ figures: $(JAR) $(VENV)/.installed
 # docs/reproducing.md). SCALE=quick takes about 30 min per paper on 2 cores; DIR continues one.
 PAPER ?= k2
 SCALE ?= quick
-reproduce: $(JAR) $(VENV)/.installed
+reproduce: $(JSA) $(VENV)/.installed
 	$(VENV)/bin/k2bench reproduce $(PAPER) --scale $(SCALE) $(if $(DIR),--dir $(DIR))
 
 # JupyterLab on the repository: open analysis/notebooks/*.ipynb, set `runs` in the first cell.
@@ -159,7 +169,7 @@ bench-emulation: $(JAR)
 # setting (SETTINGS, default "default") on workloads/bench-throughput-quick.yaml's coarser ladder.
 # The Fig. 9 ratio table (analysis/throughput.py) is printed after the climbs, of the run
 # directory this bench wrote (or resumed), unless the bench refused its input (exit 2).
-bench-throughput: $(JAR) $(VENV)/.installed
+bench-throughput: $(JSA) $(VENV)/.installed
 	@rc=0; mark=$$(mktemp); \
 	$(VENV)/bin/k2bench bench-throughput $(if $(SETTINGS),--settings "$(SETTINGS)") $(if $(QUICK),--quick) $(if $(RESUME),--resume "$(RESUME)") || rc=$$?; \
 	run="$(RESUME)"; [ -n "$$run" ] || run=$$(find runs -maxdepth 1 -name '*_bench-throughput*' -newer "$$mark" 2>/dev/null | sort | tail -n 1 || true); \

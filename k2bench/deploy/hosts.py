@@ -97,6 +97,10 @@ class Host(Protocol):
     def jar(self) -> str:
         """The k2bench jar on this host."""
 
+    def class_archive(self) -> str | None:
+        """The jar's class-data archive on this host (``make build`` dumps it beside the
+        jar), or None: its JVMs then load every class from the jar."""
+
     def start(self, name: str, argv: list[str], stdout: str, stderr: str) -> Proc: ...
 
     def poll(self, proc: Proc) -> int | None: ...
@@ -152,6 +156,10 @@ class LocalHost:
 
     def jar(self) -> str:
         return str(self._jar)
+
+    def class_archive(self) -> str | None:
+        archive = self._jar.with_suffix(".jsa")
+        return str(archive) if archive.exists() else None
 
     def start(self, name: str, argv: list[str], stdout: str, stderr: str) -> Proc:
         out_path, err_path = Path(self.path(stdout)), Path(self.path(stderr))

@@ -288,6 +288,9 @@ class SshHost:
     def jar(self) -> str:
         return self._jar
 
+    def class_archive(self) -> str | None:
+        return None  # hosts get the jar alone: an archive is only good for the JDK that dumped it
+
     def start(self, name: str, argv: list[str], stdout: str, stderr: str) -> Proc:
         out, err = self.path(stdout), self.path(stderr)
         pidf, rcf = f"{out}.pid", f"{out}.rc"

@@ -7,9 +7,12 @@ figure into the report directory (by default ``<first run>/report``).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import html
 import json
+import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -189,6 +192,27 @@ def main(argv=None) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     for stale in (out_dir / "figures").glob("*.json"):
         stale.unlink()
+    with decoded_once(out_dir):
+        return _write(runs, run_paths, out_dir)
+
+
+@contextlib.contextmanager
+def decoded_once(out_dir: Path):
+    """The report's logs decoded once: its notebooks' kernels inherit the environment, and
+    load keeps what it decodes in a directory removed when the report is written (a user's
+    own setting of it is kept, and so is that directory)."""
+    if os.environ.get(load.CACHE_ENV):
+        yield
+        return
+    with tempfile.TemporaryDirectory(prefix=".decoded-", dir=out_dir) as cache:
+        os.environ[load.CACHE_ENV] = cache
+        try:
+            yield
+        finally:
+            del os.environ[load.CACHE_ENV]
+
+
+def _write(runs, run_paths: list[str], out_dir: Path) -> int:
     pages, failures = [], {}
     for nb in notebooks():
         start = time.time()

@@ -25,9 +25,9 @@ CLIENT_JVM_ARGS = (*PRIORITY_JVM_ARGS, f"-XX:JavaPriority5_To_OSPriority={CLIENT
 
 def _jvm(host: Host, heap_mb: int, props: dict | None, jvm_args: list[str], priorities=PRIORITY_JVM_ARGS) -> list[str]:
     # The jar's class-data archive, where the host has one: a local trial starts 10-20 JVMs,
-    # and mapping the transport's classes instead of loading them cut a tiny two-system run's
-    # JVM CPU by a fifth (79 -> 63 s). A JVM that cannot use it (a rebuilt jar; ZGC on JDK 17)
-    # ignores it silently, so the flag changes no behaviour, only start-up cost.
+    # and mapping the transport's classes instead of loading them is a large part of their
+    # start-up CPU (docs/architecture.md has the figures). A JVM that cannot use it (a rebuilt
+    # jar; ZGC on JDK 17) ignores it silently, so the flag changes no behaviour, only cost.
     archive = host.class_archive()
     return ["java", *priorities, *jvm_args, *([f"-XX:SharedArchiveFile={archive}"] if archive else []),
             f"-Xmx{heap_mb}m", *(f"-D{k}={v}" for k, v in (props or {}).items())]

@@ -74,6 +74,11 @@ JAVA_CAUGHT = {
 }
 
 
+def systems_of(fixture) -> list[str]:
+    """The systems an experiment file runs: adding a system to a fixture holds it to the test."""
+    return yaml.safe_load(fixture.read_text())["systems"]
+
+
 def run(tmp_path, experiment, *args):
     # a wide console, so the summary table's cells are not wrapped
     r = k2bench("run", str(experiment), "--runs", str(tmp_path), *args, timeout=900,
@@ -101,27 +106,22 @@ def test_every_mutant_the_systems_honour_is_caught_here_or_by_a_java_test():
                 (mutant, t)
 
 
-def systems_of(fixture) -> list[str]:
-    """The systems an experiment file runs: adding a system to a fixture holds it to the test."""
-    return yaml.safe_load(fixture.read_text())["systems"]
-
-
-def test_the_correct_systems_pass_the_stress_workload(jar, tmp_path):
-    rundir, out = run(tmp_path, STRESS)
-    for system in systems_of(STRESS):
-        c = json.loads((rundir / system / "consistency.json").read_text())
-        assert c["checked"]["reads"] > 1000 and c["checked"]["writes"] > 300, c["checked"]
-        assert c["violations"]["count"] == 0, (system, c["violations"]["listed"][:3])
-        assert c["mutant"] is None
-        lines = (rundir / system / "history.txt").read_text().splitlines()
-        assert lines and all(re.fullmatch(r"[rw]\(\w+,\d+,\d+,\d+\)", ln) for ln in lines)
-        # Nothing waits for a timeout without faults (a 500 ms spike is the only one here):
-        # every operation, warm-up included, is served in well under the 5 s GC window and
-        # transaction timeout, which a wait for a commit or version that never comes would hit.
-        ops = [json.loads(ln) for p in (rundir / system / "clients").glob("history-client-*.jsonl")
-               for ln in p.read_text().splitlines() if ln.strip()]
-        slowest = max(ops, key=lambda o: o["t1"] - o["t0"])
-        assert slowest["t1"] - slowest["t0"] < 4000, (system, slowest)
+@pytest.mark.parametrize("system", systems_of(STRESS))
+def test_the_correct_systems_pass_the_stress_workload(jar, tmp_path, system):
+    rundir, out = run(tmp_path, STRESS, "--systems", system)
+    c = json.loads((rundir / system / "consistency.json").read_text())
+    assert c["checked"]["reads"] > 1000 and c["checked"]["writes"] > 300, c["checked"]
+    assert c["violations"]["count"] == 0, (system, c["violations"]["listed"][:3])
+    assert c["mutant"] is None
+    lines = (rundir / system / "history.txt").read_text().splitlines()
+    assert lines and all(re.fullmatch(r"[rw]\(\w+,\d+,\d+,\d+\)", ln) for ln in lines)
+    # Nothing waits for a timeout without faults (a 500 ms spike is the only one here):
+    # every operation, warm-up included, is served in well under the 5 s GC window and
+    # transaction timeout, which a wait for a commit or version that never comes would hit.
+    ops = [json.loads(ln) for p in (rundir / system / "clients").glob("history-client-*.jsonl")
+           for ln in p.read_text().splitlines() if ln.strip()]
+    slowest = max(ops, key=lambda o: o["t1"] - o["t0"])
+    assert slowest["t1"] - slowest["t0"] < 4000, (system, slowest)
     assert "consistency violations" in out and "0 of" in out
 
 
@@ -152,21 +152,21 @@ def test_hot_keys_without_faults_wait_for_nothing_and_large_latencies_are_explai
             assert "behind their schedule" in out
 
 
-def test_nocc_is_flagged_and_paris_and_bpr_pass_the_causality_stress(jar, tmp_path):
+@pytest.mark.parametrize("system", systems_of(PARIS_STRESS))
+def test_nocc_is_flagged_and_paris_and_bpr_pass_the_causality_stress(jar, tmp_path, system):
     """NoCC is the PaRiS paper's negative control: the same transactions without causal
     consistency. The checker must flag it on this workload, and pass PaRiS and BPR."""
     from conftest import SYSTEMS
-    run_dir, _ = run(tmp_path, PARIS_STRESS)
     ran = systems_of(PARIS_STRESS)
-    verdicts = {s: json.loads((run_dir / s / "consistency.json").read_text()) for s in ran}
     controls = [s for s in ran if not SYSTEMS[s].causal]  # descriptors that claim no causality
     assert controls == ["nocc"] and {"paris", "bpr"} <= set(ran)
-    for s, v in verdicts.items():
-        if s in controls:
-            assert v["violations"]["count"] > 0, f"the negative control {s} is caught"
-        else:
-            assert v["violations"]["count"] == 0, (s, v["violations"]["listed"][:3])
-    assert all(v["checked"]["committed_ops"] > 500 for v in verdicts.values())
+    run_dir, _ = run(tmp_path, PARIS_STRESS, "--systems", system)
+    v = json.loads((run_dir / system / "consistency.json").read_text())
+    if system in controls:
+        assert v["violations"]["count"] > 0, f"the negative control {system} is caught"
+    else:
+        assert v["violations"]["count"] == 0, (system, v["violations"]["listed"][:3])
+    assert v["checked"]["committed_ops"] > 500
 
 
 @pytest.mark.alone
@@ -194,12 +194,12 @@ def test_karma_and_cops_pr_pass_the_ring_stress(jar, tmp_path):
         assert rings["propagation_retries"] <= 0.02 * rings["write_completion_ms"]["count"], (karma, cops)
 
 
-def test_the_correct_systems_pass_the_races(jar, tmp_path):
-    rundir, out = run(tmp_path, RACES)
-    for system in systems_of(RACES):
-        c = json.loads((rundir / system / "consistency.json").read_text())
-        assert c["checked"]["reads"] > 1000 and c["checked"]["writes"] > 500, c["checked"]
-        assert c["violations"]["count"] == 0, (system, c["violations"]["listed"][:3])
+@pytest.mark.parametrize("system", systems_of(RACES))
+def test_the_correct_systems_pass_the_races(jar, tmp_path, system):
+    rundir, out = run(tmp_path, RACES, "--systems", system)
+    c = json.loads((rundir / system / "consistency.json").read_text())
+    assert c["checked"]["reads"] > 1000 and c["checked"]["writes"] > 500, c["checked"]
+    assert c["violations"]["count"] == 0, (system, c["violations"]["listed"][:3])
 
 
 @pytest.mark.parametrize("mutant", sorted(MUTANTS))

@@ -246,29 +246,69 @@ def test_deploy_resolves_an_experiment_with_a_mutant_with_or_without_the_jar(tmp
     assert exp["systems"] == ["k2"] and exp["testing"]["mutant"] is None
 
 
-def test_local_ports_are_distinct_free_and_below_the_ephemeral_range(monkeypatch):
-    import random
+_HOLD_LOCKS_JAVA = """
+import java.nio.channels.FileChannel;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.List;
+
+public class HoldLocks {
+  public static void main(String[] args) throws Exception {
+    List<FileChannel> open = new ArrayList<>();
+    for (int i = 1; i < args.length; i++) {
+      FileChannel ch = FileChannel.open(Path.of(args[0], "block-" + args[i] + ".lock"),
+          StandardOpenOption.CREATE, StandardOpenOption.WRITE);
+      if (ch.tryLock() == null) throw new IllegalStateException("block " + args[i] + " is locked");
+      open.add(ch);
+    }
+    System.out.println("locked " + open.size());
+    System.out.flush();
+    while (System.in.read() >= 0) { }
+  }
+}
+"""
+
+
+def test_local_ports_come_from_blocks_no_other_process_holds_java_included(tmp_path, monkeypatch):
     import socket
+    import subprocess
     from k2bench.deploy import hosts
     monkeypatch.setattr(hosts, "_ephemeral_range", lambda: (32_768, 60_999))
-    [busy] = hosts.free_loopback_ports(1)  # a port no other process on this machine holds
-    taken = socket.socket()
-    taken.bind(("127.0.0.1", busy))
-    taken.listen()
+    locks = tmp_path / "locks"
+    locks.mkdir()
+    free = 10_000 + 7 * hosts._BLOCK
+    others = [str(f) for f in range(10_000, 32_768 - hosts._BLOCK + 1, hosts._BLOCK) if f != free]
+    src = tmp_path / "HoldLocks.java"
+    src.write_text(_HOLD_LOCKS_JAVA)
+    # a JVM holds every block but one, the way FreePorts locks them
+    holder = subprocess.Popen(["java", str(src), str(locks), *others], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
     try:
-        class Rigged(random.Random):  # the taken port first, then what a real draw gives
-            first = True
-
-            def randrange(self, lo, hi):
-                if self.first:
-                    self.first = False
-                    return busy
-                return super().randrange(lo, hi)
-        ports = hosts.free_loopback_ports(24, Rigged(7))
+        assert holder.stdout.readline().strip() == f"locked {len(others)}"
+        mine = hosts.PortBlocks(locks, 10_000, 32_768)
+        with socket.socket() as busy:
+            busy.bind(("127.0.0.1", free))
+            busy.listen()
+            assert mine.take(3) == [free + 1, free + 2, free + 3], "in order, past the listened-on port"
+        # a random draw would leave the free block 43 times in 44 on each of 300 ports
+        ports = mine.take(300)
+        assert len(set(ports)) == 300 and all(free <= p < free + hosts._BLOCK for p in ports), ports
+        assert mine.held == [free]
     finally:
-        taken.close()
-    assert len(set(ports)) == 24 and busy not in ports, "a listened-on port is skipped"
-    assert all(10_000 <= p < 32_768 for p in ports), ports
-    # no room below the range: the kernel's choice
+        holder.stdin.close()
+        holder.wait(timeout=30)
+    # the JVM exited, so the kernel dropped its locks: more than a block claims a second one
+    assert len(set(mine.take(hosts._BLOCK + 1))) == hosts._BLOCK + 1 and len(mine.held) == 2
+
+
+def test_local_ports_fall_back_to_the_kernels_choice_without_room_below_the_range(monkeypatch, tmp_path):
+    from k2bench.deploy import hosts
+    monkeypatch.setenv("K2BENCH_PORT_LOCKS", str(tmp_path))
+    monkeypatch.setattr(hosts, "_process_blocks", None)
+    monkeypatch.setattr(hosts, "_ephemeral_range", lambda: (32_768, 60_999))
+    ports = hosts.free_loopback_ports(24)
+    assert len(set(ports)) == 24 and all(10_000 <= p < 32_768 for p in ports), ports
+    assert [p.name for p in tmp_path.iterdir()] == [f"block-{hosts._process_blocks.held[0]}.lock"]
     monkeypatch.setattr(hosts, "_ephemeral_range", lambda: (10_100, 60_999))
     assert all(p >= 10_100 for p in hosts.free_loopback_ports(3))

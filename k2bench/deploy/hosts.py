@@ -9,6 +9,8 @@ its pid: SIGTERM, then SIGKILL after a grace period. Never by name.
 """
 from __future__ import annotations
 
+import fcntl
+import getpass
 import os
 import random
 import signal
@@ -26,6 +28,11 @@ from ..errors import RunFailed
 # does: a port bind(0) reported free could be taken by another run's connect() before the
 # server binds it. Ports are drawn below that range instead, where only a listener can be.
 _LOW_PORTS = (10_000, 32_768)
+# Below it, only another allocator can take a port between "free now" and the server's bind.
+# So the range is cut into blocks and a process draws only from blocks it holds a lock on
+# until it exits: POSIX record locks (lockf) on block-<first port>.lock, as the Java side's
+# FreePorts takes them (same directory, same blocks), so JVMs and runs never share one.
+_BLOCK = 512
 
 
 def _ephemeral_range() -> tuple[int, int]:
@@ -36,30 +43,102 @@ def _ephemeral_range() -> tuple[int, int]:
         return 32_768, 60_999
 
 
-def free_loopback_ports(count: int, rng: random.Random | None = None) -> list[int]:
-    """``count`` distinct loopback ports free now, outside the ephemeral range when it leaves
-    room below it (bind(0) otherwise)."""
-    rng = rng or random.SystemRandom()
-    lo, hi = _LOW_PORTS[0], min(_LOW_PORTS[1], _ephemeral_range()[0])
-    socks, ports = [], []
-    try:
-        for _ in range(count):
-            for _attempt in range(100 if hi - lo >= 1000 else 0):
+def port_lock_dir() -> Path:
+    """``K2BENCH_PORT_LOCKS``, else ``/tmp/k2bench-ports-<user>``: the Java side's rule."""
+    env = os.environ.get("K2BENCH_PORT_LOCKS", "").strip()
+    if env:
+        return Path(env)
+    return Path("/tmp") / f"k2bench-ports-{getpass.getuser()}"
+
+
+class PortBlocks:
+    """The blocks of loopback ports this process holds, and where its next draw starts."""
+
+    def __init__(self, lock_dir: Path, lo: int, hi: int):
+        self.lock_dir, self.lo, self.hi = lock_dir, lo, hi
+        self.held: list[int] = []  # first ports; their files stay open, so locked
+        self._files: list = []
+        self._cursor = 0
+
+    def take(self, count: int) -> list[int]:
+        """``count`` distinct ports nothing listens on now."""
+        probes: list[socket.socket] = []
+        try:
+            while len(probes) < count:
+                probes.append(self._next())
+            return [s.getsockname()[1] for s in probes]
+        finally:
+            for s in probes:
+                s.close()
+
+    def _next(self) -> socket.socket:
+        while True:
+            size = len(self.held) * _BLOCK
+            for _ in range(size):
+                i = self._cursor
+                self._cursor = (i + 1) % size
                 s = socket.socket()
                 try:
-                    s.bind(("127.0.0.1", rng.randrange(lo, hi)))
-                    break
-                except OSError:
+                    s.bind(("127.0.0.1", self.held[i // _BLOCK] + i % _BLOCK))
+                    return s
+                except OSError:  # a server of ours, or a listener no allocator's
                     s.close()
-            else:
-                s = socket.socket()
-                s.bind(("127.0.0.1", 0))
-            socks.append(s)
-            ports.append(s.getsockname()[1])
-    finally:
-        for s in socks:
-            s.close()
-    return ports
+            if not self._claim():
+                return self._unlocked()
+            self._cursor = size  # the new block's first port
+
+    def _claim(self) -> bool:
+        blocks = (self.hi - self.lo) // _BLOCK
+        if blocks <= 0:
+            return False
+        try:
+            self.lock_dir.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            return False
+        start = random.randrange(blocks)  # processes spread out
+        for k in range(blocks):
+            first = self.lo + (start + k) % blocks * _BLOCK
+            if first in self.held:
+                continue
+            try:
+                f = open(self.lock_dir / f"block-{first}.lock", "ab")
+            except OSError:
+                return False  # the directory is not ours to write: draw without locks
+            try:
+                fcntl.lockf(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                f.close()
+                continue
+            self._files.append(f)
+            self.held.append(first)
+            return True
+        return False
+
+    def _unlocked(self) -> socket.socket:
+        """Every block held or the directory unusable: a random port below the range."""
+        for _attempt in range(100 if self.hi - self.lo >= 1000 else 0):
+            s = socket.socket()
+            try:
+                s.bind(("127.0.0.1", random.randrange(self.lo, self.hi)))
+                return s
+            except OSError:
+                s.close()
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        return s
+
+
+_process_blocks: PortBlocks | None = None
+
+
+def free_loopback_ports(count: int) -> list[int]:
+    """``count`` distinct loopback ports free now, from this process's blocks below the
+    ephemeral range (bind(0) when the range leaves no room below it)."""
+    global _process_blocks
+    hi = min(_LOW_PORTS[1], _ephemeral_range()[0])
+    if _process_blocks is None or _process_blocks.hi != hi:
+        _process_blocks = PortBlocks(port_lock_dir(), _LOW_PORTS[0], hi)
+    return _process_blocks.take(count)
 
 
 @dataclass

@@ -21,6 +21,7 @@ import org.k2bench.core.topology.Placement;
 import org.k2bench.core.topology.Topology;
 import org.k2bench.core.transport.Endpoint;
 import org.k2bench.core.transport.Incoming;
+import org.k2bench.core.transport.TimedInbox;
 import org.k2bench.core.transport.Transport;
 
 /**
@@ -54,7 +55,9 @@ public abstract class ServerActor implements ServerNode {
   /**
    * The protocol threads' priority: below the WAN emulation's dispatchers (normal), so a
    * busy machine queues work at the servers instead of delivering messages late, and above
-   * the clients' (minimum). Nice 2 when the JVM runs with the orchestrator's priority flags
+   * the clients' (minimum). A server times the messages to it itself ({@link TimedInbox}):
+   * one due while it is busy waits in its queue, which is not lateness; one due while it
+   * idles but waits for a CPU is. Nice 2 when the JVM runs with the orchestrator's priority flags
    * (k2bench/trial/jvm.py, PRIORITY_JVM_ARGS); without them it changes nothing.
    */
   public static final int PROTOCOL_PRIORITY = Thread.NORM_PRIORITY - 1;
@@ -77,7 +80,8 @@ public abstract class ServerActor implements ServerNode {
     this.options = options;
     this.dc = topology.dcOfServer(serverId);
     this.shard = topology.shardOfServer(serverId);
-    this.thread = Executors.newSingleThreadExecutor(r -> {
+    // Also the timer of the delayed messages to this server (TimedInbox: one hand-over each).
+    this.thread = new TimedInbox(r -> {
       // srv-<id>-<system>: Linux keeps 15 characters of a thread's name, and the id first
       // keeps each server's thread apart in /proc (k2bench/cpu.py: CPU per server).
       Thread t = new Thread(r, "srv-" + serverId + "-" + system);

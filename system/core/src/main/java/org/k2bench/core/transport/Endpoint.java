@@ -64,8 +64,22 @@ public final class Endpoint implements AutoCloseable {
    * completed in place, nor for nodes whose inbox runs on the caller's thread (clients).
    */
   boolean queuesOnly(Envelope env) {
-    return ownThread && !Payloads.is(env.getPayload(), Ping.class)
-        && !Payloads.is(env.getPayload(), Pong.class);
+    return ownThread && !isPingOrPong(env);
+  }
+
+  /**
+   * Whether a sender in this process may hand {@code env} over on its own thread: what
+   * {@link #queuesOnly} queues, and a reply to a client, which completes the call its
+   * thread waits for. What a client chains on a call runs there too, and sends only
+   * requests to servers, which queue them; nothing answers back under the sender's locks,
+   * as a ping answered in place would (two nodes pinging each other would deadlock).
+   */
+  boolean takesInPlace(Envelope env) {
+    return !isPingOrPong(env) && (ownThread || env.getIsReply());
+  }
+
+  private static boolean isPingOrPong(Envelope env) {
+    return Payloads.is(env.getPayload(), Ping.class) || Payloads.is(env.getPayload(), Pong.class);
   }
 
   public int id() {
@@ -173,8 +187,22 @@ public final class Endpoint implements AutoCloseable {
     return new OutChannel(transport, this, to);
   }
 
+  /** The inbox when it is a server's {@link TimedInbox}, which can hold a message until due; else null. */
+  TimedInbox timedInbox() {
+    return inbox instanceof TimedInbox t ? t : null;
+  }
+
   /** Called by the transport for every envelope addressed to this node, when it is due. */
   void receive(Envelope env) {
+    receive(env, inbox);
+  }
+
+  /** {@link #receive}, already on this node's inbox: runs its work here and now. */
+  void receiveHere(Envelope env) {
+    receive(env, Runnable::run);
+  }
+
+  private void receive(Envelope env, Executor run) {
     if (closed) {
       return;
     }
@@ -188,14 +216,14 @@ public final class Endpoint implements AutoCloseable {
       }
       CompletableFuture<Any> f = call.future();
       if (!env.getError().isEmpty()) {
-        inbox.execute(() -> f.completeExceptionally(
+        run.execute(() -> f.completeExceptionally(
             new RemoteException("node " + env.getFrom() + ": " + env.getError())));
       } else if (Payloads.is(env.getPayload(), Pong.class)) {
         // Answered here, off the inbox, as pings are: a ping measures the link and the
         // other process, not how far behind this node's own protocol thread is.
         f.complete(env.getPayload());
       } else {
-        inbox.execute(() -> f.complete(env.getPayload()));
+        run.execute(() -> f.complete(env.getPayload()));
       }
       return;
     }
@@ -205,7 +233,7 @@ public final class Endpoint implements AutoCloseable {
       return;
     }
     Incoming in = new Incoming(this, env.getFrom(), env.getRpcId(), env.getPayload());
-    inbox.execute(() -> dispatch(in));
+    run.execute(() -> dispatch(in));
   }
 
   /** On the inbox. */

@@ -25,8 +25,8 @@ final class InChannel {
   private int queued;
   /**
    * Sender in this process: hand over on the sender's thread only what merely queues work
-   * for the receiver's own thread ({@link Endpoint#queuesOnly}). A direct client inbox or
-   * a ping answered in place would run the receiver's code under the sender's channel
+   * for the receiver's own thread or completes a client's call ({@link Endpoint#takesInPlace}).
+   * A ping answered in place would run the receiver's code under the sender's channel
    * lock, and two nodes answering each other would deadlock; the dispatcher releases those.
    * Handing over a due message directly saves a dispatcher wake-up per local message, the
    * largest kernel cost when every datacenter's clients share the servers' process.
@@ -63,16 +63,50 @@ final class InChannel {
     boolean faulted = links.faulted(env.getFromDc(), node.dc()) || (behind && lastFaulted);
     lastDueNanos = due;
     lastFaulted = faulted;
-    if (due <= now && queued == 0 && (!inProcess || node.queuesOnly(env))) {
+    if (due <= now && queued == 0 && (!inProcess || node.takesInPlace(env))) {
       recordDelivery(env, now - due, faulted);
       node.receive(env);
+      return;
+    }
+    queued++;
+    TimedInbox timed = node.timedInbox();
+    if (timed != null && node.queuesOnly(env)) {
+      // The server's thread waits for it itself (TimedInbox): a dispatcher would wake up
+      // only to wake that thread. Pings and pongs still go through a dispatcher, answered
+      // off the protocol's thread; they measure the link, so may pass a request (or not).
+      waiting.add(new Waiting(env, due, faulted));
+      timed.at(due, () -> releaseHere(timed));
       return;
     }
     if (dispatcher == null) {
       dispatcher = transport.dispatcherFor(env.getFrom(), node.id());
     }
-    queued++;
     dispatcher.schedule(due, () -> release(env, due, faulted));
+  }
+
+  /** A message held in a server's {@link TimedInbox}, in the channel's order. */
+  private record Waiting(Envelope env, long due, boolean faulted) {}
+
+  private final java.util.ArrayDeque<Waiting> waiting = new java.util.ArrayDeque<>();
+
+  /**
+   * On the server's thread, when a message's timer fires: releases the channel's oldest
+   * waiting message, not necessarily that one. The inbox takes delays, not due times, so
+   * two messages due at the same nanosecond may fire in either order; the k-th timer to
+   * fire is never before the k-th due time (they never decrease), so no message is early.
+   * The channel's lock only for the queue: the handler does not run under it (it may send
+   * to a node of this process, whose channel back here it would lock); a due arrival that
+   * now skips the queue is queued behind this task on the same thread, so cannot overtake.
+   */
+  private void releaseHere(TimedInbox timed) {
+    long now = System.nanoTime();
+    Waiting w;
+    synchronized (this) {
+      w = waiting.poll();
+      queued--;
+      recordDelivery(w.env, timed.lateNanos(w.due, now), w.faulted);
+    }
+    node.receiveHere(w.env);
   }
 
   /** Under the channel's lock, so an arrival that is already due cannot overtake it. */

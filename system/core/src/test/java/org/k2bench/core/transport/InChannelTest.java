@@ -5,12 +5,15 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.google.protobuf.Any;
 import com.google.protobuf.UInt64Value;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Tag;
+import org.k2bench.core.cluster.FreePorts;
 import org.k2bench.core.topology.Topology;
+import org.k2bench.core.topology.TopologyLoader;
 import org.k2bench.core.transport.proto.Envelope;
 
 /**
@@ -21,6 +24,7 @@ import org.k2bench.core.transport.proto.Envelope;
 @Tag("alone") // bounds on timing from above: run with no other test class beside it (system/pom.xml)
 class InChannelTest {
   private static final long MS = 1_000_000L;
+  private static final String WAN_LATENESS = "lateness:wan";
 
   private record Delivery(long value, long atNanos) {}
 
@@ -142,6 +146,173 @@ class InChannelTest {
       assertEquals(me, inbox.callers.get(2), "3 was queued by its sender, with no dispatcher wake-up");
       inbox.shutdownNow();
     }
+  }
+
+  /** A server's timed inbox that notes which thread handed it each task, and how. */
+  private static final class NotingTimedInbox extends TimedInbox {
+    final List<String> callers = new CopyOnWriteArrayList<>();
+
+    NotingTimedInbox() {
+      super(r -> new Thread(r, "srv-timed"));
+    }
+
+    @Override
+    public java.util.concurrent.ScheduledFuture<?> schedule(Runnable task, long delay, TimeUnit unit) {
+      callers.add(Thread.currentThread().getName());
+      return super.schedule(task, delay, unit);
+    }
+
+    @Override
+    public void execute(Runnable task) {
+      callers.add(Thread.currentThread().getName()); // super.execute calls schedule: noted once more
+      super.execute(task);
+    }
+  }
+
+  @Test
+  void aServersTimedInboxHoldsItsDelayedMessagesItselfInOrderAndOnTime() throws Exception {
+    Topology t = EmulationTest.scaledPaperTopology(0).withRttScale(10);
+    long oneWay = Math.round(t.rttMs(0, 1) / 2 * MS);
+    try (Transport transport = new Transport(t)) {
+      NotingTimedInbox inbox = new NotingTimedInbox();
+      List<Delivery> got = new CopyOnWriteArrayList<>();
+      List<String> threads = new CopyOnWriteArrayList<>();
+      Endpoint server = new Endpoint(transport, 0, 0, inbox, m -> {
+        got.add(new Delivery(m.as(UInt64Value.class).getValue(), System.nanoTime()));
+        threads.add(Thread.currentThread().getName());
+      });
+      InChannel ch = new InChannel(transport, server);
+      String me = Thread.currentThread().getName();
+
+      long sent = System.nanoTime();
+      ch.arrive(env(1, sent, ClockDomain.ID)); // due in one CA->VA delay
+      ch.arrive(env(2, 0, ClockDomain.ID)); // long overdue, but behind message 1
+      awaitCount(got, 2);
+      ch.arrive(env(3, 0, ClockDomain.ID)); // overdue, nothing queued: straight to the inbox
+      awaitCount(got, 3);
+      assertEquals(List.of(1L, 2L, 3L), got.stream().map(Delivery::value).toList(), "FIFO");
+      assertEquals(List.of("srv-timed", "srv-timed", "srv-timed"), threads);
+      assertTrue(inbox.callers.stream().allMatch(me::equals),
+          "every message went from its arrival straight into the inbox, no dispatcher between: " + inbox.callers);
+      long first = got.get(0).atNanos - sent;
+      assertTrue(first >= oneWay && first < oneWay + 20 * MS,
+          "held until due (" + oneWay / 1e6 + " ms), got " + first / 1e6 + " ms");
+      inbox.shutdownNow();
+    }
+  }
+
+  @Test
+  void aTimedInboxCountsAsLateOnlyWhatItsTimerLostNotItsOwnQueue() throws Exception {
+    Topology t = EmulationTest.scaledPaperTopology(0).withRttScale(10);
+    long oneWay = Math.round(t.rttMs(0, 1) / 2 * MS);
+    List<Long> lateUs = new CopyOnWriteArrayList<>();
+    org.k2bench.core.metrics.ProcessMetrics.Sink sink = (tag, v) -> {
+      if (tag.equals(WAN_LATENESS)) {
+        lateUs.add(v);
+      }
+    };
+    org.k2bench.core.metrics.ProcessMetrics.use(sink);
+    try (Transport transport = new Transport(t)) {
+      TimedInbox inbox = new TimedInbox(r -> new Thread(r, "srv-timed"));
+      List<Delivery> got = new CopyOnWriteArrayList<>();
+      Endpoint server = new Endpoint(transport, 0, 0, inbox,
+          m -> got.add(new Delivery(m.as(UInt64Value.class).getValue(), System.nanoTime())));
+      InChannel ch = new InChannel(transport, server);
+
+      long sent = System.nanoTime();
+      ch.arrive(env(1, sent, ClockDomain.ID));
+      long busyMs = oneWay / MS + 40; // the server's own work runs 40 ms past message 1's due time
+      inbox.execute(() -> {
+        try {
+          Thread.sleep(busyMs);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+      });
+      awaitCount(got, 1);
+      assertTrue(got.get(0).atNanos - sent >= busyMs * MS, "message 1 waited for the server's work");
+      long waitedUs = (got.get(0).atNanos - sent - oneWay) / 1000;
+      assertTrue(lateUs.get(0) < 10_000 && lateUs.get(0) < waitedUs - 25_000,
+          "its " + waitedUs + " us behind the server's work are not the emulation's error, counted " + lateUs.get(0));
+
+      sent = System.nanoTime(); // an idle server: its timer's own error, a small one
+      ch.arrive(env(2, sent, ClockDomain.ID));
+      awaitCount(got, 2);
+      long took = got.get(1).atNanos - sent;
+      assertTrue(took >= oneWay, "not before due");
+      assertEquals(2, lateUs.size());
+      assertTrue(lateUs.get(1) <= (took - oneWay) / 1000 + 1 && lateUs.get(1) < 10_000,
+          "idle: late by its wake-up only, counted " + lateUs.get(1) + " us of " + (took - oneWay) / 1000);
+      inbox.shutdownNow();
+    } finally {
+      org.k2bench.core.metrics.ProcessMetrics.release(sink);
+    }
+  }
+
+  /** Two servers of VA on timed inboxes that answer every request with its value, and a client there. */
+  private static final class Replying implements AutoCloseable {
+    final Transport transport = new Transport(FreePorts.assign(TopologyLoader.paperDefault(2, 2, 7000).withRttScale(0.1)));
+    final TimedInbox[] inboxes = new TimedInbox[2];
+    final Endpoint client;
+
+    Replying() {
+      for (int s = 0; s < 2; s++) {
+        String name = "srv-" + s;
+        inboxes[s] = new TimedInbox(r -> new Thread(r, name));
+        transport.openServer(s, inboxes[s], m -> m.reply(m.as(UInt64Value.class)));
+      }
+      client = transport.openClient(60_000, 0, Runnable::run, m -> { });
+    }
+
+    @Override
+    public void close() {
+      transport.close();
+      for (TimedInbox i : inboxes) {
+        i.shutdownNow();
+      }
+    }
+  }
+
+  @Test
+  void inProcessAReplyCompletesItsClientsCallOnTheServersThread() throws Exception {
+    try (Replying r = new Replying()) {
+      String thread = r.client.call(0, UInt64Value.of(1))
+          .thenApply(reply -> Thread.currentThread().getName()).get(5, TimeUnit.SECONDS);
+      assertEquals("srv-0", thread, "completed where the reply was sent, no dispatcher wake-up between");
+    }
+  }
+
+  @Test
+  void inProcessCallsChainedOnCompletionsThatRunOnServerThreadsAllFinish() throws Exception {
+    // Each completion runs on the replying server's thread, under its channel to the client,
+    // and sends the next request to the other server, whose replies do the same: four chains
+    // crossing between the two threads. Locks taken in place must never wait on each other.
+    try (Replying r = new Replying()) {
+      int chains = 4;
+      int calls = 2_000;
+      List<java.util.concurrent.CompletableFuture<Integer>> done = new ArrayList<>();
+      for (int c = 0; c < chains; c++) {
+        java.util.concurrent.CompletableFuture<Integer> end = new java.util.concurrent.CompletableFuture<>();
+        chain(r.client, c % 2, 0, calls, end);
+        done.add(end);
+      }
+      for (var end : done) {
+        assertEquals(calls, end.get(60, TimeUnit.SECONDS), "every call of the chain answered, in turn");
+      }
+    }
+  }
+
+  private static void chain(Endpoint client, int server, int n, int calls,
+      java.util.concurrent.CompletableFuture<Integer> end) {
+    client.call(server, UInt64Value.of(n)).whenComplete((reply, e) -> {
+      if (e != null) {
+        end.completeExceptionally(e);
+      } else if (n + 1 == calls) {
+        end.complete(calls);
+      } else {
+        chain(client, 1 - server, n + 1, calls, end);
+      }
+    });
   }
 
   @Test

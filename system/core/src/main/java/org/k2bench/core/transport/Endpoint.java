@@ -78,7 +78,7 @@ public final class Endpoint implements AutoCloseable {
     return !isPingOrPong(env) && (ownThread || env.getIsReply());
   }
 
-  private static boolean isPingOrPong(Envelope env) {
+  static boolean isPingOrPong(Envelope env) {
     return Payloads.is(env.getPayload(), Ping.class) || Payloads.is(env.getPayload(), Pong.class);
   }
 

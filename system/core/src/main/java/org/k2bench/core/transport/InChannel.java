@@ -52,6 +52,9 @@ final class InChannel {
     if (transport.links().dropping(env.getFromDc(), node.dc())) {
       return; // a partition in drop mode: the message is lost
     }
+    if (node.isClosed()) {
+      return; // not delivered, as receive() would drop it (a closed server takes no timer)
+    }
     long now = System.nanoTime();
     long sent = env.getClockDomain() == ClockDomain.ID ? Math.min(env.getSentNanos(), now) : now;
     LinkConditions links = transport.links();
@@ -75,7 +78,12 @@ final class InChannel {
       // only to wake that thread. Pings and pongs still go through a dispatcher, answered
       // off the protocol's thread; they measure the link, so may pass a request (or not).
       waiting.add(new Waiting(env, due, faulted));
-      timed.at(due, () -> releaseHere(timed));
+      try {
+        timed.at(due, () -> releaseHere(timed));
+      } catch (java.util.concurrent.RejectedExecutionException closedMeanwhile) {
+        waiting.pollLast(); // the server closed after the check above: dropped, as receive() would
+        queued--;
+      }
       return;
     }
     if (dispatcher == null) {
@@ -109,11 +117,27 @@ final class InChannel {
     node.receiveHere(w.env);
   }
 
-  /** Under the channel's lock, so an arrival that is already due cannot overtake it. */
-  private synchronized void release(Envelope env, long due, boolean faulted) {
-    queued--;
-    recordDelivery(env, System.nanoTime() - due, faulted);
-    node.receive(env);
+  /**
+   * Under the channel's lock, so an arrival that is already due cannot overtake it; not a
+   * ping or pong, which may pass other messages. A ping is answered in place: under this
+   * lock, sending the pong would wait for the reverse channel, whose sender (a server
+   * completing a client's call in place, see Endpoint#takesInPlace) may be sending on
+   * this channel from the client's callback: each would wait for the other for good.
+   */
+  private void release(Envelope env, long due, boolean faulted) {
+    if (Endpoint.isPingOrPong(env)) {
+      synchronized (this) {
+        queued--;
+        recordDelivery(env, System.nanoTime() - due, faulted);
+      }
+      node.receive(env);
+      return;
+    }
+    synchronized (this) {
+      queued--;
+      recordDelivery(env, System.nanoTime() - due, faulted);
+      node.receive(env);
+    }
   }
 
   /**

@@ -17,8 +17,14 @@ import java.util.concurrent.TimeUnit;
  * now, so each channel's messages, whose due times never decrease, keep their order.
  */
 public class TimedInbox extends ScheduledThreadPoolExecutor {
-  /** When the last task ended, on the inbox's thread (read only there). */
+  /**
+   * A pause this long between two tasks is the thread idle (or waiting for a CPU), not
+   * busy: a task taken after it starts a new busy period.
+   */
+  static final long GAP_NANOS = 50_000;
+  /** When the last task ended and the current busy period began (inbox thread only). */
   private long lastEndNanos = Long.MIN_VALUE;
+  private long busySinceNanos = Long.MIN_VALUE;
 
   public TimedInbox(ThreadFactory threads) {
     super(1, threads);
@@ -31,11 +37,21 @@ public class TimedInbox extends ScheduledThreadPoolExecutor {
 
   /**
    * On the inbox's thread: how late a task due at {@code dueNanos} starts by the timer's
-   * fault. Not the time it waited while the thread ran earlier tasks: that is the server's
-   * queue, as it was behind a dispatcher, not the emulation's error.
+   * fault. Not the time it waited while the thread ran earlier tasks it was already busy
+   * with at the due time: that is the server's queue, as it was behind a dispatcher, not
+   * the emulation's error. A thread that idled at the due time (or waited for a CPU: a
+   * busy period that began after it) owes the whole wait.
    */
   long lateNanos(long dueNanos, long startNanos) {
-    return startNanos - Math.max(dueNanos, lastEndNanos);
+    return busySinceNanos <= dueNanos ? startNanos - Math.max(dueNanos, lastEndNanos) : startNanos - dueNanos;
+  }
+
+  @Override
+  protected void beforeExecute(Thread t, Runnable r) {
+    long now = System.nanoTime();
+    if (now - lastEndNanos > GAP_NANOS) {
+      busySinceNanos = now;
+    }
   }
 
   /**

@@ -2,6 +2,7 @@ package org.k2bench.core.transport;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
 
 import com.google.protobuf.Any;
 import com.google.protobuf.UInt64Value;
@@ -186,17 +187,49 @@ class InChannelTest {
 
       long sent = System.nanoTime();
       ch.arrive(env(1, sent, ClockDomain.ID)); // due in one CA->VA delay
-      ch.arrive(env(2, 0, ClockDomain.ID)); // long overdue, but behind message 1
-      awaitCount(got, 2);
-      ch.arrive(env(3, 0, ClockDomain.ID)); // overdue, nothing queued: straight to the inbox
-      awaitCount(got, 3);
-      assertEquals(List.of(1L, 2L, 3L), got.stream().map(Delivery::value).toList(), "FIFO");
-      assertEquals(List.of("srv-timed", "srv-timed", "srv-timed"), threads);
+      for (int v = 2; v <= 21; v++) {
+        ch.arrive(env(v, 0, ClockDomain.ID)); // long overdue, but behind message 1: all due with it
+      }
+      awaitCount(got, 21);
+      ch.arrive(env(22, 0, ClockDomain.ID)); // overdue, nothing queued: straight to the inbox
+      awaitCount(got, 22);
+      assertEquals(java.util.stream.LongStream.rangeClosed(1, 22).boxed().toList(),
+          got.stream().map(Delivery::value).toList(), "FIFO, also among messages due at one nanosecond");
+      assertEquals(java.util.Collections.nCopies(22, "srv-timed"), threads);
       assertTrue(inbox.callers.stream().allMatch(me::equals),
           "every message went from its arrival straight into the inbox, no dispatcher between: " + inbox.callers);
       long first = got.get(0).atNanos - sent;
       assertTrue(first >= oneWay && first < oneWay + 20 * MS,
           "held until due (" + oneWay / 1e6 + " ms), got " + first / 1e6 + " ms");
+      inbox.shutdownNow();
+    }
+  }
+
+  @Test
+  void aTimedInboxThatIdledAtTheDueTimeOwesTheWholeWaitEvenBehindALaterTask() throws Exception {
+    TimedInbox inbox = new TimedInbox(r -> new Thread(r, "srv-timed"));
+    try {
+      inbox.afterExecute(null, null); // the thread's last task ended; it idles
+      Thread.sleep(2);
+      long due = System.nanoTime();
+      Thread.sleep(3); // idle past the due time (waiting for a CPU, say)
+      inbox.beforeExecute(null, null); // then another task runs first,
+      inbox.afterExecute(null, null);
+      inbox.beforeExecute(null, null); // and the due message right after it
+      long start = System.nanoTime();
+      assertTrue(inbox.lateNanos(due, start) >= 3 * MS, "late by the idle wait, counted "
+          + inbox.lateNanos(due, start) / 1e6 + " ms");
+
+      inbox.beforeExecute(null, null);
+      Thread.sleep(2); // a task already running at the due time
+      due = System.nanoTime();
+      Thread.sleep(3);
+      inbox.afterExecute(null, null);
+      inbox.beforeExecute(null, null);
+      start = System.nanoTime();
+      long late = inbox.lateNanos(due, start);
+      assertTrue(late >= 0 && late < MS, "busy at the due time: not late by that, counted " + late / 1e6 + " ms");
+    } finally {
       inbox.shutdownNow();
     }
   }
@@ -254,12 +287,28 @@ class InChannelTest {
     final Transport transport = new Transport(FreePorts.assign(TopologyLoader.paperDefault(2, 2, 7000).withRttScale(0.1)));
     final TimedInbox[] inboxes = new TimedInbox[2];
     final Endpoint client;
+    /** Open unless a test closes it: the servers answer only once it opens. */
+    final java.util.concurrent.CountDownLatch gate = new java.util.concurrent.CountDownLatch(1);
 
-    Replying() {
+    Replying(boolean gated) {
+      if (!gated) {
+        gate.countDown();
+      }
       for (int s = 0; s < 2; s++) {
         String name = "srv-" + s;
-        inboxes[s] = new TimedInbox(r -> new Thread(r, name));
-        transport.openServer(s, inboxes[s], m -> m.reply(m.as(UInt64Value.class)));
+        inboxes[s] = new TimedInbox(r -> {
+          Thread t = new Thread(r, name);
+          t.setDaemon(true);
+          return t;
+        });
+        transport.openServer(s, inboxes[s], m -> {
+          try {
+            gate.await();
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+          }
+          m.reply(m.as(UInt64Value.class));
+        });
       }
       client = transport.openClient(60_000, 0, Runnable::run, m -> { });
     }
@@ -275,48 +324,96 @@ class InChannelTest {
 
   @Test
   void inProcessAReplyCompletesItsClientsCallOnTheServersThread() throws Exception {
-    try (Replying r = new Replying()) {
-      String thread = r.client.call(0, UInt64Value.of(1))
-          .thenApply(reply -> Thread.currentThread().getName()).get(5, TimeUnit.SECONDS);
-      assertEquals("srv-0", thread, "completed where the reply was sent, no dispatcher wake-up between");
+    try (Replying r = new Replying(true)) {
+      // the server answers once the callback is attached, so the answer cannot complete the
+      // call on this thread before
+      var thread = r.client.call(0, UInt64Value.of(1)).thenApply(reply -> Thread.currentThread().getName());
+      r.gate.countDown();
+      assertEquals("srv-0", thread.get(5, TimeUnit.SECONDS), "completed where the reply was sent, no dispatcher wake-up between");
     }
   }
 
   @Test
-  void inProcessCallsChainedOnCompletionsThatRunOnServerThreadsAllFinish() throws Exception {
-    // Each completion runs on the replying server's thread, under its channel to the client,
-    // and sends the next request to the other server, whose replies do the same: four chains
-    // crossing between the two threads. Locks taken in place must never wait on each other.
-    try (Replying r = new Replying()) {
-      int chains = 4;
-      int calls = 2_000;
-      List<java.util.concurrent.CompletableFuture<Integer>> done = new ArrayList<>();
-      for (int c = 0; c < chains; c++) {
-        java.util.concurrent.CompletableFuture<Integer> end = new java.util.concurrent.CompletableFuture<>();
-        chain(r.client, c % 2, 0, calls, end);
-        done.add(end);
+  void inProcessCallsChainedOnCompletionsThatRunOnServerThreadsAllFinishBesidePings() throws Exception {
+    // Each completion runs on the replying server's thread, holding its channel to the
+    // client, and sends the next request back to that server. Meanwhile the client pings
+    // both servers, released by the dispatchers: a ping answered under its channel's lock
+    // would wait for the channel back to the client, which the completing server holds
+    // while its callback waits for the ping's channel. Each callback first works 50 us, so
+    // that overlap comes often.
+    Replying r = new Replying(false);
+    int chains = 4;
+    int calls = 3_000;
+    java.util.concurrent.atomic.AtomicBoolean chaining = new java.util.concurrent.atomic.AtomicBoolean(true);
+    java.util.concurrent.atomic.AtomicLong pongs = new java.util.concurrent.atomic.AtomicLong();
+    java.util.concurrent.Semaphore inFlight = new java.util.concurrent.Semaphore(16);
+    Thread pinger = new Thread(() -> {
+      for (int i = 0; chaining.get(); i++) {
+        try {
+          if (!inFlight.tryAcquire(20, TimeUnit.SECONDS)) {
+            return; // pongs stopped coming: asserted below
+          }
+        } catch (InterruptedException e) {
+          return;
+        }
+        r.client.ping(i % 2, 0).whenComplete((rtt, e) -> {
+          pongs.incrementAndGet();
+          inFlight.release();
+        });
       }
-      for (var end : done) {
-        assertEquals(calls, end.get(60, TimeUnit.SECONDS), "every call of the chain answered, in turn");
-      }
+    }, "pinger");
+    pinger.setDaemon(true);
+    pinger.start();
+    List<java.util.concurrent.CompletableFuture<Integer>> done = new ArrayList<>();
+    for (int c = 0; c < chains; c++) {
+      done.add(new java.util.concurrent.CompletableFuture<>());
     }
+    Thread starter = new Thread(() -> {
+      for (int c = 0; c < chains; c++) {
+        chain(r.client, c % 2, 0, calls, done.get(c));
+      }
+    }, "starter"); // a deadlocked send would hold it, not the test
+    starter.setDaemon(true);
+    starter.start();
+    var all = java.util.concurrent.CompletableFuture.allOf(done.toArray(java.util.concurrent.CompletableFuture[]::new));
+    var threads = java.lang.management.ManagementFactory.getThreadMXBean();
+    long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+    while (!all.isDone() && System.nanoTime() < end) {
+      long[] stuck = threads.findMonitorDeadlockedThreads();
+      if (stuck != null) { // not closed: closing would wait on the same monitors
+        fail("deadlocked: " + java.util.Arrays.stream(threads.getThreadInfo(stuck)).map(i -> i.getThreadName()
+            + " waits for " + i.getLockName() + " held by " + i.getLockOwnerName()).toList());
+      }
+      Thread.sleep(20);
+    }
+    chaining.set(false);
+    for (var f : done) {
+      assertEquals(calls, f.get(1, TimeUnit.SECONDS), "every call of the chain answered, in turn");
+    }
+    pinger.join(30_000);
+    assertTrue(!pinger.isAlive() && pongs.get() > 100, "the pings were answered throughout: " + pongs.get());
+    r.close();
   }
 
   private static void chain(Endpoint client, int server, int n, int calls,
       java.util.concurrent.CompletableFuture<Integer> end) {
     client.call(server, UInt64Value.of(n)).whenComplete((reply, e) -> {
+      long until = System.nanoTime() + 50_000;
+      while (System.nanoTime() < until) {
+        Thread.onSpinWait();
+      }
       if (e != null) {
         end.completeExceptionally(e);
       } else if (n + 1 == calls) {
         end.complete(calls);
       } else {
-        chain(client, 1 - server, n + 1, calls, end);
+        chain(client, server, n + 1, calls, end);
       }
     });
   }
 
   @Test
-  void inProcessANodeWhoseInboxRunsOnTheCallerIsAlwaysReleasedByTheDispatcher() throws Exception {
+  void inProcessANonReplyToANodeWhoseInboxRunsOnTheCallerIsReleasedByTheDispatcher() throws Exception {
     Topology t = EmulationTest.scaledPaperTopology(0);
     try (Transport transport = new Transport(t)) {
       List<String> threads = new CopyOnWriteArrayList<>();

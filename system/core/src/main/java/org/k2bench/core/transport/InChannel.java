@@ -125,19 +125,15 @@ final class InChannel {
    * this channel from the client's callback: each would wait for the other for good.
    */
   private void release(Envelope env, long due, boolean faulted) {
-    if (Endpoint.isPingOrPong(env)) {
-      synchronized (this) {
-        queued--;
-        recordDelivery(env, System.nanoTime() - due, faulted);
-      }
-      node.receive(env);
-      return;
-    }
     synchronized (this) {
       queued--;
       recordDelivery(env, System.nanoTime() - due, faulted);
-      node.receive(env);
+      if (!Endpoint.isPingOrPong(env)) {
+        node.receive(env);
+        return;
+      }
     }
+    node.receive(env);
   }
 
   /**

@@ -198,10 +198,8 @@ public abstract class ServerActor implements ServerNode {
    * Subclasses add their own housekeeping and call this.
    */
   protected void tick() {
-    int expired = store.expireWaiters(System.currentTimeMillis());
-    for (int i = 0; i < expired; i++) {
-      count("waits_expired");
-    }
+    // Counted before the expiries answer their askers (a reply may complete in place).
+    store.expireWaiters(System.currentTimeMillis(), n -> count("waits_expired", n));
   }
 
   /** Handles one message on the server thread. */
@@ -216,6 +214,13 @@ public abstract class ServerActor implements ServerNode {
 
   public void count(String stat) {
     counters.computeIfAbsent(stat, k -> new LongAdder()).increment();
+  }
+
+  /** Adds {@code n} to a counter (a no-op for 0). */
+  public void count(String stat, long n) {
+    if (n != 0) {
+      counters.computeIfAbsent(stat, k -> new LongAdder()).add(n);
+    }
   }
 
   /** Runs {@code then} on the server thread when {@code f} completes or times out. */

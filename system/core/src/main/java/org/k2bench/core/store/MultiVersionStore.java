@@ -9,6 +9,7 @@ import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.function.BooleanSupplier;
+import java.util.function.IntConsumer;
 import java.util.function.LongSupplier;
 import java.util.function.Predicate;
 
@@ -536,6 +537,14 @@ public final class MultiVersionStore<V> {
 
   /** Gives up every wait whose deadline has passed (runs their {@code onExpire}); returns how many. */
   public int expireWaiters(long nowMs) {
+    return expireWaiters(nowMs, n -> { });
+  }
+
+  /**
+   * As above, telling {@code beforeExpiring} how many expire before any {@code onExpire}
+   * runs: an expiry answers its asker, who may read the server's counters at once.
+   */
+  public int expireWaiters(long nowMs, IntConsumer beforeExpiring) {
     if (waitedKeys.isEmpty()) {
       return 0;
     }
@@ -558,6 +567,7 @@ public final class MultiVersionStore<V> {
         it.remove();
       }
     }
+    beforeExpiring.accept(expired.size());
     for (Waiter w : expired) {
       w.onExpire.run();
     }

@@ -6,8 +6,10 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Test;
 import org.k2bench.core.store.MultiVersionStore.Applied;
@@ -165,6 +167,21 @@ class MultiVersionStoreTest {
     assertTrue(patient.get());
     assertFalse(ran.get());
     assertEquals(0, s.waiterCount());
+  }
+
+  /** An expiry answers its asker, who may read the counters at once: they are counted first. */
+  @Test
+  void expiriesAreCountedBeforeAnyOnExpireRuns() {
+    MultiVersionStore<String> s = store();
+    s.prepare("k", 9, 50);
+    AtomicInteger counted = new AtomicInteger();
+    List<Integer> seenByExpiries = new ArrayList<>();
+    for (int i = 0; i < 2; i++) {
+      s.awaitKey("k", () -> !s.hasPendingBelow("k", 100), () -> { }, ms.get() + 1_000,
+          () -> seenByExpiries.add(counted.get()));
+    }
+    assertEquals(2, s.expireWaiters(ms.get() + 1_000, counted::addAndGet));
+    assertEquals(List.of(2, 2), seenByExpiries, "each expiry ran after both were counted");
   }
 
   @Test

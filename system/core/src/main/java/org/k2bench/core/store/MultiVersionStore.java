@@ -294,15 +294,30 @@ public final class MultiVersionStore<V> {
   }
 
   private boolean contains(Chain<V> c, long version) {
-    if (c.hidden.containsKey(version)) {
-      return true;
-    }
-    for (Version<V> v : c.visible) {
-      if (v.version == version) {
-        return true;
+    return visibleIndex(c, version) >= 0 || c.hidden.containsKey(version);
+  }
+
+  /**
+   * Where {@code version} is in the visible chain, or a negative number: a binary search,
+   * the chain being increasing in version (class comment). A hot key holds every version of
+   * the last GC window, and a replicated transaction's checks ask for dozens of keys.
+   */
+  private static int visibleIndex(Chain<?> c, long version) {
+    List<? extends Version<?>> vis = c.visible;
+    int lo = 0;
+    int hi = vis.size() - 1;
+    while (lo <= hi) {
+      int mid = (lo + hi) >>> 1;
+      long v = vis.get(mid).version;
+      if (v < version) {
+        lo = mid + 1;
+      } else if (v > version) {
+        hi = mid - 1;
+      } else {
+        return mid;
       }
     }
-    return false;
+    return -1;
   }
 
   // ---------------------------------------------------------------- reads
@@ -319,8 +334,10 @@ public final class MultiVersionStore<V> {
     long now = clockMs.getAsLong();
     long pendingFrom = minPending(c);
     List<Version<V>> vis = c.visible;
-    List<VersionView<V>> out = new ArrayList<>();
-    for (int i = 0; i < vis.size(); i++) {
+    List<VersionView<V>> out = new ArrayList<>(4);
+    // Versions before the last one with EVT <= readTs end before readTs (LVT = next EVT - 1):
+    // start there instead of walking a hot key's whole window.
+    for (int i = Math.max(0, firstEvtAbove(vis, readTs) - 1); i < vis.size(); i++) {
       Version<V> v = vis.get(i);
       boolean last = i == vis.size() - 1;
       long lvt = last ? Math.max(nowTs, v.evt) : vis.get(i + 1).evt - 1;
@@ -336,6 +353,21 @@ public final class MultiVersionStore<V> {
           uncertain, last ? 0 : Math.max(0, now - v.supersededAtMs)));
     }
     return out;
+  }
+
+  /** The index of the first visible version with EVT above {@code ts} (the chain is increasing in EVT), or the size. */
+  private static int firstEvtAbove(List<? extends Version<?>> vis, long ts) {
+    int lo = 0;
+    int hi = vis.size();
+    while (lo < hi) {
+      int mid = (lo + hi) >>> 1;
+      if (vis.get(mid).evt <= ts) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
+    }
+    return lo;
   }
 
   /**
@@ -421,15 +453,8 @@ public final class MultiVersionStore<V> {
     if (c == null) {
       return version == 0 ? chain(key).visible.get(0) : null;
     }
-    Version<V> v = c.hidden.get(version);
-    if (v == null) {
-      for (Version<V> x : c.visible) {
-        if (x.version == version) {
-          v = x;
-          break;
-        }
-      }
-    }
+    int i = visibleIndex(c, version);
+    Version<V> v = i >= 0 ? c.visible.get(i) : c.hidden.get(version);
     if (v != null) {
       v.lastAccessMs = clockMs.getAsLong();
     }
@@ -494,12 +519,12 @@ public final class MultiVersionStore<V> {
    * As above, but gives up at {@code deadlineMs} (wall clock): {@link #expireWaiters} then
    * runs {@code onExpire} instead, so a wait for a commit that never comes (its
    * coordinator's datacenter died, a dependency from a datacenter that died before
-   * replicating it) does not stay forever.
+   * replicating it) does not stay forever. Returns whether {@code action} ran at once.
    */
-  public void awaitKey(String key, BooleanSupplier ready, Runnable action, long deadlineMs, Runnable onExpire) {
+  public boolean awaitKey(String key, BooleanSupplier ready, Runnable action, long deadlineMs, Runnable onExpire) {
     if (ready.getAsBoolean()) {
       action.run();
-      return;
+      return true;
     }
     Chain<V> c = chain(key);
     if (c.waiters == null) {
@@ -507,6 +532,7 @@ public final class MultiVersionStore<V> {
     }
     c.waiters.add(new Waiter(ready, action, deadlineMs, onExpire));
     waitedKeys.add(key);
+    return false;
   }
 
   private void wake(String key, Chain<V> c) {

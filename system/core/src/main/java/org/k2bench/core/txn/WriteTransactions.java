@@ -532,10 +532,7 @@ public final class WriteTransactions {
       checkHome(dep.getKey());
     }
     for (Dep dep : d.getDepsList()) {
-      if (!store.isCommitted(dep.getKey(), dep.getVersion())) {
-        host.count("dep_check_waits");
-      }
-      store.awaitKey(dep.getKey(), () -> store.isCommitted(dep.getKey(), dep.getVersion()), () -> {
+      boolean atOnce = store.awaitKey(dep.getKey(), () -> store.isCommitted(dep.getKey(), dep.getVersion()), () -> {
         if (--left[0] == 0 && !failed[0]) {
           m.reply(DepOk.getDefaultInstance());
         }
@@ -545,6 +542,9 @@ public final class WriteTransactions {
           m.replyError("dependency " + dep.getKey() + " v" + LamportClock.format(dep.getVersion()) + " " + NOT_YET);
         }
       });
+      if (!atOnce) {
+        host.count("dep_check_waits"); // before any reply: a dependency that waits answers later
+      }
     }
   }
 

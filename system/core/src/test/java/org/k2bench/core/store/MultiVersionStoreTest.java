@@ -41,6 +41,39 @@ class MultiVersionStoreTest {
     assertEquals("b", s.versionAt("k", 210, 500).value());
   }
 
+  /**
+   * A hot key's long chain, with versions hidden on the way: every committed version is
+   * found (the lookups search the chain, increasing in version), one never committed is
+   * not, and the first round from any read_ts offers exactly the versions whose LVT
+   * reaches it (it starts its walk part-way through the chain).
+   */
+  @Test
+  void lookupsAndTheFirstRoundAgreeWithTheWholeChainOnALongOne() {
+    MultiVersionStore<String> s = store();
+    List<Long> committed = new ArrayList<>();
+    for (int i = 1; i <= 60; i++) {
+      long version = i % 7 == 0 ? 10L * i - 15 : 10L * i; // every 7th is older than its predecessor
+      Applied a = s.commit("k", i, version, 10L * i + 5, "v" + version);
+      assertEquals(i % 7 == 0 ? Applied.HIDDEN : Applied.VISIBLE, a, "version " + version);
+      committed.add(version);
+    }
+    for (long v : committed) {
+      assertTrue(s.isCommitted("k", v), v + " committed");
+      assertEquals("v" + v, s.find("k", v).value());
+    }
+    for (long v : List.of(5L, 11L, 599L, 601L, 10_000L)) {
+      assertFalse(s.isCommitted("k", v), v + " never committed");
+      assertNull(s.find("k", v));
+    }
+    List<VersionView<String>> all = s.versionsFrom("k", 0, 1_000);
+    assertEquals(52, all.size(), "every visible version is young: all offered from read_ts 0");
+    for (long readTs = 0; readTs <= 1_001; readTs++) {
+      long from = readTs;
+      assertEquals(versions(all.stream().filter(v -> v.lvt() >= from).toList()),
+          versions(s.versionsFrom("k", readTs, 1_000)), "read_ts " + readTs);
+    }
+  }
+
   @Test
   void anOlderVersionArrivingLateIsHiddenButKeptForRemoteReads() {
     MultiVersionStore<String> s = store();

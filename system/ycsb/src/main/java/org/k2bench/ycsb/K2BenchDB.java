@@ -15,6 +15,7 @@ import org.k2bench.core.api.ServerOptions;
 import org.k2bench.core.api.StoreSystem;
 import org.k2bench.core.api.RunSpec;
 import org.k2bench.core.api.Systems;
+import org.k2bench.core.data.Column;
 import org.k2bench.core.data.Row;
 import org.k2bench.core.topology.ConfigException;
 import org.k2bench.core.topology.Topology;
@@ -285,7 +286,7 @@ public final class K2BenchDB extends DB {
 
   static Row toRow(Map<String, ByteIterator> values) {
     Row.Builder r = Row.newBuilder();
-    values.forEach((k, v) -> r.putColumns(k, ByteString.copyFrom(v.toArray())));
+    values.forEach((k, v) -> r.addColumns(Column.newBuilder().setName(k).setValue(ByteString.copyFrom(v.toArray()))));
     return r.build();
   }
 
@@ -293,11 +294,11 @@ public final class K2BenchDB extends DB {
   public Status read(String table, String key, Set<String> fields, Map<String, ByteIterator> result) {
     try {
       Row row = client.readTxn(List.of(key)).rows().get(key);
-      row.getColumnsMap().forEach((k, v) -> {
-        if (fields == null || fields.contains(k)) {
-          result.put(k, new ByteArrayByteIterator(v.toByteArray()));
+      for (Column c : row.getColumnsList()) {
+        if (fields == null || fields.contains(c.getName())) {
+          result.put(c.getName(), new ByteArrayByteIterator(c.getValue().toByteArray()));
         }
-      });
+      }
       return Status.OK;
     } catch (OperationFailedException e) {
       return Status.ERROR;

@@ -18,6 +18,7 @@ import org.apache.commons.rng.simple.RandomSource;
 import org.k2bench.core.api.KvClient;
 import org.k2bench.core.api.ReadResult;
 import org.k2bench.core.api.RunSpec;
+import org.k2bench.core.data.Column;
 import org.k2bench.core.data.Row;
 import org.k2bench.core.metrics.IntervalLog;
 import org.k2bench.core.topology.ConfigException;
@@ -372,7 +373,7 @@ public final class TxnWorkload extends Workload {
     for (int c = 0; c < n; c++) {
       byte[] b = new byte[valueBytes.sample(rng)];
       rng.nextBytes(b);
-      r.putColumns("field" + c, ByteString.copyFrom(b));
+      r.addColumns(Column.newBuilder().setName("field" + c).setValue(ByteString.copyFrom(b)));
     }
     return r.build();
   }

@@ -58,7 +58,8 @@ class TxnWorkloadTest {
       lastKeys = writes.size();
       writes.values().forEach(r -> {
         assertEquals(5, r.getColumnsCount());
-        assertEquals(128, r.getColumnsOrThrow("field0").size());
+        assertEquals("field0", r.getColumns(0).getName());
+        assertEquals(128, r.getColumns(0).getValue().size());
       });
       return new WriteResult(1, 0);
     }

@@ -27,12 +27,16 @@ final class Payloads {
     }
   };
 
-  /** As {@link Any#is}: the type name after the URL's last '/' is the class's message type. */
+  /**
+   * As {@link Any#is}: the type name after the URL's last '/' is the class's message type.
+   * A full name has no '/', so the URL ending in '/' + name says it, without searching the
+   * URL for its last '/' on every type a server tests a message against.
+   */
   static boolean is(Any any, Class<? extends Message> type) {
     String url = any.getTypeUrl();
     String name = TYPES.get(type).fullName();
-    int slash = url.lastIndexOf('/');
-    return slash >= 0 && url.length() - slash - 1 == name.length() && url.startsWith(name, slash + 1);
+    int slash = url.length() - name.length() - 1;
+    return slash >= 0 && url.charAt(slash) == '/' && url.endsWith(name);
   }
 
   /** As {@link Any#unpack}. */

@@ -11,6 +11,7 @@ import org.k2bench.core.api.ServerOptions;
 import org.k2bench.core.api.StoreSystem;
 import org.k2bench.core.cluster.FreePorts;
 import org.k2bench.core.cluster.LocalCluster;
+import org.k2bench.core.data.Column;
 import org.k2bench.core.data.Row;
 import org.k2bench.core.topology.Placement;
 import org.k2bench.core.topology.Topology;
@@ -47,11 +48,12 @@ public final class Clusters {
   }
 
   public static Row row(String v) {
-    return Row.newBuilder().putColumns("field0", ByteString.copyFromUtf8(v)).build();
+    return Row.newBuilder().addColumns(Column.newBuilder().setName("field0").setValue(ByteString.copyFromUtf8(v))).build();
   }
 
   public static String str(Row r) {
-    return r.getColumnsOrDefault("field0", ByteString.EMPTY).toStringUtf8();
+    return r.getColumnsList().stream().filter(c -> c.getName().equals("field0")).findFirst()
+        .map(c -> c.getValue().toStringUtf8()).orElse("");
   }
 
   /** The first key "prefix-i" satisfying {@code p} and not in {@code used}; adds it to {@code used}. */

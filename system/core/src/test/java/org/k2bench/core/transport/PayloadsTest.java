@@ -26,7 +26,9 @@ class PayloadsTest {
     for (Any any : new Any[] {prepared, Any.pack(Ping.getDefaultInstance()),
         Any.pack(Pong.getDefaultInstance(), "example.org/prefix"),
         Any.newBuilder().setTypeUrl("k2bench.transport.Pong").build(),
-        Any.newBuilder().setTypeUrl("x/k2bench.transport.Pongs").build()}) {
+        Any.newBuilder().setTypeUrl("x/k2bench.transport.Pongs").build(),
+        Any.newBuilder().setTypeUrl("a/b/k2bench.transport.Pong").build(),
+        Any.newBuilder().setTypeUrl("/k2bench.transport.Pong").build()}) {
       for (Class<? extends com.google.protobuf.Message> c : java.util.List.of(Prepared.class, Prepare.class,
           Ping.class, Pong.class)) {
         assertEquals(any.is(c), Payloads.is(any, c), any.getTypeUrl() + " is " + c.getSimpleName());

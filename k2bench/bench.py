@@ -24,6 +24,11 @@ times, each new attempt in a run directory of its own beside the setting's
 (``<setting>.retry<k>``); the last attempt stands, and the point records the ones before it
 (``disturbed_attempts``). A climb whose stop, or a refinement's failure, still comes from a
 disturbed point says so and is flagged (``disturbed``).
+
+A point whose window holds a whole second in which no operation completed, while the run's
+median second had ``STALL_MIN_MEDIAN`` or more, is disturbed too (``stalled_s``): every
+client stood still at once (docs/performance.md has the one seen). A system that stalls in
+every attempt is flagged all the same, the stall named: a stall is a finding, not a peak.
 """
 from __future__ import annotations
 
@@ -61,6 +66,7 @@ QUICK_ECHO = ("--step-s", "3", "--repeats", "2", "--repeat-s", "5")  # ~1 min, n
 MIN_GAP = 4  # threads per datacenter: a narrower step is not split
 STEAL_LIMIT = cpu.STEAL_LIMIT  # share of the machine's time stolen in a point's window that makes it disturbed
 RETRIES = 2  # new attempts at a disturbed point that stopped the climb
+STALL_MIN_MEDIAN = 10  # operations in a run's median second from which a second without any is a stall
 BENCH_JSON = "bench.json"  # the experiment a bench run climbs with, for --resume
 
 
@@ -90,8 +96,32 @@ def steal_share(point: dict) -> float | None:
     return cpu.steal_share(point.get("cpu"))
 
 
+def disturbance(point: dict) -> str | None:
+    """What disturbed the point, as a phrase ("the hypervisor took ..."), or None."""
+    st = steal_share(point)
+    if st is not None and st > STEAL_LIMIT:
+        return f"the hypervisor took {100 * st:.1f}% of the machine's time"
+    if point.get("stalled_s"):
+        return f"no operation completed in {point['stalled_s']} s of the window (every client stood still)"
+    return None
+
+
 def disturbed(point: dict) -> bool:
-    return (steal_share(point) or 0.0) > STEAL_LIMIT
+    return disturbance(point) is not None
+
+
+def stalled_seconds(summary: dict) -> int:
+    """Whole seconds of the measurement window in which no operation completed, when the
+    run's median second (warm-up included: a long stall fills the window) had at least
+    ``STALL_MIN_MEDIAN`` (0 otherwise, or without a time series)."""
+    ts, window = summary.get("timeseries") or {}, summary.get("window_ms")
+    origin, counts = ts.get("origin_ms"), ts.get("ops_per_s") or []
+    if not window or origin is None or len(counts) < 2:
+        return 0
+    if sorted(counts[:-1])[(len(counts) - 1) // 2] < STALL_MIN_MEDIAN:  # the last second is cut short
+        return 0
+    return sum(1 for t, n in zip(ts.get("t_s", []), counts)
+               if n == 0 and origin + 1000 * t >= window[0] and origin + 1000 * (t + 1) <= window[1])
 
 
 def stop_reason(points: list[dict]) -> str | None:
@@ -176,7 +206,7 @@ def point_record(summary: dict, threads: int, tdir: str, topology: dict | None =
     return {"threads": threads, "ops_per_s": summary["throughput_ops_per_s"] or 0.0,
             "rot_p99_ms": summary["ops"]["rot"]["latency_ms"]["p99"],
             "lateness_p99_ms": lat.get("worst_p99"), "degraded": bool(lat.get("degraded")),
-            "messages_per_op": per_op, "messages": summary.get("messages") or None, "cpu": acc, "dir": tdir}
+            "stalled_s": stalled_seconds(summary), "messages_per_op": per_op, "messages": summary.get("messages") or None, "cpu": acc, "dir": tdir}
 
 
 def op_costs(peak: dict | None) -> dict | None:
@@ -278,7 +308,8 @@ def climb(orch: Orchestrator, exp: dict, run_dir: Path, setting: str, system: st
         st = steal_share(q)
         say(f"{setting} / {system}: {threads} threads/DC -> {q['ops_per_s']:,.0f} ops/s, ROT p99 "
             f"{q['rot_p99_ms']} ms, lateness p99 {q['lateness_p99_ms']} ms"
-            + (f", steal {100 * st:.1f}%" if st is not None and st > STEAL_LIMIT else ""))
+            + (f", steal {100 * st:.1f}%" if st is not None and st > STEAL_LIMIT else "")
+            + (f", stalled {q['stalled_s']} s" if q["stalled_s"] else ""))
         return q
 
     def measure(threads: int, before: list[dict]) -> dict | None:
@@ -288,10 +319,12 @@ def climb(orch: Orchestrator, exp: dict, run_dir: Path, setting: str, system: st
         for attempt in range(1, RETRIES + 1):
             if q is None or not disturbed(q) or stop_reason(before + [q]) is None:
                 break
-            say(f"{setting} / {system}: the hypervisor took {100 * steal_share(q):.1f}% of the machine's time at "
-                f"{threads} threads/DC (limit {100 * STEAL_LIMIT:.0f}%): measuring it again ({attempt} of {RETRIES})")
+            say(f"{setting} / {system}: {disturbance(q)} at {threads} threads/DC: "
+                f"measuring it again ({attempt} of {RETRIES})")
+            st = steal_share(q)
             earlier.append({k: q[k] for k in ("ops_per_s", "rot_p99_ms", "lateness_p99_ms", "degraded", "dir")}
-                           | {"steal_share": round(steal_share(q), 4)})
+                           | {"steal_share": None if st is None else round(st, 4)}
+                           | ({"stalled_s": q["stalled_s"]} if q.get("stalled_s") else {}))
             q = run_point(threads, attempt)
         if q is not None and earlier:
             q["disturbed_attempts"] = earlier
@@ -301,8 +334,7 @@ def climb(orch: Orchestrator, exp: dict, run_dir: Path, setting: str, system: st
         why = stop_reason(points)
         if why and disturbed(points[-1]):
             c.disturbed = True
-            why += (f" while the hypervisor took {100 * steal_share(points[-1]):.1f}% of the machine's time "
-                    f"(in each of {RETRIES + 1} attempts: DISTURBED, not a peak)")
+            why += f" while {disturbance(points[-1])} (in each of {RETRIES + 1} attempts: DISTURBED, not a peak)"
         return why
 
     for threads in ladder:
@@ -330,8 +362,8 @@ def climb(orch: Orchestrator, exp: dict, run_dir: Path, setting: str, system: st
             else:
                 if disturbed(q):  # the peak may lie in a step not measured
                     c.disturbed = True
-                    c.stop += (f"; {mid} threads/DC failed while the hypervisor took {100 * steal_share(q):.1f}% "
-                               f"of the machine's time (in each of {RETRIES + 1} attempts: DISTURBED, not a peak)")
+                    c.stop += (f"; {mid} threads/DC failed while {disturbance(q)} "
+                               f"(in each of {RETRIES + 1} attempts: DISTURBED, not a peak)")
                 hi = mid
         c.points.sort(key=lambda q: q["threads"])
     c.peak = peak_of(passed)

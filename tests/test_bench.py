@@ -151,8 +151,8 @@ class FakeOrchestrator:
     directory name, threads)`` (the hypervisor's share of the machine's time there) is
     above 2%."""
 
-    def __init__(self, limit, steal=lambda name, threads: 0.0, stolen_is_late=True):
-        self.limit, self.steal, self.stolen_is_late, self.runs = limit, steal, stolen_is_late, []
+    def __init__(self, limit, steal=lambda name, threads: 0.0, stolen_is_late=True, stall=lambda name, threads: 0):
+        self.limit, self.steal, self.stolen_is_late, self.stall, self.runs = limit, steal, stolen_is_late, stall, []
 
     def run(self, step, sub, resume):
         import json
@@ -164,14 +164,57 @@ class FakeOrchestrator:
                 continue  # resumed
             self.runs.append(t)
             d.mkdir(parents=True)
-            stolen = self.steal(sub.name, t)
-            late = 6.0 if t > self.limit or (self.stolen_is_late and stolen > 0.02) else 1.0
+            stolen, stalled = self.steal(sub.name, t), self.stall(sub.name, t)
+            late = 6.0 if t > self.limit or (self.stolen_is_late and stolen > 0.02) or stalled else 1.0
             (d / "summary.json").write_text(json.dumps({
                 "throughput_ops_per_s": 70.0 * t, "ops": {"rot": {"latency_ms": {"p99": 280.0}}},
                 "emulation_lateness_ms": {"worst_p99": late, "degraded": late > 5},
-                "cpu": {"machine_s": {"user": 20 * (1 - stolen), "idle": 0.0, "steal": 20 * stolen}}}))
+                "cpu": {"machine_s": {"user": 20 * (1 - stolen), "idle": 0.0, "steal": 20 * stolen}},
+                "window_ms": [1_060_000, 1_075_000],  # seconds 60-74 of the run
+                "timeseries": stalled_series(78, range(62, 62 + stalled))}))
         (sub / "manifest.json").write_text(json.dumps({"trials": []}))
         return 0
+
+
+def stalled_series(seconds, zeros, rate=120):
+    """A run's operations per second from origin 1,000,000 ms: ``rate``, 0 in ``zeros``, the last second cut short."""
+    ops = [0 if t in zeros else rate for t in range(seconds)]
+    return {"origin_ms": 1_000_000, "t_s": list(range(seconds)), "ops_per_s": ops[:-1] + [rate // 5]}
+
+
+def test_a_stall_is_the_windows_seconds_without_an_operation_when_the_run_had_many():
+    def summary(zeros, rate=120):
+        return {"window_ms": [1_060_000, 1_075_000], "timeseries": stalled_series(78, zeros, rate)}
+    assert bench.stalled_seconds(summary(range(62, 73))) == 11, "most of the window: the run's median decides"
+    assert bench.stalled_seconds(summary([3, 5, 59, 75])) == 0, "outside the window"
+    assert bench.stalled_seconds(summary([60, 74])) == 2, "its first and last whole seconds"
+    assert bench.stalled_seconds(summary([62], rate=9)) == 0, "a run this slow has empty seconds of its own"
+    assert bench.stalled_seconds({"window_ms": [0, 1]}) == 0 and bench.stalled_seconds({}) == 0
+    q = bench.point_record({"throughput_ops_per_s": 10.0, "ops": {"rot": {"latency_ms": {"p99": 1.0}}}}
+                           | summary(range(62, 65)), 4, "d")
+    assert q["stalled_s"] == 3 and bench.disturbed(q) and "in 3 s of the window" in bench.disturbance(q)
+
+
+def test_a_point_where_every_client_stalled_is_measured_again_and_a_system_that_always_stalls_is_no_peak(tmp_path):
+    """16 threads/DC stalls (11 s without an operation) once: measured again, it passes and the
+    climb goes on. A system stalling at 16 in every attempt: its climb is flagged, the stall named."""
+    exp = {"name": "bench-throughput", "sweep": {bench.AXIS: [4, 8, 16, 24, 32]},
+           "workload": {}, "topology": {}, "clients": {}}
+    orch = FakeOrchestrator(limit=21, stall=lambda name, t: 11 if (name, t) == ("default", 16) else 0)
+    said = []
+    c = bench.climb(orch, exp, tmp_path / "once", "default", "rad", said.append, {})
+    assert orch.runs == [4, 8, 16, 16, 24, 20, 22] and c.as_json()["is_peak"] and c.peak["threads"] == 20
+    at16 = next(q for q in c.points if q["threads"] == 16)
+    assert at16["stalled_s"] == 0 and at16["disturbed_attempts"][0]["stalled_s"] == 11
+    assert any("stalled 11 s" in s for s in said)
+    from k2bench.cli.bench import _attempt
+    assert _attempt(at16["disturbed_attempts"][0]) == "steal 0.0%, stalled 11 s" and _attempt({}) == "n/a"
+    assert any("no operation completed in 11 s of the window" in s and "(1 of 2)" in s for s in said)
+    always = FakeOrchestrator(limit=100, stall=lambda name, t: 11 if t == 16 else 0)
+    c = bench.climb(always, exp, tmp_path / "always", "default", "rad", lambda _: None, {})
+    assert always.runs == [4, 8, 16, 16, 16, 12, 14]
+    assert c.disturbed and not c.as_json()["is_peak"] and "every client stood still" in c.stop
+    assert "in each of 3 attempts: DISTURBED, not a peak" in c.stop
 
 
 def test_the_step_that_stopped_the_climb_is_halved_and_a_passing_point_in_it_is_the_peak(tmp_path):

@@ -16,6 +16,16 @@ from ..progress import Progress
 from .common import _env, _load
 
 
+def _attempt(q: dict) -> str:
+    """One attempt at a point, by what disturbed it: "steal 9.1%", "stalled 11 s" or "n/a"."""
+    st, stalled = q.get("steal_share"), q.get("stalled_s")
+    if st is None and q.get("cpu") is not None:
+        from .. import bench
+        st = bench.steal_share(q)
+    parts = ([f"steal {100 * st:.1f}%"] if st is not None else []) + ([f"stalled {stalled} s"] if stalled else [])
+    return ", ".join(parts) or "n/a"
+
+
 def cmd_bench_throughput(args) -> int:
     """Each system's real peak per Fig. 9 setting, its CPU there and the transport's echo
     ceiling (k2bench/bench.py); the ratios beside the paper's are analysis/throughput.py's."""
@@ -135,12 +145,12 @@ def cmd_bench_throughput(args) -> int:
     for c in climbs:
         steps = " ".join(f"{q['threads']}{'*' if q.get('refinement') else ''}:{q['ops_per_s']:,.0f}" for q in c.points)
         why = c.failed or c.stop or "the top of the ladder was reached: NOT A PEAK"
-        again = [f"{q['threads']} (steal " + ", ".join(f"{100 * a['steal_share']:.1f}%" for a in q["disturbed_attempts"])
-                 + " -> " + (f"{100 * st:.1f}%" if (st := bench.steal_share(q)) is not None else "n/a") + ")"
+        again = [f"{q['threads']} (" + ", ".join(map(_attempt, q["disturbed_attempts"])) + " -> " + _attempt(q) + ")"
                  for q in c.points if q.get("disturbed_attempts")]
         console.print(f"{c.setting} / {c.system}: threads/DC:ops/s {steps} (*: within the stopping step); "
                       f"stopped: {why}"
-                      + (f"; measured again, the hypervisor having taken CPU: {', '.join(again)}" if again else ""),
+                      + (f"; measured again, disturbed (CPU stolen, or every client stalled): {', '.join(again)}"
+                         if again else ""),
                       soft_wrap=True, markup=False, highlight=False)
     t = Table(title="what an operation costs at each peak (messages: every delivery, clients' included; servers: "
                     "each server's protocol thread as a share of one core; ops/s per busiest core: at most the peak "

@@ -33,7 +33,7 @@ public final class FreePorts {
   static final int HIGH = 32_768;
   static final int BLOCK = 512;
 
-  private static final FreePorts PROCESS = new FreePorts(lockDir(), LOW, Math.min(HIGH, ephemeralLow()));
+  static final FreePorts PROCESS = new FreePorts(lockDir(), LOW, Math.min(HIGH, ephemeralLow()));
 
   private final Path dir;
   private final int lo;

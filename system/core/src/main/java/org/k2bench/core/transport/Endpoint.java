@@ -113,7 +113,7 @@ public final class Endpoint implements AutoCloseable {
 
   /** One-way message. */
   public void send(int to, Message message) {
-    sendEnvelope(to, Envelope.newBuilder().setPayload(Any.pack(message)));
+    sendEnvelope(to, Envelope.newBuilder().setPayload(Payloads.pack(message)));
   }
 
   /** Request/reply; the future completes on this node's inbox. */
@@ -122,7 +122,7 @@ public final class Endpoint implements AutoCloseable {
     CompletableFuture<Any> f = new CompletableFuture<>();
     calls.put(rpc, new Call(to, f));
     f.whenComplete((r, e) -> calls.remove(rpc));
-    sendEnvelope(to, Envelope.newBuilder().setRpcId(rpc).setPayload(Any.pack(request)));
+    sendEnvelope(to, Envelope.newBuilder().setRpcId(rpc).setPayload(Payloads.pack(request)));
     return f;
   }
 
@@ -163,7 +163,7 @@ public final class Endpoint implements AutoCloseable {
   void sendReply(int to, long rpcId, Message message, String error) {
     Envelope.Builder b = Envelope.newBuilder().setRpcId(rpcId).setIsReply(true);
     if (message != null) {
-      b.setPayload(Any.pack(message));
+      b.setPayload(Payloads.pack(message));
     }
     if (error != null) {
       b.setError(error);

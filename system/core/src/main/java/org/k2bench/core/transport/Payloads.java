@@ -16,14 +16,15 @@ import com.google.protobuf.Parser;
 final class Payloads {
   private Payloads() {}
 
-  private record Type(String fullName, Parser<? extends Message> parser) {}
+  private record Type(String fullName, String url, Parser<? extends Message> parser) {}
 
   private static final ClassValue<Type> TYPES = new ClassValue<>() {
     @Override
     @SuppressWarnings("unchecked")
     protected Type computeValue(Class<?> c) {
       Message d = Internal.getDefaultInstance((Class<? extends Message>) c);
-      return new Type(d.getDescriptorForType().getFullName(), d.getParserForType());
+      String name = d.getDescriptorForType().getFullName();
+      return new Type(name, "type.googleapis.com/" + name, d.getParserForType());
     }
   };
 
@@ -37,6 +38,15 @@ final class Payloads {
     String name = TYPES.get(type).fullName();
     int slash = url.length() - name.length() - 1;
     return slash >= 0 && url.charAt(slash) == '/' && url.endsWith(name);
+  }
+
+  /**
+   * As {@link Any#pack}, with the type URL made once per class: {@code Any.pack} builds it
+   * again for every message, a tenth of the bytes a loaded server allocated.
+   */
+  static Any pack(Message message) {
+    return Any.newBuilder().setTypeUrl(TYPES.get(message.getClass()).url())
+        .setValue(message.toByteString()).build();
   }
 
   /** As {@link Any#unpack}. */

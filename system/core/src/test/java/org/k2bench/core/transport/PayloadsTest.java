@@ -46,4 +46,13 @@ class PayloadsTest {
         .setValue(com.google.protobuf.ByteString.copyFrom(new byte[] {(byte) 0xff})).build();
     assertThrows(InvalidProtocolBufferException.class, () -> Payloads.unpack(garbage, Ping.class));
   }
+
+  @Test
+  void packsAsAnyPackDoes() {
+    Ping ping = Ping.newBuilder().setSentNanos(7).build();
+    for (com.google.protobuf.Message m : java.util.List.of(ping, Prepared.getDefaultInstance(),
+        Prepare.getDefaultInstance(), ping, Pong.getDefaultInstance())) {
+      assertEquals(Any.pack(m), Payloads.pack(m), m.getClass().getSimpleName());
+    }
+  }
 }

@@ -29,6 +29,7 @@ import org.k2bench.core.txn.proto.Replicate;
 import org.k2bench.core.txn.proto.ReplicatedKey;
 import org.k2bench.core.txn.proto.WotSubRequest;
 import org.k2bench.k2.proto.KeyVersions;
+import org.k2bench.k2.proto.ReadByTimeReplies;
 import org.k2bench.k2.proto.ReadByTimeReply;
 import org.k2bench.k2.proto.ReadByTimeRequest;
 import org.k2bench.k2.proto.ReadReply;
@@ -298,51 +299,135 @@ public final class K2Server extends ServerActor {
     m.reply(reply.setReadTsLagMs(clockHistory.msSince(req.getReadTs())).build());
   }
 
+  /** Where one key's second-round answer goes: its request's reply, or its slot in a batch's. */
+  private interface Answer {
+    /** The reading client (whose session's own writes localValue may serve). */
+    int reader();
+
+    void ok(ReadByTimeReply reply);
+
+    void error(String message);
+  }
+
   /**
-   * Second round: the value of key at logical time ts. Waits for pending local write-only
-   * transactions that may commit at or below ts (at most a local round trip), then answers
-   * from local data, or fetches the exact version from the nearest replica datacenter,
-   * caches it and answers: one non-blocking wide-area request at most.
+   * Second round. One key ({@code key}): answered by its {@link ReadByTimeReply}. Several
+   * ({@code keys}, the client's one request to this server): each key is read exactly as
+   * alone, with its own wait and fetch, and the reply carries their answers in order once
+   * all are in. The paper's client reads each key by time (Fig. 5: {@code read_by_time(k,
+   * ts)}, in parallel) and waits for all before the transaction returns, so one request per
+   * server asks the same, and answers no later than the slowest key did.
    */
   private void onReadByTime(Incoming m, ReadByTimeRequest req) {
     count("round2_requests");
-    String key = req.getKey();
-    checkShard(key);
     long ts = req.getTs();
+    if (req.getKeysCount() == 0) {
+      readByTime(req.getKey(), ts, new Answer() {
+        @Override
+        public int reader() {
+          return m.from();
+        }
+
+        @Override
+        public void ok(ReadByTimeReply reply) {
+          m.reply(reply);
+        }
+
+        @Override
+        public void error(String message) {
+          m.replyError(message);
+        }
+      });
+      return;
+    }
+    req.getKeysList().forEach(this::checkShard); // all refused before any waits
+    Batch batch = new Batch(m, req.getKeysCount());
+    for (int i = 0; i < req.getKeysCount(); i++) {
+      readByTime(req.getKeys(i), ts, batch.slot(i));
+    }
+  }
+
+  /** A batched second-round request's answers, on the server's thread. */
+  private static final class Batch {
+    final Incoming m;
+    final ReadByTimeReply[] answers;
+    int missing;
+    boolean failed;
+
+    Batch(Incoming m, int keys) {
+      this.m = m;
+      this.answers = new ReadByTimeReply[keys];
+      this.missing = keys;
+    }
+
+    Answer slot(int i) {
+      return new Answer() {
+        @Override
+        public int reader() {
+          return m.from();
+        }
+
+        @Override
+        public void ok(ReadByTimeReply reply) {
+          answers[i] = reply;
+          if (--missing == 0 && !failed) {
+            m.reply(ReadByTimeReplies.newBuilder().addAllKeys(java.util.Arrays.asList(answers)).build());
+          }
+        }
+
+        @Override
+        public void error(String message) {
+          if (!failed) { // the transaction fails with its first key's error, as one request per key did
+            failed = true;
+            m.replyError(message);
+          }
+        }
+      };
+    }
+  }
+
+  /**
+   * The value of key at logical time ts. Waits for pending local write-only transactions
+   * that may commit at or below ts (at most a local round trip), then answers from local
+   * data, or fetches the exact version from the nearest replica datacenter, caches it and
+   * answers: one non-blocking wide-area request at most.
+   */
+  private void readByTime(String key, long ts, Answer a) {
+    count("round2_keys");
+    checkShard(key);
     clock.observeTimestamp(ts); // later prepares here get prepare_ts > ts, so EVT > ts
     store.protectAt(key, ts); // GC keeps the answer while this read waits
     // Local transactions commit within a local round trip; the deadline only matters for a
     // server whose coordinator died on its own (server.processes: per_server).
     long waitMs = Math.min(options.rpcTimeoutMs(), options.txnTimeoutMs());
-    store.awaitKey(key, () -> !store.hasPendingBelow(key, ts), () -> readAt(m, key, ts),
+    store.awaitKey(key, () -> !store.hasPendingBelow(key, ts), () -> readAt(a, key, ts),
         System.currentTimeMillis() + waitMs, () -> {
           count("reads_unresolved");
-          m.replyError("a write-only transaction pending on '" + key + "' below " + LamportClock.format(ts)
+          a.error("a write-only transaction pending on '" + key + "' below " + LamportClock.format(ts)
               + " did not commit within " + waitMs + " ms");
         });
   }
 
-  private void readAt(Incoming m, String key, long ts) {
+  private void readAt(Answer a, String key, long ts) {
     VersionView<Row> v = store.versionAt(key, ts, clock.now());
     if (v == null) {
       count("round2_gc_misses");
-      m.replyError("no version of '" + key + "' at " + LamportClock.format(ts)
+      a.error("no version of '" + key + "' at " + LamportClock.format(ts)
           + " is left (garbage-collected); the transaction outlived its timeout");
       return;
     }
     ReadByTimeReply.Builder reply = ReadByTimeReply.newBuilder().setVersion(v.version())
         .setEvt(v.evt()).setStalenessMs(v.stalenessMs());
-    Row value = localValue(key, v.version(), v.value(), m.from());
+    Row value = localValue(key, v.version(), v.value(), a.reader());
     if (value != null) {
       if (v.value() == null) {
         count("round2_cache_hits");
         cache.touch(key);
       }
-      m.reply(reply.setValue(value).build());
+      a.ok(reply.setValue(value).build());
       return;
     }
     count("remote_fetches");
-    fetch(new Fetch(m, key, v.version(), reply, replicasToAsk(key, v.version())), 0);
+    fetch(new Fetch(a, key, v.version(), reply, replicasToAsk(key, v.version())), 0);
   }
 
   /**
@@ -382,7 +467,7 @@ public final class K2Server extends ServerActor {
 
   /** One remote read's calls to the key's replica datacenters. */
   private static final class Fetch {
-    final Incoming m;
+    final Answer a;
     final String key;
     final long version;
     final ReadByTimeReply.Builder reply;
@@ -394,8 +479,8 @@ public final class K2Server extends ServerActor {
     /** When the next replica is asked unless an answer came first. */
     Timer hedge;
 
-    Fetch(Incoming m, String key, long version, ReadByTimeReply.Builder reply, int[] replicas) {
-      this.m = m;
+    Fetch(Answer a, String key, long version, ReadByTimeReply.Builder reply, int[] replicas) {
+      this.a = a;
       this.key = key;
       this.version = version;
       this.reply = reply;
@@ -429,7 +514,7 @@ public final class K2Server extends ServerActor {
         f.failed++;
         if (f.failed == f.asked && f.asked == f.replicas.length) {
           f.done = true;
-          f.m.replyError("remote read of '" + f.key + "' failed at every replica datacenter, last "
+          f.a.error("remote read of '" + f.key + "' failed at every replica datacenter, last "
               + topology.dcName(replicaDc) + ": " + err);
         } else {
           askNext(f, i); // failed at once (or timed out): no need to wait for the failover timeout
@@ -445,7 +530,7 @@ public final class K2Server extends ServerActor {
       // Failovers: the replicas asked one after another, whichever answered (a read that
       // waited the failover timeout for the first and got it from there still took longer
       // than one wide-area round).
-      f.m.reply(f.reply.setValue(r.getValue()).setRemote(true).setRemoteDc(replicaDc).setFailovers(f.asked - 1)
+      f.a.ok(f.reply.setValue(r.getValue()).setRemote(true).setRemoteDc(replicaDc).setFailovers(f.asked - 1)
           .build());
     });
   }

@@ -12,6 +12,7 @@ import java.util.concurrent.CompletableFuture;
 import org.k2bench.core.api.ReadResult;
 import org.k2bench.core.data.Row;
 import org.k2bench.k2.proto.KeyVersions;
+import org.k2bench.k2.proto.ReadByTimeReplies;
 import org.k2bench.k2.proto.ReadByTimeReply;
 import org.k2bench.k2.proto.ReadByTimeRequest;
 import org.k2bench.k2.proto.ReadReply;
@@ -33,9 +34,11 @@ import org.k2bench.k2.proto.VersionInfo;
  *   for k in keys: deps.add(k, vals[k].ver)
  * </pre>
  *
- * Both rounds go to servers of the client's own datacenter. A second-round server that
- * lacks the value fetches that exact version from the nearest replica datacenter, which
- * is the transaction's only possible wide-area round.
+ * Both rounds go to servers of the client's own datacenter, one request per server with all
+ * of its keys (the pseudocode's per-key reads, made in parallel, sent together: the client
+ * waits for every key either way). A second-round server that lacks the value fetches that
+ * exact version from the nearest replica datacenter, which is the transaction's only
+ * possible wide-area round.
  */
 final class ReadOnlyTransaction {
   private ReadOnlyTransaction() {}
@@ -73,7 +76,7 @@ final class ReadOnlyTransaction {
     Map<String, Row> rows = new LinkedHashMap<>();
     Map<String, Long> versions = new LinkedHashMap<>();
     Map<String, Double> staleness = new LinkedHashMap<>();
-    Map<String, CompletableFuture<ReadByTimeReply>> round2 = new LinkedHashMap<>();
+    Map<Integer, List<String>> round2Keys = new LinkedHashMap<>();
     for (String k : keys) {
       VersionInfo v = validAt(vers.get(k), ts);
       if (v != null) {
@@ -81,22 +84,34 @@ final class ReadOnlyTransaction {
         versions.put(k, v.getVersion());
         staleness.put(k, v.getStalenessMs());
       } else {
-        round2.put(k, client.call(client.localServerFor(k),
-            ReadByTimeRequest.newBuilder().setKey(k).setTs(ts).build(), ReadByTimeReply.class));
+        round2Keys.computeIfAbsent(client.localServerFor(k), s -> new ArrayList<>()).add(k);
       }
     }
-    // 2nd round: read_by_time at ts; the server fetches from a replica DC if needed.
+    // 2nd round: read_by_time at ts, one request per local server with all of its keys
+    // (each still read, waited for and fetched on its own there); the server fetches from
+    // a replica DC if needed.
+    Map<List<String>, CompletableFuture<ReadByTimeReplies>> round2 = new LinkedHashMap<>();
+    round2Keys.forEach((server, ks) -> round2.put(ks, client.call(server,
+        ReadByTimeRequest.newBuilder().addAllKeys(ks).setTs(ts).build(), ReadByTimeReplies.class)));
     int wanRounds = 0;
     int remoteKeys = 0;
-    for (Map.Entry<String, CompletableFuture<ReadByTimeReply>> e : round2.entrySet()) {
-      ReadByTimeReply r = client.await(e.getValue(), "read-only transaction, second round");
-      rows.put(e.getKey(), r.getValue());
-      versions.put(e.getKey(), r.getVersion());
-      staleness.put(e.getKey(), r.getStalenessMs());
-      if (r.getRemote()) {
-        remoteKeys++;
-        // One round by design; a fail-over to another replica datacenter adds one each.
-        wanRounds = Math.max(wanRounds, 1 + r.getFailovers());
+    for (Map.Entry<List<String>, CompletableFuture<ReadByTimeReplies>> e : round2.entrySet()) {
+      List<ReadByTimeReply> answers = client.await(e.getValue(), "read-only transaction, second round").getKeysList();
+      if (answers.size() != e.getKey().size()) {
+        throw new org.k2bench.core.api.OperationFailedException("second round: " + answers.size()
+            + " answers for " + e.getKey().size() + " keys", null);
+      }
+      for (int i = 0; i < answers.size(); i++) {
+        ReadByTimeReply r = answers.get(i);
+        String k = e.getKey().get(i);
+        rows.put(k, r.getValue());
+        versions.put(k, r.getVersion());
+        staleness.put(k, r.getStalenessMs());
+        if (r.getRemote()) {
+          remoteKeys++;
+          // One round by design; a fail-over to another replica datacenter adds one each.
+          wanRounds = Math.max(wanRounds, 1 + r.getFailovers());
+        }
       }
     }
     client.afterRead(ts, versions);

@@ -37,6 +37,7 @@ import org.k2bench.core.txn.proto.Commit;
 import org.k2bench.core.txn.proto.KeyValue;
 import org.k2bench.core.txn.proto.Prepared;
 import org.k2bench.core.txn.proto.WotSubRequest;
+import org.k2bench.k2.proto.ReadByTimeReplies;
 import org.k2bench.k2.proto.ReadByTimeReply;
 import org.k2bench.k2.proto.ReadByTimeRequest;
 import org.k2bench.core.testing.TestOptions;
@@ -178,31 +179,86 @@ class K2ReadTest {
     String k = key("c-pending", VA, CA);
     int server = placement.serverFor(VA, k);
     cluster.client(VA).write(k, row("v1"));
-    CompletableFuture<Prepared> prepared = new CompletableFuture<>();
-    Endpoint coordinator = cluster.transport().openClient(62_000, VA, Runnable::run, m -> {
-      if (m.is(Prepared.class)) {
-        prepared.complete(m.as(Prepared.class));
-      }
-    });
-    try {
-      long txn = (1L << 16) | coordinator.id();
-      coordinator.send(server, WotSubRequest.newBuilder().setTxnId(txn).setCoordinatorKey(k)
-          .setCoordinator(coordinator.id()).setNumParticipants(1)
-          .addWrites(KeyValue.newBuilder().setKey(k).setValue(row("v2"))).build());
-      long prepareTs = prepared.get(5, TimeUnit.SECONDS).getPrepareTs();
-      long evt = LamportClock.timestamp(LamportClock.counterOf(prepareTs) + 5, coordinator.id());
-      long ts = LamportClock.timestamp(LamportClock.counterOf(prepareTs) + 10, 0);
-      CompletableFuture<ReadByTimeReply> read = coordinator.call(server,
-          ReadByTimeRequest.newBuilder().setKey(k).setTs(ts).build(), ReadByTimeReply.class);
+    try (Pending p = Pending.prepare(62_000, server, k, "v2")) {
+      CompletableFuture<ReadByTimeReply> read = p.coordinator().call(server,
+          ReadByTimeRequest.newBuilder().setKey(k).setTs(p.ts()).build(), ReadByTimeReply.class);
       Clusters.sleep(200);
       assertFalse(read.isDone(), "the read at ts must wait for the transaction prepared below ts"
           + (read.isDone() ? "; it returned " + str(read.get().getValue()) : ""));
-      coordinator.send(server, Commit.newBuilder().setTxnId(txn).setVersion(evt).setEvt(evt).build());
+      p.commit();
       ReadByTimeReply r = read.get(5, TimeUnit.SECONDS);
-      assertEquals(evt, r.getVersion(), "the committed transaction is the version valid at ts");
+      assertEquals(p.evt(), r.getVersion(), "the committed transaction is the version valid at ts");
       assertEquals("v2", str(r.getValue()));
-    } finally {
+    }
+  }
+
+  /**
+   * A write-only transaction of one key that the test coordinates itself, prepared at the
+   * key's server and left pending until {@link #commit}: EVT and a read time {@code ts}
+   * above its prepare time.
+   */
+  private record Pending(Endpoint coordinator, int server, long txn, long evt, long ts) implements AutoCloseable {
+    static Pending prepare(int coordinatorId, int server, String key, String value) throws Exception {
+      CompletableFuture<Prepared> prepared = new CompletableFuture<>();
+      Endpoint coordinator = cluster.transport().openClient(coordinatorId, VA, Runnable::run, m -> {
+        if (m.is(Prepared.class)) {
+          prepared.complete(m.as(Prepared.class));
+        }
+      });
+      long txn = (1L << 16) | coordinator.id();
+      coordinator.send(server, WotSubRequest.newBuilder().setTxnId(txn).setCoordinatorKey(key)
+          .setCoordinator(coordinator.id()).setNumParticipants(1)
+          .addWrites(KeyValue.newBuilder().setKey(key).setValue(row(value))).build());
+      long prepareTs;
+      try {
+        prepareTs = prepared.get(5, TimeUnit.SECONDS).getPrepareTs();
+      } catch (Exception e) {
+        coordinator.close();
+        throw e;
+      }
+      return new Pending(coordinator, server, txn, LamportClock.timestamp(LamportClock.counterOf(prepareTs) + 5,
+          coordinator.id()), LamportClock.timestamp(LamportClock.counterOf(prepareTs) + 10, 0));
+    }
+
+    void commit() {
+      coordinator.send(server, Commit.newBuilder().setTxnId(txn).setVersion(evt).setEvt(evt).build());
+    }
+
+    @Override
+    public void close() {
       coordinator.close();
+    }
+  }
+
+  /**
+   * (c) with the client's one second-round request per server: a request for two keys of
+   * one server, one of them pending below ts, answers neither until that transaction
+   * commits, then both, each as read alone, in the request's order.
+   */
+  @Test
+  void aBatchedSecondRoundAnswersOnlyOnceItsPendingKeyCommitsAndKeepsTheOrder() throws Exception {
+    String k = key("c-batch", VA, CA);
+    int server = placement.serverFor(VA, k);
+    String other = null;
+    for (int i = 0; other == null; i++) {
+      String c = key("c-batch-" + i, VA, CA);
+      other = placement.serverFor(VA, c) == server ? c : null;
+    }
+    cluster.client(VA).writeTxn(Map.of(k, row("v1"), other, row("o1")));
+    try (Pending p = Pending.prepare(62_001, server, k, "v2")) {
+      long requests = cluster.stat(VA, "round2_requests");
+      long keys = cluster.stat(VA, "round2_keys");
+      CompletableFuture<ReadByTimeReplies> read = p.coordinator().call(server,
+          ReadByTimeRequest.newBuilder().addKeys(k).addKeys(other).setTs(p.ts()).build(), ReadByTimeReplies.class);
+      Clusters.sleep(200);
+      assertFalse(read.isDone(), "the request must wait for its key's transaction prepared below ts");
+      p.commit();
+      List<ReadByTimeReply> r = read.get(5, TimeUnit.SECONDS).getKeysList();
+      // "o1" was ready at once, "v2" only after the commit: the request's order, not the answers'
+      assertEquals(List.of("v2", "o1"), r.stream().map(a -> str(a.getValue())).toList(), "in the request's order");
+      assertEquals(p.evt(), r.get(0).getVersion(), "the committed transaction is the version valid at ts");
+      assertEquals(requests + 1, cluster.stat(VA, "round2_requests"));
+      assertEquals(keys + 2, cluster.stat(VA, "round2_keys"));
     }
   }
 

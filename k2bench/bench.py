@@ -63,6 +63,7 @@ REFINE = 2  # points tried between the last passing point and the one that stopp
 QUICK = "bench-throughput-quick"  # --quick's experiment: one setting, a coarser ladder, shorter phases
 QUICK_REFINE = 1
 QUICK_ECHO = ("--step-s", "3", "--repeats", "2", "--repeat-s", "5")  # ~1 min, not ~2
+ECHO_ATTEMPTS = 3  # echo ceilings measured while the last one's windows spread past 10% (UNSTABLE)
 MIN_GAP = 4  # threads per datacenter: a narrower step is not split
 STEAL_LIMIT = cpu.STEAL_LIMIT  # share of the machine's time stolen in a point's window that makes it disturbed
 RETRIES = 2  # new attempts at a disturbed point that stopped the climb
@@ -436,6 +437,9 @@ def echo_line(echo: dict, climbs: list) -> str:
     e = echo["echo_rpcs_per_s"]
     flags = ([] if echo.get("saturated", True) else ["NOT SATURATED"]) + \
         ([] if echo.get("stable", True) else ["UNSTABLE"])
+    again = [f"{a['echo_rpcs_per_s']:,.0f}" for a in echo.get("unstable_attempts", [])]
+    if again:
+        flags.append(f"(measured again after UNSTABLE attempts at {', '.join(again)} RPC/s)")
     line = (f"echo ceiling: {e:,.0f} RPC/s on {echo['cores']} cores at {echo.get('in_flight', '?'):,} in flight "
             f"(emulated RTT {echo['configured_rtt_ms']:.0f} ms, measured p50 {echo['rtt_ms']['p50']:.0f} ms; "
             f"windows {', '.join(f'{r:,}' for r in echo.get('repeats', []))})" + "".join(f" {f}" for f in flags))

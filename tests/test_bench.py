@@ -1,6 +1,7 @@
 """The peak search of bench-throughput (k2bench/bench.py), its tables and the Fig. 9 ratios
 beside the paper's (analysis/throughput.py)."""
 import os
+from pathlib import Path
 
 import pytest
 
@@ -590,3 +591,39 @@ def test_quick_refuses_more_than_one_setting(jar, tmp_path, monkeypatch, capsys)
     err = capsys.readouterr().err
     assert code == 2 and "--settings" in err and "one setting" in err
     assert not list(tmp_path.iterdir())  # refused before a run directory was made
+
+
+@pytest.mark.parametrize("stable, kept", [([False, True, True], 1), ([False, False, False], 2), ([True], 0)])
+def test_an_unstable_echo_ceiling_is_measured_again(jar, tmp_path, monkeypatch, capsys, stable, kept):
+    """Every ratio divides by the echo ceiling: while its windows spread past 10% it is
+    measured again, up to three attempts; the first stable one stands (else the last),
+    with the earlier attempts listed in it and kept beside it."""
+    import json
+    import subprocess
+    from k2bench import cli
+    monkeypatch.setattr(cli.bench, "Orchestrator", LadderOrchestrator)
+    LadderOrchestrator.asked = []
+    echoed, real_run = [], subprocess.run
+
+    def run(argv, **kw):
+        if "bench-echo" not in argv:
+            return real_run(argv, **kw)
+        n = len(echoed)
+        echoed.append(argv)
+        rate = 100_000 + 1_000 * n
+        Path(argv[argv.index("--json") + 1]).write_text(json.dumps(
+            {"echo_rpcs_per_s": rate, "in_flight": 4000, "repeats": [rate, rate], "stable": stable[n],
+             "saturated": True, "cores": 2, "configured_rtt_ms": 60, "rtt_ms": {"p50": 61}}))
+        return subprocess.CompletedProcess(argv, 0, f"echo {rate}", "")
+    monkeypatch.setattr(subprocess, "run", run)
+    assert cli.main(["--jar", str(jar), "bench-throughput", "--quick", "--runs", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert len(echoed) == kept + 1 == len(stable[:kept + 1])
+    d = next(tmp_path.glob("*_bench-throughput-quick"))
+    echo = json.loads((d / "throughput.json").read_text())["echo"]
+    assert echo["echo_rpcs_per_s"] == 100_000 + 1_000 * kept and echo["stable"] == stable[kept]
+    assert [a["echo_rpcs_per_s"] for a in echo.get("unstable_attempts", [])] == [100_000 + 1_000 * i for i in range(kept)]
+    assert sorted(p.name for p in d.glob("echo*.json")) == ["echo.json"] + [f"echo.retry{i}.json" for i in range(1, kept + 1)]
+    assert ("attempt 2 of 3" in out) == (kept > 0)
+    if kept:
+        assert "measured again after UNSTABLE attempts" in bench.echo_line(echo, [])

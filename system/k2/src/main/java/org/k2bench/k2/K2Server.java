@@ -314,8 +314,11 @@ public final class K2Server extends ServerActor {
    * ({@code keys}, the client's one request to this server): each key is read exactly as
    * alone, with its own wait and fetch, and the reply carries their answers in order once
    * all are in. The paper's client reads each key by time (Fig. 5: {@code read_by_time(k,
-   * ts)}, in parallel) and waits for all before the transaction returns, so one request per
-   * server asks the same, and answers no later than the slowest key did.
+   * ts)}; "at most one inter-datacenter round trip": in parallel) and waits for all before
+   * the transaction returns, so one request per server asks the same, and answers no later
+   * than the slowest key did. Only failures differ: the keys of one server share the
+   * client's RPC timeout (awaited one after another, each had its own), and the error
+   * reported is the first to happen on that server.
    */
   private void onReadByTime(Incoming m, ReadByTimeRequest req) {
     count("round2_requests");
@@ -370,13 +373,13 @@ public final class K2Server extends ServerActor {
         public void ok(ReadByTimeReply reply) {
           answers[i] = reply;
           if (--missing == 0 && !failed) {
-            m.reply(ReadByTimeReplies.newBuilder().addAllKeys(java.util.Arrays.asList(answers)).build());
+            m.reply(ReadByTimeReplies.newBuilder().addAllReplies(java.util.Arrays.asList(answers)).build());
           }
         }
 
         @Override
         public void error(String message) {
-          if (!failed) { // the transaction fails with its first key's error, as one request per key did
+          if (!failed) { // the transaction fails, with the first error of its keys here
             failed = true;
             m.replyError(message);
           }
@@ -392,8 +395,8 @@ public final class K2Server extends ServerActor {
    * answers: one non-blocking wide-area request at most.
    */
   private void readByTime(String key, long ts, Answer a) {
-    count("round2_keys");
     checkShard(key);
+    count("round2_keys");
     clock.observeTimestamp(ts); // later prepares here get prepare_ts > ts, so EVT > ts
     store.protectAt(key, ts); // GC keeps the answer while this read waits
     // Local transactions commit within a local round trip; the deadline only matters for a

@@ -90,20 +90,21 @@ final class ReadOnlyTransaction {
     // 2nd round: read_by_time at ts, one request per local server with all of its keys
     // (each still read, waited for and fetched on its own there); the server fetches from
     // a replica DC if needed.
-    Map<List<String>, CompletableFuture<ReadByTimeReplies>> round2 = new LinkedHashMap<>();
-    round2Keys.forEach((server, ks) -> round2.put(ks, client.call(server,
+    Map<Integer, CompletableFuture<ReadByTimeReplies>> round2 = new LinkedHashMap<>();
+    round2Keys.forEach((server, ks) -> round2.put(server, client.call(server,
         ReadByTimeRequest.newBuilder().addAllKeys(ks).setTs(ts).build(), ReadByTimeReplies.class)));
     int wanRounds = 0;
     int remoteKeys = 0;
-    for (Map.Entry<List<String>, CompletableFuture<ReadByTimeReplies>> e : round2.entrySet()) {
-      List<ReadByTimeReply> answers = client.await(e.getValue(), "read-only transaction, second round").getKeysList();
-      if (answers.size() != e.getKey().size()) {
+    for (Map.Entry<Integer, CompletableFuture<ReadByTimeReplies>> e : round2.entrySet()) {
+      List<String> asked = round2Keys.get(e.getKey());
+      List<ReadByTimeReply> answers = client.await(e.getValue(), "read-only transaction, second round").getRepliesList();
+      if (answers.size() != asked.size()) {
         throw new org.k2bench.core.api.OperationFailedException("second round: " + answers.size()
-            + " answers for " + e.getKey().size() + " keys", null);
+            + " answers for " + asked.size() + " keys", null);
       }
       for (int i = 0; i < answers.size(); i++) {
         ReadByTimeReply r = answers.get(i);
-        String k = e.getKey().get(i);
+        String k = asked.get(i);
         rows.put(k, r.getValue());
         versions.put(k, r.getVersion());
         staleness.put(k, r.getStalenessMs());

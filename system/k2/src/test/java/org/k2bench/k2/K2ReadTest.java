@@ -253,13 +253,46 @@ class K2ReadTest {
       Clusters.sleep(200);
       assertFalse(read.isDone(), "the request must wait for its key's transaction prepared below ts");
       p.commit();
-      List<ReadByTimeReply> r = read.get(5, TimeUnit.SECONDS).getKeysList();
+      List<ReadByTimeReply> r = read.get(5, TimeUnit.SECONDS).getRepliesList();
       // "o1" was ready at once, "v2" only after the commit: the request's order, not the answers'
       assertEquals(List.of("v2", "o1"), r.stream().map(a -> str(a.getValue())).toList(), "in the request's order");
       assertEquals(p.evt(), r.get(0).getVersion(), "the committed transaction is the version valid at ts");
       assertEquals(requests + 1, cluster.stat(VA, "round2_requests"));
       assertEquals(keys + 2, cluster.stat(VA, "round2_keys"));
     }
+  }
+
+  /**
+   * The client's side of the batch: two keys of one CA server that CA does not replicate,
+   * each with a value of its own, fetched in one second-round request: each value lands on
+   * its own key, and every second-round request of these reads carried both keys.
+   */
+  @Test
+  void aSecondRoundRequestForTwoKeysOfOneServerGivesEachKeyItsValue() {
+    String a = key("c-two", TYO, SG);
+    int server = placement.serverFor(CA, a);
+    String b = null;
+    while (b == null) {
+      String c = key("c-two", TYO, SG);
+      b = placement.serverFor(CA, c) == server ? c : null;
+    }
+    cluster.client(VA).writeTxn(Map.of(a, row("x1"), b, row("y1")));
+    KvClient reader = cluster.client(CA);
+    long requests = cluster.stat(CA, "round2_requests");
+    long keys = cluster.stat(CA, "round2_keys");
+    ReadResult r = null;
+    long deadline = System.currentTimeMillis() + 5_000;
+    while (System.currentTimeMillis() < deadline && (r == null || r.remoteKeys() < 2)) {
+      Clusters.advance(reader);
+      r = reader.readTxn(List.of(b, a));
+      String va = str(r.rows().get(a));
+      String vb = str(r.rows().get(b));
+      assertTrue(va.isEmpty() && vb.isEmpty() || va.equals("x1") && vb.equals("y1"), "a=" + va + ", b=" + vb);
+    }
+    assertEquals(2, r.remoteKeys(), "both values fetched from a replica datacenter in one read");
+    long asked = cluster.stat(CA, "round2_requests") - requests;
+    assertTrue(asked >= 1, "a second round was asked");
+    assertEquals(2 * asked, cluster.stat(CA, "round2_keys") - keys, "each second-round request carried both keys");
   }
 
   /** (e) A session reads its own writes, even when an older version of the key is cached. */

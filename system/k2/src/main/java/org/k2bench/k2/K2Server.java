@@ -300,13 +300,38 @@ public final class K2Server extends ServerActor {
   }
 
   /** Where one key's second-round answer goes: its request's reply, or its slot in a batch's. */
-  private interface Answer {
+  private abstract static class Answer {
+    final Incoming m;
+
+    Answer(Incoming m) {
+      this.m = m;
+    }
+
     /** The reading client (whose session's own writes localValue may serve). */
-    int reader();
+    int reader() {
+      return m.from();
+    }
 
-    void ok(ReadByTimeReply reply);
+    abstract void ok(ReadByTimeReply reply);
 
-    void error(String message);
+    abstract void error(String message);
+  }
+
+  /** A single-key request's answer: its own reply. */
+  private static final class Single extends Answer {
+    Single(Incoming m) {
+      super(m);
+    }
+
+    @Override
+    void ok(ReadByTimeReply reply) {
+      m.reply(reply);
+    }
+
+    @Override
+    void error(String message) {
+      m.replyError(message);
+    }
   }
 
   /**
@@ -324,22 +349,8 @@ public final class K2Server extends ServerActor {
     count("round2_requests");
     long ts = req.getTs();
     if (req.getKeysCount() == 0) {
-      readByTime(req.getKey(), ts, new Answer() {
-        @Override
-        public int reader() {
-          return m.from();
-        }
-
-        @Override
-        public void ok(ReadByTimeReply reply) {
-          m.reply(reply);
-        }
-
-        @Override
-        public void error(String message) {
-          m.replyError(message);
-        }
-      });
+      checkShard(req.getKey());
+      readByTime(req.getKey(), ts, new Single(m));
       return;
     }
     req.getKeysList().forEach(this::checkShard); // all refused before any waits
@@ -363,14 +374,9 @@ public final class K2Server extends ServerActor {
     }
 
     Answer slot(int i) {
-      return new Answer() {
+      return new Answer(m) {
         @Override
-        public int reader() {
-          return m.from();
-        }
-
-        @Override
-        public void ok(ReadByTimeReply reply) {
+        void ok(ReadByTimeReply reply) {
           answers[i] = reply;
           if (--missing == 0 && !failed) {
             m.reply(ReadByTimeReplies.newBuilder().addAllReplies(java.util.Arrays.asList(answers)).build());
@@ -378,7 +384,7 @@ public final class K2Server extends ServerActor {
         }
 
         @Override
-        public void error(String message) {
+        void error(String message) {
           if (!failed) { // the transaction fails, with the first error of its keys here
             failed = true;
             m.replyError(message);
@@ -389,13 +395,13 @@ public final class K2Server extends ServerActor {
   }
 
   /**
-   * The value of key at logical time ts. Waits for pending local write-only transactions
-   * that may commit at or below ts (at most a local round trip), then answers from local
-   * data, or fetches the exact version from the nearest replica datacenter, caches it and
-   * answers: one non-blocking wide-area request at most.
+   * The value of key (of this shard: the caller checked) at logical time ts. Waits for
+   * pending local write-only transactions that may commit at or below ts (at most a local
+   * round trip), then answers from local data, or fetches the exact version from the
+   * nearest replica datacenter, caches it and answers: one non-blocking wide-area request
+   * at most.
    */
   private void readByTime(String key, long ts, Answer a) {
-    checkShard(key);
     count("round2_keys");
     clock.observeTimestamp(ts); // later prepares here get prepare_ts > ts, so EVT > ts
     store.protectAt(key, ts); // GC keeps the answer while this read waits

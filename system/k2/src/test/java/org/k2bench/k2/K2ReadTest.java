@@ -239,11 +239,9 @@ class K2ReadTest {
   void aBatchedSecondRoundAnswersOnlyOnceItsPendingKeyCommitsAndKeepsTheOrder() throws Exception {
     String k = key("c-batch", VA, CA);
     int server = placement.serverFor(VA, k);
-    String other = null;
-    for (int i = 0; other == null; i++) {
-      String c = key("c-batch-" + i, VA, CA);
-      other = placement.serverFor(VA, c) == server ? c : null;
-    }
+    String other = Clusters.key(placement, "c-batch", placement.topology().shardOfServer(server), new int[] {VA, CA},
+        used);
+    assertEquals(server, placement.serverFor(VA, other), "both keys on one server");
     cluster.client(VA).writeTxn(Map.of(k, row("v1"), other, row("o1")));
     try (Pending p = Pending.prepare(62_001, server, k, "v2")) {
       long requests = cluster.stat(VA, "round2_requests");
@@ -271,11 +269,8 @@ class K2ReadTest {
   void aSecondRoundRequestForTwoKeysOfOneServerGivesEachKeyItsValue() {
     String a = key("c-two", TYO, SG);
     int server = placement.serverFor(CA, a);
-    String b = null;
-    while (b == null) {
-      String c = key("c-two", TYO, SG);
-      b = placement.serverFor(CA, c) == server ? c : null;
-    }
+    String b = Clusters.key(placement, "c-two", placement.topology().shardOfServer(server), new int[] {TYO, SG}, used);
+    assertEquals(server, placement.serverFor(CA, b), "both keys on one CA server");
     cluster.client(VA).writeTxn(Map.of(a, row("x1"), b, row("y1")));
     KvClient reader = cluster.client(CA);
     long requests = cluster.stat(CA, "round2_requests");

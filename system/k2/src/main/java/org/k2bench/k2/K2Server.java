@@ -299,7 +299,7 @@ public final class K2Server extends ServerActor {
     m.reply(reply.setReadTsLagMs(clockHistory.msSince(req.getReadTs())).build());
   }
 
-  /** Where one key's second-round answer goes: its request's reply, or its slot in a batch's. */
+  /** Where one key's second-round answer goes: its slot in its request's reply. */
   private abstract static class Answer {
     final Incoming m;
 
@@ -317,28 +317,10 @@ public final class K2Server extends ServerActor {
     abstract void error(String message);
   }
 
-  /** A single-key request's answer: its own reply. */
-  private static final class Single extends Answer {
-    Single(Incoming m) {
-      super(m);
-    }
-
-    @Override
-    void ok(ReadByTimeReply reply) {
-      m.reply(reply);
-    }
-
-    @Override
-    void error(String message) {
-      m.replyError(message);
-    }
-  }
-
   /**
-   * Second round. One key ({@code key}): answered by its {@link ReadByTimeReply}. Several
-   * ({@code keys}, the client's one request to this server): each key is read exactly as
-   * alone, with its own wait and fetch, and the reply carries their answers in order once
-   * all are in. The paper's client reads each key by time (Fig. 5: {@code read_by_time(k,
+   * Second round: the client's one request to this server, with each of its keys here read
+   * exactly as alone, with its own wait and fetch, and the reply carrying their answers in
+   * order once all are in. The paper's client reads each key by time (Fig. 5: {@code read_by_time(k,
    * ts)}; "at most one inter-datacenter round trip": in parallel) and waits for all before
    * the transaction returns, so one request per server asks the same, and answers no later
    * than the slowest key did. Only failures differ: the keys of one server share the
@@ -349,9 +331,7 @@ public final class K2Server extends ServerActor {
     count("round2_requests");
     long ts = req.getTs();
     if (req.getKeysCount() == 0) {
-      checkShard(req.getKey());
-      readByTime(req.getKey(), ts, new Single(m));
-      return;
+      throw new MalformedMessageException("a second-round request names no key");
     }
     req.getKeysList().forEach(this::checkShard); // all refused before any waits
     Batch batch = new Batch(m, req.getKeysCount());

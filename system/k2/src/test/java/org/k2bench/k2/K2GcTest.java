@@ -23,7 +23,6 @@ import org.k2bench.core.topology.Placement;
 import org.k2bench.core.transport.Endpoint;
 import org.k2bench.core.transport.RemoteException;
 import org.k2bench.k2.proto.ReadByTimeReply;
-import org.k2bench.k2.proto.ReadByTimeRequest;
 import org.k2bench.k2.proto.ReadReply;
 import org.k2bench.k2.proto.ReadRequest;
 import org.k2bench.k2.proto.VersionInfo;
@@ -64,8 +63,7 @@ class K2GcTest {
   }
 
   static ReadByTimeReply secondRound(int server, String key, long ts) throws Exception {
-    return raw.call(server, ReadByTimeRequest.newBuilder().setKey(key).setTs(ts).build(),
-        ReadByTimeReply.class).get(5, TimeUnit.SECONDS);
+    return TestCluster.readByTime(raw, server, key, ts).get(5, TimeUnit.SECONDS);
   }
 
   /** Supersedes the key's version and waits past the GC window, then commits again (GC is lazy). */

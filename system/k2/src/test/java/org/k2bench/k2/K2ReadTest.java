@@ -2,6 +2,7 @@ package org.k2bench.k2;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.k2bench.core.testing.Clusters.CA;
 import static org.k2bench.core.testing.Clusters.LDN;
@@ -19,6 +20,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
@@ -180,8 +182,7 @@ class K2ReadTest {
     int server = placement.serverFor(VA, k);
     cluster.client(VA).write(k, row("v1"));
     try (Pending p = Pending.prepare(62_000, server, k, "v2")) {
-      CompletableFuture<ReadByTimeReply> read = p.coordinator().call(server,
-          ReadByTimeRequest.newBuilder().setKey(k).setTs(p.ts()).build(), ReadByTimeReply.class);
+      CompletableFuture<ReadByTimeReply> read = TestCluster.readByTime(p.coordinator(), server, k, p.ts());
       Clusters.sleep(200);
       assertFalse(read.isDone(), "the read at ts must wait for the transaction prepared below ts"
           + (read.isDone() ? "; it returned " + str(read.get().getValue()) : ""));
@@ -257,6 +258,24 @@ class K2ReadTest {
       assertEquals(p.evt(), r.get(0).getVersion(), "the committed transaction is the version valid at ts");
       assertEquals(requests + 1, cluster.stat(VA, "round2_requests"));
       assertEquals(keys + 2, cluster.stat(VA, "round2_keys"));
+    }
+  }
+
+  /** A second-round request naming no key is refused with a line saying so; the server goes on. */
+  @Test
+  void aSecondRoundRequestWithoutKeysIsRefused() throws Exception {
+    String k = key("c-nokeys", VA, CA);
+    int server = placement.serverFor(VA, k);
+    cluster.client(VA).write(k, row("n1"));
+    Endpoint raw = cluster.transport().openClient(62_002, VA, Runnable::run, m -> { });
+    try {
+      ExecutionException e = assertThrows(ExecutionException.class, () -> raw.call(server,
+          ReadByTimeRequest.newBuilder().setTs(1).build(), ReadByTimeReplies.class).get(5, TimeUnit.SECONDS));
+      assertTrue(e.getCause().getMessage().contains("names no key"), e.getCause().getMessage());
+      long now = cluster.server(server).endpoint().clock().now();
+      assertEquals("n1", str(TestCluster.readByTime(raw, server, k, now).get(5, TimeUnit.SECONDS).getValue()));
+    } finally {
+      raw.close();
     }
   }
 

@@ -32,7 +32,6 @@ import org.k2bench.core.txn.proto.ReplicateAck;
 import org.k2bench.core.txn.proto.ReplicatedKey;
 import org.k2bench.core.txn.proto.WotSubRequest;
 import org.k2bench.k2.proto.ReadByTimeReply;
-import org.k2bench.k2.proto.ReadByTimeRequest;
 import org.k2bench.core.testing.TestOptions;
 
 /**
@@ -171,8 +170,7 @@ class K2WaitsExpireTest {
     long ts = cluster.server(cohort).endpoint().clock().now(); // above the prepare time
     long unresolvedBefore = stat(cohort, "reads_unresolved");
 
-    CompletableFuture<ReadByTimeReply> call = raw.call(cohort,
-        ReadByTimeRequest.newBuilder().setKey(key).setTs(ts).build(), ReadByTimeReply.class);
+    CompletableFuture<ReadByTimeReply> call = TestCluster.readByTime(raw, cohort, key, ts);
     Throwable err = failure(call);
     assertTrue(err.getMessage().contains("did not commit"), err.getMessage());
     assertEquals(unresolvedBefore + 1, stat(cohort, "reads_unresolved"));

@@ -2,11 +2,13 @@ package org.k2bench.k2;
 
 import static org.junit.jupiter.api.Assertions.fail;
 
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.k2bench.core.api.ServerOptions;
 import org.k2bench.core.cluster.LocalCluster;
 import org.k2bench.core.testing.Clusters;
 import org.k2bench.core.transport.Endpoint;
+import org.k2bench.k2.proto.ReadByTimeReplies;
 import org.k2bench.k2.proto.ReadByTimeReply;
 import org.k2bench.k2.proto.ReadByTimeRequest;
 import org.k2bench.k2.proto.ReadReply;
@@ -18,6 +20,12 @@ final class TestCluster {
 
   static LocalCluster start(ServerOptions options) {
     return Clusters.start(new K2System(), options);
+  }
+
+  /** A second-round read of one key from {@code from}: a client's request to its server, with one key. */
+  static CompletableFuture<ReadByTimeReply> readByTime(Endpoint from, int server, String key, long ts) {
+    return from.call(server, ReadByTimeRequest.newBuilder().addKeys(key).setTs(ts).build(), ReadByTimeReplies.class)
+        .thenApply(r -> r.getReplies(0));
   }
 
   /**
@@ -35,8 +43,7 @@ final class TestCluster {
         raw.call(server, ReadRequest.newBuilder().addKeys(key).setReadTs(0).build(), ReadReply.class)
             .get(5, TimeUnit.SECONDS);
         long now = cluster.server(server).endpoint().clock().now();
-        ReadByTimeReply r = raw.call(server, ReadByTimeRequest.newBuilder().setKey(key).setTs(now).build(),
-            ReadByTimeReply.class).get(5, TimeUnit.SECONDS);
+        ReadByTimeReply r = readByTime(raw, server, key, now).get(5, TimeUnit.SECONDS);
         if (expected.equals(Clusters.str(r.getValue()))) {
           return;
         }

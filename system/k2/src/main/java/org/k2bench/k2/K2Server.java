@@ -328,11 +328,11 @@ public final class K2Server extends ServerActor {
    * reported is the first to happen on that server.
    */
   private void onReadByTime(Incoming m, ReadByTimeRequest req) {
-    count("round2_requests");
-    long ts = req.getTs();
     if (req.getKeysCount() == 0) {
       throw new MalformedMessageException("a second-round request names no key");
     }
+    count("round2_requests");
+    long ts = req.getTs();
     req.getKeysList().forEach(this::checkShard); // all refused before any waits
     Batch batch = new Batch(m, req.getKeysCount());
     for (int i = 0; i < req.getKeysCount(); i++) {

@@ -269,9 +269,11 @@ class K2ReadTest {
     cluster.client(VA).write(k, row("n1"));
     Endpoint raw = cluster.transport().openClient(62_002, VA, Runnable::run, m -> { });
     try {
+      long requests = cluster.stat(VA, "round2_requests");
       ExecutionException e = assertThrows(ExecutionException.class, () -> raw.call(server,
           ReadByTimeRequest.newBuilder().setTs(1).build(), ReadByTimeReplies.class).get(5, TimeUnit.SECONDS));
       assertTrue(e.getCause().getMessage().contains("names no key"), e.getCause().getMessage());
+      assertEquals(requests, cluster.stat(VA, "round2_requests"), "a refused request is not counted");
       long now = cluster.server(server).endpoint().clock().now();
       assertEquals("n1", str(TestCluster.readByTime(raw, server, k, now).get(5, TimeUnit.SECONDS).getValue()));
     } finally {

@@ -300,21 +300,19 @@ public final class K2Server extends ServerActor {
   }
 
   /** Where one key's second-round answer goes: its slot in its request's reply. */
-  private abstract static class Answer {
-    final Incoming m;
-
-    Answer(Incoming m) {
-      this.m = m;
-    }
-
+  private record Answer(Batch batch, int slot) {
     /** The reading client (whose session's own writes localValue may serve). */
     int reader() {
-      return m.from();
+      return batch.m.from();
     }
 
-    abstract void ok(ReadByTimeReply reply);
+    void ok(ReadByTimeReply reply) {
+      batch.ok(slot, reply);
+    }
 
-    abstract void error(String message);
+    void error(String message) {
+      batch.error(message);
+    }
   }
 
   /**
@@ -354,23 +352,21 @@ public final class K2Server extends ServerActor {
     }
 
     Answer slot(int i) {
-      return new Answer(m) {
-        @Override
-        void ok(ReadByTimeReply reply) {
-          answers[i] = reply;
-          if (--missing == 0 && !failed) {
-            m.reply(ReadByTimeReplies.newBuilder().addAllReplies(java.util.Arrays.asList(answers)).build());
-          }
-        }
+      return new Answer(this, i);
+    }
 
-        @Override
-        void error(String message) {
-          if (!failed) { // the transaction fails, with the first error of its keys here
-            failed = true;
-            m.replyError(message);
-          }
-        }
-      };
+    void ok(int i, ReadByTimeReply reply) {
+      answers[i] = reply;
+      if (--missing == 0 && !failed) {
+        m.reply(ReadByTimeReplies.newBuilder().addAllReplies(java.util.Arrays.asList(answers)).build());
+      }
+    }
+
+    void error(String message) {
+      if (!failed) { // the transaction fails, with the first error of its keys here
+        failed = true;
+        m.replyError(message);
+      }
     }
   }
 

@@ -445,4 +445,7 @@ def echo_line(echo: dict, climbs: list) -> str:
             f"windows {', '.join(f'{r:,}' for r in echo.get('repeats', []))})" + "".join(f" {f}" for f in flags))
     peaks = [f"{c.system} {c.peak['ops_per_s']:,.0f} ops/s = {100 * c.peak['ops_per_s'] / e:.2f}%"
              for c in climbs if c.setting == "default" and c.peak]
-    return line + ("; peaks against it: " + ", ".join(peaks) if peaks else "")
+    # The echo crosses gRPC on loopback, which a local run's in-process messages never do, and it
+    # moved x1.8 in ten days on one machine (docs/performance.md): say so beside the ratios.
+    return line + ("; peaks against it (gRPC over loopback, a path local runs do not take: compare builds "
+                   "on one day, not these ratios between days): " + ", ".join(peaks) if peaks else "")

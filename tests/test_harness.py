@@ -309,6 +309,21 @@ def test_a_normal_start_records_every_clients_first_operation_within_the_bound(t
     assert record["start_skew_s"] == start["clients"]["client-VA"]["skew_s"] and record["exit_code"] is not None
 
 
+def test_closed_loop_sessions_share_threads_and_paced_ones_keep_their_own(tmp_path, monkeypatch):
+    # Unpaced: the workload may drive sessions_per_thread sessions on one thread (TxnWorkload
+    # decides by the system's client); paced, it is not asked to.
+    unpaced = {"clients": {"threads_per_dc": 4, "sessions_per_thread": 3},
+               "duration": {"warmup_s": 0, "measure_s": 1, "cooldown_s": 0}}
+    for d in ("unpaced", "paced"):
+        (tmp_path / d).mkdir()
+    t, *_ = run_trial(tmp_path / "unpaced", monkeypatch, "run", unpaced)
+    props = (t.dir / "clients" / "client-VA.properties").read_text().splitlines()
+    assert "k2bench.sessions_per_thread=3" in props, props
+    t, *_ = run_trial(tmp_path / "paced", monkeypatch, "run", SHORT)
+    props = (t.dir / "clients" / "client-VA.properties").read_text()
+    assert "sessions_per_thread" not in props, props
+
+
 def test_a_start_file_that_arrives_late_fails_the_trial_with_the_skew(tmp_path, monkeypatch):
     monkeypatch.setenv(TEST_START_DELAY_ENV, "localhost=3")
     t, host, manifest, error = run_trial(tmp_path, monkeypatch, "run", SHORT)

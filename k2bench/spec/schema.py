@@ -140,6 +140,10 @@ class Server:
 @dataclass(frozen=True)
 class Clients:
     threads_per_dc: int = param(int, 8, _at_least_1, "client threads (sessions) per datacenter")
+    sessions_per_thread: int = param(int, 64, _at_least_1, "closed-loop sessions one client thread drives "
+                                     "together, for systems whose clients never block, unpaced and without "
+                                     "read-write transactions (else a thread per session); 1: always a thread "
+                                     "per session")
     target_ops_per_s_per_dc: float | None = param(float, None, _pos, "offered load per datacenter (open loop); null: "
                                                   "closed loop")
     heap_mb: int = param(int, 512, _at_least_1, "each client JVM's heap")

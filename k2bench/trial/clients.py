@@ -43,6 +43,8 @@ def start_clients(run: Running) -> None:
                       "k2bench.history": slot.host.path(f"{t.rel}/clients/history-{slot.name}.jsonl"),
                       # a safety net only: the workload stops itself at start + run_s
                       "maxexecutiontime": int(total + CLIENT_START_TIMEOUT_S + 60)}
+            if share.target is None:  # a paced session needs its own thread (TxnWorkload)
+                props["k2bench.sessions_per_thread"] = cl["sessions_per_thread"]
             if run.in_server:
                 props["k2bench.colocated"] = "true"
             args = ["-t", "-s", "-P", props_file(t, slot.host, slot.name, props), "-threads", str(share.threads)]

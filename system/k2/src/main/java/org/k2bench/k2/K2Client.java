@@ -23,8 +23,9 @@ import org.k2bench.core.txn.WriteClient;
 /**
  * K2's client library (K2 paper §III-B): routes operations to the servers of its own
  * datacenter and tracks the session's causal metadata, the one-hop dependencies
- * {@code deps} and the read timestamp {@code read_ts}. One instance is one session; calls
- * are serialized.
+ * {@code deps} and the read timestamp {@code read_ts}. One instance is one session, with
+ * one operation at a time; an operation's steps run on the threads that deliver its
+ * replies ({@link #nonBlocking}).
  */
 public final class K2Client implements KvClient {
   private final Topology topology;
@@ -63,11 +64,21 @@ public final class K2Client implements KvClient {
   }
 
   @Override
+  public boolean nonBlocking() {
+    return true;
+  }
+
+  @Override
   public synchronized ReadResult readTxn(Collection<String> keys) {
+    return Calls.join(readTxnAsync(keys));
+  }
+
+  @Override
+  public CompletableFuture<ReadResult> readTxnAsync(Collection<String> keys) {
     if (keys.isEmpty()) {
       throw new IllegalArgumentException("a read-only transaction needs at least one key");
     }
-    return ReadOnlyTransaction.run(this, keys);
+    return ReadOnlyTransaction.start(this, keys);
   }
 
   /**
@@ -77,11 +88,17 @@ public final class K2Client implements KvClient {
    */
   @Override
   public synchronized WriteResult writeTxn(Map<String, Row> writes) {
-    WriteClient.Committed c = writer.commit(writes, this::localServerFor, deps);
-    deps.wrote(c.coordinatorKey(), c.version());
-    readTs = Math.max(readTs, c.version());
-    sessionCache.onWrite(writes, c.version());
-    return new WriteResult(c.version(), 0);
+    return Calls.join(writeTxnAsync(writes));
+  }
+
+  @Override
+  public CompletableFuture<WriteResult> writeTxnAsync(Map<String, Row> writes) {
+    return writer.commitAsync(writes, this::localServerFor, deps).thenApply(c -> {
+      deps.wrote(c.coordinatorKey(), c.version());
+      readTs = Math.max(readTs, c.version());
+      sessionCache.onWrite(writes, c.version());
+      return new WriteResult(c.version(), 0);
+    });
   }
 
   @Override
@@ -117,13 +134,10 @@ public final class K2Client implements KvClient {
     return out;
   }
 
+  /** A call that fails as an operation does after the RPC timeout ({@link Calls#within}). */
   <T extends com.google.protobuf.Message> CompletableFuture<T> call(int server,
-      com.google.protobuf.Message req, Class<T> type) {
-    return ep.call(server, req, type);
-  }
-
-  <T> T await(CompletableFuture<T> f, String what) {
-    return Calls.await(f, what, options.rpcTimeoutMs());
+      com.google.protobuf.Message req, Class<T> type, String what) {
+    return Calls.within(ep.call(server, req, type), what, options.rpcTimeoutMs());
   }
 
   SessionCache sessionCache() {

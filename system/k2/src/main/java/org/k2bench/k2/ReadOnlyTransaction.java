@@ -41,41 +41,57 @@ import org.k2bench.k2.proto.VersionInfo;
  * possible wide-area round.
  */
 final class ReadOnlyTransaction {
-  private ReadOnlyTransaction() {}
+  private final K2Client client;
+  private final List<String> keys;
+  private final long readTs;
+  private final Map<String, Row> rows = new HashMap<>();
+  private final Map<String, Long> versions = new HashMap<>();
+  private final Map<String, Double> staleness = new HashMap<>();
+  private final Set<String> nonReplica = new java.util.HashSet<>();
+  private long ts;
+  private double snapshotLag;
 
-  static ReadResult run(K2Client client, Collection<String> keysIn) {
-    List<String> keys = List.copyOf(new java.util.LinkedHashSet<>(keysIn));
-    long readTs = client.readTs();
+  private ReadOnlyTransaction(K2Client client, Collection<String> keysIn) {
+    this.client = client;
+    this.keys = List.copyOf(new java.util.LinkedHashSet<>(keysIn));
+    this.readTs = client.readTs();
+  }
 
-    // 1st round: every version valid at or after read_ts, from the local servers.
-    Map<Integer, List<String>> byServer = client.groupByLocalServer(keys);
+  /**
+   * Runs the transaction as callbacks on its replies: each round's requests go out at once,
+   * and the next step runs on the thread that delivers the round's last reply.
+   */
+  static CompletableFuture<ReadResult> start(K2Client client, Collection<String> keys) {
+    return new ReadOnlyTransaction(client, keys).round1();
+  }
+
+  /** 1st round: every version valid at or after read_ts, from the local servers. */
+  private CompletableFuture<ReadResult> round1() {
     List<CompletableFuture<ReadReply>> round1 = new ArrayList<>();
-    for (Map.Entry<Integer, List<String>> e : byServer.entrySet()) {
-      round1.add(client.call(e.getKey(),
-          ReadRequest.newBuilder().addAllKeys(e.getValue()).setReadTs(readTs).build(), ReadReply.class));
-    }
+    client.groupByLocalServer(keys).forEach((server, ks) -> round1.add(client.call(server,
+        ReadRequest.newBuilder().addAllKeys(ks).setReadTs(readTs).build(), ReadReply.class,
+        "read-only transaction, first round")));
+    return CompletableFuture.allOf(round1.toArray(CompletableFuture[]::new))
+        .thenCompose(done -> round2(round1.stream().map(CompletableFuture::join).toList()));
+  }
+
+  /** find_ts over the first round's versions, then the 2nd round for the keys without a value at ts. */
+  private CompletableFuture<ReadResult> round2(List<ReadReply> replies) {
     Map<String, List<VersionInfo>> vers = new HashMap<>();
     double readTsLag = 0;
-    for (CompletableFuture<ReadReply> f : round1) {
-      ReadReply reply = client.await(f, "read-only transaction, first round");
+    for (ReadReply reply : replies) {
       readTsLag = Math.max(readTsLag, reply.getReadTsLagMs());
       for (KeyVersions kv : reply.getKeysList()) {
         vers.put(kv.getKey(), withSessionValues(kv, client.sessionCache()));
       }
     }
-
-    Set<String> nonReplica = new java.util.HashSet<>();
     for (String k : keys) {
       if (!client.isReplicaKey(k)) {
         nonReplica.add(k);
       }
     }
-    long ts = findTs(vers, readTs, nonReplica);
-    double snapshotLag = snapshotLagMs(vers, ts, readTs, readTsLag);
-
-    Map<String, Row> rows = new LinkedHashMap<>();
-    Map<String, Long> versions = new LinkedHashMap<>();
-    Map<String, Double> staleness = new LinkedHashMap<>();
+    ts = findTs(vers, readTs, nonReplica);
+    snapshotLag = snapshotLagMs(vers, ts, readTs, readTsLag);
     Map<Integer, List<String>> round2Keys = new LinkedHashMap<>();
     for (String k : keys) {
       VersionInfo v = validAt(vers.get(k), ts);
@@ -90,21 +106,30 @@ final class ReadOnlyTransaction {
     // 2nd round: read_by_time at ts, one request per local server with all of its keys
     // (each still read, waited for and fetched on its own there); the server fetches from
     // a replica DC if needed.
-    Map<Integer, CompletableFuture<ReadByTimeReplies>> round2 = new LinkedHashMap<>();
-    round2Keys.forEach((server, ks) -> round2.put(server, client.call(server,
-        ReadByTimeRequest.newBuilder().addAllKeys(ks).setTs(ts).build(), ReadByTimeReplies.class)));
+    List<List<String>> asked = new ArrayList<>();
+    List<CompletableFuture<ReadByTimeReplies>> round2 = new ArrayList<>();
+    round2Keys.forEach((server, ks) -> {
+      asked.add(ks);
+      round2.add(client.call(server, ReadByTimeRequest.newBuilder().addAllKeys(ks).setTs(ts).build(),
+          ReadByTimeReplies.class, "read-only transaction, second round"));
+    });
+    return CompletableFuture.allOf(round2.toArray(CompletableFuture[]::new))
+        .thenApply(done -> finish(asked, round2.stream().map(CompletableFuture::join).toList()));
+  }
+
+  private ReadResult finish(List<List<String>> asked, List<ReadByTimeReplies> replies) {
     int wanRounds = 0;
     int remoteKeys = 0;
-    for (Map.Entry<Integer, CompletableFuture<ReadByTimeReplies>> e : round2.entrySet()) {
-      List<String> asked = round2Keys.get(e.getKey());
-      List<ReadByTimeReply> answers = client.await(e.getValue(), "read-only transaction, second round").getRepliesList();
-      if (answers.size() != asked.size()) {
+    for (int s = 0; s < replies.size(); s++) {
+      List<String> ks = asked.get(s);
+      List<ReadByTimeReply> answers = replies.get(s).getRepliesList();
+      if (answers.size() != ks.size()) {
         throw new org.k2bench.core.api.OperationFailedException("second round: " + answers.size()
-            + " answers for " + asked.size() + " keys", null);
+            + " answers for " + ks.size() + " keys", null);
       }
       for (int i = 0; i < answers.size(); i++) {
         ReadByTimeReply r = answers.get(i);
-        String k = asked.get(i);
+        String k = ks.get(i);
         rows.put(k, r.getValue());
         versions.put(k, r.getVersion());
         staleness.put(k, r.getStalenessMs());

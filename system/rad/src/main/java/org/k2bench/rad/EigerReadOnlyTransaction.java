@@ -8,7 +8,6 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
-import org.k2bench.core.api.Calls;
 import org.k2bench.core.api.ReadResult;
 import org.k2bench.core.data.Row;
 import org.k2bench.rad.proto.CurrentVersion;
@@ -43,28 +42,49 @@ final class EigerReadOnlyTransaction {
   private static final boolean SKIP_SECOND_ROUND =
       org.k2bench.core.testing.Mutants.active(RadMutants.RAD_SKIP_SECOND_ROUND);
 
-  private EigerReadOnlyTransaction() {}
+  private final RadClient client;
+  private final List<String> keys;
+  private final Map<String, Row> rows = new HashMap<>();
+  private final Map<String, Long> versions = new HashMap<>();
+  private final Map<String, Double> staleness = new HashMap<>();
+  private boolean round1Remote;
+  private boolean round2Remote;
 
-  static ReadResult run(RadClient client, Collection<String> keysIn) {
-    List<String> keys = List.copyOf(new LinkedHashSet<>(keysIn));
+  private EigerReadOnlyTransaction(RadClient client, Collection<String> keysIn) {
+    this.client = client;
+    this.keys = List.copyOf(new LinkedHashSet<>(keysIn));
+  }
+
+  /**
+   * Runs the transaction as callbacks on its replies: each round's requests go out at once,
+   * and the next step runs on the thread that delivers the round's last reply.
+   */
+  static CompletableFuture<ReadResult> start(RadClient client, Collection<String> keys) {
+    return new EigerReadOnlyTransaction(client, keys).round1();
+  }
+
+  private CompletableFuture<ReadResult> round1() {
     Map<Integer, List<String>> byServer = new HashMap<>();
     for (String k : keys) {
       byServer.computeIfAbsent(client.homeServer(k), s -> new ArrayList<>()).add(k);
     }
-    boolean round1Remote = false;
     List<CompletableFuture<ReadReply>> round1 = new ArrayList<>();
     for (Map.Entry<Integer, List<String>> e : byServer.entrySet()) {
       round1Remote |= client.isRemote(e.getKey());
-      round1.add(client.endpoint().call(e.getKey(),
-          ReadRequest.newBuilder().addAllKeys(e.getValue()).build(), ReadReply.class));
+      round1.add(client.call(e.getKey(), ReadRequest.newBuilder().addAllKeys(e.getValue()).build(),
+          ReadReply.class, "read-only transaction, first round"));
     }
+    return CompletableFuture.allOf(round1.toArray(CompletableFuture[]::new))
+        .thenCompose(done -> round2(round1.stream().map(CompletableFuture::join).toList()));
+  }
+
+  private CompletableFuture<ReadResult> round2(List<ReadReply> replies) {
     Map<String, CurrentVersion> current = new HashMap<>();
-    for (CompletableFuture<ReadReply> f : round1) {
-      for (CurrentVersion v : Calls.await(f, "read-only transaction, first round", client.timeoutMs()).getKeysList()) {
+    for (ReadReply r : replies) {
+      for (CurrentVersion v : r.getKeysList()) {
         current.put(v.getKey(), v);
       }
     }
-
     long effective = client.readFloor(); // causality across the session's transactions (RadClient)
     for (CurrentVersion v : current.values()) {
       effective = Math.max(effective, v.getEvt());
@@ -72,9 +92,6 @@ final class EigerReadOnlyTransaction {
     for (String k : keys) {
       effective = Math.max(effective, client.ownWriteVersion(k)); // read-your-writes (RadClient)
     }
-    Map<String, Row> rows = new LinkedHashMap<>();
-    Map<String, Long> versions = new LinkedHashMap<>();
-    Map<String, Double> staleness = new LinkedHashMap<>();
     Map<Integer, List<String>> round2Keys = new HashMap<>();
     for (String k : keys) {
       CurrentVersion v = current.get(k);
@@ -88,16 +105,20 @@ final class EigerReadOnlyTransaction {
       }
     }
     // Round 2: one request per server, with all of its keys.
-    boolean round2Remote = false;
     List<CompletableFuture<ReadByTimeReply>> round2 = new ArrayList<>();
     for (Map.Entry<Integer, List<String>> e : round2Keys.entrySet()) {
       round2Remote |= client.isRemote(e.getKey());
-      round2.add(client.endpoint().call(e.getKey(),
-          ReadByTimeRequest.newBuilder().addAllKeys(e.getValue()).setTs(effective).build(), ReadByTimeReply.class));
+      round2.add(client.call(e.getKey(),
+          ReadByTimeRequest.newBuilder().addAllKeys(e.getValue()).setTs(effective).build(), ReadByTimeReply.class,
+          "read-only transaction, second round"));
     }
+    return CompletableFuture.allOf(round2.toArray(CompletableFuture[]::new))
+        .thenApply(done -> finish(round2.stream().map(CompletableFuture::join).toList()));
+  }
+
+  private ReadResult finish(List<ReadByTimeReply> replies) {
     boolean statusRemote = false;
-    for (CompletableFuture<ReadByTimeReply> f : round2) {
-      ReadByTimeReply r = Calls.await(f, "read-only transaction, second round", client.timeoutMs());
+    for (ReadByTimeReply r : replies) {
       for (KeyAtTime k : r.getKeysList()) {
         rows.put(k.getKey(), k.getValue());
         versions.put(k.getKey(), k.getVersion());

@@ -3,6 +3,8 @@ package org.k2bench.rad;
 import java.util.Collection;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import org.k2bench.core.api.Calls;
 import org.k2bench.core.api.KvClient;
 import org.k2bench.core.api.ReadResult;
 import org.k2bench.core.api.ServerOptions;
@@ -72,8 +74,10 @@ final class RadClient implements KvClient {
     return placement.topology().dcOfServer(server) != dc;
   }
 
-  Endpoint endpoint() {
-    return ep;
+  /** A call that fails as an operation does after the RPC timeout ({@link Calls#within}). */
+  <T extends com.google.protobuf.Message> CompletableFuture<T> call(int server,
+      com.google.protobuf.Message req, Class<T> type, String what) {
+    return Calls.within(ep.call(server, req, type), what, options.rpcTimeoutMs());
   }
 
   /** The largest EVT the session has read (see {@link #readFloor}). */
@@ -91,10 +95,6 @@ final class RadClient implements KvClient {
     return ownWrites.getOrDefault(key, 0L);
   }
 
-  long timeoutMs() {
-    return options.rpcTimeoutMs();
-  }
-
   @Override
   public int id() {
     return ep.id();
@@ -106,27 +106,44 @@ final class RadClient implements KvClient {
   }
 
   @Override
+  public boolean nonBlocking() {
+    return true;
+  }
+
+  @Override
   public synchronized ReadResult readTxn(Collection<String> keys) {
+    return Calls.join(readTxnAsync(keys));
+  }
+
+  @Override
+  public CompletableFuture<ReadResult> readTxnAsync(Collection<String> keys) {
     if (keys.isEmpty()) {
       throw new IllegalArgumentException("a read-only transaction needs at least one key");
     }
-    ReadResult r = EigerReadOnlyTransaction.run(this, keys);
-    r.versions().forEach((k, v) -> {
-      deps.read(k, v);
-      ownWrites.computeIfPresent(k, (key, mine) -> v >= mine ? null : mine);
+    return EigerReadOnlyTransaction.start(this, keys).thenApply(r -> {
+      r.versions().forEach((k, v) -> {
+        deps.read(k, v);
+        ownWrites.computeIfPresent(k, (key, mine) -> v >= mine ? null : mine);
+      });
+      return r;
     });
-    return r;
   }
 
   /** Eiger's write-only transaction; participants are in the group's datacenters, often remote. */
   @Override
   public synchronized WriteResult writeTxn(Map<String, Row> writes) {
-    WriteClient.Committed c = writer.commit(writes, this::homeServer, deps);
-    writes.keySet().forEach(k -> ownWrites.put(k, c.version()));
-    sawEvt(c.version()); // a client transaction's version is its EVT in this group
-    deps.wrote(c.coordinatorKey(), c.version());
-    boolean remote = c.participants().stream().anyMatch(this::isRemote);
-    return new WriteResult(c.version(), remote ? 1 : 0);
+    return Calls.join(writeTxnAsync(writes));
+  }
+
+  @Override
+  public CompletableFuture<WriteResult> writeTxnAsync(Map<String, Row> writes) {
+    return writer.commitAsync(writes, this::homeServer, deps).thenApply(c -> {
+      writes.keySet().forEach(k -> ownWrites.put(k, c.version()));
+      sawEvt(c.version()); // a client transaction's version is its EVT in this group
+      deps.wrote(c.coordinatorKey(), c.version());
+      boolean remote = c.participants().stream().anyMatch(this::isRemote);
+      return new WriteResult(c.version(), remote ? 1 : 0);
+    });
   }
 
   @Override

@@ -75,6 +75,11 @@ public final class K2BenchDB extends DB {
   }
 
   /** The trial's spec, from the file {@code k2bench.spec} names; a one-line ConfigException otherwise. */
+  /** The calling thread's binding, or null outside a YCSB client thread (tests). */
+  static K2BenchDB self() {
+    return SELF.get();
+  }
+
   static RunSpec spec(Properties p) {
     return RunSpec.read(Path.of(required(p, "k2bench.spec")));
   }
@@ -175,8 +180,7 @@ public final class K2BenchDB extends DB {
    * session of that datacenter, opened on first use with an id of its own and located here,
    * so each of its messages crosses the wide area between the two.
    */
-  static KvClient serving(KvClient now) {
-    K2BenchDB db = SELF.get();
+  static KvClient serving(K2BenchDB db, KvClient now) {
     if (db == null) {
       return now;
     }

@@ -18,6 +18,7 @@ import org.apache.commons.rng.simple.RandomSource;
 import org.k2bench.core.api.KvClient;
 import org.k2bench.core.api.ReadResult;
 import org.k2bench.core.api.RunSpec;
+import org.k2bench.core.api.WriteResult;
 import org.k2bench.core.data.Column;
 import org.k2bench.core.data.Row;
 import org.k2bench.core.metrics.IntervalLog;
@@ -68,7 +69,8 @@ import site.ycsb.measurements.Measurements;
  * <p>Properties, what is this process's own (besides YCSB's insertstart, insertcount, target):
  * {@code k2bench.hlog} (the log to write), {@code k2bench.hlog_interval_ms} (1000),
  * {@code k2bench.seed}, {@code k2bench.history}, {@code k2bench.load_local},
- * {@code k2bench.load_report}, {@code k2bench.start_file}, {@code k2bench.run_s}.
+ * {@code k2bench.load_report}, {@code k2bench.start_file}, {@code k2bench.run_s},
+ * {@code k2bench.sessions_per_thread} ({@link SessionGroup}).
  */
 public final class TxnWorkload extends Workload {
   /** Printed on stdout once every thread of this process is ready to start. */
@@ -116,56 +118,10 @@ public final class TxnWorkload extends Workload {
   private long startAtMs = -1;
   private final java.util.concurrent.atomic.AtomicBoolean firstOpSeen =
       new java.util.concurrent.atomic.AtomicBoolean();
-
-  /** Per client thread. */
-  static final class Session {
-    KvClient client;
-    final UniformRandomProvider rng;
-    final RejectionInversionZipfSampler ranks;
-    final PartitionedKeys.Samplers partitionRanks = new PartitionedKeys.Samplers();
-    /** How far the session's datacenter's own popularity order is shifted (workload locality). */
-    final long localShift;
-    /** Index of the session's next operation in its history. */
-    long nextOp;
-    /** The paced start of the operation under way (System.nanoTime), 0 when unpaced. */
-    long intendedNanos;
-    /** The next index of each client this thread used before (a redirect opens new ones). */
-    private final Map<Integer, Long> nextOpOf = new HashMap<>();
-
-    Session(KvClient client, UniformRandomProvider rng, RejectionInversionZipfSampler ranks, long localShift) {
-      this.client = client;
-      this.rng = rng;
-      this.ranks = ranks;
-      this.localShift = localShift;
-    }
-
-    /**
-     * The client for the next operation: this thread's own, or while its datacenter's
-     * clients are redirected another datacenter's ({@link K2BenchDB#serving}); the keys it
-     * draws stay its own datacenter's. Each client is a session of its own in the history.
-     */
-    void useServingClient() {
-      KvClient next = K2BenchDB.serving(client);
-      if (next != client) {
-        nextOpOf.put(client.id(), nextOp);
-        nextOp = nextOpOf.getOrDefault(next.id(), 0L);
-        client = next;
-      }
-    }
-  }
-
-  static long longProp(Properties p, String name, long dflt, long min) throws WorkloadException {
-    String v = p.getProperty(name);
-    try {
-      long x = v == null ? dflt : Long.parseLong(v.trim());
-      if (x < min) {
-        throw new WorkloadException(name + ": must be at least " + min + ", got " + x);
-      }
-      return x;
-    } catch (NumberFormatException e) {
-      throw new WorkloadException(name + ": '" + v + "' is not an integer");
-    }
-  }
+  /** {@code k2bench.sessions_per_thread}: sessions one thread drives together ({@link SessionGroup}). */
+  private int sessionsPerThread = 1;
+  private final Map<Integer, SessionGroup> groups = new java.util.concurrent.ConcurrentHashMap<>();
+  private final ThreadLocal<SessionGroup.Member> member = new ThreadLocal<>();
 
   @Override
   public void init(Properties p) throws WorkloadException {
@@ -200,17 +156,18 @@ public final class TxnWorkload extends Workload {
       default -> throw new WorkloadException(spec.file() + ": workload.key_distribution: must be zipf "
           + "or ycsb_scrambled, got '" + w.keyDistribution() + "'; regenerate it with this launcher's harness");
     };
-    seed = longProp(p, "k2bench.seed", 42, Long.MIN_VALUE);
-    long insertStart = longProp(p, INSERT_START_PROPERTY, 0, 0);
-    long insertCount = longProp(p, INSERT_COUNT_PROPERTY, n - insertStart, 0);
+    seed = Props.longProp(p, "k2bench.seed", 42, Long.MIN_VALUE);
+    long insertStart = Props.longProp(p, INSERT_START_PROPERTY, 0, 0);
+    long insertCount = Props.longProp(p, INSERT_COUNT_PROPERTY, n - insertStart, 0);
     nextLoad = new AtomicLong(insertStart);
     loadEnd = Math.min(n, insertStart + insertCount);
     loadLocal = Boolean.parseBoolean(p.getProperty("k2bench.load_local", "false"));
     loadReport = p.getProperty("k2bench.load_report");
     String start = p.getProperty("k2bench.start_file");
     startFile = start == null ? null : Path.of(start);
-    runMs = Math.round(1000 * doubleProp(p, "k2bench.run_s", 0));
-    startTimeoutMs = longProp(p, "k2bench.start_timeout_ms", 600_000, 1);
+    runMs = Math.round(1000 * Props.doubleProp(p, "k2bench.run_s", 0));
+    startTimeoutMs = Props.longProp(p, "k2bench.start_timeout_ms", 600_000, 1);
+    sessionsPerThread = (int) Math.min(Integer.MAX_VALUE, Props.longProp(p, "k2bench.sessions_per_thread", 1, 1));
     String historyPath = p.getProperty("k2bench.history");
     if (historyPath != null) {
       try {
@@ -222,7 +179,7 @@ public final class TxnWorkload extends Workload {
     String hlog = p.getProperty("k2bench.hlog");
     if (hlog != null) {
       try {
-        IntervalLog log = new IntervalLog(Path.of(hlog), longProp(p, "k2bench.hlog_interval_ms", 1000, 10));
+        IntervalLog log = new IntervalLog(Path.of(hlog), Props.longProp(p, "k2bench.hlog_interval_ms", 1000, 10));
         try {
           if (!K2BenchDB.colocated(p)) { // inside the servers' process their log has the lateness
             org.k2bench.core.metrics.ProcessMetrics.use(log); // the transport's lateness, too
@@ -235,19 +192,6 @@ public final class TxnWorkload extends Workload {
       } catch (IOException e) {
         throw new WorkloadException("k2bench.hlog: cannot write " + hlog + ": " + e.getMessage());
       }
-    }
-  }
-
-  static double doubleProp(Properties p, String name, double dflt) throws WorkloadException {
-    String v = p.getProperty(name);
-    try {
-      double x = v == null ? dflt : Double.parseDouble(v.trim());
-      if (!(x >= 0)) {
-        throw new WorkloadException(name + ": must be >= 0, got " + x);
-      }
-      return x;
-    } catch (NumberFormatException e) {
-      throw new WorkloadException(name + ": '" + v + "' is not a number");
     }
   }
 
@@ -267,6 +211,7 @@ public final class TxnWorkload extends Workload {
     UniformRandomProvider rng = RandomSource.XO_RO_SHI_RO_128_PP.create(seed * 1_000_003L + client.id());
     int dcs = K2BenchDB.placement().topology().numDcs();
     Session s = new Session(client, rng, keys.ranks(rng), client.dc() * (keys.size() / dcs));
+    Object state = state(p, s, threadId, threadCount);
     if (startFile != null) {
       awaitStart(threadCount);
     } else if (runMs > 0) {
@@ -276,7 +221,28 @@ public final class TxnWorkload extends Workload {
         }
       }
     }
-    return s;
+    return state;
+  }
+
+  /**
+   * A thread's state for YCSB: its session, or its handle on the {@link SessionGroup} that
+   * drives the session with those of the next threads (the group's first thread drives).
+   */
+  Object state(Properties p, Session s, int threadId, int threadCount) {
+    String single = sessionsPerThread == 1 ? "" : SessionGroup.whyThreadPerSession(p, rwFraction, s.client);
+    if (threadId == 0 && sessionsPerThread > 1) {
+      System.out.println(single == null
+          ? "k2bench: " + threadCount + " sessions, " + sessionsPerThread + " per driving thread"
+          : "k2bench: a thread per session (k2bench.sessions_per_thread " + sessionsPerThread + " not used: "
+              + single + ")");
+    }
+    if (single != null) {
+      return s;
+    }
+    SessionGroup.Member m = groups.computeIfAbsent(threadId / sessionsPerThread, i -> new SessionGroup(this))
+        .join(s, threadId % sessionsPerThread == 0);
+    member.set(m);
+    return m;
   }
 
   /**
@@ -342,7 +308,18 @@ public final class TxnWorkload extends Workload {
   /** Stops at the end of the run ({@code k2bench.run_s} after the start), or when YCSB asks. */
   @Override
   public boolean isStopRequested() {
+    SessionGroup.Member m = member.get();
+    return stopping() && (m == null || m.mayStop());
+  }
+
+  /** Whether the run is over (a grouped thread stops once its group has recorded everything). */
+  boolean stopping() {
     return super.isStopRequested() || System.currentTimeMillis() >= endAtMs;
+  }
+
+  /** Milliseconds to the end of the run, or a second when the end is not set. */
+  long msUntilEnd() {
+    return endAtMs == Long.MAX_VALUE ? 1_000 : endAtMs - System.currentTimeMillis();
   }
 
   /** {@code count} distinct keys by Zipf rank (or YCSB's scrambled Zipfian), the last {@code writes} to be written. */
@@ -415,7 +392,32 @@ public final class TxnWorkload extends Workload {
 
   @Override
   public boolean doTransaction(DB db, Object state) {
+    if (state instanceof SessionGroup.Member m) {
+      return m.step();
+    }
     Session s = (Session) state;
+    Op op = next(s);
+    try {
+      completed(s, op, execute(s, op));
+    } catch (RuntimeException e) {
+      failed(s, op, e);
+      if (s.intendedNanos == 0) {
+        // Unpaced, a thread whose server is dead would spin on failures that come at once
+        // (a reset connection): back off as a driver does before it tries again.
+        backOff();
+      }
+    }
+    return true;
+  }
+
+  /**
+   * One operation of a session: its kind (rot, rwt, wot, write), its keys and those it
+   * writes, its start for latency (the intended one when paced) and its actual start.
+   */
+  record Op(String kind, List<String> keys, List<String> written, long start, long began) {}
+
+  /** The session's next operation, drawn now (and the process's first-operation line). */
+  Op next(Session s) {
     if (startFile != null && !firstOpSeen.get() && firstOpSeen.compareAndSet(false, true)) {
       long now = System.currentTimeMillis();
       System.out.println(FIRST_OP_LINE + now);
@@ -449,69 +451,83 @@ public final class TxnWorkload extends Workload {
       case "rwt" -> keys.subList(keys.size() - rwWrites, keys.size());
       default -> keys;
     };
-    try {
-      switch (op) {
-        case "rot" -> {
-          ReadResult r = s.client.readTxn(keys);
-          record("rot", (System.nanoTime() - start) / 1000);
-          record("rot_rounds", r.wanRounds());
-          for (int i = 0; i < r.nonReplicaKeys(); i++) {
-            record("cache_miss", i < r.remoteKeys() ? 1 : 0); // mean over a window = miss rate
-          }
-          if (!Double.isNaN(r.snapshotLagMs())) {
-            record("snapshot_lag", Math.round(r.snapshotLagMs() * 1000));
-          }
-          for (double ms : r.stalenessMs().values()) {
-            record("staleness", Math.round(ms * 1000));
-          }
-          log(s, "rot", began, r.versions(), null, r.wanRounds(), null);
-        }
-        case "rwt" -> {
-          org.k2bench.core.api.ReadWriteTxn txn = s.client.begin();
-          ReadResult r = txn.read(keys.subList(0, keys.size() - rwWrites));
-          Map<String, Row> writes = new LinkedHashMap<>();
-          for (String k : written) {
-            writes.put(k, randomRow(s.rng));
-          }
-          txn.write(writes);
-          long version = txn.commit().version();
-          record("rwt", (System.nanoTime() - start) / 1000);
-          record("rwt_rounds", r.wanRounds());
-          if (!Double.isNaN(r.snapshotLagMs())) {
-            record("snapshot_lag", Math.round(r.snapshotLagMs() * 1000)); // PaRiS: how far the UST lags
-          }
-          for (double ms : r.stalenessMs().values()) {
-            record("staleness", Math.round(ms * 1000));
-          }
-          log(s, "rwt", began, r.versions(), sameVersion(written, version), r.wanRounds(), null);
-        }
-        case "wot" -> {
-          Map<String, Row> writes = new LinkedHashMap<>();
-          for (String k : keys) {
-            writes.put(k, randomRow(s.rng));
-          }
-          long version = s.client.writeTxn(writes).version();
-          record("wot", (System.nanoTime() - start) / 1000);
-          log(s, "wot", began, null, sameVersion(keys, version), -1, null);
-        }
-        default -> {
-          long version = s.client.write(keys.get(0), randomRow(s.rng)).version();
-          record("write", (System.nanoTime() - start) / 1000);
-          log(s, "write", began, null, Map.of(keys.get(0), version), -1, null);
-        }
+    return new Op(op, keys, written, start, began);
+  }
+
+  /** A read-write transaction's outcome: what it read, the version it wrote. */
+  private record RwtResult(ReadResult read, long version) {}
+
+  /** Runs {@code op} on the calling thread: a ReadResult, RwtResult or WriteResult. */
+  private Object execute(Session s, Op op) {
+    return switch (op.kind()) {
+      case "rot" -> s.client.readTxn(op.keys());
+      case "rwt" -> {
+        org.k2bench.core.api.ReadWriteTxn txn = s.client.begin();
+        ReadResult r = txn.read(op.keys().subList(0, op.keys().size() - rwWrites));
+        txn.write(rows(s, op.written()));
+        yield new RwtResult(r, txn.commit().version());
       }
-      return true;
-    } catch (RuntimeException e) {
-      // Recorded and counted; the thread goes on (returning false would end it for good).
-      record(op + "_error", (System.nanoTime() - start) / 1000);
-      log(s, op, began, null, written.isEmpty() ? null : nullVersions(written), -1, String.valueOf(e.getMessage()));
-      if (s.intendedNanos == 0) {
-        // Unpaced, a thread whose server is dead would spin on failures that come at once
-        // (a reset connection): back off as a driver does before it tries again.
-        backOff();
-      }
-      return true;
+      case "wot" -> s.client.writeTxn(rows(s, op.keys()));
+      default -> s.client.write(op.keys().get(0), randomRow(s.rng));
+    };
+  }
+
+  /** Starts {@code op} without blocking (a session of a {@link SessionGroup}; no rwt there). */
+  java.util.concurrent.CompletableFuture<?> start(Session s, Op op) {
+    return op.kind().equals("rot") ? s.client.readTxnAsync(op.keys()) : s.client.writeTxnAsync(rows(s, op.keys()));
+  }
+
+  private Map<String, Row> rows(Session s, List<String> keys) {
+    Map<String, Row> writes = new LinkedHashMap<>();
+    for (String k : keys) {
+      writes.put(k, randomRow(s.rng));
     }
+    return writes;
+  }
+
+  /** Records and logs a finished operation; {@code result} as {@link #execute} returns it. */
+  void completed(Session s, Op op, Object result) {
+    long latency = (System.nanoTime() - op.start()) / 1000;
+    switch (op.kind()) {
+      case "rot" -> {
+        ReadResult r = (ReadResult) result;
+        record("rot", latency);
+        recordRead("rot", r);
+        for (int i = 0; i < r.nonReplicaKeys(); i++) {
+          record("cache_miss", i < r.remoteKeys() ? 1 : 0); // mean over a window = miss rate
+        }
+        log(s, "rot", op.began(), r.versions(), null, r.wanRounds(), null);
+      }
+      case "rwt" -> {
+        RwtResult r = (RwtResult) result;
+        record("rwt", latency);
+        recordRead("rwt", r.read()); // snapshot_lag: PaRiS, how far the UST lags
+        log(s, "rwt", op.began(), r.read().versions(), sameVersion(op.written(), r.version()),
+            r.read().wanRounds(), null);
+      }
+      default -> {
+        long version = ((WriteResult) result).version();
+        record(op.kind(), latency);
+        log(s, op.kind(), op.began(), null, sameVersion(op.keys(), version), -1, null);
+      }
+    }
+  }
+
+  private void recordRead(String kind, ReadResult r) {
+    record(kind + "_rounds", r.wanRounds());
+    if (!Double.isNaN(r.snapshotLagMs())) {
+      record("snapshot_lag", Math.round(r.snapshotLagMs() * 1000));
+    }
+    for (double ms : r.stalenessMs().values()) {
+      record("staleness", Math.round(ms * 1000));
+    }
+  }
+
+  /** Records and logs a failed operation (the thread or session goes on). */
+  void failed(Session s, Op op, Throwable e) {
+    record(op.kind() + "_error", (System.nanoTime() - op.start()) / 1000);
+    log(s, op.kind(), op.began(), null, op.written().isEmpty() ? null : nullVersions(op.written()), -1,
+        String.valueOf(e.getMessage()));
   }
 
   /** How long an unpaced thread waits after a failed operation. */

@@ -45,7 +45,7 @@ class KeyDistributionTest {
     TxnWorkload w = TxnWorkloadTest.workload(props(distribution));
     UniformRandomProvider rng = RandomSource.XO_RO_SHI_RO_128_PP.create(1L);
     // The session's sampler as initThread builds it (the workload's keyspace: 20,000 keys, 0.99).
-    TxnWorkload.Session s = new TxnWorkload.Session(new TxnWorkloadTest.FakeClient(), rng,
+    Session s = new Session(new TxnWorkloadTest.FakeClient(), rng,
         new KeySpace(KEYS, 0.99).ranks(RandomSource.XO_RO_SHI_RO_128_PP.create(2L)), 0);
     int[] counts = new int[KEYS];
     for (int i = 0; i < DRAWS; i++) {

@@ -142,8 +142,8 @@ class TxnWorkloadTest {
   }
 
   /** A session whose datacenter's own popularity order is shifted by {@code shift} ids. */
-  static TxnWorkload.Session session(KvClient client, long shift) {
-    return new TxnWorkload.Session(client, org.apache.commons.rng.simple.RandomSource.XO_RO_SHI_RO_128_PP.create(1L),
+  static Session session(KvClient client, long shift) {
+    return new Session(client, org.apache.commons.rng.simple.RandomSource.XO_RO_SHI_RO_128_PP.create(1L),
         new KeySpace(10_000, 1.2).ranks(org.apache.commons.rng.simple.RandomSource.XO_RO_SHI_RO_128_PP.create(2L)),
         shift);
   }
@@ -151,8 +151,8 @@ class TxnWorkloadTest {
   @Test
   void withLocalityEachDatacenterDrawsFromItsOwnHotSet() throws Exception {
     TxnWorkload w = workload(props(0, "locality", 1.0));
-    TxnWorkload.Session home = session(new FakeClient(), 0);
-    TxnWorkload.Session away = session(new FakeClient(), 5_000);
+    Session home = session(new FakeClient(), 0);
+    Session away = session(new FakeClient(), 5_000);
     for (int i = 0; i < 2_000; i++) { // the same draws, each moved by the datacenter's shift
       long a = Long.parseLong(w.chooseKeys(home, 1, 0).get(0).substring(4));
       long b = Long.parseLong(w.chooseKeys(away, 1, 0).get(0).substring(4));

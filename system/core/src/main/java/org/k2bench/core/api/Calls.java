@@ -5,9 +5,48 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 
-/** Blocking on a call from a client session, with the failure turned into an operation error. */
+/**
+ * A client session's calls, with a failure turned into an operation error: blocking on one
+ * ({@link #await}), or the same without blocking ({@link #within}, {@link #join}).
+ */
 public final class Calls {
   private Calls() {}
+
+  /**
+   * {@link #await} without blocking: {@code f}, failing after {@code timeoutMs} or with its
+   * own error as the {@link OperationFailedException} await would throw. The timeout
+   * completes {@code f} itself, so a typed call forgets its reply as a cancelled one does.
+   */
+  public static <T> CompletableFuture<T> within(CompletableFuture<T> f, String what, long timeoutMs) {
+    return f.orTimeout(timeoutMs, TimeUnit.MILLISECONDS).handle((v, e) -> {
+      if (e == null) {
+        return v;
+      }
+      Throwable cause = e instanceof java.util.concurrent.CompletionException && e.getCause() != null ? e.getCause() : e;
+      if (cause instanceof TimeoutException) {
+        throw new OperationFailedException(what + " timed out after " + timeoutMs + " ms", cause);
+      }
+      if (cause instanceof OperationFailedException o) {
+        throw o;
+      }
+      throw new OperationFailedException(what + " failed: " + cause.getMessage(), cause);
+    });
+  }
+
+  /**
+   * Waits for an operation made of calls each bounded by {@link #within}, so the wait ends;
+   * throws its {@link OperationFailedException} (or any other error) as such.
+   */
+  public static <T> T join(CompletableFuture<T> f) {
+    try {
+      return f.join();
+    } catch (java.util.concurrent.CompletionException e) {
+      if (e.getCause() instanceof RuntimeException r) {
+        throw r;
+      }
+      throw new OperationFailedException(String.valueOf(e.getCause()), e.getCause());
+    }
+  }
 
   public static <T> T await(CompletableFuture<T> f, String what, long timeoutMs) {
     try {

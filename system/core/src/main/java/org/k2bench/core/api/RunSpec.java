@@ -90,8 +90,11 @@ public record RunSpec(int specVersion, Experiment experiment, SystemRef system, 
   public record Server(String processes, long failoverTimeoutMs, double cacheFraction, int cacheVersionsPerKey,
       long gcWindowMs, long replicaRetentionMs, long txnTimeoutMs, int heapMb, @Nullable List<String> jvmArgs) {}
 
-  /** @param targetOpsPerSPerDc named: snake_case would make "...per_sper_dc" of it */
-  public record Clients(int threadsPerDc,
+  /**
+   * @param targetOpsPerSPerDc named: snake_case would make "...per_sper_dc" of it
+   * @param sessionsPerThread given to the workload by the harness as k2bench.sessions_per_thread
+   */
+  public record Clients(int threadsPerDc, int sessionsPerThread,
       @JsonProperty("target_ops_per_s_per_dc") @Nullable Double targetOpsPerSPerDc, int heapMb,
       @Nullable List<String> jvmArgs, String processes, long rpcTimeoutMs, double maxStartSkewS) {}
 

@@ -17,7 +17,7 @@ import org.k2bench.core.txn.proto.WotSubRequest;
 /**
  * The client side of a write-only transaction (K2 §III-C, Eiger): one sub-request per
  * participant, a coordinator key picked at random, the session's one-hop dependencies
- * sent to the coordinator only; blocks until the coordinator answers with the version.
+ * sent to the coordinator only; done when the coordinator answers with the version.
  */
 public final class WriteClient {
   private final Endpoint ep;
@@ -39,6 +39,12 @@ public final class WriteClient {
    * @param deps the session's one-hop dependencies
    */
   public Committed commit(Map<String, Row> writes, ToIntFunction<String> participantOf, OneHopDeps deps) {
+    return Calls.join(commitAsync(writes, participantOf, deps));
+  }
+
+  /** {@link #commit} without blocking: completes on the thread that delivers the coordinator's answer. */
+  public CompletableFuture<Committed> commitAsync(Map<String, Row> writes, ToIntFunction<String> participantOf,
+      OneHopDeps deps) {
     if (writes.isEmpty()) {
       throw new IllegalArgumentException("a write-only transaction needs at least one key");
     }
@@ -65,7 +71,8 @@ public final class WriteClient {
         ep.send(e.getKey(), sub.build());
       }
     }
-    long version = Calls.await(reply, "write-only transaction", timeoutMs).getVersion();
-    return new Committed(version, coordinatorKey, List.copyOf(byParticipant.keySet()));
+    List<Integer> participants = List.copyOf(byParticipant.keySet());
+    return Calls.within(reply, "write-only transaction", timeoutMs)
+        .thenApply(r -> new Committed(r.getVersion(), coordinatorKey, participants));
   }
 }

@@ -9,6 +9,7 @@ import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.concurrent.CompletableFuture;
+import org.k2bench.core.api.Calls;
 import org.k2bench.core.api.ReadResult;
 import org.k2bench.core.data.Row;
 import org.k2bench.k2.proto.KeyVersions;
@@ -44,9 +45,9 @@ final class ReadOnlyTransaction {
   private final K2Client client;
   private final List<String> keys;
   private final long readTs;
-  private final Map<String, Row> rows = new HashMap<>();
-  private final Map<String, Long> versions = new HashMap<>();
-  private final Map<String, Double> staleness = new HashMap<>();
+  private final Map<String, Row> rows = new LinkedHashMap<>();
+  private final Map<String, Long> versions = new LinkedHashMap<>();
+  private final Map<String, Double> staleness = new LinkedHashMap<>();
   private final Set<String> nonReplica = new java.util.HashSet<>();
   private long ts;
   private double snapshotLag;
@@ -71,8 +72,7 @@ final class ReadOnlyTransaction {
     client.groupByLocalServer(keys).forEach((server, ks) -> round1.add(client.call(server,
         ReadRequest.newBuilder().addAllKeys(ks).setReadTs(readTs).build(), ReadReply.class,
         "read-only transaction, first round")));
-    return CompletableFuture.allOf(round1.toArray(CompletableFuture[]::new))
-        .thenCompose(done -> round2(round1.stream().map(CompletableFuture::join).toList()));
+    return Calls.all(round1).thenCompose(this::round2);
   }
 
   /** find_ts over the first round's versions, then the 2nd round for the keys without a value at ts. */
@@ -113,8 +113,7 @@ final class ReadOnlyTransaction {
       round2.add(client.call(server, ReadByTimeRequest.newBuilder().addAllKeys(ks).setTs(ts).build(),
           ReadByTimeReplies.class, "read-only transaction, second round"));
     });
-    return CompletableFuture.allOf(round2.toArray(CompletableFuture[]::new))
-        .thenApply(done -> finish(asked, round2.stream().map(CompletableFuture::join).toList()));
+    return Calls.all(round2).thenApply(answers -> finish(asked, answers));
   }
 
   private ReadResult finish(List<List<String>> asked, List<ReadByTimeReplies> replies) {

@@ -8,6 +8,7 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import org.k2bench.core.api.Calls;
 import org.k2bench.core.api.ReadResult;
 import org.k2bench.core.data.Row;
 import org.k2bench.rad.proto.CurrentVersion;
@@ -44,9 +45,9 @@ final class EigerReadOnlyTransaction {
 
   private final RadClient client;
   private final List<String> keys;
-  private final Map<String, Row> rows = new HashMap<>();
-  private final Map<String, Long> versions = new HashMap<>();
-  private final Map<String, Double> staleness = new HashMap<>();
+  private final Map<String, Row> rows = new LinkedHashMap<>();
+  private final Map<String, Long> versions = new LinkedHashMap<>();
+  private final Map<String, Double> staleness = new LinkedHashMap<>();
   private boolean round1Remote;
   private boolean round2Remote;
 
@@ -74,8 +75,7 @@ final class EigerReadOnlyTransaction {
       round1.add(client.call(e.getKey(), ReadRequest.newBuilder().addAllKeys(e.getValue()).build(),
           ReadReply.class, "read-only transaction, first round"));
     }
-    return CompletableFuture.allOf(round1.toArray(CompletableFuture[]::new))
-        .thenCompose(done -> round2(round1.stream().map(CompletableFuture::join).toList()));
+    return Calls.all(round1).thenCompose(this::round2);
   }
 
   private CompletableFuture<ReadResult> round2(List<ReadReply> replies) {
@@ -112,8 +112,7 @@ final class EigerReadOnlyTransaction {
           ReadByTimeRequest.newBuilder().addAllKeys(e.getValue()).setTs(effective).build(), ReadByTimeReply.class,
           "read-only transaction, second round"));
     }
-    return CompletableFuture.allOf(round2.toArray(CompletableFuture[]::new))
-        .thenApply(done -> finish(round2.stream().map(CompletableFuture::join).toList()));
+    return Calls.all(round2).thenApply(this::finish);
   }
 
   private ReadResult finish(List<ReadByTimeReply> replies) {

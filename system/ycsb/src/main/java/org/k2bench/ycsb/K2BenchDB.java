@@ -74,12 +74,12 @@ public final class K2BenchDB extends DB {
     return c;
   }
 
-  /** The trial's spec, from the file {@code k2bench.spec} names; a one-line ConfigException otherwise. */
   /** The calling thread's binding, or null outside a YCSB client thread (tests). */
   static K2BenchDB self() {
     return SELF.get();
   }
 
+  /** The trial's spec, from the file {@code k2bench.spec} names; a one-line ConfigException otherwise. */
   static RunSpec spec(Properties p) {
     return RunSpec.read(Path.of(required(p, "k2bench.spec")));
   }

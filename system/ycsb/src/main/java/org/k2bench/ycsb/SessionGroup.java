@@ -35,7 +35,8 @@ final class SessionGroup {
   private int inFlight;
   private volatile boolean finished;
 
-  private record Done(Session session, TxnWorkload.Op op, Object result, Throwable error) {}
+  /** An operation's outcome, at the time its last reply came (latency and history end there). */
+  private record Done(Session session, TxnWorkload.Op op, Object result, Throwable error, long endNanos) {}
 
   private record Resting(Session session, long untilNanos) {}
 
@@ -91,6 +92,10 @@ final class SessionGroup {
   private boolean drive() {
     try {
       while (true) {
+        if (workload.stopping()) { // before starting anything: no operation begins after the end
+          drain();
+          return true;
+        }
         Session s;
         while ((s = joining.poll()) != null) {
           issue(s);
@@ -98,10 +103,6 @@ final class SessionGroup {
         long now = System.nanoTime();
         while (!resting.isEmpty() && resting.peek().untilNanos() <= now) {
           issue(resting.poll().session());
-        }
-        if (workload.stopping()) {
-          drain();
-          return true;
         }
         long waitNs = resting.isEmpty() ? TimeUnit.MILLISECONDS.toNanos(100)
             : Math.min(TimeUnit.MILLISECONDS.toNanos(100), resting.peek().untilNanos() - now);
@@ -132,20 +133,20 @@ final class SessionGroup {
     TxnWorkload.Op op = workload.next(s);
     inFlight++;
     try {
-      workload.start(s, op).whenComplete((r, e) -> done.add(new Done(s, op, r, e)));
+      workload.start(s, op).whenComplete((r, e) -> done.add(new Done(s, op, r, e, System.nanoTime())));
     } catch (RuntimeException e) {
-      done.add(new Done(s, op, null, e));
+      done.add(new Done(s, op, null, e, System.nanoTime()));
     }
   }
 
   private void record(Done d) {
     inFlight--;
     if (d.error() == null) {
-      workload.completed(d.session(), d.op(), d.result());
+      workload.completed(d.session(), d.op(), d.result(), d.endNanos());
     } else {
       Throwable e = d.error() instanceof CompletionException && d.error().getCause() != null
           ? d.error().getCause() : d.error();
-      workload.failed(d.session(), d.op(), e);
+      workload.failed(d.session(), d.op(), e, d.endNanos());
     }
   }
 

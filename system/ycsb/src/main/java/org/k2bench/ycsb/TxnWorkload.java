@@ -377,10 +377,11 @@ public final class TxnWorkload extends Workload {
         try {
           long version = s.client.write(key, randomRow(s.rng)).version();
           loaded.incrementAndGet();
-          log(s, "load", start, null, Map.of(key, version), -1, null);
+          log(s, "load", start, System.nanoTime(), null, Map.of(key, version), -1, null);
           return true;
         } catch (RuntimeException e) {
-          log(s, "load", start, null, nullVersions(List.of(key)), -1, String.valueOf(e.getMessage()));
+          log(s, "load", start, System.nanoTime(), null, nullVersions(List.of(key)), -1,
+              String.valueOf(e.getMessage()));
           if (attempt == 2) {
             loadFailures.incrementAndGet();
             return true; // counted; the report tells the orchestrator
@@ -398,9 +399,10 @@ public final class TxnWorkload extends Workload {
     Session s = (Session) state;
     Op op = next(s);
     try {
-      completed(s, op, execute(s, op));
+      Object result = execute(s, op);
+      completed(s, op, result, System.nanoTime());
     } catch (RuntimeException e) {
-      failed(s, op, e);
+      failed(s, op, e, System.nanoTime());
       if (s.intendedNanos == 0) {
         // Unpaced, a thread whose server is dead would spin on failures that come at once
         // (a reset connection): back off as a driver does before it tries again.
@@ -485,9 +487,12 @@ public final class TxnWorkload extends Workload {
     return writes;
   }
 
-  /** Records and logs a finished operation; {@code result} as {@link #execute} returns it. */
-  void completed(Session s, Op op, Object result) {
-    long latency = (System.nanoTime() - op.start()) / 1000;
+  /**
+   * Records and logs an operation that finished at {@code endNanos} (its last reply, not
+   * when a driving thread got to it); {@code result} as {@link #execute} returns it.
+   */
+  void completed(Session s, Op op, Object result, long endNanos) {
+    long latency = (endNanos - op.start()) / 1000;
     switch (op.kind()) {
       case "rot" -> {
         ReadResult r = (ReadResult) result;
@@ -496,19 +501,19 @@ public final class TxnWorkload extends Workload {
         for (int i = 0; i < r.nonReplicaKeys(); i++) {
           record("cache_miss", i < r.remoteKeys() ? 1 : 0); // mean over a window = miss rate
         }
-        log(s, "rot", op.began(), r.versions(), null, r.wanRounds(), null);
+        log(s, "rot", op.began(), endNanos, r.versions(), null, r.wanRounds(), null);
       }
       case "rwt" -> {
         RwtResult r = (RwtResult) result;
         record("rwt", latency);
         recordRead("rwt", r.read()); // snapshot_lag: PaRiS, how far the UST lags
-        log(s, "rwt", op.began(), r.read().versions(), sameVersion(op.written(), r.version()),
+        log(s, "rwt", op.began(), endNanos, r.read().versions(), sameVersion(op.written(), r.version()),
             r.read().wanRounds(), null);
       }
       default -> {
         long version = ((WriteResult) result).version();
         record(op.kind(), latency);
-        log(s, op.kind(), op.began(), null, sameVersion(op.keys(), version), -1, null);
+        log(s, op.kind(), op.began(), endNanos, null, sameVersion(op.keys(), version), -1, null);
       }
     }
   }
@@ -523,10 +528,10 @@ public final class TxnWorkload extends Workload {
     }
   }
 
-  /** Records and logs a failed operation (the thread or session goes on). */
-  void failed(Session s, Op op, Throwable e) {
-    record(op.kind() + "_error", (System.nanoTime() - op.start()) / 1000);
-    log(s, op.kind(), op.began(), null, op.written().isEmpty() ? null : nullVersions(op.written()), -1,
+  /** Records and logs an operation that failed at {@code endNanos} (the thread or session goes on). */
+  void failed(Session s, Op op, Throwable e, long endNanos) {
+    record(op.kind() + "_error", (endNanos - op.start()) / 1000);
+    log(s, op.kind(), op.began(), endNanos, null, op.written().isEmpty() ? null : nullVersions(op.written()), -1,
         String.valueOf(e.getMessage()));
   }
 
@@ -542,10 +547,10 @@ public final class TxnWorkload extends Workload {
   }
 
   /** One operation into the history, if one is being kept (k2bench.history). */
-  private void log(Session s, String op, long startNanos, Map<String, Long> reads, Map<String, Long> writes,
-      int rounds, String error) {
+  private void log(Session s, String op, long startNanos, long endNanos, Map<String, Long> reads,
+      Map<String, Long> writes, int rounds, String error) {
     if (history != null) {
-      history.record(s.client.id(), s.nextOp++, op, startNanos, System.nanoTime(), reads, writes, rounds, error,
+      history.record(s.client.id(), s.nextOp++, op, startNanos, endNanos, reads, writes, rounds, error,
           s.intendedNanos);
     }
   }

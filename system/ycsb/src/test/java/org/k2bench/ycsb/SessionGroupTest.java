@@ -39,6 +39,7 @@ class SessionGroupTest {
   private final AtomicInteger underWay = new AtomicInteger();
   private final AtomicInteger mostUnderWay = new AtomicInteger();
   private final Set<String> startingThreads = ConcurrentHashMap.newKeySet();
+  private long stopNanos;
 
   @AfterEach
   void stop() {
@@ -51,6 +52,8 @@ class SessionGroupTest {
     final AtomicInteger mine = new AtomicInteger();
     final AtomicInteger overlaps = new AtomicInteger();
     final AtomicInteger started = new AtomicInteger();
+    /** When the last operation started (System.nanoTime). */
+    volatile long lastStart;
     final boolean failing;
 
     AsyncClient(int id, boolean failing) {
@@ -66,6 +69,7 @@ class SessionGroupTest {
     private <T> CompletableFuture<T> later(java.util.function.Supplier<T> result) {
       startingThreads.add(Thread.currentThread().getName());
       started.incrementAndGet();
+      lastStart = System.nanoTime();
       if (mine.incrementAndGet() > 1) {
         overlaps.incrementAndGet();
       }
@@ -134,6 +138,7 @@ class SessionGroupTest {
       t.start();
     }
     Thread.sleep(ms);
+    stopNanos = System.nanoTime();
     w.requestStop();
     for (Thread t : threads) {
       t.join(10_000);
@@ -173,6 +178,9 @@ class SessionGroupTest {
       // one at once, then one per 100 ms back-off and its 0-3 ms reply: 9-11 in a second
       int n = c.started.get();
       assertTrue(n >= 7 && n <= 12, "attempts in 1 s with a 100 ms back-off: " + n);
+      // a pause that ends after the run's end starts nothing (the driver may be mid-issue at the stop)
+      long late = (c.lastStart - stopNanos) / 1_000_000;
+      assertTrue(late < 20, "an operation started " + late + " ms after the end");
     }
     List<String> history = Files.readAllLines(dir.resolve("h.jsonl"));
     assertTrue(history.size() >= 14 && history.stream().allMatch(l -> l.contains("server gone")),

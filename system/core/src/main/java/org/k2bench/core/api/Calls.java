@@ -34,6 +34,28 @@ public final class Calls {
   }
 
   /**
+   * The replies of one round, in order, once every call answered; fails with the first call
+   * that fails, as awaiting them in turn would (the others end by their own timeouts).
+   */
+  public static <T> CompletableFuture<java.util.List<T>> all(java.util.List<CompletableFuture<T>> calls) {
+    CompletableFuture<java.util.List<T>> out = new CompletableFuture<>();
+    java.util.concurrent.atomic.AtomicInteger left = new java.util.concurrent.atomic.AtomicInteger(calls.size());
+    for (CompletableFuture<T> c : calls) {
+      c.whenComplete((v, e) -> {
+        if (e != null) {
+          out.completeExceptionally(e);
+        } else if (left.decrementAndGet() == 0) {
+          out.complete(calls.stream().map(CompletableFuture::join).toList());
+        }
+      });
+    }
+    if (calls.isEmpty()) {
+      out.complete(java.util.List.of());
+    }
+    return out;
+  }
+
+  /**
    * Waits for an operation made of calls each bounded by {@link #within}, so the wait ends;
    * throws its {@link OperationFailedException} (or any other error) as such.
    */

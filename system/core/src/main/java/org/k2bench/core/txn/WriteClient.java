@@ -35,14 +35,11 @@ public final class WriteClient {
   public record Committed(long version, String coordinatorKey, List<Integer> participants) {}
 
   /**
+   * Sends the transaction; the future completes on the thread that delivers the coordinator's answer.
+   *
    * @param participantOf the server that holds a key for this client (its participant)
    * @param deps the session's one-hop dependencies
    */
-  public Committed commit(Map<String, Row> writes, ToIntFunction<String> participantOf, OneHopDeps deps) {
-    return Calls.join(commitAsync(writes, participantOf, deps));
-  }
-
-  /** {@link #commit} without blocking: completes on the thread that delivers the coordinator's answer. */
   public CompletableFuture<Committed> commitAsync(Map<String, Row> writes, ToIntFunction<String> participantOf,
       OneHopDeps deps) {
     if (writes.isEmpty()) {

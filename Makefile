@@ -54,13 +54,14 @@ test-java:
 	mvn -B -ntp -T 2 -f system/pom.xml install -Dk2bench.skipAlone=true | grep -E "Tests run:|FAIL|ERROR|BUILD"
 	mvn -B -ntp -f system/pom.xml surefire:test@alone | grep -E "Tests run:|FAIL|ERROR|BUILD"
 
-# Three phases: the tests that start no cluster, two at a time (file by file: a file's tests
-# share its fixtures); the cluster runs three at a time (what they assert holds on a loaded
-# machine: a checker's verdict, counts, lower bounds; two at a time left a fifth of the two
-# cores idle, runs wait on their trials' clocks); then those marked alone one at a
+# Three phases: the tests that start no cluster, three at a time (file by file: a file's tests
+# share its fixtures; many wait on subprocesses, so three took a fifth less time than two);
+# the cluster runs three at a time (what they assert holds on a loaded machine: a checker's
+# verdict, counts, lower bounds; two at a time left a fifth of the two cores idle, runs wait
+# on their trials' clocks; four took as long as three); then those marked alone one at a
 # time, alone on the machine, as their bounds on timing and fault timings assume.
 test-python: $(JSA) $(VENV)/.installed $(LINT_VENV)/.installed
-	$(VENV)/bin/python -m pytest -q -n 2 --dist loadfile -m "not cluster" tests --ignore=tests/deploy \
+	$(VENV)/bin/python -m pytest -q -n 3 --dist loadfile -m "not cluster" tests --ignore=tests/deploy \
 	  --junitxml=$(REPORTS)/pytest-unit.xml
 	$(VENV)/bin/python -m pytest -q -n 3 --dist load -m "cluster and not alone" tests --ignore=tests/deploy \
 	  --junitxml=$(REPORTS)/pytest-cluster.xml

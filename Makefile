@@ -55,7 +55,7 @@ test-java:
 	mvn -B -ntp -f system/pom.xml surefire:test@alone | grep -E "Tests run:|FAIL|ERROR|BUILD"
 
 # Three phases: the tests that start no cluster, three at a time (file by file: a file's tests
-# share its fixtures; many wait on subprocesses, so three took a fifth less time than two);
+# share its fixtures; on 2 cores three finished sooner than two);
 # the cluster runs three at a time (what they assert holds on a loaded machine: a checker's
 # verdict, counts, lower bounds; two at a time left a fifth of the two cores idle, runs wait
 # on their trials' clocks; four took as long as three); then those marked alone one at a

@@ -362,7 +362,9 @@ class KarmaRestrictionTest extends KarmaClusterTest {
     Clusters.slowLink(cluster, CA, LDN, 2_000);
     s.write(blocker, row("s-k"));
     long mine = s.write(x, row("s-x")).version();
-    Clusters.sleep(2);
+    // Not a 2 ms sleep: earlier tests push clocks ~4 ms ahead (observeTimestamp), which can
+    // reach S through the servers and not B, and B's stamp then lost (a CI failure).
+    b.clock().observeTimestamp(mine);
     assertTrue(b.write(x, row("b-x")).version() > mine, "B's x is the newer");
     b.write(y, row("b-y"));
     assertTrue(b.drain(5_000), "B's puts are in every ring");

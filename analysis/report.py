@@ -34,21 +34,90 @@ class NotebookFailed(Exception):
         self.executed = executed
 
 
-def execute(nb: Path, out_dir: Path, runs: list[str]) -> Path:
+def execute(nb: Path, out_dir: Path, runs: list[str], km=None) -> Path:
     """Runs one notebook with the runs as parameters; returns the executed copy. A cell
-    that raises gives NotebookFailed, with the copy papermill wrote up to the error."""
+    that raises gives NotebookFailed, with the copy papermill wrote up to the error. With
+    ``km`` (a started kernel, see one_kernel), the notebook runs in it after a reset."""
     import papermill
 
     target = out_dir / "notebooks" / nb.name
     target.parent.mkdir(parents=True, exist_ok=True)
+    engine = {}
+    if km is not None:
+        _reset(km)
+        engine["km"] = km
     try:
         papermill.execute_notebook(str(nb), str(target), parameters={"runs": runs, "out_dir": str(out_dir)},
-                                   cwd=str(REPO), progress_bar=False, kernel_name="python3")
+                                   cwd=str(REPO), progress_bar=False, kernel_name="python3", **engine)
     except papermill.PapermillExecutionError as e:
         raise NotebookFailed(target, f"{e.ename}: {e.evalue}") from None
     except Exception as e:  # noqa: BLE001 - a dead kernel, a cell timeout: the report goes on
         raise NotebookFailed(target, f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}") from None
+    finally:
+        if km is not None and target.exists():
+            _renumber(target)
     return target
+
+
+@contextlib.contextmanager
+def one_kernel():
+    """One kernel for a report's notebooks: each started its own, and the kernel's start and
+    the imports (pandas, seaborn, matplotlib) were half of a notebook's time. Each notebook
+    still starts from an empty namespace (_reset); a kernel that died is started again.
+    An asynchronous manager, as nbclient's own: with a blocking one a dead kernel hung it."""
+    from jupyter_client.manager import AsyncKernelManager
+    from jupyter_client.utils import run_sync
+
+    holder = {}
+
+    def alive():
+        km = holder.get("km")
+        if km is None or not run_sync(km.is_alive)():
+            if km is not None:
+                run_sync(km.shutdown_kernel)(now=True)
+            km = holder["km"] = AsyncKernelManager(kernel_name="python3")
+            run_sync(km.start_kernel)(cwd=str(REPO))
+        return km
+
+    try:
+        yield alive
+    finally:
+        if holder.get("km") is not None:
+            run_sync(holder["km"].shutdown_kernel)(now=True)
+
+
+def _reset(km) -> None:
+    """The namespace and figures a previous notebook left, gone: a notebook that used a name
+    it never defined fails here as it would on its own. Imported modules stay (the gain)."""
+    from jupyter_client import BlockingKernelClient
+
+    kc = BlockingKernelClient()
+    kc.load_connection_info(km.get_connection_info())
+    kc.start_channels()
+    try:
+        kc.wait_for_ready(timeout=60)
+        reply = kc.execute_interactive("%reset -f\nimport matplotlib.pyplot\nmatplotlib.pyplot.close('all')\n"
+                                       "del matplotlib", store_history=False, timeout=60)
+        if reply["content"]["status"] != "ok":
+            raise RuntimeError(f"the kernel's reset failed: {reply['content']}")
+    finally:
+        kc.stop_channels()
+
+
+def _renumber(executed: Path) -> None:
+    """Execution counts from 1, as if the notebook had had its own kernel."""
+    import nbformat
+
+    nb = nbformat.read(str(executed), as_version=4)
+    n = 0
+    for cell in nb.cells:
+        if cell.cell_type == "code" and cell.get("execution_count") is not None:
+            n += 1
+            cell.execution_count = n
+            for out in cell.get("outputs", []):
+                if "execution_count" in out:
+                    out["execution_count"] = n
+    nbformat.write(nb, str(executed))
 
 
 def to_html(executed: Path, out_dir: Path) -> Path:
@@ -213,12 +282,17 @@ def decoded_once(out_dir: Path):
 
 
 def _write(runs, run_paths: list[str], out_dir: Path) -> int:
+    with one_kernel() as kernel:
+        return _write_in(kernel, runs, run_paths, out_dir)
+
+
+def _write_in(kernel, runs, run_paths: list[str], out_dir: Path) -> int:
     pages, failures = [], {}
     for nb in notebooks():
         start = time.time()
         print(f"executing {nb.name} ...", flush=True)
         try:
-            executed = execute(nb, out_dir, run_paths)
+            executed = execute(nb, out_dir, run_paths, kernel())
         except NotebookFailed as f:
             executed, failures[nb.stem] = f.executed, str(f)
             print(f"  {nb.stem} failed: {f}", file=sys.stderr, flush=True)

@@ -1,0 +1,50 @@
+"""A report's notebooks share one kernel (analysis.report.one_kernel) and still behave as if
+each had its own: a name another notebook defined is not there, a kernel that dies takes
+only its own notebook down, execution counts start at 1, and no kernel outlives the report."""
+import nbformat
+from nbformat.v4 import new_code_cell, new_notebook
+
+from analysis import report
+from conftest import ROOT
+from test_e2e import processes_mentioning
+
+RUN = ROOT / "tests" / "fixtures" / "run-analysis"
+KERNELSPEC = {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}
+
+
+def notebook(path, *sources):
+    cells = [new_code_cell("runs = []\nout_dir = ''", metadata={"tags": ["parameters"]})]
+    cells += [new_code_cell(s) for s in sources]
+    nbformat.write(new_notebook(cells=cells, metadata=KERNELSPEC), str(path))
+
+
+def test_notebooks_in_one_kernel_start_clean_and_survive_a_dead_one(tmp_path, monkeypatch):
+    nbs = tmp_path / "nbs"
+    nbs.mkdir()
+    notebook(nbs / "01-defines.ipynb", "import os\nleftover = 1\nkernel_pid = os.getpid()\nprint(kernel_pid)")
+    notebook(nbs / "02-uses.ipynb", "leftover")  # defined only by 01: must fail as it would alone
+    notebook(nbs / "03-same-kernel.ipynb", "import os\nprint(os.getpid())")
+    notebook(nbs / "04-dies.ipynb", "import os\nos._exit(1)")
+    notebook(nbs / "05-after.ipynb", "import os\nprint(os.getpid())", "1 + 1")
+    monkeypatch.setattr(report, "NOTEBOOKS", nbs)
+    out = tmp_path / "report"
+    assert report.main([str(RUN), "--out", str(out)]) == 1
+    index = (out / "index.html").read_text()
+    assert "Notebook 02-uses failed (NameError: name &#x27;leftover&#x27; is not defined)" in index, index
+    assert "Notebook 04-dies failed" in index
+    assert "01-defines failed" not in index and "03-same-kernel failed" not in index
+    assert "05-after failed" not in index
+
+    def executed(stem):
+        return nbformat.read(str(out / "notebooks" / f"{stem}.ipynb"), as_version=4)
+
+    def printed(stem):
+        [cell] = [c for c in executed(stem).cells if "print(" in c.source]
+        return cell.outputs[0]["text"].strip()
+
+    assert printed("01-defines") == printed("03-same-kernel"), "one kernel, not one per notebook"
+    assert printed("05-after") != printed("01-defines"), "the dead kernel was replaced"
+    counts = [c.execution_count for c in executed("05-after").cells if c.cell_type == "code"]
+    assert counts == list(range(1, len(counts) + 1)), counts
+    assert executed("05-after").cells[-1].outputs[0]["execution_count"] == len(counts)
+    assert processes_mentioning("ipykernel_launcher") == [], "no kernel outlives the report"

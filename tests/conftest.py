@@ -20,10 +20,14 @@ SYSTEMS = Systems(loader=_jar_systems)
 # Files whose tests run whole clusters of server and client JVMs.
 CLUSTER_FILES = {"test_e2e.py", "test_consistency_runs.py", "test_scaffold_e2e.py"}
 # The order the cluster phase hands tests out in (make test: pytest -n 3 --dist load): the
-# longest first (the scaffold's build and run ~65 s, then the stress runs ~20-30 s each), so
-# that no worker starts a long one while the others run out of work. test_table_placement
-# marks its one cluster test itself.
-HANDED_OUT_FIRST = ["test_scaffold_e2e.py", "test_consistency_runs.py", "test_table_placement.py", "test_e2e.py"]
+# longest first (the scaffold's build, run and report, then a placement table's runs, the
+# end-to-end runs, then the stress runs, 20-35 s each on a loaded machine) and the tests that
+# start nothing or stop before a cluster is up last, so that no worker starts a long one
+# while the others run out of work. test_table_placement marks its one cluster test itself.
+HANDED_OUT_FIRST = ["test_scaffold_e2e.py", "test_table_placement.py", "test_e2e.py", "test_consistency_runs.py"]
+HANDED_OUT_LAST = ("test_bad_input_stops_with_one_line_before_anything_starts",
+                   "test_an_unknown_experiment_lists_the_known_ones",
+                   "test_every_mutant_the_systems_honour_is_caught_here_or_by_a_java_test")
 
 
 def pytest_collection_modifyitems(config, items):
@@ -31,7 +35,8 @@ def pytest_collection_modifyitems(config, items):
         if item.path.name in CLUSTER_FILES:
             item.add_marker(pytest.mark.cluster)
     rank = {name: i for i, name in enumerate(HANDED_OUT_FIRST)}
-    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: a file's own order stays
+    # stable: a file's own order stays
+    items.sort(key=lambda item: (item.originalname in HANDED_OUT_LAST, rank.get(item.path.name, len(rank))))
 
 
 @pytest.fixture(scope="session")

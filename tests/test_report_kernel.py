@@ -1,9 +1,6 @@
 """A report's notebooks share one kernel (analysis.report.one_kernel) and still behave as if
 each had its own: a name another notebook defined is not there, a kernel that dies takes
 only its own notebook down, execution counts start at 1, and no kernel outlives the report."""
-import nbformat
-from nbformat.v4 import new_code_cell, new_notebook
-
 from analysis import report
 from conftest import ROOT
 from test_e2e import processes_mentioning
@@ -13,6 +10,9 @@ KERNELSPEC = {"kernelspec": {"name": "python3", "display_name": "Python 3", "lan
 
 
 def notebook(path, *sources):
+    import nbformat  # here, not at the top: its jsonschema takes a second to import in every collection
+    from nbformat.v4 import new_code_cell, new_notebook
+
     cells = [new_code_cell("runs = []\nout_dir = ''", metadata={"tags": ["parameters"]})]
     cells += [new_code_cell(s) for s in sources]
     nbformat.write(new_notebook(cells=cells, metadata=KERNELSPEC), str(path))
@@ -34,6 +34,8 @@ def test_notebooks_in_one_kernel_start_clean_and_survive_a_dead_one(tmp_path, mo
     assert "Notebook 04-dies failed" in index
     assert "01-defines failed" not in index and "03-same-kernel failed" not in index
     assert "05-after failed" not in index
+
+    import nbformat
 
     def executed(stem):
         return nbformat.read(str(out / "notebooks" / f"{stem}.ipynb"), as_version=4)

@@ -4,6 +4,9 @@ pid when the trial's ExitStack closes."""
 from __future__ import annotations
 
 import contextlib
+import os
+import signal
+import threading
 import time
 
 from .. import rundir
@@ -14,12 +17,40 @@ from .state import Trial
 
 
 def start(t: Trial, stack: contextlib.ExitStack, host: Host, name: str, argv: list[str]) -> Proc:
-    p = host.start(name, argv, f"{t.rel}/logs/{name}.out", f"{t.rel}/logs/{name}.err")
-    p.handle_host = host
-    t.procs.append(p)
+    # A Ctrl-C between the fork and the teardown's callback left the new process running
+    # after the run ended (a CI run of test_ctrl_c_...): it is raised once the callback is in.
+    with interrupts_deferred():
+        p = host.start(name, argv, f"{t.rel}/logs/{name}.out", f"{t.rel}/logs/{name}.err")
+        p.handle_host = host
+        t.procs.append(p)
+        stack.callback(stop_quietly, t, p)
     rundir.write_json(t.dir / "processes" / f"{name}.json", p.record())  # pid known while it runs
-    stack.callback(stop_quietly, t, p)
     return p
+
+
+@contextlib.contextmanager
+def interrupts_deferred():
+    """SIGINT and SIGTERM that arrive inside the block are acted on after it, by the handlers
+    they had (KeyboardInterrupt for the orchestrator's); an ignored signal stays ignored. Only
+    the main thread receives Python's signals, so elsewhere the block runs as it is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    got: list[int] = []
+    old = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    for s, h in old.items():
+        if h != signal.SIG_IGN:
+            signal.signal(s, lambda signum, frame: got.append(signum))
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+        for s in dict.fromkeys(got):
+            if callable(old[s]):
+                old[s](s, None)
+            elif old[s] == signal.SIG_DFL:
+                os.kill(os.getpid(), s)
 
 
 def stop(t: Trial, p: Proc) -> None:

@@ -86,9 +86,22 @@ def one_kernel():
             run_sync(holder["km"].shutdown_kernel)(now=True)
 
 
+# Run in the kernel before each notebook: the names, figures and matplotlib settings (as the
+# kernel's first notebook found them) a previous notebook left, gone.
+_RESET = """%reset -f
+import matplotlib.pyplot
+if not hasattr(matplotlib, "_k2bench_rc"):
+    matplotlib._k2bench_rc = dict(matplotlib.rcParams)
+matplotlib.pyplot.close("all")
+matplotlib.rcParams.update(matplotlib._k2bench_rc)
+del matplotlib
+"""
+
+
 def _reset(km) -> None:
-    """The namespace and figures a previous notebook left, gone: a notebook that used a name
-    it never defined fails here as it would on its own. Imported modules stay (the gain)."""
+    """The namespace, figures and plot settings a previous notebook left, gone: a notebook
+    that used a name it never defined fails here as it would on its own, and draws with the
+    settings it would have on its own. Imported modules stay (the gain)."""
     from jupyter_client import BlockingKernelClient
 
     kc = BlockingKernelClient()
@@ -96,8 +109,7 @@ def _reset(km) -> None:
     kc.start_channels()
     try:
         kc.wait_for_ready(timeout=60)
-        reply = kc.execute_interactive("%reset -f\nimport matplotlib.pyplot\nmatplotlib.pyplot.close('all')\n"
-                                       "del matplotlib", store_history=False, timeout=60)
+        reply = kc.execute_interactive(_RESET, store_history=False, timeout=60)
         if reply["content"]["status"] != "ok":
             raise RuntimeError(f"the kernel's reset failed: {reply['content']}")
     finally:

@@ -21,9 +21,12 @@ def notebook(path, *sources):
 def test_notebooks_in_one_kernel_start_clean_and_survive_a_dead_one(tmp_path, monkeypatch):
     nbs = tmp_path / "nbs"
     nbs.mkdir()
-    notebook(nbs / "01-defines.ipynb", "import os\nleftover = 1\nkernel_pid = os.getpid()\nprint(kernel_pid)")
-    # leftover: defined only by 01, so it must fail here as it would on its own
-    notebook(nbs / "02-uses.ipynb", "import os\nprint(os.getpid())", "leftover")
+    notebook(nbs / "01-defines.ipynb", "import os\nleftover = 1\nkernel_pid = os.getpid()\nprint(kernel_pid)",
+             "import matplotlib\nmatplotlib.rcParams['lines.linewidth'] = 9.5")
+    # leftover: defined only by 01, so it must fail here as it would on its own; the line
+    # width is back to what it was before 01 set it
+    notebook(nbs / "02-uses.ipynb", "import os\nprint(os.getpid())",
+             "import matplotlib\nassert matplotlib.rcParams['lines.linewidth'] != 9.5", "leftover")
     notebook(nbs / "04-dies.ipynb", "import os\nos._exit(1)")
     notebook(nbs / "05-after.ipynb", "import os\nprint(os.getpid())", "1 + 1")
     monkeypatch.setattr(report, "NOTEBOOKS", nbs)

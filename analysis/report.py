@@ -34,19 +34,22 @@ class NotebookFailed(Exception):
         self.executed = executed
 
 
-def execute(nb: Path, out_dir: Path, runs: list[str], km=None) -> Path:
+def execute(nb: Path, out_dir: Path, runs: list[str], kernel=None) -> Path:
     """Runs one notebook with the runs as parameters; returns the executed copy. A cell
     that raises gives NotebookFailed, with the copy papermill wrote up to the error. With
-    ``km`` (a started kernel, see one_kernel), the notebook runs in it after a reset."""
+    ``kernel`` (one_kernel's), the notebook runs in its kernel after a reset; a kernel that
+    cannot start or reset fails this notebook, not the report."""
     import papermill
 
     target = out_dir / "notebooks" / nb.name
     target.parent.mkdir(parents=True, exist_ok=True)
-    engine = {}
-    if km is not None:
-        _reset(km)
-        engine["km"] = km
+    km = None
     try:
+        engine = {}
+        if kernel is not None:
+            km = kernel()
+            _reset(km)
+            engine["km"] = km
         papermill.execute_notebook(str(nb), str(target), parameters={"runs": runs, "out_dir": str(out_dir)},
                                    cwd=str(REPO), progress_bar=False, kernel_name="python3", **engine)
     except papermill.PapermillExecutionError as e:
@@ -73,10 +76,16 @@ def one_kernel():
     def alive():
         km = holder.get("km")
         if km is None or not run_sync(km.is_alive)():
-            if km is not None:
+            if holder.pop("km", None) is not None:
                 run_sync(km.shutdown_kernel)(now=True)
-            km = holder["km"] = AsyncKernelManager(kernel_name="python3")
-            run_sync(km.start_kernel)(cwd=str(REPO))
+            km = AsyncKernelManager(kernel_name="python3")
+            try:
+                run_sync(km.start_kernel)(cwd=str(REPO))
+            except BaseException:
+                if km.has_kernel:
+                    run_sync(km.shutdown_kernel)(now=True)
+                raise
+            holder["km"] = km
         return km
 
     try:
@@ -304,7 +313,7 @@ def _write_in(kernel, runs, run_paths: list[str], out_dir: Path) -> int:
         start = time.time()
         print(f"executing {nb.name} ...", flush=True)
         try:
-            executed = execute(nb, out_dir, run_paths, kernel())
+            executed = execute(nb, out_dir, run_paths, kernel)
         except NotebookFailed as f:
             executed, failures[nb.stem] = f.executed, str(f)
             print(f"  {nb.stem} failed: {f}", file=sys.stderr, flush=True)

@@ -53,3 +53,22 @@ def test_notebooks_in_one_kernel_start_clean_and_survive_a_dead_one(tmp_path, mo
     assert counts == list(range(1, len(counts) + 1)), counts
     assert executed("05-after").cells[-1].outputs[0]["execution_count"] == len(counts)
     assert processes_mentioning("ipykernel_launcher") == [], "no kernel outlives the report"
+
+
+def test_a_kernel_that_cannot_start_fails_each_notebook_not_the_report(tmp_path, monkeypatch):
+    from jupyter_client.manager import AsyncKernelManager
+
+    async def refuse(self, **kw):
+        raise RuntimeError("no kernel here")
+
+    nbs = tmp_path / "nbs"
+    nbs.mkdir()
+    notebook(nbs / "01-a.ipynb", "1")
+    notebook(nbs / "02-b.ipynb", "2")
+    monkeypatch.setattr(report, "NOTEBOOKS", nbs)
+    monkeypatch.setattr(AsyncKernelManager, "start_kernel", refuse)
+    out = tmp_path / "report"
+    assert report.main([str(RUN), "--out", str(out)]) == 1
+    index = (out / "index.html").read_text()
+    assert "Notebook 01-a failed (RuntimeError: no kernel here)" in index, index
+    assert "Notebook 02-b failed (RuntimeError: no kernel here)" in index

@@ -1,9 +1,10 @@
 """A report's notebooks share one kernel (analysis.report.one_kernel) and still behave as if
 each had its own: a name another notebook defined is not there, a kernel that dies takes
 only its own notebook down, execution counts start at 1, and no kernel outlives the report."""
+import os
+
 from analysis import report
 from conftest import ROOT
-from test_e2e import processes_mentioning
 
 RUN = ROOT / "tests" / "fixtures" / "run-analysis"
 KERNELSPEC = {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}
@@ -52,7 +53,8 @@ def test_notebooks_in_one_kernel_start_clean_and_survive_a_dead_one(tmp_path, mo
     counts = [c.execution_count for c in executed("05-after").cells if c.cell_type == "code"]
     assert counts == list(range(1, len(counts) + 1)), counts
     assert executed("05-after").cells[-1].outputs[0]["execution_count"] == len(counts)
-    assert processes_mentioning("ipykernel_launcher") == [], "no kernel outlives the report"
+    for pid in {printed("01-defines"), printed("05-after")}:  # this report's kernels, not another test's
+        assert not os.path.exists(f"/proc/{pid}"), f"kernel {pid} outlives the report"
 
 
 def test_a_kernel_that_cannot_start_fails_each_notebook_not_the_report(tmp_path, monkeypatch):

@@ -19,21 +19,30 @@ def notebook(path, *sources):
     nbformat.write(new_notebook(cells=cells, metadata=KERNELSPEC), str(path))
 
 
-def test_notebooks_in_one_kernel_start_clean_and_survive_a_dead_one(tmp_path, monkeypatch):
+def report_of(tmp_path, monkeypatch, notebooks: dict) -> tuple:
+    """The report of these notebooks ({name: cells}) on the fixture run, which one of them
+    fails; returns its directory and index page."""
     nbs = tmp_path / "nbs"
     nbs.mkdir()
-    notebook(nbs / "01-defines.ipynb", "import os\nleftover = 1\nkernel_pid = os.getpid()\nprint(kernel_pid)",
-             "import matplotlib\nmatplotlib.rcParams['lines.linewidth'] = 9.5")
-    # leftover: defined only by 01, so it must fail here as it would on its own; the line
-    # width is back to what it was before 01 set it
-    notebook(nbs / "02-uses.ipynb", "import os\nprint(os.getpid())",
-             "import matplotlib\nassert matplotlib.rcParams['lines.linewidth'] != 9.5", "leftover")
-    notebook(nbs / "04-dies.ipynb", "import os\nos._exit(1)")
-    notebook(nbs / "05-after.ipynb", "import os\nprint(os.getpid())", "1 + 1")
+    for name, cells in notebooks.items():
+        notebook(nbs / f"{name}.ipynb", *cells)
     monkeypatch.setattr(report, "NOTEBOOKS", nbs)
     out = tmp_path / "report"
     assert report.main([str(RUN), "--out", str(out)]) == 1
-    index = (out / "index.html").read_text()
+    return out, (out / "index.html").read_text()
+
+
+def test_notebooks_in_one_kernel_start_clean_and_survive_a_dead_one(tmp_path, monkeypatch):
+    out, index = report_of(tmp_path, monkeypatch, {
+        "01-defines": ["import os\nleftover = 1\nkernel_pid = os.getpid()\nprint(kernel_pid)",
+                       "import matplotlib\nmatplotlib.rcParams['lines.linewidth'] = 9.5"],
+        # leftover: defined only by 01, so it must fail here as it would on its own; the line
+        # width is back to what it was before 01 set it
+        "02-uses": ["import os\nprint(os.getpid())",
+                    "import matplotlib\nassert matplotlib.rcParams['lines.linewidth'] != 9.5", "leftover"],
+        "04-dies": ["import os\nos._exit(1)"],
+        "05-after": ["import os\nprint(os.getpid())", "1 + 1"],
+    })
     assert "Notebook 02-uses failed (NameError: name &#x27;leftover&#x27; is not defined)" in index, index
     assert "Notebook 04-dies failed" in index
     assert "01-defines failed" not in index
@@ -63,14 +72,7 @@ def test_a_kernel_that_cannot_start_fails_each_notebook_not_the_report(tmp_path,
     async def refuse(self, **kw):
         raise RuntimeError("no kernel here")
 
-    nbs = tmp_path / "nbs"
-    nbs.mkdir()
-    notebook(nbs / "01-a.ipynb", "1")
-    notebook(nbs / "02-b.ipynb", "2")
-    monkeypatch.setattr(report, "NOTEBOOKS", nbs)
     monkeypatch.setattr(AsyncKernelManager, "start_kernel", refuse)
-    out = tmp_path / "report"
-    assert report.main([str(RUN), "--out", str(out)]) == 1
-    index = (out / "index.html").read_text()
+    _, index = report_of(tmp_path, monkeypatch, {"01-a": ["1"], "02-b": ["2"]})
     assert "Notebook 01-a failed (RuntimeError: no kernel here)" in index, index
     assert "Notebook 02-b failed (RuntimeError: no kernel here)" in index

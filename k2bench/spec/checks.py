@@ -31,6 +31,25 @@ def _check_timeouts(exp: dict) -> None:
                               f"or clients.rpc_timeout_ms above {failover}")
 
 
+
+def _check_retention(exp: dict) -> None:
+    """Round one offers a superseded version for server.gc_window_ms after the reader's
+    datacenter applied it, and round two may fetch it from a replica datacenter up to
+    server.txn_timeout_ms later; the replica, which may have applied and superseded it
+    earlier, must still hold it (K2 §IV-B: data stays "available for remote reads ... for as
+    long as necessary"). A shorter retention fails such reads as garbage-collected; the
+    margin above the sum covers how far one datacenter applies a write after another."""
+    for _, system, cfg in system_points(exp):
+        s = cfg["server"]
+        need = s["gc_window_ms"] + s["txn_timeout_ms"]
+        if s["replica_retention_ms"] < need:
+            field = _point_field(exp, cfg, system, ("server.replica_retention_ms", "server.gc_window_ms",
+                                                    "server.txn_timeout_ms"), "server.replica_retention_ms")
+            raise ConfigError(field, f"replicas keep superseded versions {s['replica_retention_ms']} ms, less than "
+                              f"the GC window plus the transaction timeout ({s['gc_window_ms']} + "
+                              f"{s['txn_timeout_ms']} ms) a reader elsewhere may still fetch one within: remote "
+                              f"reads would find it collected; set server.replica_retention_ms to at least {need}")
+
 # The session ids of one client process: its threads', a warm-up's and, with a redirecting
 # kill, one more per thread for every datacenter kill (each may re-point the redirect).
 IDS_PER_PROCESS = 1000

@@ -7,7 +7,7 @@ from typing import Any
 
 from ..errors import Collect, ConfigError, did_you_mean
 from ..systems import Systems
-from .checks import _check_key_distribution, _check_redirects, _check_timeouts
+from .checks import _check_key_distribution, _check_redirects, _check_retention, _check_timeouts
 from .fields import SCHEMA, _section, _typed, dist_max
 from .pacing import _check_pacing
 from .points import for_system
@@ -73,6 +73,7 @@ def resolve(doc: dict, name: str, known_systems: Systems) -> dict:
             raise ConfigError(f"per_system.{system}.workload.keys_per_op", "is larger than workload.keys")
     _check_pacing(out)
     _check_timeouts(out)
+    _check_retention(out)
     _check_redirects(out)
     _check_key_distribution(out)
     out["check"] = check

@@ -7,6 +7,7 @@ import json
 import re
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,8 @@ from k2bench.deploy.hosts import LocalHost
 from k2bench.env import Env
 from k2bench.orchestrator import Orchestrator
 from k2bench.trial import Trial
-from k2bench.trial.clients import CLIENTS_READY
+from k2bench.trial.clients import CLIENT_START_TIMEOUT_S, CLIENTS_READY
+from k2bench.trial.load import load_timeout_s
 
 from conftest import ROOT, SYSTEMS
 
@@ -47,6 +49,8 @@ STUB = textwrap.dedent(f'''
             print("site.ycsb.DBException: servers.SG[0]: server 127.0.0.1:7005 did not answer a ping within "
                   "60000 ms", file=sys.stderr, flush=True)
             sys.exit(0)
+        if os.environ["STUB_CLIENT"] in ("slow-load", "client-dies-in-load"):  # the clients start meanwhile
+            time.sleep(1.5 if os.environ["STUB_CLIENT"] == "slow-load" else 60)
         keys = int(props["insertcount"]) if props["k2bench.dc"] == "VA" else 0
         json.dump({{"loaded": keys, "failed": 0}}, open(props["k2bench.load_report"], "w"))
         sys.exit(0)
@@ -57,12 +61,17 @@ STUB = textwrap.dedent(f'''
         print("\tat site.ycsb.ClientThread.run(ClientThread.java:91)", file=sys.stderr, flush=True)
         while True:
             time.sleep(1)
+    if os.environ["STUB_CLIENT"] == "client-dies-in-load":
+        sys.exit(3)
     print({CLIENTS_READY!r}, flush=True)
     while not (os.path.exists(props["k2bench.start_file"]) and open(props["k2bench.start_file"]).read().strip()):
         time.sleep(0.05)
     start = int(open(props["k2bench.start_file"]).read()) / 1000
     end = start + float(props["k2bench.run_s"])
     mode = os.environ["STUB_CLIENT"]
+    if mode == "slow-load":  # a client that runs: its first operation on time (start.py)
+        time.sleep(max(0, start - time.time()))
+        print(f"k2bench: first operation at {{int(time.time() * 1000)}}", flush=True)
     time.sleep(max(0, (start if mode == "early" else end) - time.time()))
     if mode == "dead-worker":
         print('Exception in thread "Thread-3" java.lang.IllegalArgumentException: bound must be positive',
@@ -195,6 +204,32 @@ def test_a_loader_whose_init_failed_fails_the_trial_saying_why(tmp_path, monkeyp
     assert re.search(r"^load-\w+ wrote no load report \(exit code 0\): site.ycsb.DBException: servers.SG\[0\]: "
                      r"server 127.0.0.1:7005 did not answer a ping within 60000 ms$", str(e.value)), str(e.value)
 
+
+def records(tmp_path, prefix):
+    return [json.loads(p.read_text()) for p in (tmp_path / "k2" / "processes").glob(f"{prefix}-*.json")]
+
+
+def test_clients_start_up_while_the_keys_load_and_wait_for_it(tmp_path, monkeypatch):
+    """The client processes are launched before the loaders end (their JVMs' start-up beside
+    the load), and their start barrier and YCSB's time limit leave room for the whole load."""
+    with pytest.raises(RunFailed, match="^client logs missing"):  # stand-ins: no latency logs to summarize
+        run_trial(tmp_path, monkeypatch, "slow-load", ONE_THREAD_ONE_SECOND)
+    clients, loaders = records(tmp_path, "client"), records(tmp_path, "load")
+    assert len(clients) == 6 and loaders
+    assert max(c["started"] for c in clients) < min(p["stopped"] for p in loaders) - 1
+    argv = clients[0]["argv"]
+    props = dict(line.split("=", 1) for line in Path(argv[argv.index("-P") + 1]).read_text().splitlines())
+    waits_s = load_timeout_s({"keys": 10}) + CLIENT_START_TIMEOUT_S
+    assert int(props["k2bench.start_timeout_ms"]) == waits_s * 1000
+    assert int(props["maxexecutiontime"]) > waits_s + 1
+
+
+def test_a_client_that_exits_while_the_keys_load_fails_the_trial_at_once(tmp_path, monkeypatch):
+    began = time.time()
+    with pytest.raises(RunFailed) as e:
+        run_trial(tmp_path, monkeypatch, "client-dies-in-load", ONE_THREAD_ONE_SECOND)
+    assert re.search(r"^client-\w+ exited with code 3 unexpectedly", str(e.value)), str(e.value)
+    assert time.time() - began < 30, "not after the loaders' 60 s"
 
 def test_validate_refuses_a_system_on_a_placement_it_does_not_run_on(jar, tmp_path):
     """Before anything starts: every point's topology goes through the servers' loader, and a

@@ -15,6 +15,11 @@ from .state import Running
 CLIENT_ID_BASE = 4096  # loaders take the first ids from here, clients the ones after (clients.py)
 
 
+def load_timeout_s(workload: dict) -> float:
+    """The longest the load phase may take."""
+    return max(600, workload["keys"] / 20)
+
+
 def load_keys(run: Running) -> None:
     t, cfg, dep = run.t, run.cfg, run.dep
     w, cl = cfg["workload"], cfg["clients"]
@@ -44,7 +49,9 @@ def load_keys(run: Running) -> None:
             loader = start(t, run.stack, slot.host, f"load-{dc}", ycsb(
                 slot.host, cl["heap_mb"], *args, props=jvm_props(slot.host, t), jvm_args=cl["jvm_args"]))
         loaders.append((slot.host, dc, loader))
-    wait_exit(t, run.progress, [p for _, _, p in loaders], run.servers, max(600, w["keys"] / 20), "loading keys", None)
+    # the clients start up meanwhile (clients.py): one that exits fails the trial at once
+    wait_exit(t, run.progress, [p for _, _, p in loaders], run.servers + run.clients, load_timeout_s(w),
+              "loading keys", None)
     reports = []  # (loader, its report)
     for h, dc, p in loaders:
         text = h.read_text(f"{t.rel}/clients/load-{dc}.json")

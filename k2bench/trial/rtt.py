@@ -22,7 +22,7 @@ def measure_rtt(run: Running) -> None:
         out = f"{t.rel}/rtt-{pinger.from_dc or 'all'}.json"
         probes.append((pinger.host, out, start(t, run.stack, pinger.host, f"ping-{pinger.from_dc or 'all'}",
                        java(pinger.host, 512, "ping", "--topology", pinger.host.path(run.topo_rel), *row,
-                            "--samples", "10", "--warmup-s", "2", "--json", pinger.host.path(out),
+                            "--samples", "10", "--warmup-s", "1", "--json", pinger.host.path(out),
                             jvm_args=server_jvm_args(run.cfg, "per_dc")))))
     wait_exit(t, run.progress, [p for _, _, p in probes], run.servers, 120, "measuring RTT matrix", None)
     matrix: dict = {}

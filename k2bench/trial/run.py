@@ -1,5 +1,6 @@
 """One trial, phase by phase: its files on every host, then servers, RTT (once per run),
-load, clients, start barrier, faults and the measured run, stop; then every host's files
+clients launched, load (the clients start up meanwhile), clients connected, start barrier,
+faults and the measured run, stop; then every host's files
 home, the summary and the consistency check. Teardown is guaranteed (an ExitStack): on any
 error every started process is stopped by pid."""
 from __future__ import annotations
@@ -14,7 +15,7 @@ from .. import cpu, rundir
 from ..spec.points import point_values
 from ..spec.topology import PREDICTIONS_FILE, TABLE_FILE, table_on_hosts, topology_doc
 from ..spec.trial import SPEC_FILE, TrialSpec
-from .clients import start_clients
+from .clients import await_clients, launch_clients
 from .diagnose import check_clients_after_run
 from .faults import FAULTS_FILE, FaultInjector
 from .load import load_keys
@@ -62,8 +63,9 @@ def run_trial(env: Env, progress, t: Trial, manifest: dict) -> dict:
             run = Running(env, progress, t, manifest, doc, topo_rel, stack)
             start_servers(run)
             measure_rtt(run)
+            launch_clients(run)
             load_keys(run)
-            start_clients(run)
+            await_clients(run)
             common_start(run)
             measured_run(run)
             stop_servers(run)

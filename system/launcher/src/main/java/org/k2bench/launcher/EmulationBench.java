@@ -82,6 +82,10 @@ final class EmulationBench implements Callable<Integer> {
   @Option(names = "--warmup-s", defaultValue = "15", description = "Warm-up before measuring. Default ${DEFAULT-VALUE}.")
   int warmupS;
 
+  @Option(names = "--wake-sleeps", defaultValue = "500",
+      description = "Sleeps of each thread timing this machine's own wake-ups. Default ${DEFAULT-VALUE}.")
+  int wakeSleeps;
+
   @Override
   public Integer call() throws Exception {
     if (samples < 10) {
@@ -89,6 +93,9 @@ final class EmulationBench implements Callable<Integer> {
     }
     if (probesPerPair < 1 || probesPerPair > samples) {
       throw new ConfigException("--probes-per-pair", "must be between 1 and --samples, got " + probesPerPair);
+    }
+    if (wakeSleeps < 1) {
+      throw new ConfigException("--wake-sleeps", "must be at least 1, got " + wakeSleeps);
     }
     if (loadRate < 0) {
       throw new ConfigException("--load-rate", "must be >= 0, got " + loadRate);
@@ -147,7 +154,7 @@ final class EmulationBench implements Callable<Integer> {
       log.printf("this machine's own wake-ups (%d threads sleeping 1-20 ms, no messages) ...%n", WAKE_THREADS);
       log.flush();
       long steal0 = stealTicks();
-      wakeups = wakeUpLateness(WAKE_THREADS, WAKE_SLEEPS);
+      wakeups = wakeUpLateness(WAKE_THREADS, wakeSleeps);
       wakeSteal = stealMs(steal0);
 
       log.printf("idle phase ...%n");
@@ -311,6 +318,7 @@ final class EmulationBench implements Callable<Integer> {
     config.put("load_rate_msgs_per_s", loadRate);
     config.put("payload_bytes", payloadBytes);
     config.put("warmup_s", warmupS);
+    config.put("wake_sleeps_per_thread", wakeSleeps);
     config.put("transport", "gRPC over loopback, one JVM, delay applied by the receiver from the send time");
     Map<String, Object> manifest = new LinkedHashMap<>();
     manifest.put("experiment", "bench-emulation");
@@ -377,7 +385,6 @@ final class EmulationBench implements Callable<Integer> {
   }
 
   static final int WAKE_THREADS = 6;
-  static final int WAKE_SLEEPS = 500;
 
   /**
    * How late this machine wakes a sleeping thread, with nothing else of the bench running:

@@ -80,9 +80,16 @@ final class StandInServers implements AutoCloseable {
     }
   }
 
-  /** The {@link Replicate} messages of {@code version} that datacenter {@code dc} got, in arrival order. */
+  /**
+   * The {@link Replicate} messages of {@code version} that datacenter {@code dc} got, in
+   * arrival order, each once: a resend of an unanswered one (the Retransmitter's, identical:
+   * same sender, receiver and content) is dropped, as a real receiver drops what it has.
+   * On a loaded machine a stand-in may answer after the fail-over timeout, and a test that
+   * counts messages would count the resend.
+   */
   List<Received> replicates(long version, int dc) {
-    return received(x -> x.replicate() != null && x.replicate().getVersion() == version && x.toDc() == dc);
+    return received(x -> x.replicate() != null && x.replicate().getVersion() == version && x.toDc() == dc)
+        .stream().distinct().toList();
   }
 
   /** Waits until datacenter {@code dc} got {@code keys} keys of {@code version}, over all its messages. */

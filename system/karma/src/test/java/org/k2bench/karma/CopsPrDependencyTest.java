@@ -82,7 +82,7 @@ class CopsPrDependencyTest extends KarmaClusterTest {
     KvClient a = cluster.client(VA);
     a.write(x, row("a"));
     assertTrue(((KarmaClient) a).drain(5_000));
-    Clusters.sleep(200); // the stable notification reaches TYO (8 ms one way)
+    Clusters.sleep(600); // the stable notification reaches TYO (8 ms one way; the rest for stalls)
     KvClient b = cluster.client(TYO);
     assertEquals("a", str(b.readTxn(List.of(x)).rows().get(x)));
     long putAfters = cluster.stat(-1, "put_afters");

@@ -103,7 +103,7 @@ class KarmaCacheTest extends KarmaClusterTest {
     KarmaClient writer = client(LDN, 20);
     writer.write(x, row("old"));
     assertTrue(writer.drain(5_000));
-    Clusters.sleep(100); // stable at VA
+    Clusters.sleep(500); // stable at VA (a few ms; the rest is for a loaded machine's stalls)
     int home = rings.serverFor(CA, x);
     org.k2bench.core.transport.Endpoint ep = cluster.transport().openClient(60_000 + nextProbeId++, CA,
         Runnable::run, m -> { });

@@ -331,7 +331,7 @@ class KarmaRestrictionTest extends KarmaClusterTest {
     KarmaClient other = (KarmaClient) cluster.client(VA);
     other.write(y, row("y"));
     assertTrue(other.drain(5_000));
-    Clusters.sleep(100); // y is stable at CA
+    Clusters.sleep(500); // y is stable at CA (a few ms; the rest is for a loaded machine's stalls)
     KarmaClient s = client(CA, 600_000);
     Clusters.slowLink(cluster, CA, LDN, 1_000);
     Clusters.slowLink(cluster, CA, TYO, 1_000);
@@ -342,7 +342,7 @@ class KarmaRestrictionTest extends KarmaClusterTest {
     long tookMs = (System.nanoTime() - start) / 1_000_000;
     assertEquals(mine, r.versions().get(x));
     assertEquals(0, r.wanRounds());
-    assertTrue(tookMs < 500, "served from the WB, not the slowed rings: " + tookMs + " ms");
+    assertTrue(tookMs < 1_000, "served from the WB, not the slowed rings (2 s away): " + tookMs + " ms");
     Clusters.slowLink(cluster, CA, LDN, 0);
     Clusters.slowLink(cluster, CA, TYO, 0);
     assertTrue(s.drain(5_000));

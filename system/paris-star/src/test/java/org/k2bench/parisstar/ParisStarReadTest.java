@@ -79,7 +79,7 @@ class ParisStarReadTest {
     KvClient me = cluster.client(VA);
     me.writeTxn(rows(keys, "mine"));
     awaitReplicated();
-    Clusters.slowWideArea(cluster, VA, 200);
+    Clusters.slowWideArea(cluster, VA, 1_000); // a bound a loaded machine's stalls do not reach
     long remoteBefore = cluster.stat(-1, "remote_reads_served");
     long start = System.nanoTime();
     ReadResult r = me.readTxn(keys);
@@ -87,7 +87,7 @@ class ParisStarReadTest {
     keys.forEach(k -> assertEquals("mine", str(r.rows().get(k))));
     assertEquals(0, r.wanRounds(), "own writes come from the private cache, replica keys from VA");
     assertEquals(remoteBefore, cluster.stat(-1, "remote_reads_served"));
-    assertTrue(ms < 200, "no wide-area message: " + ms + " ms with +200 ms on every link");
+    assertTrue(ms < 1_000, "no wide-area message: " + ms + " ms with +1 s on every link");
   }
 
   /** The private cache's lifetime is PaRiS*'s own option: once it has passed, own writes are read remotely. */
@@ -180,12 +180,12 @@ class ParisStarReadTest {
   void privateCacheEntriesExpire() {
     List<String> keys = List.of(key("x", TYO, SG), key("x-r", VA, CA));
     KvClient me = new K2Client(cluster.transport(), 60_500, VA, TestOptions.defaults(),
-        new PrivateCache(300, System::currentTimeMillis));
+        new PrivateCache(3_000, System::currentTimeMillis)); // covers the write, replication and a read
     try {
       me.writeTxn(rows(keys, "mine"));
       awaitReplicated();
       assertEquals(0, me.readTxn(keys).wanRounds(), "within the cache's lifetime");
-      Clusters.sleep(400);
+      Clusters.sleep(3_100);
       ReadResult r = me.readTxn(keys);
       assertEquals("mine", str(r.rows().get(keys.get(0))));
       assertEquals(1, r.wanRounds(), "expired: the non-replica value is fetched remotely");

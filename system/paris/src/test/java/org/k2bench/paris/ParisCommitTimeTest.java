@@ -29,17 +29,17 @@ import org.k2bench.core.testing.TestOptions;
  * cohort's proposal lands in a past that replica already vouched for, and the UST can pass
  * it before the write is there (Proposition 4, atomic writes).
  *
- * <p>TYO's clocks run 1 s ahead. A writer in CA commits {a1, b1}: a at VA and CA (cohort CA,
- * proposing about now), b at TYO and SG (cohort TYO, proposing about now + 1 s). TYO's
+ * <p>TYO's clocks run 3 s ahead. A writer in CA commits {a1, b1}: a at VA and CA (cohort CA,
+ * proposing about now), b at TYO and SG (cohort TYO, proposing about now + 3 s). TYO's
  * servers have heartbeated their clocks to SG, which counts them as installed up to about
- * now + 1 s; then TYO's link to SG (that direction only) is slowed by 600 ms, so b1 reaches
+ * now + 3 s; then TYO's link to SG (that direction only) is slowed by 600 ms, so b1 reaches
  * SG that late. A reader in VA reads a locally and b at SG (VA's preferred replica of b:
  * never the one CA prepares at, ParisServer#targets). Committed at TYO's proposal, the
- * transaction is visible once the UST reaches it, 1 s on, with b1 at SG by then; committed
+ * transaction is visible once the UST reaches it, 3 s on, with b1 at SG by then; committed
  * at CA's, the UST passes it within tens of ms, and SG serves b0 beside a1 for 600 ms.
  */
 class ParisCommitTimeTest {
-  static final long AHEAD_MS = 1_000;
+  static final long AHEAD_MS = 3_000; // "about now" and "ahead" apart by more than a loaded machine stalls
   static final long SLOW_MS = 600;
 
   /** What the reader saw: reads, those with a1 but b0 or b1 but a0, and whether it saw both new values. */
@@ -59,7 +59,7 @@ class ParisCommitTimeTest {
       for (int shard = 0; shard < c.topology().serversPerDc(); shard++) {
         c.server(TYO, shard).endpoint().clock().observeCounter(ahead);
       }
-      Clusters.sleep(50); // TYO's heartbeats (3.4 ms one way) tell SG it installed up to now + 1 s
+      Clusters.sleep(50); // TYO's heartbeats (3.4 ms one way) tell SG it installed up to now + 3 s
       c.transport().links().setExtraDelayMs(TYO, SG, SLOW_MS);
       long version = writer.writeTxn(Map.of(a, row("a1"), b, row("b1"))).version();
       long aheadMs = LamportClock.wallMsOf(version) - System.currentTimeMillis();
@@ -86,7 +86,7 @@ class ParisCommitTimeTest {
   @Test
   void theLargestProposalKeepsATransactionAtomicWhenItsCohortsClocksDisagree() {
     Seen s = scenario();
-    assertTrue(s.commitAheadMs() > AHEAD_MS / 2, "committed at TYO's proposal, about 1 s ahead: " + s);
+    assertTrue(s.commitAheadMs() > AHEAD_MS / 2, "committed at TYO's proposal, about 3 s ahead: " + s);
     assertEquals(0, s.mixed(), "never a1 without b1: " + s);
     assertTrue(s.bothNew(), "and the transaction becomes visible once the UST reaches it: " + s);
   }

@@ -194,7 +194,9 @@ class ParisDeadReplicaTest {
    */
   @Test
   void aSlowReplicaPassedOverAbortsWhatItPreparedAndGetsTheWritesByReplication() {
-    try (LocalCluster c = started(new ParisSystem(), RPC_TIMEOUT_MS)) {
+    // The kill test's slow suspicion: at 300 ms, a first write started late on a busy machine
+    // found TYO suspected already and prepared at SG with nothing failed over.
+    try (LocalCluster c = started(new ParisSystem(), RPC_TIMEOUT_MS, SLOW_SUSPICION_MS)) {
       List<String> used = new ArrayList<>();
       KvClient writer = c.client(VA);
       Clusters.slowWideArea(c, TYO, 400);

@@ -32,23 +32,33 @@ def _check_timeouts(exp: dict) -> None:
 
 
 
-def _check_retention(exp: dict) -> None:
-    """Round one offers a superseded version for server.gc_window_ms after the reader's
-    datacenter applied it, and round two may fetch it from a replica datacenter up to
-    server.txn_timeout_ms later; the replica, which may have applied and superseded it
-    earlier, must still hold it (K2 §IV-B: data stays "available for remote reads ... for as
-    long as necessary"). A shorter retention fails such reads as garbage-collected; the
-    margin above the sum covers how far one datacenter applies a write after another."""
+def _check_retention(exp: dict, known_systems) -> None:
+    """For systems whose servers fetch, in a read-only transaction's second round, the exact
+    version round one chose (``client_second_round``: K2 §V-C, Fig. 5): round one offers a
+    superseded version for server.gc_window_ms after the reader's datacenter applied it,
+    round two may ask for it up to server.txn_timeout_ms later, and a replica that does not
+    answer passes the fetch to the next after server.failover_timeout_ms (one fail-over
+    counted: the paper's f = 2; each further replica down adds one); the replica, which
+    may have applied and superseded the version earlier, must still hold it (K2 §IV-B: data
+    stays "available for remote reads ... for as long as necessary"). The retention's surplus
+    over that sum is how much later a datacenter may apply a write than its replicas; a
+    shorter retention fails such reads as garbage-collected. Other systems' servers do not
+    keep versions for remote reads (the field does not apply to them)."""
     for _, system, cfg in system_points(exp):
+        if not known_systems.info(system).client_second_round:
+            continue
         s = cfg["server"]
-        need = s["gc_window_ms"] + s["txn_timeout_ms"]
+        need = s["gc_window_ms"] + s["txn_timeout_ms"] + s["failover_timeout_ms"]
         if s["replica_retention_ms"] < need:
             field = _point_field(exp, cfg, system, ("server.replica_retention_ms", "server.gc_window_ms",
-                                                    "server.txn_timeout_ms"), "server.replica_retention_ms")
-            raise ConfigError(field, f"replicas keep superseded versions {s['replica_retention_ms']} ms, less than "
-                              f"the GC window plus the transaction timeout ({s['gc_window_ms']} + "
-                              f"{s['txn_timeout_ms']} ms) a reader elsewhere may still fetch one within: remote "
-                              f"reads would find it collected; set server.replica_retention_ms to at least {need}")
+                                                    "server.txn_timeout_ms", "server.failover_timeout_ms"),
+                                 "server.replica_retention_ms")
+            raise ConfigError(field, f"{system}'s replicas keep superseded versions {s['replica_retention_ms']} ms, "
+                              f"less than a reader elsewhere may still fetch one in: the GC window (its datacenter "
+                              f"offers one that long), the transaction timeout and a fail-over ({s['gc_window_ms']} + "
+                              f"{s['txn_timeout_ms']} + {s['failover_timeout_ms']} ms); set "
+                              f"server.replica_retention_ms to at least {need}")
+
 
 # The session ids of one client process: its threads', a warm-up's and, with a redirecting
 # kill, one more per thread for every datacenter kill (each may re-point the redirect).

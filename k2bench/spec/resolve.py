@@ -73,7 +73,7 @@ def resolve(doc: dict, name: str, known_systems: Systems) -> dict:
             raise ConfigError(f"per_system.{system}.workload.keys_per_op", "is larger than workload.keys")
     _check_pacing(out)
     _check_timeouts(out)
-    _check_retention(out)
+    _check_retention(out, known_systems)
     _check_redirects(out)
     _check_key_distribution(out)
     out["check"] = check

@@ -129,7 +129,8 @@ class Server:
     cache_versions_per_key: int = param(int, 1, _nonneg, "versions of a key the datacenter cache keeps; 0: all")
     gc_window_ms: int = param(int, 5000, _at_least_1, "how long an old version stays readable")
     replica_retention_ms: int = param(int, 15000, _at_least_1, "how long replicas keep old versions for remote "
-                                      "reads (at least gc_window_ms + txn_timeout_ms)")
+                                      "reads (K2, PaRiS*: at least gc_window_ms + txn_timeout_ms + "
+                                      "failover_timeout_ms)")
     txn_timeout_ms: int = param(int, 5000, _at_least_1, "how long a transaction's state waits for its parts")
     heap_mb: int = param(int, 768, _at_least_1, "each server JVM's heap per datacenter it holds")
     jvm_args: Any = param("args", None, None, "server JVM options; null: C2 for one per_host JVM, C1 only when several "

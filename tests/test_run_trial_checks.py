@@ -49,12 +49,12 @@ STUB = textwrap.dedent(f'''
             print("site.ycsb.DBException: servers.SG[0]: server 127.0.0.1:7005 did not answer a ping within "
                   "60000 ms", file=sys.stderr, flush=True)
             sys.exit(0)
-        if os.environ["STUB_CLIENT"] in ("slow-load", "client-dies-in-load"):  # the clients start meanwhile
-            time.sleep(1.5 if os.environ["STUB_CLIENT"] == "slow-load" else 60)
+        if os.environ["STUB_CLIENT"] in ("slow-load", "client-dies-in-load", "init-fails-in-load"):
+            time.sleep(1.5 if os.environ["STUB_CLIENT"] == "slow-load" else 60)  # the clients start meanwhile
         keys = int(props["insertcount"]) if props["k2bench.dc"] == "VA" else 0
         json.dump({{"loaded": keys, "failed": 0}}, open(props["k2bench.load_report"], "w"))
         sys.exit(0)
-    if os.environ["STUB_CLIENT"] == "init-fails":
+    if os.environ["STUB_CLIENT"] in ("init-fails", "init-fails-in-load"):
         # what YCSB prints when DB.init throws: the thread ends, the process lives on idle
         print("site.ycsb.DBException: servers.VA[0]: server 127.0.0.1:7000 did not answer a ping within 3000 ms",
               file=sys.stderr, flush=True)
@@ -229,6 +229,15 @@ def test_a_client_that_exits_while_the_keys_load_fails_the_trial_at_once(tmp_pat
     with pytest.raises(RunFailed) as e:
         run_trial(tmp_path, monkeypatch, "client-dies-in-load", ONE_THREAD_ONE_SECOND)
     assert re.search(r"^client-\w+ exited with code 3 unexpectedly", str(e.value)), str(e.value)
+    assert time.time() - began < 30, "not after the loaders' 60 s"
+
+
+def test_a_client_whose_init_failed_while_the_keys_load_fails_the_trial_then(tmp_path, monkeypatch):
+    began = time.time()
+    with pytest.raises(RunFailed) as e:
+        run_trial(tmp_path, monkeypatch, "init-fails-in-load", ONE_THREAD_ONE_SECOND)
+    assert re.search(r"^client-\w+ failed before it was ready: servers.VA\[0\]: server 127.0.0.1:7000 did not "
+                     r"answer a ping within 3000 ms$", str(e.value)), str(e.value)
     assert time.time() - began < 30, "not after the loaders' 60 s"
 
 def test_validate_refuses_a_system_on_a_placement_it_does_not_run_on(jar, tmp_path):

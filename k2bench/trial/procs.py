@@ -94,13 +94,22 @@ def wait_for_line(procs: list[Proc], others: list[Proc], prefix: str, timeout_s:
         time.sleep(0.2)
 
 
+FAILING_EVERY_S = 3.0
+
+
 def wait_exit(t: Trial, progress, clients: list[Proc], servers: list[Proc], timeout_s: float, phase: str,
-              expected_s: float | None, ends_at: float | None = None, check_at=None) -> None:
+              expected_s: float | None, ends_at: float | None = None, check_at=None, failing=None) -> None:
     """Waits for ``clients`` to exit; with ``ends_at`` (epoch s), one that stops well
     before it (its threads died: YCSB then exits 0) fails the run. ``check_at`` =
-    (epoch s, fn): fn() runs once at that time while they run."""
+    (epoch s, fn): fn() runs once at that time while they run. ``failing()``, if given, says
+    why the run cannot go on (or None): asked every few seconds (it may read remote files)."""
     began = time.time()
+    next_failing = began
     while True:
+        if failing is not None and time.time() >= next_failing:
+            next_failing = time.time() + FAILING_EVERY_S
+            if (why := failing()):
+                raise RunFailed(why)
         if check_at is not None and time.time() >= check_at[0]:
             check_at[1]()
             check_at = None

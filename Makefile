@@ -98,13 +98,16 @@ $(JAR): $(SOURCES)
 # protobuf), dumped by a short bench-emulation: the JVMs of local runs map it instead of loading
 # and verifying those classes again, which took a fifth of a short trial's CPU
 # (k2bench/trial/jvm.py). A JVM that cannot use it (another jar or JDK; ZGC) ignores it.
-# The shortest bench that loads them (one ping per prober, few wake-up sleeps: 4 s, not 12,
-# the same classes shared), written aside and renamed, so no JVM maps half an archive.
+# The shortest bench that loads them (one ping per prober, few wake-up sleeps: 3 s, not 12,
+# the same classes shared), written aside and renamed, so no JVM maps half an archive. A JDK
+# that cannot dump one says so, and runs go without it.
 $(JSA): $(JAR)
 	@echo "class-data archive $@"; out=$$(mktemp -d); rm -f $@; \
 	java -XX:ArchiveClassesAtExit=$(CURDIR)/$@.tmp -XX:TieredStopAtLevel=1 -jar $(CURDIR)/$(JAR) bench-emulation \
 	  --samples 10 --probes-per-pair 10 --warmup-s 0 --wake-sleeps 20 --out $$out > $$out/log 2>&1 \
-	  || { cat $$out/log; rm -rf $$out $@.tmp; exit 1; }; rm -rf $$out; mv $@.tmp $@
+	  || { cat $$out/log; rm -rf $$out $@.tmp; exit 1; }; \
+	if [ -f $@.tmp ]; then mv $@.tmp $@; else echo "no class-data archive written; JVMs start without it:"; \
+	  grep -i -m 3 "cds\|archive\|share" $$out/log || true; fi; rm -rf $$out
 
 venv: $(VENV)/.installed
 

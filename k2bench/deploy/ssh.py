@@ -320,10 +320,12 @@ class SshHost:
             return {}
         parts = [f"touch {shlex.quote(self.lease())}"]
         # A process that just ended may not have its exit code written yet (its wrapper
-        # writes it right after): wait for it up to 2 s before calling the process gone.
+        # writes it right after): wait for it up to 10 s before calling the process gone.
+        # 2 s was too short once: a server's wrapper, starved while a dozen server JVMs
+        # stopped at once on the test hosts' two cores, wrote it later (the run failed -9).
         parts += [f"rcf={shlex.quote(p.handle[1])}; "
                   f"if ! [ -s $rcf ] && ! kill -0 {p.pid} 2>/dev/null; then "
-                  f"for i in $(seq 20); do [ -s $rcf ] && break; sleep 0.1; done; fi; "
+                  f"for i in $(seq 100); do [ -s $rcf ] && break; sleep 0.1; done; fi; "
                   f"if [ -s $rcf ]; then echo {p.pid} rc $(cat $rcf); "
                   f"elif kill -0 {p.pid} 2>/dev/null; then echo {p.pid} running; else echo {p.pid} gone; fi"
                   for p in live]

@@ -9,7 +9,7 @@ from ..errors import RunFailed
 from ..spec.checks import IDS_PER_PROCESS
 from .diagnose import client_init_failure, tail
 from .jvm import client_props, jvm_props, props_file, ycsb
-from .procs import start, wait_exit
+from .procs import not_ready, start, wait_exit
 from .state import Running
 
 CLIENT_ID_BASE = 4096  # loaders take the first ids from here, clients the ones after (clients.py)
@@ -18,14 +18,6 @@ CLIENT_ID_BASE = 4096  # loaders take the first ids from here, clients the ones 
 def load_timeout_s(workload: dict) -> float:
     """The longest the load phase may take."""
     return max(600, workload["keys"] / 20)
-
-
-def clients_failed(clients: list) -> str | None:
-    """Why a client started beside the load will never be ready, or None."""
-    for p in clients:
-        if (why := client_init_failure(p)):
-            return f"{p.name} failed before it was ready: {why}"
-    return None
 
 
 def load_keys(run: Running) -> None:
@@ -60,7 +52,7 @@ def load_keys(run: Running) -> None:
     # the clients start up meanwhile (clients.py): one that exits, or whose DB.init failed
     # (YCSB lives on idle then), fails the trial now rather than after the load
     wait_exit(t, run.progress, [p for _, _, p in loaders], run.servers + run.clients, load_timeout_s(w),
-              "loading keys", None, failing=lambda: clients_failed(run.clients))
+              "loading keys", None, failing=lambda: not_ready(run.clients, client_init_failure))
     reports = []  # (loader, its report)
     for h, dc, p in loaders:
         text = h.read_text(f"{t.rel}/clients/load-{dc}.json")

@@ -76,6 +76,14 @@ def check_alive(procs: list[Proc], t: Trial | None = None) -> None:
             raise RunFailed(f"{p.name} exited with code {rc} unexpectedly: {tail(p)}")
 
 
+def not_ready(procs: list[Proc], failed) -> str | None:
+    """Why one of ``procs`` will never be ready (``failed(p)`` says, or None), or None."""
+    for p in procs:
+        if (why := failed(p)):
+            return f"{p.name} failed before it was ready: {why}"
+    return None
+
+
 def wait_for_line(procs: list[Proc], others: list[Proc], prefix: str, timeout_s: float, what: str,
                   failed=None) -> None:
     """Waits until every process of ``procs`` printed a line starting with ``prefix``;
@@ -84,9 +92,8 @@ def wait_for_line(procs: list[Proc], others: list[Proc], prefix: str, timeout_s:
     pending = list(procs)
     while pending:
         check_alive(pending + others)
-        for p in pending if failed else []:
-            if (why := failed(p)):
-                raise RunFailed(f"{p.name} failed before it was ready: {why}")
+        if failed and (why := not_ready(pending, failed)):
+            raise RunFailed(why)
         pending = [p for p in pending if not any(
             ln.startswith(prefix) for ln in p.handle_host.read_text(p.stdout).splitlines())]
         if pending and time.time() > deadline:

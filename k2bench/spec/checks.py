@@ -31,7 +31,6 @@ def _check_timeouts(exp: dict) -> None:
                               f"or clients.rpc_timeout_ms above {failover}")
 
 
-
 def _check_retention(exp: dict, known_systems) -> None:
     """For systems whose servers fetch, in a read-only transaction's second round, the exact
     version round one chose (``client_second_round``: K2 §V-C, Fig. 5): round one offers a

@@ -469,11 +469,15 @@ def objective_of(sets: list[tuple[int, ...]], reads_b: np.ndarray, topo: Topolog
         m = reads_b - hits if hits is not None else reads_b
         return m / total if total > 0 else np.zeros_like(reads_b, dtype=np.float64)
     w = misses(hits_b)
-    failed_w = [misses(failure_hits(hits_b, k)) for k in range(topo.d)] if model == "n-1c" else []
-    normal = 0.0
+    # per distinct replica set (a few dozen), not per bucket: tens of thousands with per-key sets
+    distinct = sorted(set(map(tuple, sets)))
+    index = {c: i for i, c in enumerate(distinct)}
+    sid = np.array([index[tuple(s)] for s in sets])
+    nearest = np.stack([topo.rtt[:, list(s)].min(axis=1) for s in distinct])  # [set, reader dc]
+    normal = float(np.einsum("bd,bd->", w, nearest[sid]))
     worst = 0.0
-    for b, s in enumerate(sets):
-        normal += float(w[b] @ topo.rtt[:, list(s)].min(axis=1))
-        if model == "n-1c":  # k's readers redirected, as misses (set_latency, failure_hits)
-            worst += max(float(failed_w[k][b] @ set_latency([tuple(s)], topo.rtt, k)[0]) for k in range(topo.d))
+    if model == "n-1c":  # k's readers redirected, as misses (set_latency, failure_hits)
+        failed = np.stack([set_latency(distinct, topo.rtt, k) for k in range(topo.d)], axis=1)  # [set, k, dc]
+        failed_w = np.stack([misses(failure_hits(hits_b, k)) for k in range(topo.d)])  # [k, bucket, dc]
+        worst = float(np.einsum("kbd,bkd->bk", failed_w, failed[sid]).max(axis=1).sum())
     return normal if model == "ba" else worst + N1C_NORMAL_WEIGHT * normal

@@ -82,6 +82,8 @@ def test_a_tiny_experiment_leaves_a_complete_run_directory(jar, tmp_path):
         names = {r["name"] for r in records}
         assert {f"server-{dc}" for dc in ("VA", "CA", "SP", "LDN", "TYO", "SG")} <= names
         assert {f"client-{dc}" for dc in ("VA", "SG")} <= names and {"load-VA"} <= names
+        pids = {r["name"]: r["pid"] for r in records}  # loaders inside their datacenter's server JVM
+        assert all(pid == pids["server" + n[4:]] for n, pid in pids.items() if n.startswith("load-")), pids
         for rec in records:
             assert rec["argv"] and rec["pid"] > 0 and rec["stopped"] >= rec["started"]
             assert (run / rec["stdout"]).exists() and (run / rec["stderr"]).exists(), "paths relative to the run"

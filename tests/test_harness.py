@@ -272,11 +272,13 @@ def run_trial(tmp_path, monkeypatch, mode, doc, fetch_error=None):
     stub.write_text(STUB)
     host = StubHost(tmp_path / "k2bench.jar", stub, fetch_error)
     host.bind_run(tmp_path)
-    # The stand-ins are processes of their own (a stub server hosts no clients).
+    # The stand-ins are processes of their own (a stub server hosts no clients or loaders).
     clients = {"heap_mb": 64, **doc.get("clients", {}), "processes": "own"}
     exp = experiment.resolve({"systems": ["k2"], "topology": {"servers_per_dc": 1}, "workload": {"keys": 10},
                               "server": {"heap_mb": 64}, **doc, "clients": clients}, "stub", SYSTEMS)
-    env = Env(repo=ROOT, jar=tmp_path / "k2bench.jar", deployment=LocalDeployment(host))
+    dep = LocalDeployment(host)
+    dep.in_server_clients = False
+    env = Env(repo=ROOT, jar=tmp_path / "k2bench.jar", deployment=dep)
     env.system_info = SYSTEMS  # the real descriptors; the stub jar has none
     orch = Orchestrator(env, _Quiet())
     t = Trial("k2", "", 1, exp, tmp_path / "k2", "k2")

@@ -114,7 +114,8 @@ def run_trial(tmp_path, monkeypatch, mode, doc, client_processes=1):
     host = StubHost(tmp_path / "k2bench.jar", stub)
     host.bind_run(tmp_path)
     dep = LocalDeployment(host) if client_processes == 1 else SlotsDeployment(host, client_processes)
-    # The stand-ins are processes of their own (a stub server hosts no clients).
+    # The stand-ins are processes of their own (a stub server hosts no clients or loaders).
+    dep.in_server_clients = False
     clients = {"heap_mb": 64, **doc.get("clients", {}), "processes": "own"}
     exp = experiment.resolve({"systems": ["k2"], "topology": {"servers_per_dc": 1}, "workload": {"keys": 10},
                               "server": {"heap_mb": 64}, **doc, "clients": clients}, "stub", SYSTEMS)

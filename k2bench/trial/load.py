@@ -20,31 +20,36 @@ def load_timeout_s(workload: dict) -> float:
     return max(600, workload["keys"] / 20)
 
 
+def loader_dcs(t, dcs: list[str]) -> list[str]:
+    """The datacenters that run a loader: those the placement gives first replicas (with
+    groups, the first group's: index modulo f = 0); loaders elsewhere would write nothing and
+    only take the CPU of a start from the others (load_keys's count check catches a
+    mismatch). A trial built without its resolved placement, as tests with stand-in processes
+    do, loads from every datacenter: each writes only its first replicas, right for any placement."""
+    first = t.placement["first_replica_dcs"] if t.placement else dcs
+    return [dc for dc in dcs if dc in first]
+
+
 def load_keys(run: Running) -> None:
     t, cfg, dep = run.t, run.cfg, run.dep
     w, cl = cfg["workload"], cfg["clients"]
-    # Only the datacenters the placement gives first replicas run a loader (with groups, the
-    # first group's: index modulo f = 0); loaders elsewhere would write nothing and only take
-    # the CPU of a JVM start from the others (the count check below catches a mismatch). A
-    # trial built without its resolved placement, as tests with stand-in processes do, loads
-    # from every datacenter: each writes only its first replicas, right for any placement.
-    first = t.placement["first_replica_dcs"] if t.placement else run.dcs
     loaders = []
-    for i, dc in enumerate(run.dcs):
-        if dc not in first:
-            continue
+    for dc in loader_dcs(t, run.dcs):
+        i = run.dcs.index(dc)
         slot = dep.clients(dc)[0]
         props = client_props(t, slot.host, dc, CLIENT_ID_BASE + i * IDS_PER_PROCESS, None)
         props |= {"insertstart": 0, "insertcount": w["keys"], "operationcount": 2**31 - 1,
                   "k2bench.load_local": "true",
                   "k2bench.load_report": slot.host.path(f"{t.rel}/clients/load-{dc}.json"),
                   "k2bench.history": slot.host.path(f"{t.rel}/clients/history-load-{dc}.jsonl")}
-        if run.in_server:
+        jvm = run.loader_slot(dc)
+        if jvm is not None:
             props["k2bench.colocated"] = "true"
         args = ["-load", "-s", "-P", props_file(t, slot.host, f"load-{dc}", props),
                 "-threads", str(cfg["load"]["threads_per_dc"])]
-        if run.in_server:  # as the clients: no JVM to start (3-5 s each), messages in process
-            loader = start(t, run.stack, InServerHost(slot.host, run.servers[0], run.in_server_rel), f"load-{dc}", args)
+        if jvm is not None:  # in its datacenter's server JVM: no JVM to start (3-5 s), messages in process
+            host = InServerHost(slot.host, run.servers[run.slots.index(jvm)], run.clients_dir_rel(jvm))
+            loader = start(t, run.stack, host, f"load-{dc}", args)
         else:
             loader = start(t, run.stack, slot.host, f"load-{dc}", ycsb(
                 slot.host, cl["heap_mb"], *args, props=jvm_props(slot.host, t), jvm_args=cl["jvm_args"]))

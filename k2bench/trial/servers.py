@@ -10,6 +10,7 @@ from ..spec.trial import SPEC_FILE
 from .diagnose import tail
 from .faults import FaultInjector
 from .jvm import java, jvm_props
+from .load import loader_dcs
 from .procs import start, stop, wait_for_line
 from .state import Running
 
@@ -27,14 +28,19 @@ def start_servers(run: Running) -> None:
     t.server_jvm_args = server_jvm_args(cfg, t.server_processes)
     t.client_split = client_processes_split(cfg, dep.in_server_clients, t.server_processes)
     client_slots = sum(client_processes(dep, run.dcs).values())
+    # a local run's loaders run inside their datacenter's server JVM (Running.loader_slot)
+    loading = {run.loader_slot(dc) for dc in loader_dcs(t, run.dcs)} - {None}
     for s in run.slots:
         heap = srv["heap_mb"] * (len(run.dcs) if s.dc == ALL_DCS else 1)
-        heap += cl["heap_mb"] * client_slots if run.in_server else 0
+        if run.in_server:
+            heap += cl["heap_mb"] * client_slots
+        elif s in loading:
+            heap += cl["heap_mb"]  # its loader's
         run.servers.append(start(t, run.stack, s.host, s.name, java(
             s.host, heap,
             # the system, its topology and every shared parameter: the trial's spec
             "serve", "--spec", s.host.path(f"{t.rel}/{SPEC_FILE}"),
-            *(["--clients-dir", s.host.path(run.in_server_rel)] if run.in_server else []),
+            *(["--clients-dir", s.host.path(run.clients_dir_rel(s))] if run.in_server or s in loading else []),
             *s.select, *listen, "--stats-out", s.host.path(f"{t.rel}/servers/stats-{s.name}.json"),
             "--metrics-log", s.host.path(f"{t.rel}/servers/{s.name}.hlog"), props=jvm_props(s.host, t),
             jvm_args=t.server_jvm_args)))

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..deploy import Deployment, ServerSlot
+from ..deploy import ALL_DCS, Deployment, ServerSlot
 from ..deploy.hosts import Host, Proc
 
 if TYPE_CHECKING:
@@ -73,3 +73,16 @@ class Running:
     @property
     def in_server_rel(self) -> str:
         return f"{self.t.rel}/clients/in-server"
+
+    def clients_dir_rel(self, slot: ServerSlot) -> str:
+        """Where the server JVM of ``slot`` finds the clients and loaders it runs inside it
+        (the launcher's ``--clients-dir``)."""
+        return self.in_server_rel if slot.dc == ALL_DCS else f"{self.t.rel}/clients/in-{slot.name}"
+
+    def loader_slot(self, dc: str) -> ServerSlot | None:
+        """The server JVM that runs ``dc``'s loader inside it: its datacenter's (the first
+        one's, per_server) on a local run, where starting a JVM for a few seconds of loading
+        cost more than the load; None on a cluster, where each loader has its own."""
+        if not self.dep.in_server_clients:
+            return None
+        return next(s for s in self.slots if s.dc in (dc, ALL_DCS))

@@ -265,6 +265,10 @@ def test_a_run_with_a_datacenter_killed_reports_unavailability_and_no_violation(
     # they stay in TYO: every operation crosses TYO-SG (68 ms x 0.1) at least once
     assert min(o["t1"] - o["t0"] for o in after) >= 6.8 * 0.95, sorted(o["t1"] - o["t0"] for o in after)[:5]
     assert s["server_stats"].get("remote_read_failovers", 0) > 0, "reads failed over to the other replica"
+    pids = {json.loads(p.read_text())["name"]: json.loads(p.read_text())["pid"]
+            for p in (rundir / "k2" / "processes").glob("*.json")}
+    assert pids["client-TYO"] != pids["server-TYO"] and pids["client-SG"] == pids["server-SG"], \
+        "the killed datacenter's clients alone have a JVM of their own: they outlive it"
     assert s["consistency"]["violations"] == 0 and c["violations"]["count"] == 0, c["violations"]["listed"][:3]
     # Datacenters other than TYO keep serving after the kill.
     ops = [json.loads(ln) for p in (rundir / "k2" / "clients").glob("history-client-*.jsonl")

@@ -82,8 +82,10 @@ def test_a_tiny_experiment_leaves_a_complete_run_directory(jar, tmp_path):
         names = {r["name"] for r in records}
         assert {f"server-{dc}" for dc in ("VA", "CA", "SP", "LDN", "TYO", "SG")} <= names
         assert {f"client-{dc}" for dc in ("VA", "SG")} <= names and {"load-VA"} <= names
-        pids = {r["name"]: r["pid"] for r in records}  # loaders inside their datacenter's server JVM
-        assert all(pid == pids["server" + n[4:]] for n, pid in pids.items() if n.startswith("load-")), pids
+        # loaders and clients inside their datacenter's server JVM (auto, no kill or pause)
+        pids = {r["name"]: r["pid"] for r in records}
+        assert all(pid == pids["server-" + n.split("-")[1]] for n, pid in pids.items() if n[:5] in ("load-", "clien"))
+        assert s["server_processes"]["clients"] == "in_server" and s["server_processes"]["own_client_dcs"] == []
         for rec in records:
             assert rec["argv"] and rec["pid"] > 0 and rec["stopped"] >= rec["started"]
             assert (run / rec["stdout"]).exists() and (run / rec["stderr"]).exists(), "paths relative to the run"
@@ -119,7 +121,7 @@ def test_ctrl_c_tears_everything_down_and_marks_the_run(jar, tmp_path):
 
 def test_a_crashed_server_fails_the_run_and_stops_the_rest(jar, tmp_path):
     p = start(tmp_path)
-    wait_for(lambda: any(tmp_path.glob("*/k2/logs/client-VA.err")), 90, "clients running")
+    wait_for(lambda: any(tmp_path.glob("*/k2/processes/client-VA.json")), 90, "clients started")
     run = next(tmp_path.glob("*_tiny"))
     victim = json.loads((run / "k2" / "processes" / "server-LDN.json").read_text())["pid"]
     os.kill(victim, signal.SIGKILL)

@@ -9,7 +9,7 @@ import pytest
 from k2bench import experiment
 from k2bench.errors import ConfigError, RunFailed
 from k2bench.deploy.hosts import InServerHost, LocalHost
-from k2bench.trial.servers import client_processes_split
+from k2bench.trial.servers import client_processes_split, own_client_dcs
 
 from conftest import SYSTEMS
 
@@ -20,12 +20,25 @@ def cfg(**clients):
     return experiment.resolve({**DURATION, "clients": clients}, "t", SYSTEMS)
 
 
-def test_auto_puts_clients_in_the_server_jvm_only_where_one_jvm_hosts_every_server():
+def test_auto_puts_clients_in_the_server_jvm_of_their_machine_or_datacenter():
     assert client_processes_split(cfg(), True, "per_host") == "in_server"
-    assert client_processes_split(cfg(), True, "per_dc") == "own"
+    assert client_processes_split(cfg(), True, "per_dc") == "in_server", "each in its datacenter's JVM"
+    assert client_processes_split(cfg(), True, "per_server") == "own"
     assert client_processes_split(cfg(), False, "per_host") == "own", "clusters keep client JVMs"
     assert client_processes_split(cfg(processes="own"), True, "per_host") == "own"
     assert client_processes_split(cfg(processes="in_server"), True, "per_host") == "in_server"
+
+
+def test_the_clients_of_a_killed_or_paused_datacenter_keep_jvms_of_their_own():
+    dcs = ["VA", "CA", "SP", "LDN", "TYO", "SG"]
+    faults = [{"kind": "kill", "dc": "TYO", "at_s": 1, "clients": "redirect"},
+              {"kind": "pause", "server": "SG:0", "at_s": 1, "for_s": 1},
+              {"kind": "partition", "dcs": ["VA", "CA"], "at_s": 1, "for_s": 1},
+              {"kind": "delay", "dcs": ["SP", "LDN"], "extra_ms": 5, "at_s": 1, "for_s": 1}]
+    c = experiment.resolve({**DURATION, "faults": faults}, "t", SYSTEMS)
+    assert own_client_dcs(c, "in_server", dcs) == ["TYO", "SG"], "they outlive their servers"
+    assert own_client_dcs(c, "own", dcs) == dcs
+    assert own_client_dcs(cfg(), "in_server", dcs) == []
 
 
 def test_in_server_without_one_server_jvm_names_the_field_and_the_way_out():

@@ -151,7 +151,8 @@ class Clients:
     jvm_args: Any = param("args", list(DEFAULT_JVM_ARGS), None, "client and loader JVM options")
     processes: str = param(str, "auto", _one_of("auto", "own", "in_server"),
                            "in_server: clients inside the server JVM of their machine; own: a JVM per client slot; "
-                           "auto: in_server where it can")
+                           "auto: in_server where it can (a local run; with a JVM per datacenter, each in its "
+                           "datacenter's, except where a kill or pause hits)")
     rpc_timeout_ms: int = param(int, 10000, _at_least_1, "how long a client waits for a reply")
     max_start_skew_s: float = param(float, 1.0, lambda v: None if 0 < v < 3600 else "must be > 0 and below 3600 seconds",
                                     "the most a client process's first operation may be off the common start")

@@ -5,7 +5,6 @@ it: a client touches no key before the barrier (DB.init only pings the servers),
 JVM's start-up (seconds) no longer follows the load's."""
 from __future__ import annotations
 
-from ..deploy.hosts import InServerHost
 from ..spec.checks import IDS_PER_PROCESS
 from ..spec.pacing import check_pacing, client_shares
 from ..deploy import client_processes
@@ -50,14 +49,14 @@ def launch_clients(run: Running) -> None:
                       "maxexecutiontime": int(total + waits_s + 60)}
             if share.target is None:  # a paced session needs its own thread (TxnWorkload)
                 props["k2bench.sessions_per_thread"] = cl["sessions_per_thread"]
-            if run.in_server:
+            jvm = run.client_slot(dc)
+            if jvm is not None:
                 props["k2bench.colocated"] = "true"
             args = ["-t", "-s", "-P", props_file(t, slot.host, slot.name, props), "-threads", str(share.threads)]
             if share.target is not None:
                 args += ["-target", str(share.target)]
-            if run.in_server:  # inside the machine's one server JVM (clients.processes)
-                host = InServerHost(slot.host, run.servers[0], run.in_server_rel)
-                run.clients.append(start(t, run.stack, host, slot.name, args))
+            if jvm is not None:  # inside a server JVM (clients.processes)
+                run.clients.append(start(t, run.stack, run.inside(slot.host, jvm), slot.name, args))
             else:
                 run.clients.append(start(t, run.stack, slot.host, slot.name,
                                          ycsb(slot.host, cl["heap_mb"], *args, props=jvm_props(slot.host, t),

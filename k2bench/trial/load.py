@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 
-from ..deploy.hosts import InServerHost
 from ..errors import RunFailed
 from ..spec.checks import IDS_PER_PROCESS
 from .diagnose import client_init_failure, tail
@@ -48,8 +47,7 @@ def load_keys(run: Running) -> None:
         args = ["-load", "-s", "-P", props_file(t, slot.host, f"load-{dc}", props),
                 "-threads", str(cfg["load"]["threads_per_dc"])]
         if jvm is not None:  # in its datacenter's server JVM: no JVM to start (3-5 s), messages in process
-            host = InServerHost(slot.host, run.servers[run.slots.index(jvm)], run.clients_dir_rel(jvm))
-            loader = start(t, run.stack, host, f"load-{dc}", args)
+            loader = start(t, run.stack, run.inside(slot.host, jvm), f"load-{dc}", args)
         else:
             loader = start(t, run.stack, slot.host, f"load-{dc}", ycsb(
                 slot.host, cl["heap_mb"], *args, props=jvm_props(slot.host, t), jvm_args=cl["jvm_args"]))

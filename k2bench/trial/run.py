@@ -89,7 +89,8 @@ def measured_run(run: Running) -> None:
     run.stack.callback(t.faults.close)
     sampler = None
     if all(p.handle_host.this_machine for p in run.servers + run.clients):
-        measured = [] if run.in_server else run.clients  # in_server clients are threads of a server JVM
+        inside = {p.pid for p in run.servers}  # in_server clients are threads of a server JVM
+        measured = [p for p in run.clients if p.pid not in inside]
         sampler = cpu.WindowSampler({p.name: p.pid for p in run.servers + measured},
                                     run.t0 + dur["warmup_s"], run.t0 + dur["warmup_s"] + dur["measure_s"])
         run.stack.callback(sampler.close)

@@ -27,20 +27,21 @@ def start_servers(run: Running) -> None:
     t.server_processes = split if dep.splits_servers else remote_split(run.slots)
     t.server_jvm_args = server_jvm_args(cfg, t.server_processes)
     t.client_split = client_processes_split(cfg, dep.in_server_clients, t.server_processes)
-    client_slots = sum(client_processes(dep, run.dcs).values())
+    t.own_client_dcs = own_client_dcs(cfg, t.client_split, run.dcs)
+    hosted = dict.fromkeys(run.slots, 0)  # the client processes each JVM runs inside it
+    for dc, n in client_processes(dep, run.dcs).items():
+        if (jvm := run.client_slot(dc)) is not None:
+            hosted[jvm] += n
     # a local run's loaders run inside their datacenter's server JVM (Running.loader_slot)
     loading = {run.loader_slot(dc) for dc in loader_dcs(t, run.dcs)} - {None}
     for s in run.slots:
         heap = srv["heap_mb"] * (len(run.dcs) if s.dc == ALL_DCS else 1)
-        if run.in_server:
-            heap += cl["heap_mb"] * client_slots
-        elif s in loading:
-            heap += cl["heap_mb"]  # its loader's
+        heap += cl["heap_mb"] * (hosted[s] or (1 if s in loading else 0))  # a loader shares its clients' heap
         run.servers.append(start(t, run.stack, s.host, s.name, java(
             s.host, heap,
             # the system, its topology and every shared parameter: the trial's spec
             "serve", "--spec", s.host.path(f"{t.rel}/{SPEC_FILE}"),
-            *(["--clients-dir", s.host.path(run.clients_dir_rel(s))] if run.in_server or s in loading else []),
+            *(["--clients-dir", s.host.path(run.clients_dir_rel(s))] if hosted[s] or s in loading else []),
             *s.select, *listen, "--stats-out", s.host.path(f"{t.rel}/servers/stats-{s.name}.json"),
             "--metrics-log", s.host.path(f"{t.rel}/servers/{s.name}.hlog"), props=jvm_props(s.host, t),
             jvm_args=t.server_jvm_args)))
@@ -102,8 +103,9 @@ def remote_split(slots: list) -> str:
 
 
 def client_processes_split(cfg: dict, in_server_possible: bool, server_split: str) -> str:
-    """clients.processes with auto resolved: "in_server" (every client inside the one server
-    JVM of its machine) where the deployment allows it and the servers are per_host, else "own"."""
+    """clients.processes with auto resolved: "in_server" (clients inside the one server JVM of
+    their machine or, with a JVM per datacenter, their datacenter's; own_client_dcs names the
+    exceptions) where the deployment allows it, else "own"."""
     mode = cfg["clients"]["processes"]
     possible = in_server_possible and server_split == "per_host"
     if mode == "in_server" and not possible:
@@ -111,4 +113,14 @@ def client_processes_split(cfg: dict, in_server_possible: bool, server_split: st
                           f"per_host or auto without kill/pause faults), not {server_split}; use own or auto")
     if mode != "auto":
         return mode
-    return "in_server" if possible else "own"
+    return "in_server" if in_server_possible and server_split in ("per_host", "per_dc") else "own"
+
+
+def own_client_dcs(cfg: dict, client_split: str, dcs: list[str]) -> list[str]:
+    """The datacenters whose clients run in JVMs of their own: all with "own"; else those a
+    kill or pause hits, whose clients must outlive their servers (a kill's redirected
+    clients go on elsewhere; a paused datacenter's clients wait on calls, not frozen)."""
+    if client_split == "own":
+        return list(dcs)
+    hit = {f["dc"] if "dc" in f else f["server"].split(":")[0] for f in cfg["faults"] if f["kind"] in ("kill", "pause")}
+    return [dc for dc in dcs if dc in hit]

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..deploy import ALL_DCS, Deployment, ServerSlot
-from ..deploy.hosts import Host, Proc
+from ..deploy.hosts import Host, InServerHost, Proc
 
 if TYPE_CHECKING:
     from ..env import Env
@@ -29,6 +29,7 @@ class Trial:
     server_processes: str | None = None  # server.processes as run (auto resolved)
     server_jvm_args: list | None = None
     client_split: str | None = None  # clients.processes as run (auto resolved)
+    own_client_dcs: list[str] = field(default_factory=list)  # datacenters whose clients have JVMs of their own
     placement: dict | None = None  # placement_of(the resolved topology)
 
 
@@ -66,11 +67,6 @@ class Running:
         return self.doc["datacenters"]
 
     @property
-    def in_server(self) -> bool:
-        """Clients (and loaders) run inside the machine's one server JVM (clients.processes)."""
-        return self.t.client_split == "in_server"
-
-    @property
     def in_server_rel(self) -> str:
         return f"{self.t.rel}/clients/in-server"
 
@@ -78,6 +74,17 @@ class Running:
         """Where the server JVM of ``slot`` finds the clients and loaders it runs inside it
         (the launcher's ``--clients-dir``)."""
         return self.in_server_rel if slot.dc == ALL_DCS else f"{self.t.rel}/clients/in-{slot.name}"
+
+    def client_slot(self, dc: str) -> ServerSlot | None:
+        """The server JVM that runs ``dc``'s clients inside it (clients.processes as resolved:
+        the machine's one, or the datacenter's), or None: JVMs of their own."""
+        if self.t.client_split != "in_server" or dc in self.t.own_client_dcs:
+            return None
+        return next(s for s in self.slots if s.dc in (dc, ALL_DCS))
+
+    def inside(self, host: Host, jvm: ServerSlot) -> InServerHost:
+        """``host`` with the processes started on it run inside the server JVM of ``jvm``."""
+        return InServerHost(host, self.servers[self.slots.index(jvm)], self.clients_dir_rel(jvm))
 
     def loader_slot(self, dc: str) -> ServerSlot | None:
         """The server JVM that runs ``dc``'s loader inside it: its datacenter's (the first

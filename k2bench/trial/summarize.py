@@ -90,7 +90,7 @@ def summarize_trial(env: Env, progress, t: Trial, run_manifest: dict, doc: dict,
     if (stolen := cpu.steal_warning(t.cpu)):
         summary["warnings"].append(stolen)
     summary["server_processes"] = {"split": t.server_processes, "jvm_args": t.server_jvm_args,
-                                   "clients": t.client_split}
+                                   "clients": t.client_split, "own_client_dcs": t.own_client_dcs}
     if cfg["check"]:
         progress.update(phase="checking consistency", elapsed=0, expected=None, ops_per_s=None)
         summary["consistency"] = check_trial_dir(

@@ -86,6 +86,10 @@ def test_a_tiny_experiment_leaves_a_complete_run_directory(jar, tmp_path):
         pids = {r["name"]: r["pid"] for r in records}
         assert all(pid == pids["server-" + n.split("-")[1]] for n, pid in pids.items() if n[:5] in ("load-", "clien"))
         assert s["server_processes"]["clients"] == "in_server" and s["server_processes"]["own_client_dcs"] == []
+        # the clients below the servers, the transport (event loops started before any client) above
+        nice = s["cpu"]["nice"]["servers"]
+        assert nice["transport (gRPC/Netty)"] == [0] and nice["WAN dispatchers"] == [0], nice
+        assert nice["client threads (YCSB, workload, history, histograms)"] == [4], nice
         for rec in records:
             assert rec["argv"] and rec["pid"] > 0 and rec["stopped"] >= rec["started"]
             assert (run / rec["stdout"]).exists() and (run / rec["stderr"]).exists(), "paths relative to the run"

@@ -132,7 +132,9 @@ public final class K2BenchDB extends DB {
       int dc;
       synchronized (SHARED_LOCK) {
         if (shared == null && colocated(p)) {
-          // Inside the server process: the servers' transport, messages in process.
+          // Inside a server process: its servers' transport. Messages to the servers it runs
+          // stay in process; to others (a JVM per datacenter) they cross gRPC, once they are
+          // up: the orchestrator starts clients only after every server's ready line.
           Transport hosting = Transport.hostingClients();
           if (hosting == null) {
             throw new DBException("k2bench.colocated: this process runs no servers; run the client "

@@ -86,6 +86,15 @@ public final class Transport implements AutoCloseable {
         : new NioEventLoopGroup(1, daemonThreads("k2b-accept"));
     this.workers = epoll ? new EpollEventLoopGroup(ioThreads, daemonThreads("k2b-io"))
         : new NioEventLoopGroup(ioThreads, daemonThreads("k2b-io"));
+    // Every event loop's thread starts now, on the constructing thread (the launcher's main
+    // thread in a server JVM). Started lazily, a loop's thread would be made by whichever
+    // thread first registers a channel on it (a server's protocol thread, nice 2; a co-located
+    // client's, nice 4) and carry every later channel's traffic at that priority.
+    for (EventLoopGroup g : List.of(boss, workers)) {
+      for (io.netty.util.concurrent.EventExecutor e : g) {
+        e.submit(() -> { }).syncUninterruptibly();
+      }
+    }
     this.dispatchers = new Dispatcher[dispatcherThreads];
     for (int i = 0; i < dispatcherThreads; i++) {
       dispatchers[i] = new Dispatcher("k2b-wan-" + i);

@@ -469,6 +469,8 @@ def objective_of(sets: list[tuple[int, ...]], reads_b: np.ndarray, topo: Topolog
         m = reads_b - hits if hits is not None else reads_b
         return m / total if total > 0 else np.zeros_like(reads_b, dtype=np.float64)
     w = misses(hits_b)
+    if not len(sets):
+        return 0.0
     # per distinct replica set (a few dozen), not per bucket: tens of thousands with per-key sets
     distinct = sorted(set(map(tuple, sets)))
     index = {c: i for i, c in enumerate(distinct)}
@@ -477,7 +479,10 @@ def objective_of(sets: list[tuple[int, ...]], reads_b: np.ndarray, topo: Topolog
     normal = float(np.einsum("bd,bd->", w, nearest[sid]))
     worst = 0.0
     if model == "n-1c":  # k's readers redirected, as misses (set_latency, failure_hits)
-        failed = np.stack([set_latency(distinct, topo.rtt, k) for k in range(topo.d)], axis=1)  # [set, k, dc]
-        failed_w = np.stack([misses(failure_hits(hits_b, k)) for k in range(topo.d)])  # [k, bucket, dc]
-        worst = float(np.einsum("kbd,bkd->bk", failed_w, failed[sid]).max(axis=1).sum())
+        worst_b = np.zeros(len(sets))  # per bucket, its worst failure
+        for k in range(topo.d):
+            fw, lat = misses(failure_hits(hits_b, k)), set_latency(distinct, topo.rtt, k)[sid]
+            # no reads from where no replica is left: nothing, not 0 x inf
+            worst_b = np.maximum(worst_b, np.multiply(fw, lat, out=np.zeros_like(fw), where=fw > 0).sum(axis=1))
+        worst = float(worst_b.sum())
     return normal if model == "ba" else worst + N1C_NORMAL_WEIGHT * normal

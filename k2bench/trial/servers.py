@@ -3,6 +3,8 @@ resolved for this deployment), starting them on their hosts and waiting until th
 and the stop phase at the end."""
 from __future__ import annotations
 
+import collections
+
 from ..deploy import ALL_DCS, client_processes
 from ..errors import ConfigError, RunFailed
 from ..spec.fields import server_jvm_args
@@ -33,15 +35,15 @@ def start_servers(run: Running) -> None:
         if (jvm := run.client_slot(dc)) is not None:
             hosted[jvm] += n
     # a local run's loaders run inside their datacenter's server JVM (Running.loader_slot)
-    loading = {run.loader_slot(dc) for dc in loader_dcs(t, run.dcs)} - {None}
+    loading = collections.Counter(run.loader_slot(dc) for dc in loader_dcs(t, run.dcs))
     for s in run.slots:
         heap = srv["heap_mb"] * (len(run.dcs) if s.dc == ALL_DCS else 1)
-        heap += cl["heap_mb"] * (hosted[s] or (1 if s in loading else 0))  # a loader shares its clients' heap
+        heap += cl["heap_mb"] * max(hosted[s], loading[s])  # the loaders finish before the clients begin
         run.servers.append(start(t, run.stack, s.host, s.name, java(
             s.host, heap,
             # the system, its topology and every shared parameter: the trial's spec
             "serve", "--spec", s.host.path(f"{t.rel}/{SPEC_FILE}"),
-            *(["--clients-dir", s.host.path(run.clients_dir_rel(s))] if hosted[s] or s in loading else []),
+            *(["--clients-dir", s.host.path(run.clients_dir_rel(s))] if hosted[s] or loading[s] else []),
             *s.select, *listen, "--stats-out", s.host.path(f"{t.rel}/servers/stats-{s.name}.json"),
             "--metrics-log", s.host.path(f"{t.rel}/servers/{s.name}.hlog"), props=jvm_props(s.host, t),
             jvm_args=t.server_jvm_args)))

@@ -22,8 +22,8 @@ import org.k2bench.core.testing.TestOptions;
 /**
  * The Karma paper's Table 1, "Single AZ" failure, on the rings {VA, CA, LDN}, {TYO, SG}, {SP}
  * (matrix / 10): the clusters, keys and helpers (write, cache at TYO, kill TYO) that
- * KarmaDeadDatacenterTest and KarmaCutOffRingTest share. Two classes, not one, so that the
- * module's two test JVMs take half a minute each rather than one a whole minute.
+ * KarmaDeadDatacenterTest, KarmaDeadRingLiftTest and KarmaCutOffRingTest share. Three classes,
+ * not one, so that the module's two test JVMs take about as long as each other.
  */
 abstract class DeadTyoScenarios {
   static final long RPC_TIMEOUT_MS = 1_000;

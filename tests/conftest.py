@@ -39,6 +39,19 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: (item.originalname in HANDED_OUT_LAST, rank.get(item.path.name, len(rank))))
 
 
+# The first lines of every stand-in process (a small Python program playing a server or a
+# client) a test starts: it exits once the test process that started it is gone, so a pytest
+# killed before its teardown leaves none running (they idled on, stealing CPU from later runs).
+ORPHAN_GUARD = """\
+import os, threading, time
+def _orphan_guard(parent=os.getppid()):
+    while os.getppid() == parent:
+        time.sleep(0.5)
+    os._exit(3)
+threading.Thread(target=_orphan_guard, daemon=True).start()
+"""
+
+
 @pytest.fixture(scope="session")
 def jar():
     # `make test` builds the jar before the Python tests; a missing jar is a failure, not a skip.

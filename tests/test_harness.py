@@ -30,7 +30,7 @@ from k2bench.trial.rtt import rtt_check
 from k2bench.trial.start import TEST_START_DELAY_ENV, choose_t0, pacing_spread_s, skew_failure, start_skew
 from k2bench.experiment import ClientShare
 
-from conftest import ROOT, SYSTEMS
+from conftest import ORPHAN_GUARD, ROOT, SYSTEMS
 
 
 # ------------------------------------------------------------------ the lease watchdog
@@ -217,7 +217,7 @@ def test_the_rtt_check_pairs_configured_and_measured():
 # VA loader writes its report, clients say they are ready, wait for the start file, print
 # the first-operation line (when they read the start file, if that is after the start),
 # then run to the end or stop at once (STUB_CLIENT=early).
-STUB = textwrap.dedent(f'''
+STUB = ORPHAN_GUARD + textwrap.dedent(f'''
     import json, os, sys, time
     argv = sys.argv[1:]
     if "serve" in argv:
@@ -294,6 +294,32 @@ def run_trial(tmp_path, monkeypatch, mode, doc, fetch_error=None):
 
 SHORT = {"clients": {"threads_per_dc": 1, "target_ops_per_s_per_dc": 1000, "heap_mb": 64},
          "duration": {"warmup_s": 0, "measure_s": 4, "cooldown_s": 0}}
+
+
+def test_a_stand_in_exits_once_the_test_process_that_started_it_is_gone(tmp_path):
+    stub = tmp_path / "stub.py"
+    stub.write_text(STUB)
+    # plays a pytest killed before its teardown: starts a stand-in server, sees it ready, dies
+    starter = subprocess.run([sys.executable, "-c", textwrap.dedent(f"""
+        import subprocess, sys
+        p = subprocess.Popen([sys.executable, {str(stub)!r}, "serve"], stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, start_new_session=True)
+        p.stdout.readline()
+        print(p.pid, flush=True)
+        """)], capture_output=True, text=True, timeout=30)
+    pid = int(starter.stdout.split()[-1])
+
+    def running():  # a zombie nobody reaps (PID 1 in a container may not) has ended too
+        try:
+            return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] not in "ZX"
+        except (OSError, IndexError):
+            return False
+    deadline = time.time() + 10
+    while running() and time.time() < deadline:
+        time.sleep(0.1)
+    if running():
+        os.kill(pid, signal.SIGKILL)
+        pytest.fail("the stand-in outlived the process that started it")
 
 
 def test_a_normal_start_records_every_clients_first_operation_within_the_bound(tmp_path, monkeypatch):

@@ -22,12 +22,12 @@ from k2bench.trial import Trial
 from k2bench.trial.clients import CLIENT_START_TIMEOUT_S, CLIENTS_READY
 from k2bench.trial.load import load_timeout_s
 
-from conftest import ROOT, SYSTEMS
+from conftest import ORPHAN_GUARD, ROOT, SYSTEMS
 
 # Stands in for every process: a server reads its spec, prints its ready line and waits to
 # be stopped; a loader writes its report; a client says it is ready, waits for the start
 # file and then does what STUB_CLIENT says.
-STUB = textwrap.dedent(f'''
+STUB = ORPHAN_GUARD + textwrap.dedent(f'''
     import json, os, sys, time
     argv = sys.argv[1:]
     # what every JVM not run as root prints first (the orchestrator's priority flags)

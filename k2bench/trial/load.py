@@ -9,7 +9,7 @@ from ..spec.checks import IDS_PER_PROCESS
 from .diagnose import client_init_failure, tail
 from .jvm import client_props, jvm_props, props_file, ycsb
 from .procs import not_ready, start, wait_exit
-from .state import Running
+from .state import Running, Trial
 
 CLIENT_ID_BASE = 4096  # loaders take the first ids from here, clients the ones after (clients.py)
 
@@ -19,7 +19,7 @@ def load_timeout_s(workload: dict) -> float:
     return max(600, workload["keys"] / 20)
 
 
-def loader_dcs(t, dcs: list[str]) -> list[str]:
+def loader_dcs(t: Trial, dcs: list[str]) -> list[str]:
     """The datacenters that run a loader: those the placement gives first replicas (with
     groups, the first group's: index modulo f = 0); loaders elsewhere would write nothing and
     only take the CPU of a start from the others (load_keys's count check catches a
@@ -46,7 +46,7 @@ def load_keys(run: Running) -> None:
             props["k2bench.colocated"] = "true"
         args = ["-load", "-s", "-P", props_file(t, slot.host, f"load-{dc}", props),
                 "-threads", str(cfg["load"]["threads_per_dc"])]
-        if jvm is not None:  # in its datacenter's server JVM: no JVM to start (3-5 s), messages in process
+        if jvm is not None:  # in its datacenter's server JVM: no JVM to start (3-5 s), messages to it in process
             loader = start(t, run.stack, run.inside(slot.host, jvm), f"load-{dc}", args)
         else:
             loader = start(t, run.stack, slot.host, f"load-{dc}", ycsb(

@@ -6,6 +6,7 @@ import importlib.util
 import json
 import os
 import pathlib
+import socket
 import ssl
 import subprocess
 import sys
@@ -145,7 +146,29 @@ def serve(fake, tls_context=None):
     server = SimpleXMLRPCServer(("127.0.0.1", 0), Handler, allow_none=True, logRequests=False)
     server.fake = fake
     if tls_context is not None:
-        server.socket = tls_context.wrap_socket(server.socket, server_side=True)
+        accept = server.socket.accept
+
+        def get_request():
+            conn, addr = accept()
+            tls = tls_context.wrap_socket(conn, server_side=True, do_handshake_on_connect=False)
+            try:
+                tls.do_handshake()
+                return tls, addr
+            except OSError:
+                # A refused client certificate: the alert is sent; close as a web server does
+                # (lingering: read until the client closes), so that it reaches the client. A
+                # close with the client's request unread resets the connection, which can
+                # lose the alert (one CI run saw only EOFs for 27 s; not reproduced since).
+                try:
+                    tls.shutdown(socket.SHUT_WR)
+                    tls.settimeout(2)
+                    while tls.recv(4096):
+                        pass
+                except OSError:
+                    pass
+                tls.close()
+                raise
+        server.get_request = get_request
     for name in METHODS:
         server.register_function(getattr(fake, name), f"portal.{name}")
     thread = threading.Thread(target=server.serve_forever, daemon=True)

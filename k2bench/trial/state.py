@@ -66,21 +66,21 @@ class Running:
     def dcs(self) -> list[str]:
         return self.doc["datacenters"]
 
-    @property
-    def in_server_rel(self) -> str:
-        return f"{self.t.rel}/clients/in-server"
-
     def clients_dir_rel(self, slot: ServerSlot) -> str:
         """Where the server JVM of ``slot`` finds the clients and loaders it runs inside it
         (the launcher's ``--clients-dir``)."""
-        return self.in_server_rel if slot.dc == ALL_DCS else f"{self.t.rel}/clients/in-{slot.name}"
+        return f"{self.t.rel}/clients/" + ("in-server" if slot.dc == ALL_DCS else f"in-{slot.name}")
+
+    def _jvm_of(self, dc: str) -> ServerSlot:
+        """The server JVM of ``dc``: the machine's one, the datacenter's, or its first server's."""
+        return next(s for s in self.slots if s.dc in (dc, ALL_DCS))
 
     def client_slot(self, dc: str) -> ServerSlot | None:
         """The server JVM that runs ``dc``'s clients inside it (clients.processes as resolved:
         the machine's one, or the datacenter's), or None: JVMs of their own."""
         if self.t.client_split != "in_server" or dc in self.t.own_client_dcs:
             return None
-        return next(s for s in self.slots if s.dc in (dc, ALL_DCS))
+        return self._jvm_of(dc)
 
     def inside(self, host: Host, jvm: ServerSlot) -> InServerHost:
         """``host`` with the processes started on it run inside the server JVM of ``jvm``."""
@@ -90,6 +90,4 @@ class Running:
         """The server JVM that runs ``dc``'s loader inside it: its datacenter's (the first
         one's, per_server) on a local run, where starting a JVM for a few seconds of loading
         cost more than the load; None on a cluster, where each loader has its own."""
-        if not self.dep.in_server_clients:
-            return None
-        return next(s for s in self.slots if s.dc in (dc, ALL_DCS))
+        return self._jvm_of(dc) if self.dep.in_server_clients else None

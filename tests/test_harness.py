@@ -1,10 +1,9 @@
 """The orchestrator's own faults and the clients' common start, without a JVM or SSH: the
-lease watchdog every remote process runs under (run here with a short lease), the choice
-of the start time, the start skew check (Python stand-ins for the clients print the
+lease keeper, the choice of the start time, the start skew check (Python stand-ins for the clients print the
 first-operation line the Java workload prints), the fetch of every host's logs after a
 failed trial, the configured-vs-measured RTT record, and what `k2bench run` checks of its
 inputs before the orchestrator starts anything (run_experiment, with an orchestrator that
-starts nothing)."""
+starts nothing). The remote processes' wrapper and watchdog: test_remote_wrapper.py."""
 import json
 import os
 import signal
@@ -20,7 +19,6 @@ from k2bench import experiment
 from k2bench.deploy import LocalDeployment
 from k2bench.errors import ConfigError, RunFailed
 from k2bench.deploy.hosts import LocalHost, Proc
-from k2bench.deploy.ssh import wrapper_script
 from k2bench.env import Env
 from k2bench.orchestrator import Orchestrator
 from k2bench.trial import Trial
@@ -33,68 +31,7 @@ from k2bench.experiment import ClientShare
 from conftest import ORPHAN_GUARD, ROOT, SYSTEMS
 
 
-# ------------------------------------------------------------------ the lease watchdog
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # a zombie is gone for our purpose (an orphan's waits for init to reap it)
-    try:
-        return "State:\tZ" not in Path(f"/proc/{pid}/status").read_text()
-    except FileNotFoundError:
-        return False
-
-
-def _wrapped(tmp_path, lease_s, argv):
-    lease = tmp_path / ".lease"
-    lease.touch()
-    out, err = tmp_path / "p.out", tmp_path / "p.err"
-    script = wrapper_script(argv, str(out), str(err), f"{out}.pid", f"{out}.rc", str(lease), lease_s, check_s=0.2)
-    wrapper = subprocess.Popen(["setsid", "sh", "-c", script], stdin=subprocess.DEVNULL)
-    deadline = time.time() + 5
-    while not (Path(f"{out}.pid").exists() and Path(f"{out}.pid").read_text().strip()):
-        assert time.time() < deadline, "the wrapper records the pid"
-        time.sleep(0.05)
-    return wrapper, int(Path(f"{out}.pid").read_text()), lease, out
-
-
-def test_a_process_stops_on_its_own_when_the_lease_goes_stale(tmp_path):
-    wrapper, pid, lease, out = _wrapped(tmp_path, 2, ["sleep", "300"])
-    try:
-        began = time.time()
-        while _alive(pid) and time.time() - began < 15:
-            time.sleep(0.1)
-        assert not _alive(pid), "the watchdog killed the process once the lease was 2 s old"
-        assert 2 <= time.time() - began < 6
-        wrapper.wait(5)
-        assert Path(f"{out}.rc").read_text().strip() == str(128 + signal.SIGTERM), "its exit is recorded"
-        assert "not refreshed for 2 s" in Path(f"{out}.lease-expired").read_text()
-    finally:
-        if _alive(pid):
-            os.kill(pid, signal.SIGKILL)
-        wrapper.wait(5)
-
-
-def test_a_refreshed_lease_keeps_the_process_and_its_end_leaves_nothing(tmp_path):
-    wrapper, pid, lease, out = _wrapped(tmp_path, 2, ["sleep", "4"])
-    try:
-        began = time.time()
-        while time.time() - began < 3.5:
-            lease.touch()
-            assert _alive(pid), "a fresh lease keeps it running past the 2 s lease"
-            time.sleep(0.3)
-        wrapper.wait(10)  # the process ended by itself; the wrapper and its watchdog with it
-        assert Path(f"{out}.rc").read_text().strip() == "0"
-        assert not Path(f"{out}.lease-expired").exists()
-        left = [pid for pid in subprocess.run(["pgrep", "-g", str(wrapper.pid)], capture_output=True,
-                                              text=True).stdout.split() if _alive(int(pid))]
-        assert left == [], f"no watchdog or sleep left behind (zombies aside): {left}"
-    finally:
-        if _alive(pid):
-            os.kill(pid, signal.SIGKILL)
-
+# ------------------------------------------------------------------ the lease keeper
 
 def test_a_host_whose_lease_refresh_hangs_holds_up_no_other_host():
     """The keeper refreshes each host on its own schedule: a host that takes 3 s to answer
@@ -424,31 +361,6 @@ def test_a_host_that_accepts_and_never_answers_does_not_hang_the_orchestrator(tm
     assert time.time() - began < 15, "the banner timeout bounds every attempt"
     assert len(held) == 3 and "\n" not in str(e.value) and str(e.value).startswith("quiet-host: "), str(e.value)
     server.close()
-
-
-def test_a_poll_waits_for_an_exit_code_the_wrapper_is_still_writing(tmp_path):
-    """A process that just ended, whose wrapper has not written its exit code yet, is not
-    taken for one that vanished (which fails the trial)."""
-    from k2bench.deploy.ssh import SshHost
-
-    rcf = tmp_path / "x.out.rc"
-    ended = subprocess.Popen(["true"])
-    ended.wait()
-    host = SshHost.__new__(SshHost)  # its poll command, run here instead of over SSH
-    host.base, host._status, host._status_at = str(tmp_path), {}, 0.0
-    proc = Proc("x", "h", [], ended.pid, "x.out", "x.err", 0, handle=(str(tmp_path / "x.out.pid"), str(rcf)))
-    host._procs = [proc]
-
-    class Result:
-        stdout = ""
-
-    def run(command, what, **kw):
-        subprocess.Popen(["sh", "-c", f"sleep 0.5; echo 143 > {rcf}"])  # the wrapper, a little late
-        Result.stdout = subprocess.run(["sh", "-c", command], capture_output=True, text=True).stdout
-        return Result
-
-    host._run = run
-    assert host.poll(proc) == 143
 
 
 # ------------------------------------------------------------------ the command line's inputs (no process starts)

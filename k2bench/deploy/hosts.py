@@ -156,6 +156,12 @@ class Proc:
     handle_host: object = field(default=None, repr=False, compare=False)  # the Host running it
     notes: dict = field(default_factory=dict)  # e.g. a client's first operation and its start skew
 
+    def ended(self) -> str:
+        """How it ended, for a message: its exit code, or why there is none."""
+        if (why := self.notes.get("exit_unknown")):
+            return f"ended without an exit code: {why}"
+        return f"exited with code {self.returncode}"
+
     def record(self) -> dict:
         return {"name": self.name, "host": self.host, "argv": self.argv, "pid": self.pid,
                 "stdout": self.stdout, "stderr": self.stderr, "started": self.started,

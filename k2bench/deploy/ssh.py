@@ -35,7 +35,11 @@ def wrapper_script(argv: list[str], out: str, err: str, pidf: str, rcf: str, lea
     trial's length is not known in advance (loading, sweeps), and a deadline long enough
     for the longest would leave orphans running that long. Both ends read the host's own
     clock (touch sets the mtime, the watchdog compares with ``date``), so clock offsets
-    between the orchestrator and the host do not matter."""
+    between the orchestrator and the host do not matter.
+
+    The pid file holds the process's pid and the wrapper's. A signal the wrapper can catch
+    (a hang-up, a stray TERM meant for its group) is noted in ``<out>.wrapper`` and it waits
+    on, so the exit code is still recorded; it is written by the shell itself (no fork)."""
     q = shlex.quote
     limit = max(1, int(round(lease_s)))
     note = f"{out}.lease-expired"
@@ -49,10 +53,24 @@ def wrapper_script(argv: list[str], out: str, err: str, pidf: str, rcf: str, lea
         "while kill -0 $pid 2>/dev/null && [ $i -lt 10 ]; do sleep 1; i=$((i+1)); done; "
         "kill -KILL $pid 2>/dev/null; exit 0; fi; "
         f"sleep {check_s:g} & s=$!; wait $s; done")
-    return (f"{shlex.join(argv)} > {q(out)} 2> {q(err)} < /dev/null & pid=$!; echo $pid > {q(pidf)}; "
-            f"( {watchdog} ) < /dev/null > /dev/null 2>&1 & wd=$!; "
-            f"wait $pid; rc=$?; echo $rc > {q(rcf)}.tmp && mv -f {q(rcf)}.tmp {q(rcf)}; "
-            "kill $wd 2>/dev/null; wait $wd; exit 0")
+    # Set after the process started, so it keeps the default dispositions (a JVM started
+    # with TERM ignored would skip its shutdown hooks).
+    traps = "; ".join(f"trap 'echo \"$(date +%s) SIG{sig}\" >> {q(wrapper_note(out))}' {sig}"
+                      for sig in ("HUP", "INT", "TERM"))
+    return (f"{shlex.join(argv)} > {q(out)} 2> {q(err)} < /dev/null & pid=$!; echo \"$pid $$\" > {q(pidf)}; "
+            f"{traps}; ( {watchdog} ) < /dev/null > /dev/null 2>&1 & wd=$!; "
+            # a caught signal ends a wait early: wait again while the process lives
+            "wait $pid; rc=$?; while kill -0 $pid 2>/dev/null; do wait $pid; rc=$?; done; "
+            f"echo $rc > {q(rcf)}; kill $wd 2>/dev/null; wait $wd; exit 0")
+
+
+def _clock() -> str:
+    return time.strftime("%H:%M:%S", time.gmtime()) + " UTC"
+
+
+def wrapper_note(out: str) -> str:
+    """Where a wrapper notes the signals it caught (see wrapper_script)."""
+    return f"{out}.wrapper"
 
 
 class HostUnreachable(RunFailed):
@@ -94,6 +112,7 @@ class SshHost:
 
     this_machine = False
     POLL_CACHE_S = 0.3
+    EXIT_CODE_WAIT_S = 10.0  # how long a poll waits for a just-ended process's exit code
     KEEPALIVE_S = 15
     CONNECT_ATTEMPTS = 3
     BACKOFF_S = 1.0  # doubled after every failed attempt
@@ -133,7 +152,7 @@ class SshHost:
         self.conn.client.set_missing_host_key_policy(paramiko.RejectPolicy())
         self.conn.client.load_host_keys(known_hosts)
         self._lock = threading.Lock()
-        self._status: dict[int, str] = {}
+        self._status: dict[int, list[str]] = {}  # id(Proc) -> its state, words
         self._status_at = 0.0
         self._procs: list[Proc] = []
 
@@ -298,15 +317,16 @@ class SshHost:
         dirs = " ".join(shlex.quote(str(Path(p).parent)) for p in (out, err))
         # The subshell detaches the wrapper from the SSH session, whose channel then closes.
         # Not retried: a start that failed half-way may have started the process.
-        pid_text = self._run(
+        words = self._run(
             f"mkdir -p {dirs} && rm -f {shlex.quote(pidf)} {shlex.quote(rcf)} && "
             f"touch {shlex.quote(self.lease())} && "
             f"(setsid sh -c {shlex.quote(inner)} > /dev/null 2>&1 < /dev/null &) && "
             f"for i in $(seq 100); do [ -s {shlex.quote(pidf)} ] && break; sleep 0.05; done; "
-            f"cat {shlex.quote(pidf)} 2>/dev/null || true", f"starting {name}", retry=False).stdout.strip()
-        if not pid_text.isdigit():
+            f"cat {shlex.quote(pidf)} 2>/dev/null || true", f"starting {name}", retry=False).stdout.split()
+        if len(words) != 2 or not all(w.isdigit() for w in words):
             raise RunFailed(f"{self.name}: {name} did not start (no pid in {pidf})")
-        p = Proc(name, self.name, list(argv), int(pid_text), stdout, stderr, time.time(), handle=(pidf, rcf))
+        pid, wrapper = map(int, words)
+        p = Proc(name, self.name, list(argv), pid, stdout, stderr, time.time(), handle=(pidf, rcf, wrapper))
         self._procs.append(p)
         return p
 
@@ -320,31 +340,48 @@ class SshHost:
             return {}
         parts = [f"touch {shlex.quote(self.lease())}"]
         # A process that just ended may not have its exit code written yet (its wrapper
-        # writes it right after): wait for it up to 10 s before calling the process gone.
-        # 2 s was too short once: a server's wrapper, starved while a dozen server JVMs
-        # stopped at once on the test hosts' two cores, wrote it later (the run failed -9).
-        parts += [f"rcf={shlex.quote(p.handle[1])}; "
-                  f"if ! [ -s $rcf ] && ! kill -0 {p.pid} 2>/dev/null; then "
-                  f"for i in $(seq 100); do [ -s $rcf ] && break; sleep 0.1; done; fi; "
-                  f"if [ -s $rcf ]; then echo {p.pid} rc $(cat $rcf); "
-                  f"elif kill -0 {p.pid} 2>/dev/null; then echo {p.pid} running; else echo {p.pid} gone; fi"
-                  for p in live]
+        # writes it right after): wait for it before calling the process gone.
+        # Lines are keyed by position, not pid: a pid may be reused once its process ended.
+        for i, p in enumerate(live):
+            pidf, rcf, wrapper = p.handle
+            note = shlex.quote(wrapper_note(pidf.removesuffix(".pid")))
+            parts.append(
+                f"rcf={shlex.quote(rcf)}; "
+                f"if ! [ -s $rcf ] && ! kill -0 {p.pid} 2>/dev/null; then "
+                f"for i in $(seq {max(1, round(self.EXIT_CODE_WAIT_S * 10))}); do [ -s $rcf ] && break; sleep 0.1; done; fi; "
+                f"if [ -s $rcf ]; then echo {i} rc $(cat $rcf); "
+                f"elif kill -0 {p.pid} 2>/dev/null; then "
+                f"if kill -0 {wrapper} 2>/dev/null; then echo {i} running; else echo {i} orphaned; fi; "
+                f"elif kill -0 {wrapper} 2>/dev/null; then echo {i} gone wrapper-alive; "
+                f"else echo {i} gone $(cat {note} 2>/dev/null | tr '\\n' ' '); fi")
         lines = self._run("; ".join(parts), "polling processes").stdout.splitlines()
-        self._status = {int(ln.split()[0]): " ".join(ln.split()[1:]) for ln in lines if ln.strip()}
+        by_pos = {int(ln.split()[0]): ln.split()[1:] for ln in lines if ln.strip()}
+        self._status = {id(p): by_pos[i] for i, p in enumerate(live) if i in by_pos}
         self._status_at = time.time()
         return self._status
 
     def poll(self, proc: Proc) -> int | None:
         if proc.returncode is not None:
             return proc.returncode
-        state = self._statuses().get(proc.pid, "running")
-        if state == "running":
+        state = self._statuses().get(id(proc), ["running"])
+        wrapper = proc.handle[2]
+        if state[0] == "orphaned":
+            # The process runs on, but nothing will record how it ends: say when that began.
+            proc.notes.setdefault("wrapper_lost", f"its wrapper (pid {wrapper}) was gone by {_clock()}")
+        if state[0] in ("running", "orphaned"):
             return None
-        if state.startswith("rc "):
-            rc = int(state.split()[1])
+        if state[0] == "rc":
+            rc = int(state[1])
         else:
-            # Gone without an exit code: the wrapper itself was killed (e.g. the machine rebooted).
+            # Gone without an exit code: taken as killed, and said why as far as it is known.
             rc = -int(signal.SIGKILL)
+            if state[1:2] == ["wrapper-alive"]:
+                why = f"its wrapper (pid {wrapper}) recorded none within {self.EXIT_CODE_WAIT_S:g} s"
+            else:
+                why = proc.notes.get("wrapper_lost", f"its wrapper (pid {wrapper}) is gone too")
+                caught = " ".join(state[1:])
+                why += f" (it caught: {caught})" if caught else ""
+            proc.notes["exit_unknown"] = why
         proc.returncode, proc.stopped = rc, time.time()
         return rc
 

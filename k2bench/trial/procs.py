@@ -73,7 +73,7 @@ def check_alive(procs: list[Proc], t: Trial | None = None) -> None:
             continue  # killed on purpose (a fault)
         rc = p.handle_host.poll(p)
         if rc is not None:
-            raise RunFailed(f"{p.name} exited with code {rc} unexpectedly: {tail(p)}")
+            raise RunFailed(f"{p.name} {p.ended()} unexpectedly: {tail(p)}")
 
 
 def not_ready(procs: list[Proc], failed) -> str | None:
@@ -126,7 +126,7 @@ def wait_exit(t: Trial, progress, clients: list[Proc], servers: list[Proc], time
         done = [p for p in clients if p.handle_host.poll(p) is not None]
         for p in done:
             if p.returncode != 0:
-                raise RunFailed(f"{p.name} exited with code {p.returncode}: {tail(p)}")
+                raise RunFailed(f"{p.name} {p.ended()}: {tail(p)}")
             if ends_at is not None and (why := early_exit(p, ends_at, time.time())):
                 raise RunFailed(why)
         if len(done) == len(clients):

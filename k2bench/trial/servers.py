@@ -62,7 +62,7 @@ def stop_servers(run: Running) -> None:
     killed = run.t.faults.killed if run.t.faults is not None else set()
     bad = [p for p in run.servers if p.returncode not in (0, 143, -15) and p.name not in killed]
     if bad:
-        raise RunFailed(f"{bad[0].name} exited with code {bad[0].returncode}: {tail(bad[0])}")
+        raise RunFailed(f"{bad[0].name} {bad[0].ended()}: {tail(bad[0])}")
 
 
 def check_process_split(dep, cfg: dict, dcs: list[str], servers_per_dc: int) -> None:

@@ -2,7 +2,7 @@
 one or more runs and writes ``report/index.html``, one HTML page per notebook and a PNG per
 figure into the report directory (by default ``<first run>/report``).
 
-    python -m analysis.report [RUN ...] [--out DIR]
+    python -m analysis.report [RUN ...] [--out DIR] [--notebooks overview,rot-latency]
 """
 from __future__ import annotations
 
@@ -22,8 +22,18 @@ NOTEBOOKS = Path(__file__).resolve().parent / "notebooks"
 REPO = NOTEBOOKS.parent.parent
 
 
-def notebooks() -> list[Path]:
-    return sorted(NOTEBOOKS.glob("*.ipynb"))
+def notebooks(only: str | None = None) -> list[Path]:
+    """Every notebook, or those named in ``only`` (comma-separated, with or without their
+    number: "overview" or "01-overview"); ValueError names one that does not exist."""
+    every = sorted(NOTEBOOKS.glob("*.ipynb"))
+    if not only:
+        return every
+    by_name = {nb.stem: nb for nb in every} | {nb.stem.split("-", 1)[1]: nb for nb in every}
+    unknown = [n for n in only.split(",") if n.strip() not in by_name]
+    if unknown:
+        raise ValueError(f"--notebooks: no notebook '{unknown[0]}'; there are "
+                         f"{', '.join(nb.stem.split('-', 1)[1] for nb in every)}")
+    return sorted({by_name[n.strip()] for n in only.split(",")})
 
 
 class NotebookFailed(Exception):
@@ -271,7 +281,14 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="analysis.report", description=__doc__.splitlines()[0])
     p.add_argument("runs", nargs="*", default=[str(REPO / "runs" / "latest")], help="run directories")
     p.add_argument("--out", help="report directory (default: <first run>/report)")
+    p.add_argument("--notebooks", help="only these notebooks, comma-separated (e.g. overview,rot-latency; "
+                                       "default: all)")
     args = p.parse_args(argv)
+    try:
+        chosen = notebooks(args.notebooks)
+    except ValueError as e:
+        print(f"analyze: {e}", file=sys.stderr)
+        return 2
     try:
         runs = load.load_runs(args.runs)
     except load.RunError as e:
@@ -283,7 +300,7 @@ def main(argv=None) -> int:
     for stale in (out_dir / "figures").glob("*.json"):
         stale.unlink()
     with decoded_once(out_dir):
-        return _write(runs, run_paths, out_dir)
+        return _write(runs, run_paths, out_dir, chosen)
 
 
 @contextlib.contextmanager
@@ -302,14 +319,14 @@ def decoded_once(out_dir: Path):
             del os.environ[load.CACHE_ENV]
 
 
-def _write(runs, run_paths: list[str], out_dir: Path) -> int:
+def _write(runs, run_paths: list[str], out_dir: Path, chosen: list[Path]) -> int:
     with one_kernel() as kernel:
-        return _write_in(kernel, runs, run_paths, out_dir)
+        return _write_in(kernel, runs, run_paths, out_dir, chosen)
 
 
-def _write_in(kernel, runs, run_paths: list[str], out_dir: Path) -> int:
+def _write_in(kernel, runs, run_paths: list[str], out_dir: Path, chosen: list[Path]) -> int:
     pages, failures = [], {}
-    for nb in notebooks():
+    for nb in chosen:
         start = time.time()
         print(f"executing {nb.name} ...", flush=True)
         try:

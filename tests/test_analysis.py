@@ -234,6 +234,17 @@ def test_a_directory_that_is_not_a_run_is_named(tmp_path):
     assert report.main([str(tmp_path)]) == 2
 
 
+def test_notebooks_chooses_by_name_and_refuses_an_unknown_one_in_one_line(tmp_path, capsys):
+    every = report.notebooks()
+    assert report.notebooks("rot-latency,01-overview") == [every[0], every[1]] and len(every) > 2
+    assert report.notebooks(None) == every == report.notebooks("")
+    assert report.main([str(RUN), "--notebooks", "overview,nope", "--out", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("analyze: --notebooks: no notebook 'nope'; there are overview, rot-latency, ") and \
+        err.count("\n") == 1, err
+    assert not (tmp_path / "r").exists(), "nothing written"
+
+
 def test_every_notebook_runs_end_to_end_and_the_report_has_every_figure(tmp_path):
     import nbformat
 

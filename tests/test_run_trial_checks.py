@@ -202,7 +202,7 @@ def test_a_loader_whose_init_failed_fails_the_trial_saying_why(tmp_path, monkeyp
     with pytest.raises(RunFailed) as e:
         run_trial(tmp_path, monkeypatch, "load-init-fails", ONE_THREAD_ONE_SECOND)
     # not a JSON error on the missing report: the loader, and the error YCSB printed
-    assert re.search(r"^load-\w+ wrote no load report \(exit code 0\): site.ycsb.DBException: servers.SG\[0\]: "
+    assert re.search(r"^load-\w+ wrote no load report \(exited with code 0\): site.ycsb.DBException: servers.SG\[0\]: "
                      r"server 127.0.0.1:7005 did not answer a ping within 60000 ms$", str(e.value)), str(e.value)
 
 

@@ -37,9 +37,9 @@ def wrapper_script(argv: list[str], out: str, err: str, pidf: str, rcf: str, lea
     clock (touch sets the mtime, the watchdog compares with ``date``), so clock offsets
     between the orchestrator and the host do not matter.
 
-    The pid file holds the process's pid and the wrapper's. A signal the wrapper can catch
-    (a hang-up, a stray TERM meant for its group) is noted in ``<out>.wrapper`` and it waits
-    on, so the exit code is still recorded; it is written by the shell itself (no fork)."""
+    The pid file holds the process's pid and the wrapper's. A hang-up or a TERM meant for
+    the wrapper's group is noted in ``<out>.wrapper`` and the wrapper waits on, so the exit
+    code is still recorded; it is written by the shell itself (no fork)."""
     q = shlex.quote
     limit = max(1, int(round(lease_s)))
     note = f"{out}.lease-expired"
@@ -53,14 +53,20 @@ def wrapper_script(argv: list[str], out: str, err: str, pidf: str, rcf: str, lea
         "while kill -0 $pid 2>/dev/null && [ $i -lt 10 ]; do sleep 1; i=$((i+1)); done; "
         "kill -KILL $pid 2>/dev/null; exit 0; fi; "
         f"sleep {check_s:g} & s=$!; wait $s; done")
-    # Set after the process started, so it keeps the default dispositions (a JVM started
-    # with TERM ignored would skip its shutdown hooks).
-    traps = "; ".join(f"trap 'echo \"$(date +%s) SIG{sig}\" >> {q(wrapper_note(out))}' {sig}"
-                      for sig in ("HUP", "INT", "TERM"))
-    return (f"{shlex.join(argv)} > {q(out)} 2> {q(err)} < /dev/null & pid=$!; echo \"$pid $$\" > {q(pidf)}; "
-            f"{traps}; ( {watchdog} ) < /dev/null > /dev/null 2>&1 & wd=$!; "
-            # a caught signal ends a wait early: wait again while the process lives
-            "wait $pid; rc=$?; while kill -0 $pid 2>/dev/null; do wait $pid; rc=$?; done; "
+    # The traps are set after the process started, so it keeps the default dispositions (a
+    # JVM started with TERM ignored would skip its shutdown hooks), and before its pid is
+    # written: a signal once the orchestrator knows it is caught. Builtins only in them (a
+    # fork that fails ends a non-interactive sh). A caught signal ends `wait` early (128+n):
+    # wait again; 127 means the exit was already collected by the first wait.
+    traps = "; ".join(f"trap 'echo SIG{sig} >> \"$w\"; caught=1' {sig}" for sig in ("HUP", "TERM"))
+    return (f"w={q(wrapper_note(out))}; caught=; "
+            f"{shlex.join(argv)} > {q(out)} 2> {q(err)} < /dev/null & pid=$!; "
+            f"{traps}; echo \"$pid $$\" > {q(pidf)}; "
+            # the watchdog ignores a hang-up of the group (a TERM to the group ends it: the
+            # process is ending too), so it is ours to stop when the process has ended
+            f"( trap '' HUP; {watchdog} ) < /dev/null > /dev/null 2>&1 & wd=$!; "
+            "wait $pid; rc=$?; "
+            "while [ -n \"$caught\" ]; do caught=; wait $pid; r=$?; [ $r -eq 127 ] || rc=$r; done; "
             f"echo $rc > {q(rcf)}; kill $wd 2>/dev/null; wait $wd; exit 0")
 
 
@@ -330,7 +336,7 @@ class SshHost:
         self._procs.append(p)
         return p
 
-    def _statuses(self) -> dict[int, str]:
+    def _statuses(self) -> dict[int, list[str]]:
         """Every process's state on this machine in one SSH command (which also refreshes
         the lease), cached briefly."""
         if time.time() - self._status_at < self.POLL_CACHE_S:
@@ -338,22 +344,26 @@ class SshHost:
         live = [p for p in self._procs if p.returncode is None]
         if not live:
             return {}
-        parts = [f"touch {shlex.quote(self.lease())}"]
-        # A process that just ended may not have its exit code written yet (its wrapper
-        # writes it right after): wait for it before calling the process gone.
-        # Lines are keyed by position, not pid: a pid may be reused once its process ended.
+        # A process found gone may not have its exit code written yet (its wrapper writes it
+        # right after): wait for it while the wrapper lives, up to EXIT_CODE_WAIT_S shared by
+        # the lines (n). Exit code first, then liveness, then the wait: a process that ends
+        # between two checks is never called gone without the wait (it once was: -9 at a
+        # stop, with its exit code written a moment later). Lines are keyed by position, not
+        # pid: a pid may be reused once its process ended.
+        parts = [f"touch {shlex.quote(self.lease())}", f"n={max(1, round(self.EXIT_CODE_WAIT_S * 10))}"]
         for i, p in enumerate(live):
             pidf, rcf, wrapper = p.handle
             note = shlex.quote(wrapper_note(pidf.removesuffix(".pid")))
             parts.append(
                 f"rcf={shlex.quote(rcf)}; "
-                f"if ! [ -s $rcf ] && ! kill -0 {p.pid} 2>/dev/null; then "
-                f"for i in $(seq {max(1, round(self.EXIT_CODE_WAIT_S * 10))}); do [ -s $rcf ] && break; sleep 0.1; done; fi; "
                 f"if [ -s $rcf ]; then echo {i} rc $(cat $rcf); "
                 f"elif kill -0 {p.pid} 2>/dev/null; then "
                 f"if kill -0 {wrapper} 2>/dev/null; then echo {i} running; else echo {i} orphaned; fi; "
+                f"else while [ $n -gt 0 ] && ! [ -s $rcf ] && kill -0 {wrapper} 2>/dev/null; do "
+                f"sleep 0.1; n=$((n-1)); done; "
+                f"if [ -s $rcf ]; then echo {i} rc $(cat $rcf); "
                 f"elif kill -0 {wrapper} 2>/dev/null; then echo {i} gone wrapper-alive; "
-                f"else echo {i} gone $(cat {note} 2>/dev/null | tr '\\n' ' '); fi")
+                f"else echo {i} gone $(cat {note} 2>/dev/null | tr '\\n' ' '); fi; fi")
         lines = self._run("; ".join(parts), "polling processes").stdout.splitlines()
         by_pos = {int(ln.split()[0]): ln.split()[1:] for ln in lines if ln.strip()}
         self._status = {id(p): by_pos[i] for i, p in enumerate(live) if i in by_pos}
@@ -376,7 +386,7 @@ class SshHost:
             # Gone without an exit code: taken as killed, and said why as far as it is known.
             rc = -int(signal.SIGKILL)
             if state[1:2] == ["wrapper-alive"]:
-                why = f"its wrapper (pid {wrapper}) recorded none within {self.EXIT_CODE_WAIT_S:g} s"
+                why = f"its wrapper (pid {wrapper}) still runs but recorded none while the poll waited"
             else:
                 why = proc.notes.get("wrapper_lost", f"its wrapper (pid {wrapper}) is gone too")
                 caught = " ".join(state[1:])

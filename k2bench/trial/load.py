@@ -60,7 +60,7 @@ def load_keys(run: Running) -> None:
     for h, dc, p in loaders:
         text = h.read_text(f"{t.rel}/clients/load-{dc}.json")
         if not text.strip():  # its threads died before the report (DB.init failed)
-            raise RunFailed(f"{p.name} wrote no load report (exit code {p.returncode}): {tail(p)}")
+            raise RunFailed(f"{p.name} wrote no load report ({p.ended()}): {tail(p)}")
         reports.append((p, json.loads(text)))
     loaded, failed = sum(r["loaded"] for _, r in reports), sum(r["failed"] for _, r in reports)
     if loaded != w["keys"] or failed:

@@ -78,7 +78,8 @@ def test_a_refreshed_lease_keeps_the_process_and_its_end_leaves_nothing(tmp_path
 def test_a_signal_meant_for_the_wrapper_is_noted_and_the_exit_code_still_recorded(tmp_path):
     """A hang-up or a stray TERM to the wrapper alone used to end it, and with it the record
     of how its process ends: the run then saw a process gone without an exit code (-9)."""
-    wrapper, pid, lease, out = _wrapped_loosely(tmp_path, ["sh", "-c", "sleep 2; exit 7"])
+    go = tmp_path / "go"  # the process ends when the test says so, not on a clock a loaded CI outruns
+    wrapper, pid, lease, out = _wrapped_loosely(tmp_path, ["sh", "-c", f"until [ -e {go} ]; do sleep 0.05; done; exit 7"])
     try:
         # one at a time: dash may run only the first trap of two signals that arrive together
         for sig, noted in ((signal.SIGTERM, ["SIGTERM"]), (signal.SIGHUP, ["SIGTERM", "SIGHUP"])):
@@ -87,6 +88,7 @@ def test_a_signal_meant_for_the_wrapper_is_noted_and_the_exit_code_still_recorde
             while not (Path(f"{out}.wrapper").exists() and Path(f"{out}.wrapper").read_text().split() == noted):
                 assert time.time() < deadline and wrapper.poll() is None, f"{sig.name} noted, the wrapper alive"
                 time.sleep(0.05)
+        go.touch()
         assert wrapper.wait(10) == 0
         assert Path(f"{out}.rc").read_text().strip() == "7", "the process's own exit code"
     finally:
@@ -100,9 +102,14 @@ def test_a_term_to_the_whole_group_records_the_exit_code_the_process_chose(tmp_p
     for i in range(8):
         d = tmp_path / str(i)
         d.mkdir()
-        wrapper, pid, lease, out = _wrapped_loosely(d, ["sh", "-c", "trap 'exit 5' TERM; while :; do sleep 0.05; done"])
+        ready = d / "ready"
+        wrapper, pid, lease, out = _wrapped_loosely(
+            d, ["sh", "-c", f"trap 'exit 5' TERM; touch {ready}; while :; do sleep 0.05; done"])
         try:
-            time.sleep(0.2)
+            deadline = time.time() + 10
+            while not ready.exists():  # its trap is set
+                assert time.time() < deadline
+                time.sleep(0.02)
             os.killpg(wrapper.pid, signal.SIGTERM)
             assert wrapper.wait(10) == 0
             assert Path(f"{out}.rc").read_text().strip() == "5", f"try {i}"
@@ -192,6 +199,7 @@ def test_a_process_that_ends_between_the_polls_two_looks_is_not_called_gone(tmp_
 
 def test_a_process_whose_wrapper_died_is_polled_as_running_and_then_said_to_have_no_exit_code(tmp_path):
     host = _local_ssh_host(tmp_path)
+    host.EXIT_CODE_WAIT_S = 5.0
     p = host.start("x", ["sleep", "60"], "logs/x.out", "logs/x.err")
     try:
         wrapper = _parent(p.pid)
@@ -206,7 +214,7 @@ def test_a_process_whose_wrapper_died_is_polled_as_running_and_then_said_to_have
         host._status_at = 0.0
         began = time.time()
         assert host.poll(p) == -9
-        assert time.time() - began < 1.5, "no wait for an exit code nobody is left to write"
+        assert time.time() - began < 3, "no wait (5 s) for an exit code nobody is left to write"
         assert p.ended() == f"ended without an exit code: {p.notes['wrapper_lost']}"
         assert p.record()["exit_unknown"] == p.notes["wrapper_lost"]
     finally:
@@ -216,6 +224,7 @@ def test_a_process_whose_wrapper_died_is_polled_as_running_and_then_said_to_have
 
 def test_processes_gone_with_silent_wrappers_share_one_wait(tmp_path):
     host = _local_ssh_host(tmp_path)
+    host.EXIT_CODE_WAIT_S = 3.0
     ended = subprocess.Popen(["true"])
     ended.wait()
     silent = [subprocess.Popen(["sleep", "30"]) for _ in range(3)]
@@ -225,7 +234,7 @@ def test_processes_gone_with_silent_wrappers_share_one_wait(tmp_path):
                        for i, w in enumerate(silent)]
         began = time.time()
         assert [host.poll(p) for p in host._procs] == [-9] * 3
-        assert 2 <= time.time() - began < 4, "one wait of EXIT_CODE_WAIT_S (2 s) for all three"
+        assert 3 <= time.time() - began < 7, "one wait of EXIT_CODE_WAIT_S (3 s) for all three, not 9 s"
         assert all(p.notes["exit_unknown"].endswith("still runs but recorded none while the poll waited")
                    for p in host._procs)
     finally:

@@ -125,7 +125,10 @@ def _wrapped_loosely(tmp_path, argv):
     lease.touch()
     out, err = tmp_path / "p.out", tmp_path / "p.err"
     script = wrapper_script(argv, str(out), str(err), f"{out}.pid", f"{out}.rc", str(lease), 60, check_s=0.2)
-    wrapper = subprocess.Popen(["setsid", "sh", "-c", script], stdin=subprocess.DEVNULL)
+    # with a hang-up's default disposition, as under sshd: a shell cannot trap a signal
+    # ignored when it starts (a test run under nohup would pass that on)
+    wrapper = subprocess.Popen(["setsid", "sh", "-c", script], stdin=subprocess.DEVNULL,
+                               preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_DFL))
     deadline = time.time() + 5
     while not (Path(f"{out}.pid").exists() and Path(f"{out}.pid").read_text().strip()):
         assert time.time() < deadline, "the wrapper records the pid"

@@ -262,3 +262,16 @@ def test_polls_tell_two_processes_apart_by_position_not_pid(tmp_path):
     finally:
         if _alive(b.pid):
             os.kill(b.pid, signal.SIGKILL)
+
+
+def test_a_run_directory_with_a_space_in_its_path_works(tmp_path):
+    base = tmp_path / "a b"
+    base.mkdir()
+    host = _local_ssh_host(base)
+    p = host.start("x", ["sh", "-c", "sleep 0.2; exit 4"], "logs/x.out", "logs/x.err")
+    deadline = time.time() + 10
+    while host.poll(p) is None:
+        assert time.time() < deadline
+        host._status_at = 0.0
+        time.sleep(0.1)
+    assert p.returncode == 4, p.notes

@@ -356,12 +356,12 @@ class SshHost:
             note = shlex.quote(wrapper_note(pidf.removesuffix(".pid")))
             parts.append(
                 f"rcf={shlex.quote(rcf)}; "
-                f"if [ -s $rcf ]; then echo {i} rc $(cat $rcf); "
+                f"if [ -s \"$rcf\" ]; then echo {i} rc $(cat \"$rcf\"); "
                 f"elif kill -0 {p.pid} 2>/dev/null; then "
                 f"if kill -0 {wrapper} 2>/dev/null; then echo {i} running; else echo {i} orphaned; fi; "
-                f"else while [ $n -gt 0 ] && ! [ -s $rcf ] && kill -0 {wrapper} 2>/dev/null; do "
+                f"else while [ $n -gt 0 ] && ! [ -s \"$rcf\" ] && kill -0 {wrapper} 2>/dev/null; do "
                 f"sleep 0.1; n=$((n-1)); done; "
-                f"if [ -s $rcf ]; then echo {i} rc $(cat $rcf); "
+                f"if [ -s \"$rcf\" ]; then echo {i} rc $(cat \"$rcf\"); "
                 f"elif kill -0 {wrapper} 2>/dev/null; then echo {i} gone wrapper-alive; "
                 f"else echo {i} gone $(cat {note} 2>/dev/null | tr '\\n' ' '); fi; fi")
         lines = self._run("; ".join(parts), "polling processes").stdout.splitlines()

@@ -23,17 +23,25 @@ def _alive(pid: int) -> bool:
         return False
 
 
+def _until(ready, within_s: float, what: str) -> None:
+    deadline = time.time() + within_s
+    while not ready():
+        assert time.time() < deadline, what
+        time.sleep(0.05)
+
+
 def _wrapped(tmp_path, lease_s, argv):
     lease = tmp_path / ".lease"
     lease.touch()
     out, err = tmp_path / "p.out", tmp_path / "p.err"
     script = wrapper_script(argv, str(out), str(err), f"{out}.pid", f"{out}.rc", str(lease), lease_s, check_s=0.2)
-    wrapper = subprocess.Popen(["setsid", "sh", "-c", script], stdin=subprocess.DEVNULL)
-    deadline = time.time() + 5
-    while not (Path(f"{out}.pid").exists() and Path(f"{out}.pid").read_text().strip()):
-        assert time.time() < deadline, "the wrapper records the pid"
-        time.sleep(0.05)
-    pids = Path(f"{out}.pid").read_text().split()
+    # with a hang-up's default disposition, as under sshd: a shell cannot trap a signal
+    # ignored when it starts (a test run under nohup would pass that on)
+    wrapper = subprocess.Popen(["setsid", "sh", "-c", script], stdin=subprocess.DEVNULL,
+                               preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_DFL))
+    pidf = Path(f"{out}.pid")
+    _until(lambda: pidf.exists() and pidf.read_text().strip(), 5, "the wrapper records the pid")
+    pids = pidf.read_text().split()
     assert pids[1:] == [str(wrapper.pid)], f"the pid file names the process and its wrapper: {pids}"
     return wrapper, int(pids[0]), lease, out
 
@@ -74,20 +82,18 @@ def test_a_refreshed_lease_keeps_the_process_and_its_end_leaves_nothing(tmp_path
             os.kill(pid, signal.SIGKILL)
 
 
-
 def test_a_signal_meant_for_the_wrapper_is_noted_and_the_exit_code_still_recorded(tmp_path):
     """A hang-up or a stray TERM to the wrapper alone used to end it, and with it the record
     of how its process ends: the run then saw a process gone without an exit code (-9)."""
     go = tmp_path / "go"  # the process ends when the test says so, not on a clock a loaded CI outruns
-    wrapper, pid, lease, out = _wrapped_loosely(tmp_path, ["sh", "-c", f"until [ -e {go} ]; do sleep 0.05; done; exit 7"])
+    wrapper, pid, lease, out = _wrapped(tmp_path, 60, ["sh", "-c", f"until [ -e {go} ]; do sleep 0.05; done; exit 7"])
     try:
         # one at a time: dash may run only the first trap of two signals that arrive together
         for sig, noted in ((signal.SIGTERM, ["SIGTERM"]), (signal.SIGHUP, ["SIGTERM", "SIGHUP"])):
             os.kill(wrapper.pid, sig)
-            deadline = time.time() + 5
-            while not (Path(f"{out}.wrapper").exists() and Path(f"{out}.wrapper").read_text().split() == noted):
-                assert time.time() < deadline and wrapper.poll() is None, f"{sig.name} noted, the wrapper alive"
-                time.sleep(0.05)
+            note = Path(f"{out}.wrapper")
+            _until(lambda: note.exists() and note.read_text().split() == noted, 5, f"{sig.name} noted")
+            assert wrapper.poll() is None, "the wrapper lives on"
         go.touch()
         assert wrapper.wait(10) == 0
         assert Path(f"{out}.rc").read_text().strip() == "7", "the process's own exit code"
@@ -103,37 +109,16 @@ def test_a_term_to_the_whole_group_records_the_exit_code_the_process_chose(tmp_p
         d = tmp_path / str(i)
         d.mkdir()
         ready = d / "ready"
-        wrapper, pid, lease, out = _wrapped_loosely(
-            d, ["sh", "-c", f"trap 'exit 5' TERM; touch {ready}; while :; do sleep 0.05; done"])
+        wrapper, pid, lease, out = _wrapped(
+            d, 60, ["sh", "-c", f"trap 'exit 5' TERM; touch {ready}; while :; do sleep 0.05; done"])
         try:
-            deadline = time.time() + 10
-            while not ready.exists():  # its trap is set
-                assert time.time() < deadline
-                time.sleep(0.02)
+            _until(ready.exists, 10, "the process set its trap")
             os.killpg(wrapper.pid, signal.SIGTERM)
             assert wrapper.wait(10) == 0
             assert Path(f"{out}.rc").read_text().strip() == "5", f"try {i}"
         finally:
             if _alive(pid):
                 os.kill(pid, signal.SIGKILL)
-
-
-def _wrapped_loosely(tmp_path, argv):
-    """_wrapped with a long lease, reading the wrapper's pid from its Popen (as the pid file
-    named only the process before)."""
-    lease = tmp_path / ".lease"
-    lease.touch()
-    out, err = tmp_path / "p.out", tmp_path / "p.err"
-    script = wrapper_script(argv, str(out), str(err), f"{out}.pid", f"{out}.rc", str(lease), 60, check_s=0.2)
-    # with a hang-up's default disposition, as under sshd: a shell cannot trap a signal
-    # ignored when it starts (a test run under nohup would pass that on)
-    wrapper = subprocess.Popen(["setsid", "sh", "-c", script], stdin=subprocess.DEVNULL,
-                               preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_DFL))
-    deadline = time.time() + 5
-    while not (Path(f"{out}.pid").exists() and Path(f"{out}.pid").read_text().strip()):
-        assert time.time() < deadline, "the wrapper records the pid"
-        time.sleep(0.05)
-    return wrapper, int(Path(f"{out}.pid").read_text().split()[0]), lease, out
 
 
 def _local_ssh_host(tmp_path, shell=("sh", "-c"), env=None):
@@ -154,11 +139,9 @@ def _parent(pid: int) -> int:
     return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
 
 
-def _gone(pid: int, within_s: float = 10) -> None:
-    deadline = time.time() + within_s
-    while Path(f"/proc/{pid}").exists():  # reaped, by init if its parent is gone
-        assert time.time() < deadline, f"pid {pid} still there"
-        time.sleep(0.05)
+def _gone(pid: int) -> None:
+    # reaped, by init if its parent is gone
+    _until(lambda: not Path(f"/proc/{pid}").exists(), 10, f"pid {pid} still there")
 
 
 def test_a_poll_waits_for_an_exit_code_the_wrapper_is_still_writing(tmp_path):
@@ -253,10 +236,7 @@ def test_polls_tell_two_processes_apart_by_position_not_pid(tmp_path):
     a = host.start("a", ["sh", "-c", "exit 3"], "a.out", "a.err")
     b = host.start("b", ["sleep", "60"], "b.out", "b.err")
     try:
-        deadline = time.time() + 5
-        while not (tmp_path / "a.out.rc").exists():
-            assert time.time() < deadline
-            time.sleep(0.05)
+        _until((tmp_path / "a.out.rc").exists, 5, "a ended")
         a.pid = b.pid  # as if a's pid, its process ended unpolled, now belonged to b
         assert host.poll(a) == 3 and host.poll(b) is None
     finally:

@@ -14,7 +14,7 @@ SOURCES := $(shell find system -name '*.java' -o -name '*.proto' -o -name 'pom.x
 RUN_STAMP = $(shell date -u +%Y%m%dT%H%M%SZ)
 REPORTS := target/test-reports
 
-.PHONY: help test test-java test-python deploy-test browser-deps build venv venvs new-system local-run analyze compare serve figures reproduce notebook bench-emulation bench-throughput \
+.PHONY: help test test-java test-python test-java-beside-unit deploy-test browser-deps build venv venvs new-system local-run analyze compare serve figures reproduce notebook bench-emulation bench-throughput \
 	ec2-up ec2-run ec2-down ec2-status emulab-up emulab-run emulab-extend emulab-down netem-reset clean
 
 help:
@@ -37,22 +37,40 @@ help:
 	@echo "make emulab-extend HOURS=<n>                 n more hours for the running Emulab experiment"
 	@echo "make netem-reset      remove k2bench's tc qdiscs from a cluster (INVENTORY=<inventory.json>, default Emulab's)"
 
-# The virtualenvs first, then the Java tests alone: their bounds on emulated latency fail
-# when pip takes the CPU beside them, even at low priority.
+# The virtualenvs and the jar first. Then the Java test classes, two modules at a time, with
+# the Python tests that start no cluster beside them at nice 19: those take the CPU the Java
+# classes leave while they wait on emulated latency and timeouts, and yield it when a JVM
+# wants it. Then what needs the machine to itself, or nearly: the Java classes tagged alone,
+# the cluster runs, the cluster runs marked alone (test-java, test-python below).
 # Ends with the ten slowest tests (Java and Python) and the time it took, failed or not.
-test: venvs browser-deps
+test: venvs browser-deps $(JSA)
 	@mkdir -p $(REPORTS); touch $(REPORTS)/.start; start=$$(date +%s); rc=0; \
-	{ $(MAKE) --no-print-directory test-java && $(MAKE) --no-print-directory test-python; } || rc=$$?; \
+	{ $(MAKE) --no-print-directory test-java-beside-unit && $(JAVA_ALONE) \
+	  && $(PY_CLUSTER) && $(PY_ALONE); } || rc=$$?; \
 	$(VENV)/bin/python tests/slowest.py --since $(REPORTS)/.start $(REPORTS)/pytest-*.xml || true; \
 	echo "make test: $$(( $$(date +%s) - start )) s$$([ $$rc -eq 0 ] || echo ', FAILED')"; exit $$rc
 
 venvs: $(VENV)/.installed $(LINT_VENV)/.installed
 
-# Two modules at a time, then the classes tagged alone (bounds on timing from above) one at
-# a time after the whole reactor, with nothing else running (system/pom.xml).
-test-java:
-	mvn -B -ntp -T 2 -f system/pom.xml install -Dk2bench.skipAlone=true | grep -E "Tests run:|FAIL|ERROR|BUILD"
-	mvn -B -ntp -f system/pom.xml surefire:test@alone | grep -E "Tests run:|FAIL|ERROR|BUILD"
+# Two modules at a time (two JVMs each: system/pom.xml), then the classes tagged alone (bounds
+# on timing from above) one at a time after the whole reactor, with nothing else running.
+# `test`, not `install`: $(JAR) installs the modules, and the Python tests beside the reactor
+# never meet a jar half-written.
+JAVA_REACTOR = mvn -B -ntp -T 2 -f system/pom.xml test -Dk2bench.skipAlone=true | grep -E "Tests run:|FAIL|ERROR|BUILD"
+JAVA_ALONE = mvn -B -ntp -f system/pom.xml surefire:test@alone | grep -E "Tests run:|FAIL|ERROR|BUILD"
+test-java: $(JAR)
+	$(JAVA_REACTOR)
+	$(JAVA_ALONE)
+
+# The reactor's lines as they come, then pytest's (kept in its log until the reactor is done)
+# as they come; both are waited for, and either failing fails the target.
+test-java-beside-unit: $(JSA) $(VENV)/.installed $(LINT_VENV)/.installed
+	@mkdir -p $(REPORTS); log=$(REPORTS)/pytest-unit.log; \
+	nice -n 19 $(PY_UNIT) > $$log 2>&1 & unit=$$!; \
+	jrc=0; urc=0; $(JAVA_REACTOR) || jrc=$$?; \
+	echo "-- the Python tests that start no cluster, beside the Java classes at nice 19:"; \
+	tail -n +1 -f --pid=$$unit $$log; wait $$unit || urc=$$?; \
+	[ $$jrc -eq 0 ] && [ $$urc -eq 0 ]
 
 # Three phases: the tests that start no cluster, three at a time (file by file: a file's tests
 # share its fixtures; on 2 cores three finished sooner than two);
@@ -60,12 +78,16 @@ test-java:
 # verdict, counts, lower bounds; two at a time left a fifth of the two cores idle, runs wait
 # on their trials' clocks; four took as long as three); then those marked alone one at a
 # time, alone on the machine, as their bounds on timing and fault timings assume.
+PY_UNIT = $(PY_TEST) -m pytest -q -n 3 --dist loadfile -m "not cluster" tests --ignore=tests/deploy \
+	--junitxml=$(REPORTS)/pytest-unit.xml
+PY_CLUSTER = $(PY_TEST) -m pytest -q -n 3 --dist load -m "cluster and not alone" tests --ignore=tests/deploy \
+	--junitxml=$(REPORTS)/pytest-cluster.xml
+PY_ALONE = $(PY_TEST) -m pytest -q -m "cluster and alone" tests --ignore=tests/deploy \
+	--junitxml=$(REPORTS)/pytest-alone.xml
 test-python: $(JSA) $(VENV)/.installed $(LINT_VENV)/.installed
-	$(PY_TEST) -m pytest -q -n 3 --dist loadfile -m "not cluster" tests --ignore=tests/deploy \
-	  --junitxml=$(REPORTS)/pytest-unit.xml
-	$(PY_TEST) -m pytest -q -n 3 --dist load -m "cluster and not alone" tests --ignore=tests/deploy \
-	  --junitxml=$(REPORTS)/pytest-cluster.xml
-	$(PY_TEST) -m pytest -q -m "cluster and alone" tests --ignore=tests/deploy --junitxml=$(REPORTS)/pytest-alone.xml
+	$(PY_UNIT)
+	$(PY_CLUSTER)
+	$(PY_ALONE)
 
 # The tests' Python with bytecode kept (__pycache__/, ignored by git): with
 # PYTHONDONTWRITEBYTECODE set, as in some shells, every pytest process assertion-rewrote each

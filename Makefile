@@ -37,15 +37,16 @@ help:
 	@echo "make emulab-extend HOURS=<n>                 n more hours for the running Emulab experiment"
 	@echo "make netem-reset      remove k2bench's tc qdiscs from a cluster (INVENTORY=<inventory.json>, default Emulab's)"
 
-# The virtualenvs and the jar first. Then the Java test classes, two modules at a time, with
-# the Python tests that start no cluster beside them at nice 19: those take the CPU the Java
-# classes leave while they wait on emulated latency and timeouts, and yield it when a JVM
-# wants it. Then what needs the machine to itself, or nearly: the Java classes tagged alone,
-# the cluster runs, the cluster runs marked alone (test-java, test-python below).
-# Ends with the ten slowest tests (Java and Python) and the time it took, failed or not.
-test: venvs browser-deps $(JSA)
+# The virtualenvs first (set-up, not timed), then the jar. Then the Java test classes, two
+# modules at a time, with the Python tests that start no cluster beside them at nice 19:
+# those take the CPU the Java classes leave while they wait on emulated latency and
+# timeouts, and yield it when a JVM wants it. Then what needs the machine to itself, or
+# nearly: the Java classes tagged alone, the cluster runs, the cluster runs marked alone
+# (test-java, test-python below). Ends with the ten slowest tests (Java and Python) and
+# the time it took, failed or not.
+test: venvs browser-deps
 	@mkdir -p $(REPORTS); touch $(REPORTS)/.start; start=$$(date +%s); rc=0; \
-	{ $(MAKE) --no-print-directory test-java-beside-unit && $(JAVA_ALONE) \
+	{ $(MAKE) --no-print-directory build && $(MAKE) --no-print-directory test-java-beside-unit && $(JAVA_ALONE) \
 	  && $(PY_CLUSTER) && $(PY_ALONE); } || rc=$$?; \
 	$(VENV)/bin/python tests/slowest.py --since $(REPORTS)/.start $(REPORTS)/pytest-*.xml || true; \
 	echo "make test: $$(( $$(date +%s) - start )) s$$([ $$rc -eq 0 ] || echo ', FAILED')"; exit $$rc

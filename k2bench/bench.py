@@ -207,6 +207,7 @@ def point_record(summary: dict, threads: int, tdir: str, topology: dict | None =
     return {"threads": threads, "ops_per_s": summary["throughput_ops_per_s"] or 0.0,
             "rot_p99_ms": summary["ops"]["rot"]["latency_ms"]["p99"],
             "lateness_p99_ms": lat.get("worst_p99"), "degraded": bool(lat.get("degraded")),
+            "lateness_paths_p99_ms": {k: v["p99"] for k, v in (lat.get("paths") or {}).items()} or None,
             "stalled_s": stalled_seconds(summary), "messages_per_op": per_op, "messages": summary.get("messages") or None, "cpu": acc, "dir": tdir}
 
 

@@ -182,7 +182,8 @@ def summary_table(summaries: list[dict]) -> Table:
         if not e or e.get("worst_p99") is None:
             return "-"
         worst = max((c for c in e["classes"].items() if c[1]["p99"] is not None), key=lambda c: c[1]["p99"])
-        return f"{e['worst_p99']:.2f} ({worst[0]})" + (" DEGRADED" if e["degraded"] else "")
+        path = worst[1].get("late_path")
+        return f"{e['worst_p99']:.2f} ({worst[0]}{', ' + path if path else ''})" + (" DEGRADED" if e["degraded"] else "")
 
     row("emulation lateness worst p99", lateness)
     row("errors", lambda s: str(s["errors"]))

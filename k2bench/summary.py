@@ -379,8 +379,10 @@ def emulation_warning(lateness: dict) -> str | None:
     if not lateness["degraded"]:
         return None
     worst = max((c for c in lateness["classes"].items() if c[1]["p99"] is not None), key=lambda c: c[1]["p99"])
+    path = worst[1].get("late_path")
+    by = f", the latest {PATH_WORDS.get(path, path)}" if path else ""
     return (f"{EMULATION_DEGRADED}: messages reached their nodes up to {worst[1]['p99']:.1f} ms after their due "
-            f"time (p99, {worst[0]} links; limit {DEGRADED_P99_MS:.0f} ms): the latencies are not the configured "
+            f"time (p99, {worst[0]} links{by}; limit {DEGRADED_P99_MS:.0f} ms): the latencies are not the configured "
             "WAN's (the machine is short of CPU: lower the load or the number of processes)")
 
 
@@ -398,6 +400,9 @@ def schedule_warning(lag: dict | None, interval_ms: float | None, faults: bool =
 
 
 LATENESS_CLASSES = ("wan", "local")
+# What each delivery path waits for (emulation_warning): the thread that is late.
+PATH_WORDS = {"dispatcher": "waiting for a WAN dispatcher", "timer": "waiting for the receiving server's thread",
+              "arrival": "handed over on arrival"}
 DEGRADED_P99_MS = 5.0
 EMULATION_DEGRADED = "emulation degraded"
 
@@ -443,6 +448,15 @@ def emulation(intervals: list[Interval], window: tuple[float, float]) -> dict:
     faulted = merge(intervals, "lateness:faulted", window)
     if faulted.get_total_count():
         out["faulted"] = spread_ms(faulted, (50, 99, 99.9))
+    paths = {}  # lateness:path:<class>:<arrival|timer|dispatcher> (InChannel): which thread was late
+    for tag in sorted({iv.tag for iv in intervals if iv.tag.startswith("lateness:path:")}):
+        if (h := merge(intervals, tag, window)).get_total_count():
+            paths[tag[len("lateness:path:"):]] = spread_ms(h, (50, 99, 99.9))
+    for c, block in classes.items():
+        mine = [(k.split(":")[1], v["p99"]) for k, v in paths.items() if k.startswith(c + ":") and v["p99"] is not None]
+        block["late_path"] = max(mine, key=lambda kv: kv[1])[0] if mine else None
+    if paths:
+        out["paths"] = paths
     return out
 
 

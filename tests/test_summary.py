@@ -333,6 +333,37 @@ def test_a_p99_lateness_above_5_ms_in_any_class_marks_the_run_degraded():
     assert "6.00 (local) DEGRADED" in line and line.rstrip().rstrip("│").rstrip().endswith("-")
 
 
+def test_each_class_names_the_delivery_path_that_was_latest():
+    # the class is late through the dispatchers (their p99 9 ms), on time through the servers' own timers
+    e = S.emulation(_lateness_intervals({
+        "lateness:wan": [100] * 80 + [9000] * 20, "lateness:local": [10] * 100,
+        "lateness:path:wan:timer": [100] * 80, "lateness:path:wan:dispatcher": [9000] * 20,
+        "lateness:path:local:arrival": [10] * 100, "lateness:path:local:timer": []}), (0, 10_000))
+    assert set(e["paths"]) == {"wan:timer", "wan:dispatcher", "local:arrival"}  # empty paths left out
+    assert e["paths"]["wan:dispatcher"]["count"] == 20 and e["paths"]["wan:timer"]["p99"] == pytest.approx(0.1, abs=0.001)
+    assert e["classes"]["wan"]["late_path"] == "dispatcher" and e["classes"]["local"]["late_path"] == "arrival"
+    assert "wan links, the latest waiting for a WAN dispatcher;" in S.emulation_warning(e)
+    import io
+
+    from rich.console import Console
+
+    from k2bench.progress import summary_table
+    k2 = json.loads((pathlib.Path(__file__).parent / "fixtures" / "run-analysis" / "k2" / "summary.json").read_text())
+    out = io.StringIO()
+    Console(file=out, width=120).print(summary_table([k2 | {"emulation_lateness_ms": e}]))
+    line = next(ln for ln in out.getvalue().splitlines() if "emulation lateness" in ln)
+    assert "(wan, dispatcher) DEGRADED" in line, line
+    # the other way round: the servers' threads are the late ones
+    e = S.emulation(_lateness_intervals({"lateness:wan": [100] * 20 + [9000] * 80,
+                                         "lateness:path:wan:timer": [9000] * 80,
+                                         "lateness:path:wan:dispatcher": [100] * 20}), (0, 10_000))
+    assert e["classes"]["wan"]["late_path"] == "timer" and "waiting for the receiving server's thread" in S.emulation_warning(e)
+    # a log from before paths were recorded: no paths, no path named
+    e = S.emulation(_lateness_intervals({"lateness:wan": [9000] * 100}), (0, 10_000))
+    assert "paths" not in e and e["classes"]["wan"]["late_path"] is None
+    assert "wan links; limit" in S.emulation_warning(e)
+
+
 def test_jvm_memory_is_the_largest_gauge_of_each_process_log():
     server = _lateness_intervals({"jvm:heap_live_mb": [300], "jvm:heap_committed_mb": [900],
                                   "jvm:heap_max_mb": [4608]})

@@ -67,7 +67,7 @@ final class InChannel {
     lastDueNanos = due;
     lastFaulted = faulted;
     if (due <= now && queued == 0 && (!inProcess || node.takesInPlace(env))) {
-      recordDelivery(env, now - due, faulted);
+      recordDelivery(env, now - due, faulted, BY_ARRIVAL);
       node.receive(env);
       return;
     }
@@ -112,7 +112,7 @@ final class InChannel {
     synchronized (this) {
       w = waiting.poll();
       queued--;
-      recordDelivery(w.env, timed.lateNanos(w.due, now), w.faulted);
+      recordDelivery(w.env, timed.lateNanos(w.due, now), w.faulted, BY_TIMER);
     }
     node.receiveHere(w.env);
   }
@@ -127,7 +127,7 @@ final class InChannel {
   private void release(Envelope env, long due, boolean faulted) {
     synchronized (this) {
       queued--;
-      recordDelivery(env, System.nanoTime() - due, faulted);
+      recordDelivery(env, System.nanoTime() - due, faulted, BY_DISPATCHER);
       if (!Endpoint.isPingOrPong(env)) {
         node.receive(env);
         return;
@@ -142,14 +142,22 @@ final class InChannel {
    * link's class:
    * {@code lateness:wan} between datacenters, {@code lateness:local} inside one (due after
    * the topology's intra-datacenter delay, usually 0: there any transit time is lateness),
-   * {@code lateness:faulted} for a message a partition or delay fault held back.
+   * {@code lateness:faulted} for a message a partition or delay fault held back; and again
+   * by the path that delivered it ({@code lateness:path:<local|wan>:<path>}, faulted ones
+   * not): at its arrival (already due, nothing queued), by its node's own timer (a server's
+   * {@link TimedInbox}), or by a WAN dispatcher. Each path waits for a different thread, so
+   * a late class names which one to look at.
    */
-  private void recordDelivery(Envelope env, long lateNanos, boolean faulted) {
+  private void recordDelivery(Envelope env, long lateNanos, boolean faulted, String[] pathTags) {
     if (node.isClosed()) {
       return; // not delivered
     }
     boolean local = env.getFromDc() == node.dc();
-    ProcessMetrics.record(faulted ? FAULTED : local ? LOCAL : WAN, Math.max(0, lateNanos) / 1000);
+    long lateMicros = Math.max(0, lateNanos) / 1000;
+    ProcessMetrics.record(faulted ? FAULTED : local ? LOCAL : WAN, lateMicros);
+    if (!faulted) {
+      ProcessMetrics.record(pathTags[local ? 0 : 1], lateMicros);
+    }
     // and what was delivered: msg:<local|wan>:<payload type>, its payload's size in bytes
     // (summary.json's messages: count and bytes per type, the traffic an operation costs)
     String url = env.getPayload().getTypeUrl();
@@ -163,6 +171,14 @@ final class InChannel {
   static final String WAN = "lateness:wan";
   static final String LOCAL = "lateness:local";
   static final String FAULTED = "lateness:faulted";
+  /** {local, wan} tags of each delivery path (recordDelivery). */
+  static final String[] BY_ARRIVAL = pathTags("arrival");
+  static final String[] BY_TIMER = pathTags("timer");
+  static final String[] BY_DISPATCHER = pathTags("dispatcher");
+
+  private static String[] pathTags(String path) {
+    return new String[] {"lateness:path:local:" + path, "lateness:path:wan:" + path};
+  }
   /** Type URL -> its two message tags (local, wan), made once per type. */
   private static final java.util.concurrent.ConcurrentHashMap<String, String[]> MESSAGE_TAGS =
       new java.util.concurrent.ConcurrentHashMap<>();

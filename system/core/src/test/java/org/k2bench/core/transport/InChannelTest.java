@@ -13,6 +13,7 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Tag;
 import org.k2bench.core.cluster.FreePorts;
+import org.k2bench.core.metrics.ProcessMetrics;
 import org.k2bench.core.topology.Topology;
 import org.k2bench.core.topology.TopologyLoader;
 import org.k2bench.core.transport.proto.Envelope;
@@ -38,6 +39,18 @@ class InChannelTest {
   private static Envelope env(long value, long sentNanos, long clockDomain, int fromDc) {
     return Envelope.newBuilder().setFrom(1).setFromDc(fromDc).setTo(60_000).setSeq(value)
         .setPayload(Any.pack(UInt64Value.of(value))).setSentNanos(sentNanos).setClockDomain(clockDomain).build();
+  }
+
+  /** A metrics sink, in use until released, handing {@code into} what {@code wanted}'s tags record. */
+  private static ProcessMetrics.Sink listen(java.util.function.Predicate<String> wanted,
+      java.util.function.ObjLongConsumer<String> into) {
+    ProcessMetrics.Sink sink = (tag, v) -> {
+      if (wanted.test(tag)) {
+        into.accept(tag, v);
+      }
+    };
+    ProcessMetrics.use(sink);
+    return sink;
   }
 
   private static void awaitCount(List<?> l, int n) throws InterruptedException {
@@ -239,12 +252,7 @@ class InChannelTest {
     Topology t = EmulationTest.scaledPaperTopology(0).withRttScale(10);
     long oneWay = Math.round(t.rttMs(0, 1) / 2 * MS);
     List<Long> lateUs = new CopyOnWriteArrayList<>();
-    org.k2bench.core.metrics.ProcessMetrics.Sink sink = (tag, v) -> {
-      if (tag.equals(WAN_LATENESS)) {
-        lateUs.add(v);
-      }
-    };
-    org.k2bench.core.metrics.ProcessMetrics.use(sink);
+    ProcessMetrics.Sink sink = listen(tag -> tag.equals(WAN_LATENESS), (tag, v) -> lateUs.add(v));
     try (Transport transport = new Transport(t)) {
       TimedInbox inbox = new TimedInbox(r -> new Thread(r, "srv-timed"));
       List<Delivery> got = new CopyOnWriteArrayList<>();
@@ -278,7 +286,7 @@ class InChannelTest {
           "idle: late by its wake-up only, counted " + lateUs.get(1) + " us of " + (took - oneWay) / 1000);
       inbox.shutdownNow();
     } finally {
-      org.k2bench.core.metrics.ProcessMetrics.release(sink);
+      ProcessMetrics.release(sink);
     }
   }
 
@@ -427,15 +435,38 @@ class InChannelTest {
     }
   }
   @Test
+  void eachDeliveryIsRecordedAgainByThePathThatMadeIt() throws Exception {
+    Topology t = EmulationTest.scaledPaperTopology(0).withRttScale(10);
+    long oneWay = Math.round(t.rttMs(0, 1) / 2 * MS);
+    List<String> tags = new CopyOnWriteArrayList<>();
+    ProcessMetrics.Sink sink = listen(tag -> tag.startsWith("lateness:path:"), (tag, v) -> tags.add(tag));
+    TimedInbox inbox = new TimedInbox(r -> new Thread(r, "srv-timed"));
+    try (Transport transport = new Transport(t)) {
+      List<Long> got = new CopyOnWriteArrayList<>();
+      Endpoint client = transport.openClient(60_000, 0, Runnable::run,
+          m -> got.add(m.as(UInt64Value.class).getValue()));
+      InChannel toClient = new InChannel(transport, client);
+      toClient.arrive(env(1, System.nanoTime() - oneWay - MS, ClockDomain.ID)); // due already, nothing queued
+      toClient.arrive(env(2, System.nanoTime(), ClockDomain.ID)); // held until due by a dispatcher
+      awaitCount(got, 2);
+      Endpoint server = new Endpoint(transport, 0, 0, inbox, m -> got.add(m.as(UInt64Value.class).getValue()));
+      new InChannel(transport, server).arrive(env(3, System.nanoTime(), ClockDomain.ID)); // by its own thread
+      awaitCount(got, 3);
+      toClient.arrive(env(4, System.nanoTime(), ClockDomain.ID, 0)); // inside the datacenter: due now
+      awaitCount(got, 4);
+      assertEquals(List.of("lateness:path:wan:arrival", "lateness:path:wan:dispatcher", "lateness:path:wan:timer",
+          "lateness:path:local:arrival"), tags);
+    } finally {
+      inbox.shutdownNow();
+      ProcessMetrics.release(sink);
+    }
+  }
+
+  @Test
   void aMessageAFaultHeldBackIsLateApartAndSoIsOneQueuedBehindIt() throws Exception {
     Topology t = EmulationTest.scaledPaperTopology(0).withRttScale(10);
     List<String> tags = new CopyOnWriteArrayList<>();
-    org.k2bench.core.metrics.ProcessMetrics.Sink sink = (tag, v) -> {
-      if (tag.startsWith("lateness:")) {
-        tags.add(tag);
-      }
-    };
-    org.k2bench.core.metrics.ProcessMetrics.use(sink);
+    ProcessMetrics.Sink sink = listen(tag -> tag.startsWith("lateness:"), (tag, v) -> tags.add(tag));
     try (Transport transport = new Transport(t)) {
       List<Delivery> got = new CopyOnWriteArrayList<>();
       Endpoint node = transport.openClient(60_000, 0, Runnable::run,
@@ -452,9 +483,11 @@ class InChannelTest {
       Thread.sleep(100);
       ch.arrive(env(4, System.nanoTime(), ClockDomain.ID)); // long after: judged again
       awaitCount(got, 4);
-      assertEquals(List.of("lateness:wan", "lateness:faulted", "lateness:faulted", "lateness:wan"), tags);
+      // and by path (a dispatcher released each: the node is a client), the faulted ones not
+      assertEquals(List.of("lateness:wan", "lateness:path:wan:dispatcher", "lateness:faulted", "lateness:faulted",
+          "lateness:wan", "lateness:path:wan:dispatcher"), tags);
     } finally {
-      org.k2bench.core.metrics.ProcessMetrics.release(sink);
+      ProcessMetrics.release(sink);
     }
   }
 }

@@ -11,7 +11,7 @@ datacenter, whether it was fetched from another datacenter (``cache_miss``: 1) o
 by a cache (0). Every server process writes one too: the replication lag from a write's
 commit in its origin datacenter to its visibility in another
 (``replication_lag:<origin>><here>``, microseconds). Both record the emulation's lateness
-per delivered message (``lateness:wan``, ``lateness:local``, microseconds). Distributions are merged interval by
+per delivered message (``lateness:<wan|local>:<path>``, microseconds). Distributions are merged interval by
 interval and process by process, never by averaging percentiles; warm-up and cool-down are
 trimmed by keeping the intervals whose midpoint lies in the measurement window.
 """
@@ -428,19 +428,27 @@ PAUSE_SETTLE_MS = 2000.0  # after SIGCONT, a paused JVM works off what queued me
 
 def emulation(intervals: list[Interval], window: tuple[float, float]) -> dict:
     """The WAN emulation's lateness in the window: how long after its due time each message
-    reached its node (every process records ``lateness:wan`` between datacenters and
-    ``lateness:local`` inside one, in microseconds), merged over all processes; p50, p99,
-    p99.9 and max in ms per class and over both, and ``degraded`` when a class's p99 exceeds
+    reached its node (``lateness:<class>:<path>``, µs: class ``wan`` or ``local``, path the
+    thread it waited for, see InChannel; logs before 2026-12-06 have ``lateness:<class>``
+    alone), merged over all processes; p50, p99, p99.9 and max in ms per
+    class, per class and path (``paths``, with each class's ``late_path``: its path of the
+    largest p99) and over both classes, and ``degraded`` when a class's p99 exceeds
     DEGRADED_P99_MS: the run's latencies are then not those of the configured WAN. Every run
     is judged: a message a partition or delay fault held back is late by design and recorded
     apart (``lateness:faulted``, reported as ``faulted``, not judged), and a paused JVM's own
     deliveries are left out by the caller (``summarize``)."""
     every = new_histogram()
-    classes = {}
+    classes, paths = {}, {}
+    tags = {iv.tag for iv in intervals if iv.tag.startswith("lateness:")}
     for c in LATENESS_CLASSES:
         h = merge(intervals, f"lateness:{c}", window)
+        for tag in sorted(t for t in tags if t.startswith(f"lateness:{c}:")):
+            if (by_path := merge(intervals, tag, window)).get_total_count():
+                h.add(by_path)
+                paths[tag[len("lateness:"):]] = spread_ms(by_path, (50, 99, 99.9))
         every.add(h)
-        classes[c] = spread_ms(h, (50, 99, 99.9))
+        mine = [(k.split(":")[1], v["p99"]) for k, v in paths.items() if k.startswith(c + ":")]
+        classes[c] = spread_ms(h, (50, 99, 99.9)) | {"late_path": max(mine, key=lambda kv: kv[1])[0] if mine else None}
     out = spread_ms(every, (50, 99, 99.9)) | {"classes": classes}
     p99s = [b["p99"] for b in classes.values() if b["p99"] is not None]
     out["worst_p99"] = max(p99s) if p99s else None
@@ -448,13 +456,6 @@ def emulation(intervals: list[Interval], window: tuple[float, float]) -> dict:
     faulted = merge(intervals, "lateness:faulted", window)
     if faulted.get_total_count():
         out["faulted"] = spread_ms(faulted, (50, 99, 99.9))
-    paths = {}  # lateness:path:<class>:<arrival|timer|dispatcher> (InChannel): which thread was late
-    for tag in sorted({iv.tag for iv in intervals if iv.tag.startswith("lateness:path:")}):
-        if (h := merge(intervals, tag, window)).get_total_count():
-            paths[tag[len("lateness:path:"):]] = spread_ms(h, (50, 99, 99.9))
-    for c, block in classes.items():
-        mine = [(k.split(":")[1], v["p99"]) for k, v in paths.items() if k.startswith(c + ":") and v["p99"] is not None]
-        block["late_path"] = max(mine, key=lambda kv: kv[1])[0] if mine else None
     if paths:
         out["paths"] = paths
     return out

@@ -333,16 +333,28 @@ def test_a_p99_lateness_above_5_ms_in_any_class_marks_the_run_degraded():
     assert "6.00 (local) DEGRADED" in line and line.rstrip().rstrip("│").rstrip().endswith("-")
 
 
-def test_each_class_names_the_delivery_path_that_was_latest():
-    # the class is late through the dispatchers (their p99 9 ms), on time through the servers' own timers
-    e = S.emulation(_lateness_intervals({
-        "lateness:wan": [100] * 80 + [9000] * 20, "lateness:local": [10] * 100,
-        "lateness:path:wan:timer": [100] * 80, "lateness:path:wan:dispatcher": [9000] * 20,
-        "lateness:path:local:arrival": [10] * 100, "lateness:path:local:timer": []}), (0, 10_000))
+def test_each_class_merges_its_delivery_paths_and_names_the_latest():
+    # late through the dispatchers (p99 9 ms), on time through the servers' own timers; two processes
+    a = _lateness_intervals({"lateness:wan:timer": [100] * 80, "lateness:local:arrival": [10] * 100,
+                             "lateness:local:timer": []})
+    b = _lateness_intervals({"lateness:wan:dispatcher": [9000] * 20})
+    e = S.emulation(a + b, (0, 10_000))
     assert set(e["paths"]) == {"wan:timer", "wan:dispatcher", "local:arrival"}  # empty paths left out
     assert e["paths"]["wan:dispatcher"]["count"] == 20 and e["paths"]["wan:timer"]["p99"] == pytest.approx(0.1, abs=0.001)
+    # a class is the merge of its paths: 100 values, p99 among the dispatcher's
+    assert e["classes"]["wan"]["count"] == 100 and e["classes"]["wan"]["p99"] == pytest.approx(9.0, rel=0.01)
+    assert e["count"] == 200 and e["degraded"]
     assert e["classes"]["wan"]["late_path"] == "dispatcher" and e["classes"]["local"]["late_path"] == "arrival"
     assert "wan links, the latest waiting for a WAN dispatcher;" in S.emulation_warning(e)
+    # the other way round: the servers' threads are the late ones
+    e = S.emulation(_lateness_intervals({"lateness:wan:timer": [9000] * 80, "lateness:wan:dispatcher": [100] * 20}),
+                    (0, 10_000))
+    assert e["classes"]["wan"]["late_path"] == "timer" and "waiting for the receiving server's thread" in S.emulation_warning(e)
+    # a log from before paths were recorded: its class tags, no path named
+    e = S.emulation(_lateness_intervals({"lateness:wan": [9000] * 100}), (0, 10_000))
+    assert "paths" not in e and e["classes"]["wan"]["late_path"] is None and e["classes"]["wan"]["count"] == 100
+    assert "wan links; limit" in S.emulation_warning(e)
+    e = S.emulation(a + b, (0, 10_000))
     import io
 
     from rich.console import Console
@@ -353,15 +365,6 @@ def test_each_class_names_the_delivery_path_that_was_latest():
     Console(file=out, width=120).print(summary_table([k2 | {"emulation_lateness_ms": e}]))
     line = next(ln for ln in out.getvalue().splitlines() if "emulation lateness" in ln)
     assert "(wan, dispatcher) DEGRADED" in line, line
-    # the other way round: the servers' threads are the late ones
-    e = S.emulation(_lateness_intervals({"lateness:wan": [100] * 20 + [9000] * 80,
-                                         "lateness:path:wan:timer": [9000] * 80,
-                                         "lateness:path:wan:dispatcher": [100] * 20}), (0, 10_000))
-    assert e["classes"]["wan"]["late_path"] == "timer" and "waiting for the receiving server's thread" in S.emulation_warning(e)
-    # a log from before paths were recorded: no paths, no path named
-    e = S.emulation(_lateness_intervals({"lateness:wan": [9000] * 100}), (0, 10_000))
-    assert "paths" not in e and e["classes"]["wan"]["late_path"] is None
-    assert "wan links; limit" in S.emulation_warning(e)
 
 
 def test_jvm_memory_is_the_largest_gauge_of_each_process_log():

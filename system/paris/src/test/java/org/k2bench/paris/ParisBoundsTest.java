@@ -51,7 +51,7 @@ class ParisBoundsTest {
   static final int TRIES_PER_MEASUREMENT = 16;
 
   /**
-   * The emulation's lateness (ProcessMetrics lateness:wan and lateness:local, recorded per
+   * The emulation's lateness (ProcessMetrics lateness:<wan|local>:<path>, recorded per
    * delivered message): the largest since the last {@link #takeMs}; and BPR's read_blocked.
    */
   static final class Recorder implements ProcessMetrics.Sink {

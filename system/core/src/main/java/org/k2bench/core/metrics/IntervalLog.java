@@ -32,8 +32,8 @@ import org.HdrHistogram.Recorder;
  * from another datacenter and 0 if a cache served it (K2, PaRiS*). Servers record
  * {@code replication_lag:<origin>><here>}: microseconds from a write's commit in its origin
  * datacenter to its visibility here. Every process's transport records
- * {@code lateness:wan} and {@code lateness:local}: microseconds, per delivered message, from
- * its emulated due time to its delivery ({@code lateness:faulted} for one a partition or
+ * {@code lateness:<wan|local>:<path>}: microseconds, per delivered message, from its
+ * emulated due time to its delivery ({@code lateness:faulted} for one a partition or
  * delay fault held back; see InChannel), and its JVM's heap once per
  * interval, in MB ({@code jvm:heap_*_mb}, see
  * {@link #recordJvmMemory}).

@@ -139,25 +139,21 @@ final class InChannel {
   /**
    * One delivered message: what it was (below) and the emulation's error for it, how long
    * after its due time it reached its node, in microseconds (0 when on time), tagged by the
-   * link's class:
-   * {@code lateness:wan} between datacenters, {@code lateness:local} inside one (due after
-   * the topology's intra-datacenter delay, usually 0: there any transit time is lateness),
-   * {@code lateness:faulted} for a message a partition or delay fault held back; and again
-   * by the path that delivered it ({@code lateness:path:<local|wan>:<path>}, faulted ones
-   * not): at its arrival (already due, nothing queued), by its node's own timer (a server's
-   * {@link TimedInbox}), or by a WAN dispatcher. Each path waits for a different thread, so
-   * a late class names which one to look at.
+   * link's class and the path that delivered it, {@code lateness:<class>:<path>}: class
+   * {@code wan} between datacenters, {@code local} inside one (due after the topology's
+   * intra-datacenter delay, usually 0: there any transit time is lateness); path
+   * {@code arrival} (already due when it arrived, nothing queued), {@code timer} (held by its
+   * node's own thread, a server's {@link TimedInbox}) or {@code dispatcher} (held by a WAN
+   * dispatcher). Each path waits for a different thread, so a late class names the one to
+   * look at; one record per message, as a class alone was. {@code lateness:faulted} for a
+   * message a partition or delay fault held back.
    */
   private void recordDelivery(Envelope env, long lateNanos, boolean faulted, String[] pathTags) {
     if (node.isClosed()) {
       return; // not delivered
     }
     boolean local = env.getFromDc() == node.dc();
-    long lateMicros = Math.max(0, lateNanos) / 1000;
-    ProcessMetrics.record(faulted ? FAULTED : local ? LOCAL : WAN, lateMicros);
-    if (!faulted) {
-      ProcessMetrics.record(pathTags[local ? 0 : 1], lateMicros);
-    }
+    ProcessMetrics.record(faulted ? FAULTED : pathTags[local ? 0 : 1], Math.max(0, lateNanos) / 1000);
     // and what was delivered: msg:<local|wan>:<payload type>, its payload's size in bytes
     // (summary.json's messages: count and bytes per type, the traffic an operation costs)
     String url = env.getPayload().getTypeUrl();
@@ -168,8 +164,6 @@ final class InChannel {
     ProcessMetrics.record(tags[local ? 0 : 1], env.getPayload().getValue().size());
   }
 
-  static final String WAN = "lateness:wan";
-  static final String LOCAL = "lateness:local";
   static final String FAULTED = "lateness:faulted";
   /** {local, wan} tags of each delivery path (recordDelivery). */
   static final String[] BY_ARRIVAL = pathTags("arrival");
@@ -177,7 +171,7 @@ final class InChannel {
   static final String[] BY_DISPATCHER = pathTags("dispatcher");
 
   private static String[] pathTags(String path) {
-    return new String[] {"lateness:path:local:" + path, "lateness:path:wan:" + path};
+    return new String[] {"lateness:local:" + path, "lateness:wan:" + path};
   }
   /** Type URL -> its two message tags (local, wan), made once per type. */
   private static final java.util.concurrent.ConcurrentHashMap<String, String[]> MESSAGE_TAGS =

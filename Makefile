@@ -55,22 +55,26 @@ venvs: $(VENV)/.installed $(LINT_VENV)/.installed
 
 # Two modules at a time (two JVMs each: system/pom.xml), then the classes tagged alone (bounds
 # on timing from above) one at a time after the whole reactor, with nothing else running.
-# `test`, not `install`: $(JAR) installs the modules, and the Python tests beside the reactor
-# never meet a jar half-written.
+# `test`, not `install`, so the Python tests beside the reactor never meet a jar half-written;
+# the alone classes after `test-compile`, so each module's tests take its siblings from this
+# checkout's target/ directories, not from what another clone last installed in ~/.m2.
 JAVA_REACTOR = mvn -B -ntp -T 2 -f system/pom.xml test -Dk2bench.skipAlone=true | grep -E "Tests run:|FAIL|ERROR|BUILD"
-JAVA_ALONE = mvn -B -ntp -f system/pom.xml surefire:test@alone | grep -E "Tests run:|FAIL|ERROR|BUILD"
+JAVA_ALONE = mvn -B -ntp -f system/pom.xml test-compile surefire:test@alone | grep -E "Tests run:|FAIL|ERROR|BUILD"
 test-java: $(JAR)
 	$(JAVA_REACTOR)
 	$(JAVA_ALONE)
 
 # The reactor's lines as they come, then pytest's (kept in its log until the reactor is done)
-# as they come; both are waited for, and either failing fails the target.
+# as they come; both are waited for, and either failing fails the target. pytest runs in a
+# session of its own (a background job ignores Ctrl-C), stopped with the target however
+# that ends.
 test-java-beside-unit: $(JSA) $(VENV)/.installed $(LINT_VENV)/.installed
-	@mkdir -p $(REPORTS); log=$(REPORTS)/pytest-unit.log; \
-	nice -n 19 $(PY_UNIT) > $$log 2>&1 & unit=$$!; \
+	@mkdir -p $(REPORTS); log=$(REPORTS)/pytest-unit.log; : > $$log; \
+	setsid nice -n 19 $(PY_UNIT) > $$log 2>&1 & unit=$$!; \
+	trap 'kill -TERM -- -$$unit 2> /dev/null || true' EXIT; trap 'exit 130' INT TERM HUP; \
 	jrc=0; urc=0; $(JAVA_REACTOR) || jrc=$$?; \
 	echo "-- the Python tests that start no cluster, beside the Java classes at nice 19:"; \
-	tail -n +1 -f --pid=$$unit $$log; wait $$unit || urc=$$?; \
+	tail -n +1 -f --pid=$$unit $$log || true; wait $$unit || urc=$$?; \
 	[ $$jrc -eq 0 ] && [ $$urc -eq 0 ]
 
 # Three phases: the tests that start no cluster, three at a time (file by file: a file's tests

@@ -379,8 +379,7 @@ def emulation_warning(lateness: dict) -> str | None:
     if not lateness["degraded"]:
         return None
     worst = max((c for c in lateness["classes"].items() if c[1]["p99"] is not None), key=lambda c: c[1]["p99"])
-    path = worst[1].get("late_path")
-    by = f", the latest {PATH_WORDS.get(path, path)}" if path else ""
+    by = f", the latest {PATH_WORDS[path]}" if (path := worst[1].get("late_path")) in PATH_WORDS else ""
     return (f"{EMULATION_DEGRADED}: messages reached their nodes up to {worst[1]['p99']:.1f} ms after their due "
             f"time (p99, {worst[0]} links{by}; limit {DEGRADED_P99_MS:.0f} ms): the latencies are not the configured "
             "WAN's (the machine is short of CPU: lower the load or the number of processes)")
@@ -400,9 +399,8 @@ def schedule_warning(lag: dict | None, interval_ms: float | None, faults: bool =
 
 
 LATENESS_CLASSES = ("wan", "local")
-# What each delivery path waits for (emulation_warning): the thread that is late.
 PATH_WORDS = {"dispatcher": "waiting for a WAN dispatcher", "timer": "waiting for the receiving server's thread",
-              "arrival": "handed over on arrival"}
+              "arrival": "handed over on arrival"}  # the thread a late delivery path waited for
 DEGRADED_P99_MS = 5.0
 EMULATION_DEGRADED = "emulation degraded"
 
@@ -429,36 +427,38 @@ PAUSE_SETTLE_MS = 2000.0  # after SIGCONT, a paused JVM works off what queued me
 def emulation(intervals: list[Interval], window: tuple[float, float]) -> dict:
     """The WAN emulation's lateness in the window: how long after its due time each message
     reached its node (``lateness:<class>:<path>``, µs: class ``wan`` or ``local``, path the
-    thread it waited for, see InChannel; logs before 2026-12-06 have ``lateness:<class>``
-    alone), merged over all processes; p50, p99, p99.9 and max in ms per
-    class, per class and path (``paths``, with each class's ``late_path``: its path of the
-    largest p99) and over both classes, and ``degraded`` when a class's p99 exceeds
-    DEGRADED_P99_MS: the run's latencies are then not those of the configured WAN. Every run
-    is judged: a message a partition or delay fault held back is late by design and recorded
-    apart (``lateness:faulted``, reported as ``faulted``, not judged), and a paused JVM's own
-    deliveries are left out by the caller (``summarize``)."""
-    every = new_histogram()
-    classes, paths = {}, {}
+    thread it waited for, see InChannel; older logs: ``lateness:<class>``), merged over all
+    processes; p50, p99, p99.9 and max in ms per class, per class and path (``paths``; each
+    class's ``late_path`` holds most of its values at or above its p99) and over both
+    classes, and ``degraded`` when a class's p99 exceeds DEGRADED_P99_MS: the run's latencies
+    are not the configured WAN's. Every run is judged: a message a fault held back is late by
+    design, recorded apart (``lateness:faulted``, reported as ``faulted``, not judged); a
+    paused JVM's own deliveries are left out by the caller (``summarize``)."""
+    every, classes, paths = new_histogram(), {}, {}
     tags = {iv.tag for iv in intervals if iv.tag.startswith("lateness:")}
     for c in LATENESS_CLASSES:
-        h = merge(intervals, f"lateness:{c}", window)
+        h, mine = merge(intervals, f"lateness:{c}", window), {}
         for tag in sorted(t for t in tags if t.startswith(f"lateness:{c}:")):
             if (by_path := merge(intervals, tag, window)).get_total_count():
                 h.add(by_path)
-                paths[tag[len("lateness:"):]] = spread_ms(by_path, (50, 99, 99.9))
+                mine[tag.split(":")[2]] = by_path
         every.add(h)
-        mine = [(k.split(":")[1], v["p99"]) for k, v in paths.items() if k.startswith(c + ":")]
-        classes[c] = spread_ms(h, (50, 99, 99.9)) | {"late_path": max(mine, key=lambda kv: kv[1])[0] if mine else None}
+        paths |= {f"{c}:{k}": spread_ms(v, (50, 99, 99.9)) for k, v in mine.items()}
+        classes[c] = spread_ms(h, (50, 99, 99.9)) | {"late_path": _tail_holder(h, mine)}
     out = spread_ms(every, (50, 99, 99.9)) | {"classes": classes}
     p99s = [b["p99"] for b in classes.values() if b["p99"] is not None]
     out["worst_p99"] = max(p99s) if p99s else None
     out["degraded"] = bool(p99s) and max(p99s) > DEGRADED_P99_MS
-    faulted = merge(intervals, "lateness:faulted", window)
-    if faulted.get_total_count():
+    if (faulted := merge(intervals, "lateness:faulted", window)).get_total_count():
         out["faulted"] = spread_ms(faulted, (50, 99, 99.9))
-    if paths:
-        out["paths"] = paths
-    return out
+    return out | ({"paths": paths} if paths else {})
+
+
+def _tail_holder(whole: HdrHistogram, parts: dict[str, HdrHistogram]) -> str | None:
+    """The part holding the most of ``whole``'s values in its p99's bucket or above (one layout)."""
+    counts, _ = _counts(whole)
+    i99 = int(np.searchsorted(np.cumsum(counts), whole.get_target_count_at_percentile(99)))
+    return max(parts, key=lambda k: int(_counts(parts[k])[0][i99:].sum())) if parts else None
 
 
 def without_paused(per_process: dict[str, list[Interval]], paused_ms: dict[str, list[tuple[float, float]]] | None

@@ -311,6 +311,11 @@ def test_an_operations_cost_names_the_busiest_server_and_bounds_the_peak_by_it()
     # a point measured before per-server accounting (or without topology) still has its totals
     old = bench.point_record(_summary(1000.0, {}, 8.0, 1, 1) | {"emulation_lateness_ms": {}}, 4, "d")
     assert old["messages_per_op"] is None and "busiest_server" not in bench.op_costs(old)
+    assert old["lateness_paths_p99_ms"] is None and k2["lateness_paths_p99_ms"] is None  # no paths recorded
+    paths = {"wan:timer": {"p99": 3.0, "count": 9}, "wan:dispatcher": {"p99": 4.5, "count": 2}}
+    late = _summary(1000.0, {}, 8.0, 1, 1)
+    late["emulation_lateness_ms"] |= {"paths": paths}
+    assert bench.point_record(late, 4, "d")["lateness_paths_p99_ms"] == {"wan:timer": 3.0, "wan:dispatcher": 4.5}
     assert bench.busiest_server_ratio(k2, old) is None and bench.op_costs(None) is None
 
 

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.ArrayList;
 import java.util.List;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.k2bench.core.cluster.FreePorts;
 import org.k2bench.core.topology.Topology;
@@ -17,6 +18,7 @@ import site.ycsb.DBException;
  * A client's start-up check: every server must answer its pings, but a server that answers
  * later than one RPC timeout (a machine still starting its JVMs) is slow, not unreachable.
  */
+@Tag("alone") // bounds on timing from above (800 ms of patience): run with no other test class beside it
 class ConnectTest {
   @Test
   void aServerSlowerThanTheRpcTimeoutAtStartUpIsWaitedForWithinThePatience() throws Exception {

@@ -14,7 +14,7 @@ SOURCES := $(shell find system -name '*.java' -o -name '*.proto' -o -name 'pom.x
 RUN_STAMP = $(shell date -u +%Y%m%dT%H%M%SZ)
 REPORTS := target/test-reports
 
-.PHONY: help test test-java test-python test-java-beside-unit deploy-test browser-deps build venv venvs new-system local-run analyze compare serve figures reproduce notebook bench-emulation bench-throughput \
+.PHONY: help test test-java test-python deploy-test browser-deps build venv venvs new-system local-run analyze compare serve figures reproduce notebook bench-emulation bench-throughput \
 	ec2-up ec2-run ec2-down ec2-status emulab-up emulab-run emulab-extend emulab-down netem-reset clean
 
 help:
@@ -37,17 +37,15 @@ help:
 	@echo "make emulab-extend HOURS=<n>                 n more hours for the running Emulab experiment"
 	@echo "make netem-reset      remove k2bench's tc qdiscs from a cluster (INVENTORY=<inventory.json>, default Emulab's)"
 
-# The virtualenvs first (set-up, not timed), then the jar. Then the Java test classes, two
-# modules at a time, with the Python tests that start no cluster beside them at nice 19:
-# those take the CPU the Java classes leave while they wait on emulated latency and
-# timeouts, and yield it when a JVM wants it. Then what needs the machine to itself, or
-# nearly: the Java classes tagged alone, the cluster runs, the cluster runs marked alone
-# (test-java, test-python below). Ends with the ten slowest tests (Java and Python) and
-# the time it took, failed or not.
+# The virtualenvs first (set-up, not timed), then the jar, the Java tests and the Python
+# tests (test-java, test-python below), one phase after another: the Python tests beside the
+# Java reactor at nice 19 took 70-90 s off, but the reactor's timing-bound classes failed in
+# two of five such runs (docs/tests.md). Ends with the ten slowest tests (Java and Python)
+# and the time it took, failed or not.
 test: venvs browser-deps
 	@mkdir -p $(REPORTS); touch $(REPORTS)/.start; start=$$(date +%s); rc=0; \
-	{ $(MAKE) --no-print-directory build && $(MAKE) --no-print-directory test-java-beside-unit && $(JAVA_ALONE) \
-	  && $(PY_CLUSTER) && $(PY_ALONE); } || rc=$$?; \
+	{ $(MAKE) --no-print-directory build && $(JAVA_REACTOR) && $(JAVA_ALONE) \
+	  && $(PY_UNIT) && $(PY_CLUSTER) && $(PY_ALONE); } || rc=$$?; \
 	$(VENV)/bin/python tests/slowest.py --since $(REPORTS)/.start $(REPORTS)/pytest-*.xml || true; \
 	echo "make test: $$(( $$(date +%s) - start )) s$$([ $$rc -eq 0 ] || echo ', FAILED')"; exit $$rc
 
@@ -55,27 +53,14 @@ venvs: $(VENV)/.installed $(LINT_VENV)/.installed
 
 # Two modules at a time (two JVMs each: system/pom.xml), then the classes tagged alone (bounds
 # on timing from above) one at a time after the whole reactor, with nothing else running.
-# `test`, not `install`, so the Python tests beside the reactor never meet a jar half-written;
-# the alone classes after `test-compile`, so each module's tests take its siblings from this
-# checkout's target/ directories, not from what another clone last installed in ~/.m2.
+# `test`, not `install`: $(JAR) installs; the alone classes after `test-compile`, so each
+# module's tests take its siblings from this checkout's target/ directories, not from what
+# another clone last installed in ~/.m2.
 JAVA_REACTOR = mvn -B -ntp -T 2 -f system/pom.xml test -Dk2bench.skipAlone=true | grep -E "Tests run:|FAIL|ERROR|BUILD"
 JAVA_ALONE = mvn -B -ntp -f system/pom.xml test-compile surefire:test@alone | grep -E "Tests run:|FAIL|ERROR|BUILD"
 test-java: $(JAR)
 	$(JAVA_REACTOR)
 	$(JAVA_ALONE)
-
-# The reactor's lines as they come, then pytest's (kept in its log until the reactor is done)
-# as they come; both are waited for, and either failing fails the target. pytest runs in a
-# session of its own (a background job ignores Ctrl-C), stopped with the target however
-# that ends.
-test-java-beside-unit: $(JSA) $(VENV)/.installed $(LINT_VENV)/.installed
-	@mkdir -p $(REPORTS); log=$(REPORTS)/pytest-unit.log; : > $$log; \
-	setsid nice -n 19 $(PY_UNIT) > $$log 2>&1 & unit=$$!; \
-	trap 'kill -TERM -- -$$unit 2> /dev/null || true' EXIT; trap 'exit 130' INT TERM HUP; \
-	jrc=0; urc=0; $(JAVA_REACTOR) || jrc=$$?; \
-	echo "-- the Python tests that start no cluster, beside the Java classes at nice 19:"; \
-	tail -n +1 -f --pid=$$unit $$log || true; wait $$unit || urc=$$?; \
-	[ $$jrc -eq 0 ] && [ $$urc -eq 0 ]
 
 # Three phases: the tests that start no cluster, three at a time (file by file: a file's tests
 # share its fixtures; on 2 cores three finished sooner than two);

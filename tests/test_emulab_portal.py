@@ -358,7 +358,7 @@ def test_terminate_is_repeatable(fake, pem):
 
 def test_unreachable_portal_is_retried_then_one_line(pem):
     began = time.monotonic()
-    # 3 s: a process at nice 19 beside busy JVMs (make test) can wait half a second for a CPU
+    # 3 s: on a loaded machine the process can wait half a second for a CPU before its first try ends
     r = run("http://127.0.0.1:9/usr/testbed", "wait", *flags(pem), "--retry-for", "3", "--terminate-on-failure")
     assert time.monotonic() - began < 20
     assert r.returncode == 1

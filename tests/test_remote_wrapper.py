@@ -19,7 +19,7 @@ def _alive(pid: int) -> bool:
     # a zombie is gone for our purpose (an orphan's waits for init to reap it)
     try:
         return "State:\tZ" not in Path(f"/proc/{pid}/status").read_text()
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):  # reaped between the open and the read: ESRCH
         return False
 
 

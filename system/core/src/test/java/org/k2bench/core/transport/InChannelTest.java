@@ -435,6 +435,7 @@ class InChannelTest {
           "not run on the sender's thread, under its channel's lock: " + threads);
     }
   }
+
   @Test
   void eachDeliveryIsRecordedByItsClassAndThePathThatMadeIt() throws Exception {
     Topology t = EmulationTest.scaledPaperTopology(0).withRttScale(10);

@@ -123,7 +123,9 @@ def _reset(km) -> None:
     settings it would have on its own. Imported modules stay (the gain)."""
     from jupyter_client import BlockingKernelClient
 
-    kc = BlockingKernelClient()
+    # parent=km: the client asks the kernel's process whether it lives; without one it asks
+    # the heartbeat, which a kernel on a loaded machine can miss by its 1 s while alive.
+    kc = BlockingKernelClient(parent=km)
     kc.load_connection_info(km.get_connection_info())
     kc.start_channels()
     try:

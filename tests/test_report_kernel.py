@@ -76,3 +76,25 @@ def test_a_kernel_that_cannot_start_fails_each_notebook_not_the_report(tmp_path,
     _, index = report_of(tmp_path, monkeypatch, {"01-a": ["1"], "02-b": ["2"]})
     assert "Notebook 01-a failed (RuntimeError: no kernel here)" in index, index
     assert "Notebook 02-b failed (RuntimeError: no kernel here)" in index
+
+
+def test_a_kernel_slow_to_answer_is_waited_for_not_taken_for_dead():
+    """On a loaded machine a kernel can miss its heartbeat (1 s) while it is alive: the
+    reset's client asks the kernel's process, not the heartbeat. Stopped for 2.5 s here (the
+    report's 00-broken notebook failed in make test with "Kernel died before replying to
+    kernel_info" and the kernel alive)."""
+    import signal
+    import threading
+
+    with report.one_kernel() as kernel:
+        km = kernel()
+        pid = km.provisioner.process.pid
+        os.kill(pid, signal.SIGSTOP)
+        resume = threading.Timer(2.5, os.kill, (pid, signal.SIGCONT))
+        resume.start()
+        try:
+            report._reset(km)
+        finally:
+            resume.cancel()
+            os.kill(pid, signal.SIGCONT)
+        assert kernel() is km, "the kernel was alive all along: not replaced"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from .deploy import Deployment
 from .errors import ConfigError
-from .systems import Systems
+from .systems import Systems, quick_launcher
 
 
 @dataclass
@@ -35,14 +35,16 @@ class Env:
         return self.repo / "workloads"
 
     def launcher(self, *args: str) -> list[str]:
-        """A launcher command on this machine (input checks, the echo benchmark)."""
+        """A launcher command on this machine with the JVM's defaults (the echo benchmark;
+        input checks take check_output's quicker JVM)."""
         return [self.java, "-jar", str(self.jar), *args]
 
     def check_output(self, *args: str) -> str:
         """Runs a short launcher command; a ConfigError carries its one-line complaint."""
         if not self.jar.exists():
             raise ConfigError("jar", f"{self.jar} is missing; run `make build`")
-        p = subprocess.run(self.launcher(*args), capture_output=True, text=True, timeout=120)
+        p = subprocess.run([*quick_launcher(self.jar, self.java), *args], capture_output=True, text=True,
+                           timeout=120)
         if p.returncode != 0:
             line = (p.stderr.strip().splitlines() or ["failed"])[-1]
             raise ConfigError(line.split(": ", 2)[1] if line.count(": ") >= 2 else "launcher",

@@ -26,3 +26,20 @@ def test_the_archive_make_build_dumps_serves_the_jar_as_runs_name_it(jar):
     r = subprocess.run(["java", "-Xshare:on", f"-XX:SharedArchiveFile={archive}", "-XX:TieredStopAtLevel=1",
                         "-jar", str(jar), "systems", "--json"], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and '"name":"k2"' in r.stdout.replace(" ", ""), r.stderr[-2000:]
+
+
+def test_a_quick_launcher_command_maps_the_archive_and_keeps_stdout_its_answer(jar, tmp_path):
+    """Input checks (systems, topology) start a quick JVM: C1, the serial collector and the
+    archive. An archive it cannot use (dumped for another jar, as here for a copy) makes the
+    JVM warn; the warning goes to stderr, so the answer on stdout still parses."""
+    from k2bench.systems import from_jar, quick_launcher
+
+    argv = quick_launcher(jar)
+    assert f"-XX:SharedArchiveFile={jar.with_suffix('.jsa')}" in argv and "-XX:TieredStopAtLevel=1" in argv
+    copy = tmp_path / "k2bench.jar"
+    copy.write_bytes(jar.read_bytes())
+    (tmp_path / "k2bench.jsa").write_bytes(jar.with_suffix(".jsa").read_bytes())
+    r = subprocess.run([*quick_launcher(copy), "systems", "--json"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "Unable to use shared archive" in r.stderr, r.stderr[-2000:]
+    assert r.stdout.startswith("[{"), r.stdout[:200]
+    assert "k2" in list(from_jar(copy))

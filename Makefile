@@ -105,7 +105,10 @@ browser-deps:
 
 build: $(JAR) $(JSA)
 
+# protoc runs only for a module whose own .proto files changed (checkStaleness, system/pom.xml):
+# a changed .proto (another module's may import it) or pom (protoc's version) regenerates all.
 $(JAR): $(SOURCES)
+	@if tr ' ' '\n' <<< "$?" | grep -qE '\.proto$$|pom\.xml$$'; then rm -rf system/*/target/generated-sources/protobuf; fi
 	$(MVN) install -DskipTests
 
 # A class-data archive of the classes a JVM of the jar loads first (the transport: gRPC, Netty,

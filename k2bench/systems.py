@@ -166,7 +166,7 @@ class Systems(Mapping[str, SystemInfo]):
 def quick_launcher(jar: Path, java: str = "java") -> list[str]:
     """The launcher for a command that answers within a second (systems, topology): C1 only,
     the serial collector and the jar's class-data archive where `make build` dumped one,
-    half the CPU of a default JVM's start (0.64 -> 0.29 s for ``systems --json``), which
+    half the CPU of a default JVM's start (``systems --json`` 0.64 -> 0.29 CPU s), which
     every `k2bench run` pays twice. The JVM's own messages go to stderr only (by default its
     warnings, e.g. that it cannot use an archive dumped for another jar, also go to stdout,
     which is the answer)."""

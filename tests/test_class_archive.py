@@ -34,11 +34,17 @@ def test_a_quick_launcher_command_maps_the_archive_and_keeps_stdout_its_answer(j
     JVM warn; the warning goes to stderr, so the answer on stdout still parses."""
     from k2bench.systems import from_jar, quick_launcher
 
+    archive = jar.with_suffix(".jsa")
+    assert archive.exists(), f"{archive} is missing: `make build` (make test does) dumps it"
     argv = quick_launcher(jar)
-    assert f"-XX:SharedArchiveFile={jar.with_suffix('.jsa')}" in argv and "-XX:TieredStopAtLevel=1" in argv
+    assert f"-XX:SharedArchiveFile={archive}" in argv and "-XX:TieredStopAtLevel=1" in argv
+    # the archive (dumped under the default collector) maps under these flags: -Xshare:on fails if not
+    r = subprocess.run([argv[0], "-Xshare:on", *argv[1:], "systems", "--json"], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
     copy = tmp_path / "k2bench.jar"
     copy.write_bytes(jar.read_bytes())
-    (tmp_path / "k2bench.jsa").write_bytes(jar.with_suffix(".jsa").read_bytes())
+    (tmp_path / "k2bench.jsa").write_bytes(archive.read_bytes())
     r = subprocess.run([*quick_launcher(copy), "systems", "--json"], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and "Unable to use shared archive" in r.stderr, r.stderr[-2000:]
     assert r.stdout.startswith("[{"), r.stdout[:200]

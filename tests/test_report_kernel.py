@@ -83,18 +83,20 @@ def test_a_kernel_slow_to_answer_is_waited_for_not_taken_for_dead():
     reset's client asks the kernel's process, not the heartbeat. Stopped for 2.5 s here (the
     report's 00-broken notebook failed in make test with "Kernel died before replying to
     kernel_info" and the kernel alive)."""
+    import contextlib
     import signal
     import threading
 
     with report.one_kernel() as kernel:
         km = kernel()
         pid = km.provisioner.process.pid
-        os.kill(pid, signal.SIGSTOP)
         resume = threading.Timer(2.5, os.kill, (pid, signal.SIGCONT))
-        resume.start()
         try:
+            os.kill(pid, signal.SIGSTOP)
+            resume.start()
             report._reset(km)
         finally:
             resume.cancel()
-            os.kill(pid, signal.SIGCONT)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
         assert kernel() is km, "the kernel was alive all along: not replaced"

@@ -163,6 +163,12 @@ class Systems(Mapping[str, SystemInfo]):
         return dict(sorted(out.items()))
 
 
+def class_archive(jar: Path) -> Path | None:
+    """The jar's class-data archive, which `make build` dumps beside it, or None."""
+    archive = jar.with_suffix(".jsa")
+    return archive if archive.exists() else None
+
+
 def quick_launcher(jar: Path, java: str = "java") -> list[str]:
     """The launcher for a command that answers within a second (systems, topology): C1 only,
     the serial collector and the jar's class-data archive where `make build` dumped one,
@@ -170,9 +176,9 @@ def quick_launcher(jar: Path, java: str = "java") -> list[str]:
     every `k2bench run` pays twice. The JVM's own messages go to stderr only (by default its
     warnings, e.g. that it cannot use an archive dumped for another jar, also go to stdout,
     which is the answer)."""
-    archive = jar.with_suffix(".jsa")
+    archive = class_archive(jar)
     return [java, "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xlog:disable", "-Xlog:all=warning:stderr",
-            *([f"-XX:SharedArchiveFile={archive}"] if archive.exists() else []), "-jar", str(jar)]
+            *([f"-XX:SharedArchiveFile={archive}"] if archive else []), "-jar", str(jar)]
 
 
 def from_jar(jar: Path, java: str = "java", timeout: float = 120) -> Systems:

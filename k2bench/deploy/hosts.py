@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from .. import rundir
+from .. import rundir, systems
 from ..errors import RunFailed
 
 # Outgoing connections take their local ports from the kernel's ephemeral range, as bind(0)
@@ -243,8 +243,8 @@ class LocalHost:
         return str(self._jar)
 
     def class_archive(self) -> str | None:
-        archive = self._jar.with_suffix(".jsa")
-        return str(archive) if archive.exists() else None
+        archive = systems.class_archive(self._jar)
+        return str(archive) if archive else None
 
     def start(self, name: str, argv: list[str], stdout: str, stderr: str) -> Proc:
         out_path, err_path = Path(self.path(stdout)), Path(self.path(stderr))

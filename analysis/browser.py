@@ -3,7 +3,10 @@ test (tests/test_serve.py): Debian's ``chromium`` and ``chromium-driver``, which
 ``make browser-deps`` installs (Selenium is never let to download a browser or driver)."""
 from __future__ import annotations
 
+import os
 import shutil
+import tempfile
+import weakref
 from pathlib import Path
 
 WIDTH, HEIGHT = 1500, 1000
@@ -40,7 +43,25 @@ def chromium(width: int = WIDTH, height: int = HEIGHT):
                 "--hide-scrollbars", f"--window-size={width},{height}"):
         opts.add_argument(arg)
     opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    return webdriver.Chrome(service=Service(driver), options=opts)
+    # Chromium leaves its singleton socket's directory in $TMPDIR after quit(): one of its own,
+    # removed with the driver.
+    tmp = tempfile.mkdtemp(prefix="k2bench-chromium-")
+    try:
+        drv = webdriver.Chrome(service=Service(driver, env={**os.environ, "TMPDIR": tmp}), options=opts)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    quit_driver = drv.quit
+
+    def quit() -> None:  # noqa: A001 - the driver's own name for it
+        try:
+            quit_driver()
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    drv.quit = quit
+    weakref.finalize(drv, shutil.rmtree, tmp, ignore_errors=True)  # a caller that never quits: at exit
+    return drv
 
 
 def screenshot(drv, url: str, path: Path, width: int = WIDTH) -> Path:

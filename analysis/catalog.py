@@ -19,7 +19,8 @@ import urllib.parse
 from datetime import datetime, timezone
 from pathlib import Path
 
-from k2bench.summary import latency, new_histogram
+from k2bench.histograms import new_histogram
+from k2bench.summary import latency
 
 from . import load
 from .scorecard import VERDICTS

@@ -14,7 +14,8 @@ from __future__ import annotations
 import pandas as pd
 from hdrh.histogram import HdrHistogram
 
-from k2bench.summary import BASE_OPS, OPS, latency, new_histogram
+from k2bench.histograms import new_histogram, recorded
+from k2bench.summary import BASE_OPS, OPS, latency
 
 from .load import ALL, PERCENTILES, Trial, _dcs, merge, trials_of
 
@@ -58,12 +59,8 @@ def cdf(h: HdrHistogram, scale: float = 1000.0) -> pd.DataFrame:
     total = h.get_total_count()
     if total == 0:
         return pd.DataFrame({"value": [], "fraction": []})
-    values, fractions, seen = [], [], 0
-    for item in h.get_recorded_iterator():
-        seen += item.count_at_value_iterated_to
-        values.append(item.value_iterated_to / scale)
-        fractions.append(seen / total)
-    return pd.DataFrame({"value": values, "fraction": fractions})
+    values, counts = recorded(h)
+    return pd.DataFrame({"value": values / scale, "fraction": counts.cumsum() / total})
 
 
 def cdf_frame(runs, tag: str = "rot", dc: str = ALL, merge_trials: bool = True) -> pd.DataFrame:

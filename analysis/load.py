@@ -28,7 +28,8 @@ from hdrh.histogram import HdrHistogram
 from k2bench.experiment import axis_set, for_system
 from k2bench.systems import Systems, local as local_systems
 from k2bench import checker
-from k2bench.summary import OPS, Interval, hot_keys, iter_log, latency, new_histogram, selected  # noqa: F401  (OPS, latency: load.OPS)
+from k2bench.histograms import new_histogram
+from k2bench.summary import OPS, Interval, hot_keys, iter_log, latency, selected  # noqa: F401  (OPS, latency: load.OPS)
 
 ALL = "all"
 PERCENTILES = (1, 50, 75, 90, 99, 99.9)

@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 import matplotlib.pyplot as plt
-from IPython.display import Markdown, display
+from IPython.display import Image, Markdown, display
 
 from . import figures, frames, load
 
@@ -51,13 +51,13 @@ class Report:
             display(Markdown(f"**{title}**: {record['note']}"))
         else:
             fig.savefig(self.out / f"{name}.png", dpi=110, bbox_inches="tight")
+            plt.close(fig)
             record["png"] = f"{name}.png"
             if name in figures.DATA:
                 csv = self.export(name, figures.DATA[name](self.runs))
                 if csv is not None:
                     record["csv"] = f"data/{csv.name}"
-            plt.show()
-            plt.close(fig)
+            display(Image(filename=str(self.out / record["png"])))  # the saved file: drawn once, not twice
         (self.out / "figures").mkdir(exist_ok=True)
         (self.out / "figures" / f"{name}.json").write_text(json.dumps(record) + "\n")
 

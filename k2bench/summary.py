@@ -17,7 +17,6 @@ trimmed by keeping the intervals whose midpoint lies in the measurement window.
 """
 from __future__ import annotations
 
-import functools
 import json
 import math
 import pathlib
@@ -28,19 +27,11 @@ import numpy as np
 from hdrh.histogram import HdrHistogram
 from hdrh.log import HistogramLogReader
 
+from .histograms import bucket_counts, mean_value, new_histogram, value_at_percentile
+
 BASE_OPS = ("rot", "wot", "write")  # what every system runs
 OPS = BASE_OPS + ("rwt",)  # rwt: interactive read-write transactions (systems that have them)
 ERRORS = ("rot_error", "wot_error", "write_error", "rwt_error")
-HIGHEST_US = 3_600_000_000  # an hour, in microseconds
-
-
-SIGNIFICANT_DIGITS = 3  # core's LatencyHistogram and IntervalLog record with the same
-
-
-def new_histogram() -> HdrHistogram:
-    return HdrHistogram(1, HIGHEST_US, SIGNIFICANT_DIGITS)
-
-
 @dataclass
 class Interval:
     tag: str
@@ -104,48 +95,6 @@ def _ms(us: float | None) -> float | None:
     if us is None or (isinstance(us, float) and math.isnan(us)):
         return None
     return round(us / 1000.0, 3)
-
-
-@functools.lru_cache(maxsize=8)
-def _bucket_values(lowest: int, highest: int, digits: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per counts index of histograms with these parameters: the lowest, highest and median
-    equivalent value of its bucket, as hdrh computes them (one pass, then cached)."""
-    h = HdrHistogram(lowest, highest, digits)
-    low, high, mid = (np.zeros(h.counts_len, dtype=np.int64) for _ in range(3))
-    for i in range(h.counts_len):
-        v = h.get_value_from_index(i)
-        low[i], high[i] = h.get_lowest_equivalent_value(v), h.get_highest_equivalent_value(v)
-        mid[i] = h._hdr_median_equiv_value(high[i])  # what get_mean_value weighs each count by
-    return low, high, mid
-
-
-def _counts(h: HdrHistogram) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    return (np.ctypeslib.as_array(h.counts)[:h.counts_len].astype(np.int64),
-            _bucket_values(h.lowest_trackable_value, h.highest_trackable_value, h.significant_figures))
-
-
-def mean_value(h: HdrHistogram) -> float:
-    """h.get_mean_value(), the same number, from the counts array at once: hdrh's own walks
-    every recorded value in Python (a third of a second per histogram; the report spent two
-    of its three minutes there). hdrh's walk stops one index short of the array's end, whose
-    count it divides by but never adds; this counts it (no value reaches it here: the Java
-    side records at most HIGHEST_US)."""
-    n = h.get_total_count()
-    if not n:
-        return 0.0
-    counts, (_, _, mid) = _counts(h)
-    if n * int(mid[-1]) < 2**63:
-        return float(int(np.dot(counts, mid))) / n
-    return float(sum(int(c) * int(m) for c, m in zip(counts, mid) if c)) / n  # int64 would wrap
-
-
-def value_at_percentile(h: HdrHistogram, percentile: float) -> int:
-    """h.get_value_at_percentile(percentile), the same number, by a cumulative sum."""
-    counts, (low, high, _) = _counts(h)
-    i = int(np.searchsorted(np.cumsum(counts), h.get_target_count_at_percentile(percentile)))
-    if i >= len(counts):
-        return 0
-    return int(high[i] if percentile else low[i])
 
 
 def latency(h: HdrHistogram, percentiles=(1, 50, 90, 99, 99.9)) -> dict:
@@ -456,9 +405,8 @@ def emulation(intervals: list[Interval], window: tuple[float, float]) -> dict:
 
 def _tail_holder(whole: HdrHistogram, parts: dict[str, HdrHistogram]) -> str | None:
     """The part holding the most of ``whole``'s values in its p99's bucket or above (one layout)."""
-    counts, _ = _counts(whole)
-    i99 = int(np.searchsorted(np.cumsum(counts), whole.get_target_count_at_percentile(99)))
-    return max(parts, key=lambda k: int(_counts(parts[k])[0][i99:].sum())) if parts else None
+    i99 = int(np.searchsorted(np.cumsum(bucket_counts(whole)), whole.get_target_count_at_percentile(99)))
+    return max(parts, key=lambda k: int(bucket_counts(parts[k])[i99:].sum())) if parts else None
 
 
 def without_paused(per_process: dict[str, list[Interval]], paused_ms: dict[str, list[tuple[float, float]]] | None

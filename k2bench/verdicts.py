@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .summary import SIGNIFICANT_DIGITS
+from .histograms import SIGNIFICANT_DIGITS
 
 # The recorders keep SIGNIFICANT_DIGITS significant digits: values a thousandth apart may
 # share a bucket, so ranges closer than that do not differ (a constant 146.7 ms round trip

@@ -12,7 +12,7 @@ from hdrh.histogram import HdrHistogram
 
 from analysis import claims, figures, frames, load, paper, paris, peaks, report
 from k2bench.verdicts import versus
-from k2bench import summary
+from k2bench import histograms, summary
 from conftest import ROOT
 
 RUN = ROOT / "tests" / "fixtures" / "run-analysis"
@@ -120,7 +120,7 @@ def test_compacted_intervals_merge_to_the_decoded_histograms(run):
 def test_an_interval_of_another_precision_is_kept_in_the_common_layout():
     """Two significant digits instead of three: its bucket indices mean other values, so it
     is re-recorded in new_histogram's layout before it is compacted."""
-    h = HdrHistogram(1, summary.HIGHEST_US, 2)
+    h = HdrHistogram(1, histograms.HIGHEST_US, 2)
     for v in (5, 1234, 98_765, 1_234_567):
         h.record_value(v, 3)
     iv = summary.Interval("rot", 0.0, 1000.0, h)
@@ -628,13 +628,20 @@ def test_two_runs_of_one_folder_name_stay_apart(tmp_path):
     assert f"fixtures/{RUN.name}: analysis: " in k2 and f"elsewhere/{RUN.name}: analysis: " in k2
 
 
-def test_missing_data_gives_a_note_not_a_crash(tmp_path):
-    """A run whose clients logged no writes and no read-only transactions still gets a report."""
+def test_missing_data_gives_a_note_not_a_crash(tmp_path, monkeypatch):
+    """A run whose clients logged no writes and no read-only transactions still gets a report
+    (the two notebooks that draw them; every notebook runs in the test above)."""
     copy = tmp_path / RUN.name
     shutil.copytree(RUN, copy)
     for log in copy.glob("**/clients/client-*.hlog"):
         header = [ln for ln in log.read_text().splitlines(keepends=True) if ln.startswith(("#", '"'))]
         log.write_text("".join(header))
+    nbs = tmp_path / "nbs"
+    nbs.mkdir()
+    for nb in report.notebooks():
+        if nb.stem in ("02-rot-latency", "05-writes"):
+            (nbs / nb.name).write_text(nb.read_text())
+    monkeypatch.setattr(report, "NOTEBOOKS", nbs)
     out = tmp_path / "report"
     assert report.main([str(copy), "--out", str(out)]) == 0
     records = {r["name"]: r for r in (json.loads(p.read_text()) for p in (out / "figures").glob("*.json"))}

@@ -11,9 +11,11 @@ import signal
 import struct
 import subprocess
 import sys
+import tempfile
 import threading
 import urllib.error
 import urllib.request
+from pathlib import Path
 
 import pytest
 
@@ -227,6 +229,8 @@ def test_every_page_in_headless_chromium(server, built, capsys):
     """Every page opens without a console error, each link and image on it answers, figures
     draw, and the compare page shows both runs' figures; the index's screenshot is kept."""
     out, cat = built
+    tmp = Path(tempfile.gettempdir())
+    leftovers = set(tmp.glob("org.chromium.Chromium.*")) | set(tmp.glob("k2bench-chromium-*"))
     try:
         drv = browser.chromium()
     except browser.BrowserMissing as e:
@@ -266,6 +270,8 @@ def test_every_page_in_headless_chromium(server, built, capsys):
     finally:
         drv.quit()
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert set(tmp.glob("org.chromium.Chromium.*")) | set(tmp.glob("k2bench-chromium-*")) == leftovers, \
+        "Chromium's temporary directory is left behind"
     with capsys.disabled():
         print(f"\nserve: the index as Chromium draws it: {png}")
 

@@ -440,23 +440,6 @@ def test_bprs_visibility_at_read_and_cpu_per_blocked_read():
     assert c["mean"] == pytest.approx((80 * 600 + 10 * 2000) / 90, rel=0.01)
 
 
-def test_mean_and_percentiles_are_hdrhs_own_numbers():
-    """summary's mean and percentiles read the counts array at once; they must equal what
-    hdrh's own (per-value Python) walks give, on histograms of very different shapes."""
-    import random
-
-    rng = random.Random(7)
-    for _ in range(25):
-        h = S.new_histogram()
-        for _ in range(rng.randint(1, 2000)):
-            v = int(rng.lognormvariate(rng.uniform(0, 15), rng.uniform(0.1, 3))) % S.HIGHEST_US
-            h.record_value(max(v, 1), rng.randint(1, 5))
-        assert S.mean_value(h) == h.get_mean_value()
-        for p in (0, 1, 50, 90, 99, 99.9, 100):
-            assert S.value_at_percentile(h, p) == h.get_value_at_percentile(p), p
-    assert S.mean_value(S.new_histogram()) == 0.0 and S.value_at_percentile(S.new_histogram(), 50) == 0
-
-
 def test_check_judges_each_trial_by_its_systems_claims_and_names_an_unknown_system(tmp_path, jar, capsys):
     """`k2bench check` re-runs the checker with the claims (max_wan_rounds) of the run's own
     systems, and refuses a trial whose system neither the run nor the jar describes."""

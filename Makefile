@@ -41,15 +41,18 @@ help:
 # tests (test-java, test-python below), one phase after another: the Python tests beside the
 # Java reactor at nice 19 took 70-90 s off, but the reactor's timing-bound classes failed in
 # two of five such runs (docs/tests.md). Ends with the ten slowest tests (Java and Python)
-# and the time it took, each phase's too, failed or not.
+# and the time it took, each phase's too, failed or not, with the machine's busy CPU seconds
+# (/proc/stat): on this VM a phase's wall time moves by a tenth between days, its work less.
 test: venvs browser-deps
 	@mkdir -p $(REPORTS); touch $(REPORTS)/.start; start=$$(date +%s); rc=0; took=""; \
-	phase() { local s=$$(date +%s) r=0; eval "$$2" || r=$$?; took="$$took$${took:+, }$$1 $$(( $$(date +%s) - s )) s"; return $$r; }; \
+	busy() { awk -v hz=$$(getconf CLK_TCK) '/^cpu /{printf "%d", ($$2+$$3+$$4+$$7+$$8)/hz}' /proc/stat; }; b0=$$(busy); \
+	phase() { local s=$$(date +%s) b=$$(busy) r=0; eval "$$2" || r=$$?; \
+	  took="$$took$${took:+, }$$1 $$(( $$(date +%s) - s )) s/$$(( $$(busy) - b )) CPU-s"; return $$r; }; \
 	{ phase build '$(MAKE) --no-print-directory build' && phase java '$(JAVA_REACTOR)' \
 	  && phase java-alone '$(JAVA_ALONE)' && phase unit '$(PY_UNIT)' && phase cluster '$(PY_CLUSTER)' \
 	  && phase alone '$(PY_ALONE)'; } || rc=$$?; \
 	$(VENV)/bin/python tests/slowest.py --since $(REPORTS)/.start $(REPORTS)/pytest-*.xml || true; \
-	echo "make test: $$(( $$(date +%s) - start )) s ($$took)$$([ $$rc -eq 0 ] || echo ', FAILED')"; exit $$rc
+	echo "make test: $$(( $$(date +%s) - start )) s, $$(( $$(busy) - b0 )) CPU-s ($$took)$$([ $$rc -eq 0 ] || echo ', FAILED')"; exit $$rc
 
 venvs: $(VENV)/.installed $(LINT_VENV)/.installed
 

@@ -9,6 +9,8 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress as Bar, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
+from .summary import worst_class
+
 
 def _fmt(seconds: float | None) -> str:
     if seconds is None:
@@ -181,7 +183,7 @@ def summary_table(summaries: list[dict]) -> Table:
         e = s.get("emulation_lateness_ms")
         if not e or e.get("worst_p99") is None:
             return "-"
-        worst = max((c for c in e["classes"].items() if c[1]["p99"] is not None), key=lambda c: c[1]["p99"])
+        worst = worst_class(e)
         path = worst[1].get("late_path")
         return f"{e['worst_p99']:.2f} ({worst[0]}{', ' + path if path else ''})" + (" DEGRADED" if e["degraded"] else "")
 

@@ -324,10 +324,15 @@ def schedule_lag(intervals: list[Interval], window: tuple[float, float]) -> dict
 SCHEDULE_WARNING = "clients ran behind their schedule"
 
 
+def worst_class(lateness: dict) -> tuple[str, dict]:
+    """The link class with the largest lateness p99 (``emulation``'s block: one has a p99)."""
+    return max((c for c in lateness["classes"].items() if c[1]["p99"] is not None), key=lambda c: c[1]["p99"])
+
+
 def emulation_warning(lateness: dict) -> str | None:
     if not lateness["degraded"]:
         return None
-    worst = max((c for c in lateness["classes"].items() if c[1]["p99"] is not None), key=lambda c: c[1]["p99"])
+    worst = worst_class(lateness)
     by = f", the latest {PATH_WORDS[path]}" if (path := worst[1].get("late_path")) in PATH_WORDS else ""
     return (f"{EMULATION_DEGRADED}: messages reached their nodes up to {worst[1]['p99']:.1f} ms after their due "
             f"time (p99, {worst[0]} links{by}; limit {DEGRADED_P99_MS:.0f} ms): the latencies are not the configured "

@@ -67,14 +67,18 @@ def test_t0_leaves_twice_the_measured_fan_out_plus_a_margin():
 
 
 def test_fan_out_writes_to_every_host_in_parallel_and_raises_the_first_error():
-    seen = []
+    import threading
 
-    def slow(h):
-        time.sleep(0.5)
+    seen = []
+    together = threading.Barrier(8, timeout=60)
+
+    def meet(h):
+        together.wait()  # passes only once all eight writes are in flight at the same time
+        time.sleep(0.1)
         seen.append(h)
 
-    took = fan_out(list(range(8)), slow)
-    assert sorted(seen) == list(range(8)) and took < 2, f"8 writes of 0.5 s took {took:.1f} s: not in parallel"
+    took = fan_out(list(range(8)), meet)  # in turn, the first wait breaks the barrier: raised here
+    assert sorted(seen) == list(range(8)) and took >= 0.1, took
 
     def failing(h):
         if h == 3:

@@ -1,5 +1,5 @@
 """The HdrHistogram layout every log here records in, and numbers of a histogram computed
-from its counts array at once: hdrh's own walk every recorded value in Python, a third of
+from its counts array at once: hdrh's own walks go over every recorded value in Python, a third of
 a second per histogram, which made the reports slow (the figures are those hdrh gives)."""
 from __future__ import annotations
 
@@ -63,7 +63,9 @@ def value_at_percentile(h: HdrHistogram, percentile: float) -> int:
 
 def recorded(h: HdrHistogram) -> tuple[np.ndarray, np.ndarray]:
     """What h.get_recorded_iterator() walks to: each non-empty bucket's highest equivalent
-    value (``value_iterated_to``) and its count, in ascending order."""
+    value (``value_iterated_to``) and its count, in ascending order. hdrh's walk never reaches
+    the array's last index; this does, so the counts add up to the total (no value reaches it
+    here, as in mean_value)."""
     counts, (_, high, _) = _counts(h)
     index = np.flatnonzero(counts)
     return high[index], counts[index]

@@ -32,6 +32,8 @@ from .histograms import bucket_counts, mean_value, new_histogram, value_at_perce
 BASE_OPS = ("rot", "wot", "write")  # what every system runs
 OPS = BASE_OPS + ("rwt",)  # rwt: interactive read-write transactions (systems that have them)
 ERRORS = ("rot_error", "wot_error", "write_error", "rwt_error")
+
+
 @dataclass
 class Interval:
     tag: str

@@ -628,20 +628,14 @@ def test_two_runs_of_one_folder_name_stay_apart(tmp_path):
     assert f"fixtures/{RUN.name}: analysis: " in k2 and f"elsewhere/{RUN.name}: analysis: " in k2
 
 
-def test_missing_data_gives_a_note_not_a_crash(tmp_path, monkeypatch):
-    """A run whose clients logged no writes and no read-only transactions still gets a report
-    (the two notebooks that draw them; every notebook runs in the test above)."""
+def test_missing_data_gives_a_note_not_a_crash(tmp_path):
+    """A run whose clients logged no writes and no read-only transactions still gets a report:
+    every notebook runs (report.main is 0 only if none failed)."""
     copy = tmp_path / RUN.name
     shutil.copytree(RUN, copy)
     for log in copy.glob("**/clients/client-*.hlog"):
         header = [ln for ln in log.read_text().splitlines(keepends=True) if ln.startswith(("#", '"'))]
         log.write_text("".join(header))
-    nbs = tmp_path / "nbs"
-    nbs.mkdir()
-    for nb in report.notebooks():
-        if nb.stem in ("02-rot-latency", "05-writes"):
-            (nbs / nb.name).write_text(nb.read_text())
-    monkeypatch.setattr(report, "NOTEBOOKS", nbs)
     out = tmp_path / "report"
     assert report.main([str(copy), "--out", str(out)]) == 0
     records = {r["name"]: r for r in (json.loads(p.read_text()) for p in (out / "figures").glob("*.json"))}

@@ -222,7 +222,7 @@ def test_clients_inside_the_server_jvm_or_in_their_own_run_a_checked_experiment(
     exp["server"]["processes"] = "per_host"
     exp["clients"]["processes"] = mode
     if mode == "in_server":
-        exp["server"].pop("jvm_args")  # one server JVM's own default (ZGC, C2), as users run it
+        exp["server"].pop("jvm_args", None)  # one server JVM's own default (ZGC, C2), as users run it
     f = tmp_path / "clients.yaml"
     f.write_text(yaml.safe_dump(exp))
     r = k2bench("run", str(f), "--runs", str(tmp_path / "runs"))

@@ -70,15 +70,15 @@ def test_fan_out_writes_to_every_host_in_parallel_and_raises_the_first_error():
     import threading
 
     seen = []
-    together = threading.Barrier(8, timeout=60)
+    together = threading.Barrier(8, timeout=10)
 
     def meet(h):
         together.wait()  # passes only once all eight writes are in flight at the same time
-        time.sleep(0.1)
         seen.append(h)
 
-    took = fan_out(list(range(8)), meet)  # in turn, the first wait breaks the barrier: raised here
-    assert sorted(seen) == list(range(8)) and took >= 0.1, took
+    # with fewer than eight at once the waits time out (BrokenBarrierError, raised here)
+    fan_out(list(range(8)), meet)
+    assert sorted(seen) == list(range(8))
 
     def failing(h):
         if h == 3:

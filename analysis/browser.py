@@ -51,16 +51,16 @@ def chromium(width: int = WIDTH, height: int = HEIGHT):
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    remove = weakref.finalize(drv, shutil.rmtree, tmp, ignore_errors=True)  # at exit, if never quit
     quit_driver = drv.quit
 
     def quit() -> None:  # noqa: A001 - the driver's own name for it
         try:
             quit_driver()
         finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+            remove()  # once: the finalizer is spent
 
     drv.quit = quit
-    weakref.finalize(drv, shutil.rmtree, tmp, ignore_errors=True)  # a caller that never quits: at exit
     return drv
 
 

@@ -52,10 +52,15 @@ def mean_value(h: HdrHistogram) -> float:
     return float(sum(int(c) * int(m) for c, m in zip(counts, mid) if c)) / n  # int64 would wrap
 
 
+def percentile_index(h: HdrHistogram, percentile: float) -> int:
+    """The counts index of the bucket that holds h's value at ``percentile``."""
+    return int(np.searchsorted(np.cumsum(bucket_counts(h)), h.get_target_count_at_percentile(percentile)))
+
+
 def value_at_percentile(h: HdrHistogram, percentile: float) -> int:
     """h.get_value_at_percentile(percentile), the same number, by a cumulative sum."""
     counts, (low, high, _) = _counts(h)
-    i = int(np.searchsorted(np.cumsum(counts), h.get_target_count_at_percentile(percentile)))
+    i = percentile_index(h, percentile)
     if i >= len(counts):
         return 0
     return int(high[i] if percentile else low[i])

@@ -23,11 +23,10 @@ import pathlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-import numpy as np
 from hdrh.histogram import HdrHistogram
 from hdrh.log import HistogramLogReader
 
-from .histograms import bucket_counts, mean_value, new_histogram, value_at_percentile
+from .histograms import bucket_counts, mean_value, new_histogram, percentile_index, value_at_percentile
 
 BASE_OPS = ("rot", "wot", "write")  # what every system runs
 OPS = BASE_OPS + ("rwt",)  # rwt: interactive read-write transactions (systems that have them)
@@ -412,7 +411,7 @@ def emulation(intervals: list[Interval], window: tuple[float, float]) -> dict:
 
 def _tail_holder(whole: HdrHistogram, parts: dict[str, HdrHistogram]) -> str | None:
     """The part holding the most of ``whole``'s values in its p99's bucket or above (one layout)."""
-    i99 = int(np.searchsorted(np.cumsum(bucket_counts(whole)), whole.get_target_count_at_percentile(99)))
+    i99 = percentile_index(whole, 99)
     return max(parts, key=lambda k: int(bucket_counts(parts[k])[i99:].sum())) if parts else None
 
 

@@ -19,6 +19,9 @@ SYSTEMS = Systems(loader=_jar_systems)
 
 # Files whose tests run whole clusters of server and client JVMs.
 CLUSTER_FILES = {"test_e2e.py", "test_consistency_runs.py", "test_scaffold_e2e.py"}
+# Files of CPU work with no bound on time (the notebooks, the figures): marked idle, run by
+# make test at the lowest priority beside the alone cluster runs (Makefile, PY_IDLE).
+IDLE_FILES = {"test_analysis.py"}
 # The order the cluster phase hands tests out in (make test: pytest -n 3 --dist load): the
 # longest first (the scaffold's build, run and report, then a placement table's runs, the
 # end-to-end runs, then the stress runs, 20-35 s each on a loaded machine) and the tests that
@@ -34,6 +37,8 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.path.name in CLUSTER_FILES:
             item.add_marker(pytest.mark.cluster)
+        if item.path.name in IDLE_FILES:
+            item.add_marker(pytest.mark.idle)
     rank = {name: i for i, name in enumerate(HANDED_OUT_FIRST)}
     # stable: a file's own order stays
     items.sort(key=lambda item: (item.originalname in HANDED_OUT_LAST, rank.get(item.path.name, len(rank))))

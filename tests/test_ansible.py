@@ -186,31 +186,45 @@ def expect(tmp_path, rtt_ms):
         {"host": "localhost", "dc": "VA", "peers": [{"peer_dc": "CA", "peer_ip": "127.0.0.1", "rtt_ms": rtt_ms}]}))
 
 
-def test_netem_verify_passes_and_stores_the_measured_row(tmp_path):
-    expect(tmp_path, 0)  # loopback: well within max(2 ms, 5%) of 0
-    p = parts(tmp_path, "packages", "verify")
+def verified(tmp_path_factory, rtt_ms, **extra):
+    """One verify run, whose output two tests read (each a playbook run of ~7 CPU s)."""
+    d = tmp_path_factory.mktemp(f"verify-{rtt_ms}")
+    expect(d, rtt_ms)
+    return d, parts(d, "packages", "verify", **extra)
+
+
+@pytest.fixture(scope="module")
+def verified_within(tmp_path_factory):
+    return verified(tmp_path_factory, 0, k2bench_experiment_id="k2b-x")  # loopback: within max(2 ms, 5%) of 0
+
+
+@pytest.fixture(scope="module")
+def verified_off(tmp_path_factory):
+    return verified(tmp_path_factory, 100)
+
+
+def test_netem_verify_passes_and_stores_the_measured_row(verified_within):
+    d, p = verified_within
     assert p.returncode == 0, p.stdout + p.stderr
-    row = json.loads((tmp_path / "remote" / "rtt-measured.json").read_text())
+    row = json.loads((d / "remote" / "rtt-measured.json").read_text())
     assert row["host"] == "localhost" and row["dc"] == "VA"
     [peer] = row["peers"]
     assert peer["peer_dc"] == "CA" and peer["expected_rtt_ms"] == 0 and 0 <= peer["measured_rtt_ms"] < 2
 
 
-def test_netem_verify_fails_when_an_rtt_is_off(tmp_path):
-    expect(tmp_path, 100)
-    p = parts(tmp_path, "packages", "verify")
+def test_netem_verify_fails_when_an_rtt_is_off(verified_off):
+    d, p = verified_off
     assert p.returncode != 0
     assert re.search(r"localhost -> CA \(127\.0\.0\.1\): measured [0-9.]+ ms, expected 100 ms "
                      r"\(within max\(2 ms, 5\.0%\)\)", p.stdout + p.stderr), p.stdout + p.stderr
     # The measurement is kept even though the check failed.
-    assert json.loads((tmp_path / "remote" / "rtt-measured.json").read_text())["peers"][0]["expected_rtt_ms"] == 100
+    assert json.loads((d / "remote" / "rtt-measured.json").read_text())["peers"][0]["expected_rtt_ms"] == 100
 
 
-def test_verify_stores_every_pair_on_the_controller(tmp_path):
-    expect(tmp_path, 0)
-    p = parts(tmp_path, "packages", "verify", k2bench_experiment_id="k2b-x")
+def test_verify_stores_every_pair_on_the_controller(verified_within):
+    d, p = verified_within
     assert p.returncode == 0, p.stdout + p.stderr
-    v = json.loads((tmp_path / "tc" / "verify.json").read_text())
+    v = json.loads((d / "tc" / "verify.json").read_text())
     assert v["schema"] == "k2bench-tc-verify/1" and v["experiment_id"] == "k2b-x" and v["ok"] is True
     assert v["tolerance"] == {"ms": 2, "fraction": 0.05} and re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ",
                                                                           v["measured_at"])
@@ -220,11 +234,10 @@ def test_verify_stores_every_pair_on_the_controller(tmp_path):
     assert 0 <= pair["measured_rtt_ms"] < 2
 
 
-def test_verify_stores_the_failing_pair_on_the_controller_too(tmp_path):
-    expect(tmp_path, 100)
-    p = parts(tmp_path, "packages", "verify")
+def test_verify_stores_the_failing_pair_on_the_controller_too(verified_off):
+    d, p = verified_off
     assert p.returncode != 0
-    v = json.loads((tmp_path / "tc" / "verify.json").read_text())
+    v = json.loads((d / "tc" / "verify.json").read_text())
     assert v["ok"] is False and v["pairs"][0]["configured_rtt_ms"] == 100 and v["pairs"][0]["ok"] is False
 
 

@@ -38,9 +38,10 @@ help:
 	@echo "make netem-reset      remove k2bench's tc qdiscs from a cluster (INVENTORY=<inventory.json>, default Emulab's)"
 
 # The virtualenvs first (set-up, not timed), then the jar, the Java tests and the Python
-# tests (test-java, test-python below), one phase after another: the Python tests beside the
-# Java reactor at nice 19 took 70-90 s off, but the reactor's timing-bound classes failed in
-# two of five such runs (docs/tests.md). Ends with the ten slowest tests (Java and Python)
+# tests (test-java, test-python below), one phase after another, the notebooks' tests at
+# SCHED_IDLE beside the last: the Python tests beside the Java reactor at nice 19 took 70-90 s
+# off, but the reactor's timing-bound classes failed in two of five such runs (docs/tests.md).
+# Ends with the ten slowest tests (Java and Python)
 # and the time it took, each phase's too, failed or not, with the machine's busy CPU seconds
 # (/proc/stat): on this VM a phase's wall time moves by a tenth between days, its work less.
 test: venvs browser-deps
@@ -83,11 +84,13 @@ PY_ALONE = $(PY_TEST) -m pytest -q -m "cluster and alone" tests --ignore=tests/d
 # process at SCHED_IDLE beside the alone runs, which leave ~0.8 of the two cores idle: the
 # kernel hands the idle class only time no other thread wants, and a waking thread of
 # another class takes the CPU from it (nice 19 only lowers a thread's share; docs/tests.md).
-# Their output follows the alone runs'; either failing fails the phase.
+# Their output goes to a log, its summary after the alone runs'; either failing fails the
+# phase. A background job of a script ignores Ctrl-C: the trap stops it with the rest.
 PY_IDLE = chrt --idle 0 $(PY_TEST) -m pytest -q -m "idle" tests --ignore=tests/deploy \
 	--junitxml=$(REPORTS)/pytest-idle.xml
-PY_ALONE_BESIDE_IDLE = ( $(PY_IDLE) > $(REPORTS)/pytest-idle.log 2>&1 & idle=$$!; r=0; $(PY_ALONE) || r=$$?; \
-	wait $$idle || r=$$?; echo "tests at SCHED_IDLE beside them:"; tail -n 3 $(REPORTS)/pytest-idle.log; \
+PY_ALONE_BESIDE_IDLE = ( $(PY_IDLE) > $(REPORTS)/pytest-idle.log 2>&1 & idle=$$!; \
+	trap "kill $$idle 2>/dev/null" EXIT; trap "exit 130" INT TERM; r=0; $(PY_ALONE) || r=$$?; wait $$idle || r=$$?; \
+	echo "tests at SCHED_IDLE beside them ($(REPORTS)/pytest-idle.log):"; tail -n 1 $(REPORTS)/pytest-idle.log; \
 	[ $$r -eq 0 ] || grep -E "^(FAILED|ERROR) " $(REPORTS)/pytest-idle.log; exit $$r )
 test-python: $(JSA) $(VENV)/.installed $(LINT_VENV)/.installed
 	@mkdir -p $(REPORTS)

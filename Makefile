@@ -41,7 +41,8 @@ help:
 # tests (test-java, test-python below), one phase after another, the notebooks' tests at
 # SCHED_IDLE beside the last: the Python tests beside the Java reactor at nice 19 took 70-90 s
 # off, but the reactor's timing-bound classes failed in two of five such runs (docs/tests.md).
-# Ends with the ten slowest tests (Java and Python)
+# The Python phases run once the Java ones pass, each whatever the one before it gave, so
+# that one failing hides no other's result. Ends with the ten slowest tests (Java and Python)
 # and the time it took, each phase's too, failed or not, with the machine's busy CPU seconds
 # (/proc/stat): on this VM a phase's wall time moves by a tenth between days, its work less.
 test: venvs browser-deps
@@ -50,8 +51,9 @@ test: venvs browser-deps
 	phase() { local s=$$(date +%s) b=$$(busy) r=0; eval "$$2" || r=$$?; \
 	  took="$$took$${took:+, }$$1 $$(( $$(date +%s) - s )) s/$$(( $$(busy) - b )) CPU-s"; return $$r; }; \
 	{ phase build '$(MAKE) --no-print-directory build' && phase java '$(JAVA_REACTOR)' \
-	  && phase java-alone '$(JAVA_ALONE)' && phase unit '$(PY_UNIT)' && phase cluster '$(PY_CLUSTER)' \
-	  && phase alone+idle '$(PY_ALONE_BESIDE_IDLE)'; } || rc=$$?; \
+	  && phase java-alone '$(JAVA_ALONE)'; } || rc=$$?; \
+	[ $$rc -ne 0 ] || { phase unit '$(PY_UNIT)' || rc=$$?; phase cluster '$(PY_CLUSTER)' || rc=$$?; \
+	  phase alone+idle '$(PY_ALONE_BESIDE_IDLE)' || rc=$$?; }; \
 	$(VENV)/bin/python tests/slowest.py --since $(REPORTS)/.start $(REPORTS)/pytest-*.xml || true; \
 	echo "make test: $$(( $$(date +%s) - start )) s, $$(( $$(busy) - b0 )) CPU-s ($$took)$$([ $$rc -eq 0 ] || echo ', FAILED')"; exit $$rc
 
@@ -73,7 +75,8 @@ test-java: $(JAR)
 # the cluster runs three at a time (what they assert holds on a loaded machine: a checker's
 # verdict, counts, lower bounds; two at a time left a fifth of the two cores idle, runs wait
 # on their trials' clocks; four took as long as three); then those marked alone one at a
-# time, alone on the machine, as their bounds on timing and fault timings assume.
+# time, with nothing beside them but the idle tests below, as their bounds on timing and
+# fault timings assume.
 PY_UNIT = $(PY_TEST) -m pytest -q -n 3 --dist loadfile -m "not cluster and not idle" tests --ignore=tests/deploy \
 	--junitxml=$(REPORTS)/pytest-unit.xml
 PY_CLUSTER = $(PY_TEST) -m pytest -q -n 3 --dist load -m "cluster and not alone" tests --ignore=tests/deploy \
@@ -85,13 +88,15 @@ PY_ALONE = $(PY_TEST) -m pytest -q -m "cluster and alone" tests --ignore=tests/d
 # kernel hands the idle class only time no other thread wants, and a waking thread of
 # another class takes the CPU from it (nice 19 only lowers a thread's share; docs/tests.md).
 # Their output goes to a log, its summary after the alone runs'; either failing fails the
-# phase. A background job of a script ignores Ctrl-C: the trap stops it with the rest.
-PY_IDLE = chrt --idle 0 $(PY_TEST) -m pytest -q -m "idle" tests --ignore=tests/deploy \
+# phase. A background job of a script ignores Ctrl-C: the trap stops it with the rest (TERM,
+# which tests/conftest.py turns into a Ctrl-C, so that its fixtures stop what they started).
+PY_IDLE = chrt --idle 0 $(PY_TEST) -m pytest -q -m "idle and not cluster" tests --ignore=tests/deploy \
 	--junitxml=$(REPORTS)/pytest-idle.xml
 PY_ALONE_BESIDE_IDLE = ( $(PY_IDLE) > $(REPORTS)/pytest-idle.log 2>&1 & idle=$$!; \
-	trap "kill $$idle 2>/dev/null" EXIT; trap "exit 130" INT TERM; r=0; $(PY_ALONE) || r=$$?; wait $$idle || r=$$?; \
+	trap "kill $$idle 2>/dev/null; wait $$idle" EXIT; trap "exit 130" INT TERM; r=0; $(PY_ALONE) || r=$$?; \
+	wait $$idle || r=$$?; trap - EXIT; \
 	echo "tests at SCHED_IDLE beside them ($(REPORTS)/pytest-idle.log):"; tail -n 1 $(REPORTS)/pytest-idle.log; \
-	[ $$r -eq 0 ] || grep -E "^(FAILED|ERROR) " $(REPORTS)/pytest-idle.log; exit $$r )
+	[ $$r -eq 0 ] || grep -E "^(FAILED|ERROR) " $(REPORTS)/pytest-idle.log || true; exit $$r )
 test-python: $(JSA) $(VENV)/.installed $(LINT_VENV)/.installed
 	@mkdir -p $(REPORTS)
 	$(PY_UNIT)

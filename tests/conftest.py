@@ -1,4 +1,5 @@
 import pathlib
+import signal
 
 import pytest
 
@@ -31,6 +32,12 @@ HANDED_OUT_FIRST = ["test_scaffold_e2e.py", "test_table_placement.py", "test_e2e
 HANDED_OUT_LAST = ("test_bad_input_stops_with_one_line_before_anything_starts",
                    "test_an_unknown_experiment_lists_the_known_ones",
                    "test_every_mutant_the_systems_honour_is_caught_here_or_by_a_java_test")
+
+
+def pytest_configure(config):
+    # make test stops its background tests with TERM (a background job ignores Ctrl-C):
+    # handled as a Ctrl-C, the fixtures' teardown stops the servers and kernels they started
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
 
 
 def pytest_collection_modifyitems(config, items):

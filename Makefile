@@ -83,7 +83,7 @@ PY_CLUSTER = $(PY_TEST) -m pytest -q -n 3 --dist load -m "cluster and not alone"
 	--junitxml=$(REPORTS)/pytest-cluster.xml
 PY_ALONE = $(PY_TEST) -m pytest -q -m "cluster and alone" tests --ignore=tests/deploy \
 	--junitxml=$(REPORTS)/pytest-alone.xml
-# The tests marked idle (CPU work with no bound on time: tests/conftest.py) run in one
+# The tests marked idle (CPU work, no bound on time under a minute: tests/conftest.py) run in one
 # process at SCHED_IDLE beside the alone runs, which leave ~0.8 of the two cores idle: the
 # kernel hands the idle class only time no other thread wants, and a waking thread of
 # another class takes the CPU from it (nice 19 only lowers a thread's share; docs/tests.md).

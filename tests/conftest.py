@@ -20,7 +20,7 @@ SYSTEMS = Systems(loader=_jar_systems)
 
 # Files whose tests run whole clusters of server and client JVMs.
 CLUSTER_FILES = {"test_e2e.py", "test_consistency_runs.py", "test_scaffold_e2e.py"}
-# Files of CPU work with no bound on time (the notebooks, the figures): marked idle, run by
+# Files of CPU work with no bound on time under a minute (the notebooks, the figures): marked idle, run by
 # make test at the lowest priority beside the alone cluster runs (Makefile, PY_IDLE).
 IDLE_FILES = {"test_analysis.py"}
 # The order the cluster phase hands tests out in (make test: pytest -n 3 --dist load): the

@@ -34,9 +34,12 @@ def bucket_counts(h: HdrHistogram) -> np.ndarray:
     return np.ctypeslib.as_array(h.counts)[:h.counts_len].astype(np.int64)
 
 
+def _values(h: HdrHistogram) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    return _bucket_values(h.lowest_trackable_value, h.highest_trackable_value, h.significant_figures)
+
+
 def _counts(h: HdrHistogram) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    return bucket_counts(h), _bucket_values(h.lowest_trackable_value, h.highest_trackable_value,
-                                            h.significant_figures)
+    return bucket_counts(h), _values(h)
 
 
 def mean_value(h: HdrHistogram) -> float:
@@ -59,10 +62,10 @@ def percentile_index(h: HdrHistogram, percentile: float) -> int:
 
 def value_at_percentile(h: HdrHistogram, percentile: float) -> int:
     """h.get_value_at_percentile(percentile), the same number, by a cumulative sum."""
-    counts, (low, high, _) = _counts(h)
-    i = percentile_index(h, percentile)
-    if i >= len(counts):
+    i = percentile_index(h, percentile)  # copies the counts once
+    if i >= h.counts_len:
         return 0
+    low, high, _ = _values(h)
     return int(high[i] if percentile else low[i])
 
 

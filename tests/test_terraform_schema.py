@@ -1,0 +1,185 @@
+"""terraform/ec2 and terraform/emulab checked name by name against the providers' real
+schemas (hashicorp/aws 6.25.0, local 2.6.1, tls 4.1.0: terraform/provider_schemas.py reads
+them from the pinned cdktf wheels, `make tf-schemas`), and proof that the check catches what
+it claims to: each deliberate typo below yields exactly its one finding, at its line."""
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "terraform"))
+import provider_schemas  # noqa: E402
+import schema_check  # noqa: E402
+
+SCHEMAS = ROOT / "target" / "terraform-schemas" / "schemas.json"
+AWS, LOCAL, TLS = (f"registry.terraform.io/hashicorp/{p}" for p in ("aws", "local", "tls"))
+
+
+@pytest.fixture(scope="module")
+def schemas():
+    if not SCHEMAS.exists():
+        pytest.fail(f"{SCHEMAS.relative_to(ROOT)} is missing: run `make tf-schemas` (make test does)")
+    return json.loads(SCHEMAS.read_text())["provider_schemas"]
+
+
+def test_the_schemas_are_the_pinned_releases_and_read_as_their_docs_say(schemas):
+    assert {a: s["version"] for a, s in schemas.items()} == {AWS: "6.25.0", LOCAL: "2.6.1", TLS: "4.1.0"}
+    aws = schemas[AWS]
+    assert len(aws["resource_schemas"]) > 1500 and len(aws["data_source_schemas"]) > 600
+    instance = aws["resource_schemas"]["aws_instance"]
+    assert instance["attributes"]["ami"] == {"type": "string", "optional": True}
+    assert instance["attributes"]["public_ip"] == {"type": "string", "computed": True}
+    assert instance["attributes"]["vpc_security_group_ids"]["type"] == ["set", "string"]
+    assert instance["attributes"]["tags"]["type"] == ["map", "string"]
+    root = instance["block_types"]["root_block_device"]
+    assert root["max_items"] == 1 and root["block"]["attributes"]["volume_type"]["optional"]
+    assert root["block"]["attributes"]["volume_id"] == {"type": "string", "computed": True}
+    assert instance["block_types"]["ebs_block_device"]["nesting_mode"] == "set"
+    assert aws["resource_schemas"]["aws_subnet"]["attributes"]["vpc_id"] == {"type": "string", "required": True}
+    entry = aws["resource_schemas"]["aws_ec2_managed_prefix_list"]["block_types"]["entry"]
+    assert entry["nesting_mode"] == "set" and entry["block"]["attributes"]["cidr"]["required"]
+    assert aws["data_source_schemas"]["aws_ec2_instance_type"]["attributes"]["default_vcpus"]["computed"]
+    assert "region" in aws["provider"]["block"]["attributes"] and "default_tags" in aws["provider"]["block"]["block_types"]
+    assert schemas[TLS]["resource_schemas"]["tls_private_key"]["attributes"]["algorithm"]["required"]
+    assert schemas[LOCAL]["resource_schemas"]["local_file"]["attributes"]["filename"]["required"]
+
+
+def test_ec2_and_emulab_match_the_schemas(schemas):
+    counts = {}
+    for d in ("ec2", "emulab"):
+        findings = schema_check.check(ROOT / "terraform" / d, schemas, counts)
+        assert [str(f) for f in findings] == [], d
+    # what a clean result covered (today 33, 167 and 39)
+    assert counts["blocks"] >= 30 and counts["arguments"] >= 150 and counts["references"] >= 35, counts
+
+
+def copy_config(tmp_path) -> Path:
+    dst = tmp_path / "terraform"
+    for d in ("ec2", "emulab"):
+        shutil.copytree(ROOT / "terraform" / d, dst / d, ignore=shutil.ignore_patterns("*.tfstate*", ".terraform*",
+                                                                                       "__pycache__"))
+    return dst
+
+
+# (file, the text, its typo, the finding[, another finding at the block's first line]):
+# three typos the issue names first, then one of each other kind the check claims to catch.
+# The finding's line is the typo's, or for a missing argument its block's first.
+TYPOS = {
+    "misspelt argument": ("ec2/main.tf", "  instance_type               = var.instance_type",
+                          "  instance_typ                = var.instance_type",
+                          'aws_instance.host: unsupported argument or block "instance_typ" (hashicorp/aws 6.25.0; '
+                          'did you mean "instance_type"?)'),
+    "misspelt nested block argument": ("ec2/main.tf", '    volume_type           = "gp3"',
+                                       '    volume_typ            = "gp3"',
+                                       'aws_instance.host.root_block_device: unsupported argument or block '
+                                       '"volume_typ" (hashicorp/aws 6.25.0; did you mean "volume_type"?)'),
+    "wrong attribute reference": ("ec2/outputs.tf", "public_ip  = aws_instance.host[h.name].public_ip",
+                                  "public_ip  = aws_instance.host[h.name].public_ipv4",
+                                  'aws_instance.host: aws_instance has no attribute "public_ipv4" '
+                                  '(hashicorp/aws 6.25.0; did you mean "public_ip"?)'),
+    "missing required argument": ("ec2/network.tf", "  vpc_id            = aws_vpc.this[each.key].id\n", "",
+                                  'aws_subnet.public: missing required argument "vpc_id" (hashicorp/aws 6.25.0)'),
+    "unknown resource type": ("ec2/security.tf", 'resource "aws_vpc_security_group_egress_rule" "all"',
+                              'resource "aws_vpc_security_group_egres_rule" "all"',
+                              'aws_vpc_security_group_egres_rule.all: hashicorp/aws 6.25.0 has no resource type '
+                              '"aws_vpc_security_group_egres_rule"; did you mean "aws_vpc_security_group_egress_rule"?'),
+    "computed attribute set": ("ec2/main.tf", "  monitoring = true\n", '  monitoring = true\n  public_dns = "x"\n',
+                               'aws_instance.host: "public_dns" is computed by the provider and cannot be set '
+                               '(hashicorp/aws 6.25.0)'),
+    "dynamic block argument": ("ec2/security.tf", "      description = entry.key", "      descripton = entry.key",
+                               'aws_ec2_managed_prefix_list.cluster.entry: unsupported argument or block "descripton" '
+                               '(hashicorp/aws 6.25.0; did you mean "description"?)'),
+    "self reference": ("ec2/main.tf", "length(self.locations)", "length(self.location)",
+                       'self (aws_ec2_instance_type_offerings): aws_ec2_instance_type_offerings has no attribute '
+                       '"location" (hashicorp/aws 6.25.0; did you mean "locations"?)'),
+    "data source attribute": ("ec2/quotas.tf", "data.aws_ec2_instance_type.this[dcs[0]].default_vcpus",
+                              "data.aws_ec2_instance_type.this[dcs[0]].default_vcpu",
+                              'data.aws_ec2_instance_type.this: aws_ec2_instance_type has no attribute "default_vcpu" '
+                              '(hashicorp/aws 6.25.0; did you mean "default_vcpus"?)'),
+    "provider argument": ("ec2/providers.tf", '  region = "us-east-1"', '  regoin = "us-east-1"',
+                          'provider "aws": unsupported argument or block "regoin" (hashicorp/aws 6.25.0; '
+                          'did you mean "region"?)'),
+    "module output": ("ec2/outputs.tf", "content         = module.inventory.known_hosts",
+                      "content         = module.inventory.known_host",
+                      'module "inventory" has no output "known_host"; did you mean "known_hosts"?'),
+    "module variable": ("ec2/outputs.tf", "  ssh_user        = ", "  ssh_users       = ",
+                        'module "inventory": inventory has no variable "ssh_users"; did you mean "ssh_user"?',
+                        ("module", 'module "inventory": missing required variable "ssh_user"')),
+    "undeclared variable": ("ec2/main.tf", "var.root_volume_gb", "var.root_volume_gib",
+                            'reference to undeclared variable "var.root_volume_gib"; did you mean "root_volume_gb"?'),
+    "terraform_data argument": ("emulab/main.tf", "  triggers_replace = local.identity",
+                                "  trigger_replace  = local.identity",
+                                'terraform_data.started: unsupported argument or block "trigger_replace" '
+                                '(terraform.io/builtin/terraform (built in); did you mean "triggers_replace"?)'),
+}
+
+
+def line_of(text: str, needle: str) -> int:
+    return text[:text.index(needle)].count("\n") + 1
+
+
+@pytest.mark.parametrize("kind", TYPOS)
+def test_each_typo_gives_its_finding_at_its_line(schemas, tmp_path, kind):
+    file, text, typo, finding, *also = TYPOS[kind]
+    root = copy_config(tmp_path)
+    path = root / file
+    src = path.read_text()
+    assert src.count(text) == 1, f"{file} changed: the test's text {text!r} is not there once"
+    mutated = src.replace(text, typo)
+    path.write_text(mutated)
+
+    def block_line(kind):  # the first line of the `kind "..." {` block around the text
+        padded = "\n" + src
+        return padded.count("\n", 0, padded.rfind(f"\n{kind} ", 0, padded.index(text)) + 1)
+
+    line = line_of(mutated, typo.strip().split("\n")[-1]) if typo else block_line("resource")
+    expected = [(file, line, finding)] + [(file, block_line(kind), extra) for kind, extra in also]
+    got = schema_check.check(root / file.split("/")[0], schemas)
+    assert sorted((f.file.relative_to(root).as_posix(), f.line, f.text) for f in got) == sorted(expected)
+
+
+def test_the_command_prints_file_and_line_and_fails(schemas, tmp_path):
+    root = copy_config(tmp_path)
+    main = root / "ec2" / "main.tf"
+    main.write_text(main.read_text().replace('algorithm = "ED25519"', 'algoritm = "ED25519"'))
+    r = subprocess.run([sys.executable, str(ROOT / "terraform" / "schema_check.py"), "--schemas", str(SCHEMAS),
+                        str(root / "ec2"), str(root / "emulab")], capture_output=True, text=True)
+    assert r.returncode == 1, r.stdout + r.stderr
+    text = main.read_text()
+    block, line = line_of(text, 'resource "tls_private_key" "host"'), line_of(text, 'algoritm = "ED25519"')
+    assert r.stdout.splitlines() == [
+        f'{main}:{block}: tls_private_key.host: missing required argument "algorithm" (hashicorp/tls 4.1.0)',
+        f'{main}:{line}: tls_private_key.host: unsupported argument or block "algoritm" '
+        f'(hashicorp/tls 4.1.0; did you mean "algorithm"?)']
+    assert r.stderr.startswith("schema_check: 2 findings in ")
+    clean = subprocess.run([sys.executable, str(ROOT / "terraform" / "schema_check.py"), "--schemas", str(SCHEMAS),
+                            str(ROOT / "terraform" / "ec2")], capture_output=True, text=True)
+    assert clean.returncode == 0 and clean.stdout == "", clean.stdout + clean.stderr
+
+
+def test_missing_schemas_or_a_wrong_wheel_say_what_to_do(tmp_path):
+    r = subprocess.run([sys.executable, str(ROOT / "terraform" / "schema_check.py"), "--schemas",
+                        str(tmp_path / "none.json"), str(ROOT / "terraform" / "ec2")], capture_output=True, text=True)
+    assert r.returncode == 1 and r.stderr == f"schema_check: {tmp_path}/none.json is missing: run `make tf-schemas`\n"
+    wheel = tmp_path / "not_a_provider-1.0-py3-none-any.whl"
+    import zipfile
+    with zipfile.ZipFile(wheel, "w") as z:
+        z.writestr("not_a_provider/__init__.py", "")
+    out = tmp_path / "schemas.json"
+    r = subprocess.run([sys.executable, str(ROOT / "terraform" / "provider_schemas.py"), str(wheel), "-o", str(out)],
+                       capture_output=True, text=True)
+    assert r.returncode == 1 and not out.exists()
+    assert r.stderr == f"provider_schemas: {wheel.name}: not a cdktf provider wheel (no _jsii/*.jsii.tgz)\n"
+
+
+def test_the_javascript_reader_skips_braces_in_strings_and_comments():
+    src = 'x { a = "}"; b = `{${c}}`; // }\n /* { */ d = \'{\' }'
+    assert provider_schemas.matching_brace(src, src.index("{")) == len(src)
+    with pytest.raises(provider_schemas.SchemaError):
+        provider_schemas.matching_brace("{ {", 0)

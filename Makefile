@@ -14,8 +14,10 @@ SOURCES := $(shell find system -name '*.java' -o -name '*.proto' -o -name 'pom.x
 RUN_STAMP = $(shell date -u +%Y%m%dT%H%M%SZ)
 REPORTS := target/test-reports
 TF_SCHEMAS := target/terraform-schemas/schemas.json
+TERRAFORM_VERSION := 1.8.5
+TERRAFORM := target/tools/terraform
 
-.PHONY: help test test-java test-python deploy-test browser-deps tf-schemas terraform-check build venv venvs new-system local-run analyze compare serve figures reproduce notebook bench-emulation bench-throughput \
+.PHONY: help test test-java test-python deploy-test browser-deps tf-schemas tf-tools terraform-check terraform-test build venv venvs new-system local-run analyze compare serve figures reproduce notebook bench-emulation bench-throughput \
 	ec2-up ec2-run ec2-down ec2-status emulab-up emulab-run emulab-extend emulab-down netem-reset clean
 
 help:
@@ -31,6 +33,7 @@ help:
 	@echo "make bench-throughput each system's real peak, its CPU table and the Fig. 9 ratios (SETTINGS=default: one setting; QUICK=1: one setting in ~15 min; RESUME=runs/<dir> continues one)"
 	@echo "make build            build system/launcher/target/k2bench.jar"
 	@echo "make terraform-check  terraform/ec2 and emulab against the providers' real schemas, offline"
+	@echo "make terraform-test   terraform init, validate and test (mocked providers) on both, offline"
 	@echo "make new-system NAME=<name>  a new system's module under system/, registered in the poms (docs/adding-a-system.md)"
 	@echo "make deploy-test      the remote path on 4 local test hosts: Ansible site.yml, smoke via Fabric, faults (root)"
 	@echo "make ec2-up / ec2-run / ec2-down        six AWS regions (terraform/ec2; EXPERIMENT=<name>, SERVERS_PER_DC=4 for paper scale)"
@@ -47,7 +50,7 @@ help:
 # that one failing hides no other's result. Ends with the ten slowest tests (Java and Python)
 # and the time it took, each phase's too, failed or not, with the machine's busy CPU seconds
 # (/proc/stat): on this VM a phase's wall time moves by a tenth between days, its work less.
-test: venvs browser-deps tf-schemas
+test: venvs browser-deps tf-schemas tf-tools
 	@mkdir -p $(REPORTS); touch $(REPORTS)/.start; start=$$(date +%s); rc=0; took=""; \
 	busy() { awk -v hz=$$(getconf CLK_TCK) '/^cpu /{printf "%d", ($$2+$$3+$$4+$$7+$$8)/hz}' /proc/stat; }; b0=$$(busy); \
 	phase() { local s=$$(date +%s) b=$$(busy) r=0; eval "$$2" || r=$$?; \
@@ -99,7 +102,7 @@ PY_ALONE_BESIDE_IDLE = ( $(PY_IDLE) > $(REPORTS)/pytest-idle.log 2>&1 & idle=$$!
 	wait $$idle || r=$$?; trap - EXIT; \
 	echo "tests at SCHED_IDLE beside them ($(REPORTS)/pytest-idle.log):"; tail -n 1 $(REPORTS)/pytest-idle.log; \
 	[ $$r -eq 0 ] || grep -E "^(FAILED|ERROR) " $(REPORTS)/pytest-idle.log || true; exit $$r )
-test-python: $(JSA) $(VENV)/.installed $(LINT_VENV)/.installed $(TF_SCHEMAS)
+test-python: $(JSA) $(VENV)/.installed $(LINT_VENV)/.installed $(TF_SCHEMAS) $(TERRAFORM)
 	@mkdir -p $(REPORTS)
 	$(PY_UNIT)
 	$(PY_CLUSTER)
@@ -140,6 +143,33 @@ $(TF_SCHEMAS): terraform/provider-schemas.txt terraform/provider_schemas.py | $(
 # against those schemas, offline (terraform/schema_check.py): file:line for each finding.
 terraform-check: $(TF_SCHEMAS)
 	$(VENV)/bin/python terraform/schema_check.py terraform/ec2 terraform/emulab
+
+# Terraform for the tests, built from its source at a pinned release with Go's toolchain (no
+# release binary can be downloaded here): 1.8.5 is the newest whose module `go install`
+# accepts (later ones carry replace directives), and has mock providers (1.7). Licence:
+# BUSL-1.1. Minutes the first time, seconds from Go's build cache after. The cloud targets
+# (ec2-up, emulab-up) use the terraform on your PATH, which must download real providers.
+tf-tools: $(TERRAFORM)
+$(TERRAFORM):
+	@echo "building Terraform $(TERRAFORM_VERSION) from source with go install (minutes the first time)"
+	GOBIN=$(abspath $(@D)) GOFLAGS=-buildvcs=false go install github.com/hashicorp/terraform@v$(TERRAFORM_VERSION)
+
+# init, validate and terraform test (terraform/ec2/tests) on copies of both configurations,
+# offline: stand-in plugins serve the providers' real schemas (terraform/standin_provider.py),
+# the tests mock the providers. A copy, so that no lock file of the stand-ins lands beside a
+# real deployment's. GOGC: tests/test_terraform.py says why.
+TF_OFFLINE := target/terraform-offline
+terraform-test: $(TERRAFORM) $(TF_SCHEMAS)
+	@rm -rf $(TF_OFFLINE); mkdir -p $(TF_OFFLINE)
+	$(VENV)/bin/python terraform/standin_provider.py install --schemas $(TF_SCHEMAS) --mirror $(TF_OFFLINE)/mirror > /dev/null
+	@for d in ec2 emulab; do \
+	  cp -r terraform/$$d $(TF_OFFLINE)/$$d && (cd $(TF_OFFLINE)/$$d && \
+	    rm -rf .terraform .terraform.lock.hcl *.tfstate* terraform.tfvars inventory.json known_hosts) && \
+	  export TF_CLI_CONFIG_FILE=$(abspath $(TF_OFFLINE))/mirror/terraformrc GOGC=400 && \
+	  $(TERRAFORM) -chdir=$(TF_OFFLINE)/$$d init -backend=false -input=false > /dev/null && \
+	  $(TERRAFORM) -chdir=$(TF_OFFLINE)/$$d validate && \
+	  { [ ! -d terraform/$$d/tests ] || $(TERRAFORM) -chdir=$(TF_OFFLINE)/$$d test; } || exit 1; \
+	done
 
 build: $(JAR) $(JSA)
 

@@ -30,10 +30,9 @@ from pathlib import Path
 
 FORMAT = "1.0"
 
-# cdktf's storage class of a simple argument -> its Terraform (cty) type
-SIMPLE_TYPES = {"string": "string", "number": "number", "boolean": "bool"}
-COLLECTION_TYPES = {"stringList": "string", "numberList": "number", "booleanList": "bool",
-                    "stringMap": "string", "numberMap": "number", "booleanMap": "bool", "anyMap": "dynamic"}
+# cdktf's storage class of an argument's element -> its Terraform (cty) type; "any" is what the
+# bindings make of a block nested too deep to spell out (aws_wafv2_web_acl's rule.statement)
+ELEMENT_TYPES = {"string": "string", "number": "number", "boolean": "bool", "any": "dynamic"}
 # a computed attribute's getter -> its type
 GETTER_TYPES = {"String": "string", "Number": "number", "Boolean": "bool", "List": ["list", "string"],
                 "NumberList": ["list", "number"], "StringMap": ["map", "string"],
@@ -91,8 +90,18 @@ COMPLEX = re.compile(r"this\._(\w+) = new (\w+?)(OutputReference|List|Map)\(this
 RESET = re.compile(r"^    reset(\w+)\(\) \{", re.M)
 
 
-def lower_first(s: str) -> str:
-    return s[:1].lower() + s[1:]
+def storage_type(kind: str, storage: str):
+    """The cty type of an argument from cdktf's kind (simple, list, set, map) and storage class
+    (stringList, stringMapList: the element type, then each collection around it)."""
+    m = re.fullmatch(r"(string|number|boolean|any)((?:List|Map)*)", storage)
+    if not m:
+        return "dynamic"
+    ty = ELEMENT_TYPES[m.group(1)]
+    layers = re.findall("List|Map", m.group(2))
+    for i, layer in enumerate(layers):
+        outermost = i == len(layers) - 1
+        ty = ["map", ty] if layer == "Map" else ["set" if outermost and kind == "set" else "list", ty]
+    return ty
 
 
 class Module:
@@ -146,12 +155,7 @@ class Module:
                     bt["min_items"] = 1
                 block_types[name] = bt
                 continue
-            if kind == "simple":
-                ty = SIMPLE_TYPES.get(storage, "dynamic")
-            elif kind in ("list", "set", "map") and storage in COLLECTION_TYPES:
-                ty = [kind, COLLECTION_TYPES[storage]]
-            else:
-                ty = "dynamic"
+            ty = storage_type(kind, storage)
             attributes[name] = {"type": ty, "required": True} if required else {"type": ty, "optional": True}
         for name, ty in readable.items():
             if name in attributes or name in block_types:

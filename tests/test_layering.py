@@ -20,7 +20,7 @@ OVER_LIMIT = {
 
 def python_files():
     return sorted(p for p in ROOT.rglob("*.py")
-                  if not any(part.startswith(".") or part in ("runs", "node_modules", "build") for part in
+                  if not any(part.startswith(".") or part in ("runs", "node_modules", "build", "target") for part in
                              p.relative_to(ROOT).parts))
 
 

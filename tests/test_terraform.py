@@ -1,10 +1,12 @@
 """Terraform for EC2 and Emulab.
 
 Provider plugins cannot be downloaded here, so the configurations are checked by parsing
-them (python-hcl2) and asserting their structure, by `terraform fmt`, by checkov, and by
-running Terraform itself on the parts that need no provider: the variables' validations
-and the inventory module. `terraform init && validate` is attempted and skipped, saying
-why, when the providers cannot be fetched.
+them (python-hcl2) and asserting their structure, by `terraform fmt`, by checkov, by
+running Terraform itself on the parts that need no provider (the variables' validations,
+the inventory module), and by `terraform init`, `validate` and `terraform test` against
+stand-in plugins that serve the real providers' schemas (terraform/standin_provider.py;
+tests/test_terraform_schema.py checks the names). Terraform is the pinned release that
+`make tf-tools` builds (make test does).
 """
 import datetime
 import json
@@ -29,10 +31,10 @@ FIXTURES = ROOT / "tests" / "fixtures" / "terraform"
 CHECKOV = pathlib.Path(os.environ.get("K2BENCH_CHECKOV") or ROOT / ".venv-lint" / "bin" / "checkov")
 CHECKOV_INSTALL = "python3 -m venv .venv-lint && .venv-lint/bin/pip install checkov==3.3.30"
 
-TERRAFORM = shutil.which("terraform")
-# The newest Terraform release whose go.mod has no replace directives, which `go install
-# module@version` refuses; 1.5 is all these configurations need.
-TERRAFORM_BUILD = "go install github.com/hashicorp/terraform@v1.8.5"
+# The pinned Terraform `make tf-tools` builds (the Makefile says why 1.8.5); K2BENCH_TERRAFORM
+# points elsewhere while developing.
+TERRAFORM = pathlib.Path(os.environ.get("K2BENCH_TERRAFORM") or ROOT / "target" / "tools" / "terraform")
+SCHEMAS = ROOT / "target" / "terraform-schemas" / "schemas.json"
 
 # The paper's six regions (docs/clusters.md).
 SPEC_REGIONS = {"VA": "us-east-1", "CA": "us-west-1", "SP": "sa-east-1", "LDN": "eu-west-2",
@@ -458,12 +460,13 @@ def test_emulab_bindings_are_the_profiles_parameters(emulab):
 # ---- terraform itself ------------------------------------------------------------------
 
 
-def terraform(*args, cwd, timeout=120):
-    if TERRAFORM is None:
-        pytest.skip(f"terraform is not on PATH; build the pinned release with `{TERRAFORM_BUILD}` "
-                    "and put $(go env GOPATH)/bin on PATH")
-    env = {**os.environ, "TF_IN_AUTOMATION": "1", "CHECKPOINT_DISABLE": "1"}
-    return subprocess.run([TERRAFORM, *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
+def terraform(*args, cwd, timeout=120, env=None):
+    if not TERRAFORM.exists():
+        pytest.fail(f"{TERRAFORM} is missing: run `make tf-tools` (make test does), which builds the pinned release")
+    # GOGC: Terraform holds each provider's whole schema (the AWS one is 1.3 MB) and with Go's
+    # default collects it over and over: terraform test took half again the CPU
+    env = {**os.environ, "TF_IN_AUTOMATION": "1", "CHECKPOINT_DISABLE": "1", "GOGC": "400", **(env or {})}
+    return subprocess.run([str(TERRAFORM), *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
 
 
 def test_terraform_fmt():
@@ -471,20 +474,75 @@ def test_terraform_fmt():
     assert r.returncode == 0, f"terraform fmt -recursive terraform/ would change:\n{r.stdout}{r.stderr}"
 
 
-PROVIDER_DOWNLOAD_FAILED = re.compile(r"Failed to query available provider packages|Failed to install provider"
-                                      r"|could not connect to|no such host")
+@pytest.fixture(scope="module")
+def standins(tmp_path_factory):
+    """A filesystem mirror of stand-in plugins serving the pinned providers' real schemas, and
+    the CLI configuration that installs from it alone (terraform/standin_provider.py)."""
+    if not SCHEMAS.exists():
+        pytest.fail(f"{SCHEMAS} is missing: run `make tf-schemas` (make test does)")
+    mirror = tmp_path_factory.mktemp("mirror")
+    r = subprocess.run([sys.executable, str(TF / "standin_provider.py"), "install", "--schemas", str(SCHEMAS),
+                        "--mirror", str(mirror)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return {"TF_CLI_CONFIG_FILE": str(mirror / "terraformrc")}
+
+
+def initialized(directory, tmp_path, standins, edit=None):
+    """A copy of a configuration (without state, variables or an earlier init), `edit` applied
+    to its files' text, initialized from the stand-ins."""
+    work = tmp_path / directory.name
+    shutil.copytree(directory, work, ignore=shutil.ignore_patterns(".terraform*", "*.tfstate*", "terraform.tfvars",
+                                                                   "inventory.json", "known_hosts"))
+    for path, (old, new) in (edit or {}).items():
+        text = (work / path).read_text()
+        assert text.count(old) == 1, f"{path}: {old!r}"
+        (work / path).write_text(text.replace(old, new))
+    r = terraform("init", "-backend=false", "-input=false", "-no-color", cwd=work, timeout=300, env=standins)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return work
 
 
 @pytest.mark.parametrize("directory", [EC2, EMULAB], ids=["ec2", "emulab"])
-def test_terraform_init_and_validate(directory, tmp_path):
-    work = tmp_path / directory.name
-    shutil.copytree(directory, work, ignore=shutil.ignore_patterns(".terraform", "*.tfstate*", "terraform.tfvars"))
-    r = terraform("init", "-backend=false", "-input=false", "-no-color", cwd=work, timeout=300)
-    if r.returncode != 0 and PROVIDER_DOWNLOAD_FAILED.search(r.stdout + r.stderr):
-        pytest.skip("terraform init cannot download provider plugins on this machine, so validate cannot run")
+def test_terraform_init_and_validate(directory, tmp_path, standins):
+    work = initialized(directory, tmp_path, standins)
+    if directory == EC2:
+        lock = (work / ".terraform.lock.hcl").read_text()
+        for provider, version in (("aws", "6.25.0"), ("local", "2.6.1"), ("tls", "4.1.0")):
+            assert f'provider "registry.terraform.io/hashicorp/{provider}" {{\n  version     = "{version}"' in lock
+    r = terraform("validate", "-no-color", cwd=work, env=standins)
     assert r.returncode == 0, r.stdout + r.stderr
-    r = terraform("validate", "-no-color", cwd=work)
-    assert r.returncode == 0, r.stdout + r.stderr
+    assert "Success! The configuration is valid." in r.stdout
+
+
+def test_terraform_validate_checks_types_against_the_real_schema(tmp_path, standins):
+    """What the name check cannot see: a value of the wrong type for the provider's attribute."""
+    work = initialized(EC2, tmp_path, standins, {"main.tf": ("  monitoring = true\n", '  monitoring = "maybe"\n')})
+    r = terraform("validate", "-no-color", cwd=work, env=standins)
+    assert r.returncode != 0
+    assert 'Inappropriate value for attribute "monitoring": a bool is required.' in r.stderr, r.stderr
+
+
+def test_terraform_test_files_pass_with_mocked_providers(tmp_path, standins):
+    work = initialized(EC2, tmp_path, standins)
+    r = terraform("test", "-no-color", cwd=work, timeout=600, env=standins)
+    assert r.returncode == 0, r.stdout[-6000:] + r.stderr[-3000:]
+    runs = re.findall(r'^  run "(\w+)"\.\.\. (\w+)$', r.stdout, re.M)
+    assert runs == [("the_default_cluster_plans_within_default_quotas", "pass"),
+                    ("paper_scale_stops_at_plan_on_the_vcpu_quota", "pass"),
+                    ("paper_scale_stops_at_plan_on_the_security_group_rule_quota", "pass"),
+                    ("paper_scale_plans_with_raised_quotas", "pass"),
+                    ("apply_yields_the_inventory_k2bench_reads", "pass"),
+                    ("over_a_hundred_machines_split_into_prefix_lists_of_at_most_100", "pass")], r.stdout
+    assert "Success! 6 passed, 0 failed." in r.stdout
+
+
+def test_terraform_test_fails_when_the_prefix_lists_are_chunked_wrong(tmp_path, standins):
+    work = initialized(EC2, tmp_path, standins,
+                       {"locals.tf": ("prefix_list_max_entries = 100", "prefix_list_max_entries = 101")})
+    r = terraform("test", "-no-color", "-filter=tests/prefix_lists.tftest.hcl", cwd=work, timeout=300, env=standins)
+    assert r.returncode != 0
+    assert 'run "over_a_hundred_machines_split_into_prefix_lists_of_at_most_100"... fail' in r.stdout
+    assert 'aws_ec2_managed_prefix_list.cluster["VA-0"].max_entries is 101' in r.stderr + r.stdout
 
 
 def without_providers(tmp_path, directory, files, extra=""):

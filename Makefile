@@ -1,5 +1,5 @@
-# k2bench entry points. A fresh machine needs only Java 17 + Maven and Python 3.11: the
-# targets fetch Maven artifacts and build a Python virtualenv themselves.
+# k2bench entry points. A fresh machine needs only Java 17 + Maven, Python 3.11 and Go: the
+# targets fetch Maven artifacts, build a Python virtualenv and the tests' Terraform themselves.
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 .DEFAULT_GOAL := help
@@ -15,9 +15,10 @@ RUN_STAMP = $(shell date -u +%Y%m%dT%H%M%SZ)
 REPORTS := target/test-reports
 TF_SCHEMAS := target/terraform-schemas/schemas.json
 TERRAFORM_VERSION := 1.8.5
-TERRAFORM := target/tools/terraform
+TERRAFORM := target/tools/terraform-$(TERRAFORM_VERSION)
+CLOUD_INIT := target/cloud-init/usr/lib/python3/dist-packages/cloudinit
 
-.PHONY: help test test-java test-python deploy-test browser-deps tf-schemas tf-tools terraform-check terraform-test build venv venvs new-system local-run analyze compare serve figures reproduce notebook bench-emulation bench-throughput \
+.PHONY: help test test-java test-python deploy-test browser-deps tf-schemas tf-tools cloud-init-schema terraform-check terraform-test build venv venvs new-system local-run analyze compare serve figures reproduce notebook bench-emulation bench-throughput \
 	ec2-up ec2-run ec2-down ec2-status emulab-up emulab-run emulab-extend emulab-down netem-reset clean
 
 help:
@@ -50,7 +51,7 @@ help:
 # that one failing hides no other's result. Ends with the ten slowest tests (Java and Python)
 # and the time it took, each phase's too, failed or not, with the machine's busy CPU seconds
 # (/proc/stat): on this VM a phase's wall time moves by a tenth between days, its work less.
-test: venvs browser-deps tf-schemas tf-tools
+test: venvs browser-deps tf-schemas tf-tools cloud-init-schema
 	@mkdir -p $(REPORTS); touch $(REPORTS)/.start; start=$$(date +%s); rc=0; took=""; \
 	busy() { awk -v hz=$$(getconf CLK_TCK) '/^cpu /{printf "%d", ($$2+$$3+$$4+$$7+$$8)/hz}' /proc/stat; }; b0=$$(busy); \
 	phase() { local s=$$(date +%s) b=$$(busy) r=0; eval "$$2" || r=$$?; \
@@ -102,7 +103,7 @@ PY_ALONE_BESIDE_IDLE = ( $(PY_IDLE) > $(REPORTS)/pytest-idle.log 2>&1 & idle=$$!
 	wait $$idle || r=$$?; trap - EXIT; \
 	echo "tests at SCHED_IDLE beside them ($(REPORTS)/pytest-idle.log):"; tail -n 1 $(REPORTS)/pytest-idle.log; \
 	[ $$r -eq 0 ] || grep -E "^(FAILED|ERROR) " $(REPORTS)/pytest-idle.log || true; exit $$r )
-test-python: $(JSA) $(VENV)/.installed $(LINT_VENV)/.installed $(TF_SCHEMAS) $(TERRAFORM)
+test-python: $(JSA) $(VENV)/.installed $(LINT_VENV)/.installed $(TF_SCHEMAS) $(TERRAFORM) $(CLOUD_INIT)
 	@mkdir -p $(REPORTS)
 	$(PY_UNIT)
 	$(PY_CLUSTER)
@@ -152,7 +153,22 @@ terraform-check: $(TF_SCHEMAS)
 tf-tools: $(TERRAFORM)
 $(TERRAFORM):
 	@echo "building Terraform $(TERRAFORM_VERSION) from source with go install (minutes the first time)"
-	GOBIN=$(abspath $(@D)) GOFLAGS=-buildvcs=false go install github.com/hashicorp/terraform@v$(TERRAFORM_VERSION)
+	@rm -rf $@.build; mkdir -p $@.build
+	GOBIN=$(abspath $@.build) GOFLAGS=-buildvcs=false go install github.com/hashicorp/terraform@v$(TERRAFORM_VERSION)
+	mv $@.build/terraform $@; rm -rf $@.build
+
+# Debian's cloud-init, whose schema check the tests run on the user data Terraform renders:
+# the package unpacked into target/, not installed (installed, it would act at this
+# machine's next boot), and the Python libraries it imports from apt (root, as browser-deps).
+CLOUD_INIT_LIBS := python3-configobj python3-jinja2 python3-jsonpatch python3-jsonschema python3-netifaces \
+	python3-oauthlib python3-requests python3-serial python3-yaml
+cloud-init-schema: $(CLOUD_INIT)
+$(CLOUD_INIT):
+	@dpkg -s $(CLOUD_INIT_LIBS) > /dev/null 2>&1 || apt-get install -y -q --no-install-recommends $(CLOUD_INIT_LIBS) || \
+	  { apt-get update -q && apt-get install -y -q --no-install-recommends $(CLOUD_INIT_LIBS); }
+	@rm -rf target/cloud-init target/cloud-init.deb; mkdir -p target/cloud-init.deb; chmod 777 target/cloud-init.deb
+	cd target/cloud-init.deb && apt-get download -qq cloud-init
+	dpkg-deb -x target/cloud-init.deb/cloud-init_*.deb target/cloud-init; rm -rf target/cloud-init.deb
 
 # init, validate and terraform test (terraform/ec2/tests) on copies of both configurations,
 # offline: stand-in plugins serve the providers' real schemas (terraform/standin_provider.py),
@@ -345,4 +361,4 @@ netem-reset: $(VENV)/.installed
 
 clean:
 	$(MVN) clean
-	rm -rf $(VENV) $(LINT_VENV)
+	rm -rf $(VENV) $(LINT_VENV) target

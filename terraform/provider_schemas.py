@@ -15,11 +15,18 @@ the schemas in the shape of `terraform providers schema -json`:
 with each block {"attributes": {name: {"type", "required"|"optional"|"computed": true}},
 "block_types": {name: {"nesting_mode", "block", "min_items"?, "max_items"?}}}.
 
-What the bindings do not carry is left out rather than guessed: whether an optional argument
-is also computed, descriptions, sensitivity. Run: python3 terraform/provider_schemas.py
-WHEEL... -o schemas.json (`make tf-schemas` does, into target/terraform-schemas/).
+Each attribute's required, optional and computed flags come from the TypeScript the
+JavaScript was compiled from (its source maps carry it), and a class whose flags name an
+attribute the reading did not find stops the build. What the bindings do not carry is left
+out rather than guessed: descriptions, sensitivity, a list block's max_items above 1 or
+min_items above 1, and the inner shape of the few blocks they reduce to `any` (those are
+typed dynamic).
+
+Run: python3 terraform/provider_schemas.py WHEEL... -o schemas.json (`make tf-schemas` does,
+into target/terraform-schemas/).
 """
 import argparse
+import base64
 import io
 import json
 import re
@@ -84,10 +91,19 @@ def bodies(src: str, pattern: str) -> dict[str, str]:
 
 ATTR = re.compile(r"^ +(\w+): \{\s*value: (.*?),\s*isBlock: (true|false),\s*type: \"(\w+)\",\s*"
                   r"storageClassType: \"(\w+)\",\s*\}", re.M | re.S)
-GETTER = re.compile(r"get (\w+)\(\) \{\s*return this\.get(\w*)Attribute\('([\w-]+)'\)")
+# `return this.getStringAttribute('x')`, and wrapped: cdktf.Fn.tolist(...) reads a set as a list
+GETTER = re.compile(r"get (\w+)\(\) \{\s*return ((?:[\w.]+\()*)this\.get(\w*)Attribute\('([\w-]+)'\)")
 INTERPOLATED = re.compile(r"get (\w+)\(\) \{\s*return this\.interpolationForAttribute\('([\w-]+)'\)")
 COMPLEX = re.compile(r"this\._(\w+) = new (\w+?)(OutputReference|List|Map)\(this, \"([\w-]+)\"(?:, (true|false))?\)")
-RESET = re.compile(r"^    reset(\w+)\(\) \{", re.M)
+SIMPLE_MAP = re.compile(r"this\._(\w+) = new cdktf\.(String|Number|Boolean|Any)Map\(this, \"([\w-]+)\"\)")
+# The TypeScript the JavaScript was compiled from (each file's source map carries it) names
+# every attribute of every class with the schema's own flags:
+#   // private_ip - computed: true, optional: true, required: false
+TS_CLASS = re.compile(r"^export class (\w+)", re.M)
+TS_FLAGS = re.compile(r"^\s*// ([\w-]+) - computed: (true|false), optional: (true|false), required: (true|false)$",
+                      re.M)
+SOURCE_MAP = re.compile(r"sourceMappingURL=data:application/json;(?:charset=utf-8;)?base64,([A-Za-z0-9+/=]+)\s*$")
+MAP_TYPES = {"String": "string", "Number": "number", "Boolean": "bool", "Any": "dynamic"}
 
 
 def storage_type(kind: str, storage: str):
@@ -104,13 +120,46 @@ def storage_type(kind: str, storage: str):
     return ty
 
 
-class Module:
-    """One resource's (data source's, provider's) generated file: its classes and functions."""
+def object_type(block: dict):
+    """The cty object type of a block's schema (nested blocks as lists or sets of objects)."""
+    fields = {name: a["type"] for name, a in block.get("attributes", {}).items()}
+    for name, bt in block.get("block_types", {}).items():
+        inner = object_type(bt["block"])
+        fields[name] = inner if bt["nesting_mode"] == "single" else [bt["nesting_mode"], inner]
+    return ["object", fields]
 
-    def __init__(self, src: str, structs: dict):
+
+def flags_of(ts: str) -> dict[str, dict[str, tuple[bool, bool, bool]]]:
+    """class -> attribute name -> (computed, optional, required), from the TypeScript."""
+    out, marks = {}, [(m.start(), m.group(1)) for m in TS_CLASS.finditer(ts)]
+    for m in TS_FLAGS.finditer(ts):
+        owner = next((name for pos, name in reversed(marks) if pos < m.start()), None)
+        if owner:
+            out.setdefault(owner, {})[m.group(1)] = tuple(x == "true" for x in m.group(2, 3, 4))
+    return out
+
+
+def typescript(js: str) -> str:
+    m = SOURCE_MAP.search(js)
+    if not m:
+        return ""
+    return "\n".join(json.loads(base64.b64decode(m.group(1))).get("sourcesContent") or [])
+
+
+class Module:
+    """One resource's (data source's, provider's) generated code: its lib/<name>/ directory,
+    index.js and, for the largest, index-structs/*.js, whose names it qualifies."""
+
+    def __init__(self, sources: list[str], structs: dict):
+        # `new structs0_1.X(`, `(0, structs0_1.xToHclTerraform)(`: one namespace here
+        src = "\n".join(re.sub(r"\b\w+_\d+\.(\w+)", r"\1", re.sub(r"\(0, (\w+_\d+\.\w+)\)", r"\1", js))
+                        for js in sources)
         self.src = src
         self.classes = bodies(src, r"\nclass (\w+) extends [\w.]+ \{")
         self.functions = bodies(src, r"\nfunction (\w+)ToHclTerraform\(struct\) \{")
+        self.flags = {}
+        for js in sources:
+            self.flags.update(flags_of(typescript(js)))
         self.structs = structs  # jsii fqn-less name -> {camel property: optional}
 
     def args(self, body: str) -> dict:
@@ -127,47 +176,67 @@ class Module:
         """tf name -> type (or a nested block's schema) of what a class's getters read."""
         body = self.classes.get(cls, "")
         out = {}
-        for _, kind, name in GETTER.findall(body):
-            out[name] = GETTER_TYPES.get(kind, "dynamic")
+        for _, wrappers, kind, name in GETTER.findall(body):
+            ty = GETTER_TYPES.get(kind, "dynamic")
+            out[name] = ["set", ty[1]] if "tolist(" in wrappers and isinstance(ty, list) else ty
         for _, name in INTERPOLATED.findall(body):
             out.setdefault(name, "dynamic")
+        for _, kind, name in SIMPLE_MAP.findall(body):
+            out[name] = ["map", MAP_TYPES[kind]]
         for _, base, kind, name, is_set in COMPLEX.findall(body):
             out[name] = ("complex", base, kind, is_set == "true")
         return out
 
     def block(self, args_body: str, cls: str, struct: str | None) -> dict:
-        """The schema of a block: its arguments from args_body, its computed attributes from cls."""
+        """The schema of a block: its arguments from args_body, its computed attributes from cls,
+        each one's flags from the TypeScript's comment on it."""
         optional = self.structs.get(struct, {}) if struct else {}
+        flags = self.flags.get(cls, {})
         attributes, block_types = {}, {}
         args = self.args(args_body)
         readable = self.readable(cls)
+
+        def marks(name, camel, default_required=False):
+            if name in flags:
+                computed, opt, required = flags[name]
+                return {k: True for k, v in (("required", required), ("optional", opt), ("computed", computed)) if v}
+            required = default_required or (bool(camel) and optional.get(camel) is False)
+            return {"required": True} if required else {"optional": True}
+
         for name, (camel, is_block, kind, storage, nested) in args.items():
-            required = bool(camel) and optional.get(camel) is False
+            m = marks(name, camel)
             if is_block:
                 inner_struct = nested[:1].upper() + nested[1:]
                 nested_block = self.block(self.functions.get(nested, ""), inner_struct + "OutputReference",
                                           inner_struct)
-                single = readable.get(name, ("", "", ""))[2:3] == ("OutputReference",)
-                bt = {"nesting_mode": "set" if kind == "set" else "list", "block": nested_block}
-                if single:
+                if m.get("computed"):
+                    # computed and written as blocks: to Terraform an attribute of objects, which it
+                    # lets a configuration write either way (aws_security_group's ingress)
+                    obj = object_type(nested_block)
+                    attributes[name] = {"type": obj if kind == "struct" else ["set" if kind == "set" else "list", obj],
+                                        **m}
+                    continue
+                mode = {"struct": "single", "map": "map", "set": "set"}.get(kind, "list")
+                bt = {"nesting_mode": mode, "block": nested_block}
+                if mode == "list" and readable.get(name, ("", "", ""))[2:3] == ("OutputReference",):
                     bt["max_items"] = 1
-                if required:
+                if m.get("required") and mode in ("list", "set"):  # Terraform counts items of these only
                     bt["min_items"] = 1
                 block_types[name] = bt
                 continue
-            ty = storage_type(kind, storage)
-            attributes[name] = {"type": ty, "required": True} if required else {"type": ty, "optional": True}
+            attributes[name] = {"type": storage_type(kind, storage), **m}
         for name, ty in readable.items():
             if name in attributes or name in block_types:
                 continue
             if isinstance(ty, tuple):  # a computed list, set or map of objects
                 _, base, kind, is_set = ty
-                inner = self.block("", base + "OutputReference", None)
-                element = ["object", {k: v["type"] for k, v in inner["attributes"].items()}]
-                ty = ["set" if is_set else "list", element] if kind != "Map" else ["map", element]
-                if kind == "OutputReference":
-                    ty = element
+                element = object_type(self.block("", base + "OutputReference", None))
+                ty = {"OutputReference": element, "Map": ["map", element]}.get(kind, ["set" if is_set else "list",
+                                                                                      element])
             attributes[name] = {"type": ty, "computed": True}
+        missing = set(flags) - set(attributes) - set(block_types)
+        if missing:  # the TypeScript names an attribute the reading above did not find
+            raise SchemaError(f"{cls}: attributes not read from the generated code: {', '.join(sorted(missing))}")
         out = {"attributes": attributes}
         if block_types:
             out["block_types"] = block_types
@@ -189,32 +258,36 @@ def read_wheel(path: Path) -> tuple[str, str, dict]:
         for t in assembly["types"].values():
             if t.get("datatype") and t["kind"] == "interface":
                 structs[t["name"]] = {p["name"]: bool(p.get("optional")) for p in t.get("properties", [])}
+        modules = {}  # lib/<name>/ -> its .js files, index.js first
         for member in tar:
-            if not (member.name.startswith("package/lib/") and member.name.endswith("/index.js")):
-                continue
-            src = tar.extractfile(member).read().decode()
+            parts = member.name.split("/")
+            if len(parts) >= 4 and parts[1] == "lib" and member.name.endswith(".js"):
+                modules.setdefault(parts[2], []).append((parts[-1] != "index.js" or len(parts) > 4, member))
+        for name, members in sorted(modules.items()):
+            sources = [tar.extractfile(m).read().decode() for _, m in sorted(members, key=lambda x: (x[0], x[1].name))]
             kind = re.search(r"\nclass (\w+) extends cdktf\.(TerraformResource|TerraformDataSource|TerraformProvider) \{",
-                             src)
+                             sources[0])
             if not kind:
                 continue
-            module = Module(src, structs)
+            module = Module(sources, structs)
             cls = kind.group(1)
             body = module.classes[cls]
             synth = bodies(body, r"(synthesizeHclAttributes)\(\) \{").get("synthesizeHclAttributes", "")
-            block = module.block(synth, cls, cls + "Config")
             if kind.group(2) == "TerraformProvider":
+                module.flags.get(cls, {}).pop("alias", None)
+                block = module.block(synth, cls, cls + "Config")
+                block["attributes"].pop("alias", None)  # a meta-argument, not the provider's
                 meta = re.search(r"terraformProviderSource: '([^']+)'", body)
                 ver = re.search(r"providerVersion: '([^']+)'", body)
                 if not (meta and ver):
-                    raise SchemaError(f"{path.name}: {member.name}: no provider source or version")
+                    raise SchemaError(f"{path.name}: lib/{name}: no provider source or version")
                 source, version = meta.group(1), ver.group(1)
                 provider = block
                 continue
             rtype = re.search(r"terraformResourceType: '(\w+)'", body)
             if not rtype:
-                raise SchemaError(f"{path.name}: {member.name}: no terraformResourceType")
-            # every resource has id (the SDK adds it; cdktf generates its getter only sometimes)
-            block["attributes"].setdefault("id", {"type": "string", "computed": True})
+                raise SchemaError(f"{path.name}: lib/{name}: no terraformResourceType")
+            block = module.block(synth, cls, cls + "Config")
             (resources if kind.group(2) == "TerraformResource" else data_sources)[rtype.group(1)] = block
     if provider is None:
         raise SchemaError(f"{path.name}: no provider class found")
@@ -241,12 +314,12 @@ def main(argv=None) -> int:
     a = p.parse_args(argv)
     try:
         doc = build(a.wheels)
-    except (SchemaError, OSError, zipfile.BadZipFile, tarfile.TarError) as e:
+        tmp = a.output.with_suffix(".tmp")
+        tmp.write_text(json.dumps(doc, separators=(",", ":")))
+        tmp.replace(a.output)  # never half-written
+    except (SchemaError, OSError, ValueError, KeyError, zipfile.BadZipFile, tarfile.TarError) as e:
         print(f"provider_schemas: {e}", file=sys.stderr)
         return 1
-    tmp = a.output.with_suffix(".tmp")
-    tmp.write_text(json.dumps(doc, separators=(",", ":")))
-    tmp.replace(a.output)  # never half-written
     for address, s in doc["provider_schemas"].items():
         print(f"{address} {s['version']}: {len(s['resource_schemas'])} resources, "
               f"{len(s['data_source_schemas'])} data sources")

@@ -4,13 +4,16 @@ For each configuration directory and the local modules it calls: every resource 
 source type exists in its provider; every argument and nested block (dynamic ones too)
 exists where it is written and is not one the provider computes; no required argument or
 block is missing; every reference to a resource's or data source's attribute
-(`aws_subnet.public[k].id`, `self.locations`, into nested blocks) names an attribute of that
-type; every `var.`, `local.` and `module.<name>.<output>` names something declared, and a
-module call passes only the module's variables and all of those without a default.
+(`aws_subnet.public[k].id`, `aws_instance.host.*.id`, `self.locations`, into nested
+blocks, and through a `for` expression's value variable over a resource's instances) names
+an attribute of that type; every `var.`, `local.` and `module.<name>.<output>` names
+something declared, and a module call passes only the module's variables and all of those
+without a default. References are read in expressions only, never in quoted prose; one
+reached some other way (through a function's result, say) is not checked.
 
 The schemas come from terraform/provider_schemas.py (`make tf-schemas`). Terraform's own
 `terraform_data` is described below from its documentation. Findings are printed one a
-line as file:line: what, and the exit status is 1 if there is any.
+line as file:line: what, and the exit status is 1 if there is any, 2 on bad input.
 
 Usage: python3 terraform/schema_check.py [--schemas FILE] DIR...
 """
@@ -32,9 +35,14 @@ BUILTIN_SCHEMA = {"resource_schemas": {"terraform_data": {"attributes": {
     "data_source_schemas": {}, "version": "(built in)"}
 META = {"resource": {"count", "for_each", "provider", "depends_on", "lifecycle", "provisioner", "connection"},
         "data": {"count", "for_each", "provider", "depends_on", "lifecycle"},
-        "module": {"source", "version", "count", "for_each", "providers", "depends_on"}}
+        "module": {"source", "version", "count", "for_each", "providers", "depends_on"},
+        "provider": {"alias", "version"}}
 NAME = r"[A-Za-z_][\w-]*"
-INDEX = r"(?:\[[^\[\]]*(?:\[[^\[\]]*\][^\[\]]*)*\])*"  # [k], [m[k]], [*], none
+INDEX = r"(?:\[[^\[\]]*(?:\[[^\[\]]*\][^\[\]]*)*\]|\.\*)*"  # [k], [m[k]], [*], .* (legacy splat), none
+
+
+class CheckError(Exception):
+    """Input the check cannot read: one line."""
 
 
 @dataclass
@@ -47,6 +55,60 @@ class Finding:
         return f"{self.file}:{self.line}: {self.text}"
 
 
+def block_depths(text: str) -> list[int]:
+    """The block nesting depth at the start of each line: braces in strings, template
+    interpolations, heredocs and comments do not count."""
+    depths, depth, stack, heredoc, in_comment = [], 0, [], None, False
+    for line in text.split("\n"):
+        depths.append(depth)
+        if heredoc:
+            if line.strip() == heredoc:
+                heredoc = None
+            continue
+        i, n = 0, len(line)
+        while i < n:
+            c, two = line[i], line[i:i + 2]
+            mode = stack[-1] if stack else None
+            if in_comment:
+                if two == "*/":
+                    in_comment, i = False, i + 2
+                    continue
+            elif mode == "str":
+                if c == "\\":
+                    i += 1
+                elif c == '"':
+                    stack.pop()
+                elif two in ("${", "%{"):
+                    stack.append(0)
+                    i += 1
+            else:  # code, or an interpolation (an int: its own open braces)
+                if c == "#" or two == "//":
+                    break
+                if two == "/*":
+                    in_comment, i = True, i + 2
+                    continue
+                m = re.match(r"<<-?(\w+)\s*$", line[i:])
+                if m and mode is None:
+                    heredoc = m.group(1)
+                    break
+                if c == '"':
+                    stack.append("str")
+                elif c == "{":
+                    if mode is None:
+                        depth += 1
+                    else:
+                        stack[-1] += 1
+                elif c == "}":
+                    if mode is None:
+                        depth -= 1
+                    elif mode == 0:
+                        stack.pop()
+                    else:
+                        stack[-1] -= 1
+            i += 1
+    return depths
+
+
 class Source:
     """One .tf file: its text for line numbers and its parsed blocks."""
 
@@ -55,20 +117,43 @@ class Source:
         self.path = path
         self.text = path.read_text()
         self.lines = self.text.split("\n")
+        self.depths = block_depths(self.text)
         options = hcl2.SerializationOptions(with_comments=False, explicit_blocks=True, strip_string_quotes=True)
-        self.doc = hcl2.loads(self.text, serialization_options=options)
+        try:
+            self.doc = hcl2.loads(self.text, serialization_options=options)
+        except Exception as e:  # lark's errors span lines; the first says where
+            raise CheckError(f"{path}: cannot parse it as HCL: {str(e).strip().splitlines()[0]}") from None
 
-    def line_of_block(self, kind: str, *labels: str) -> int:
+    def depth(self, line: int) -> int:
+        return self.depths[line - 1]
+
+    def end_of(self, start: int) -> int:
+        """The last line of the block whose header is at `start`."""
+        d = self.depth(start)
+        end = start
+        while end < len(self.lines) and self.depth(end + 1) > d:
+            end += 1
+        return min(end + 1, len(self.lines))
+
+    def top_block(self, kind: str, labels: tuple = (), nth: int = 0) -> int:
         pattern = re.compile(r"^\s*" + re.escape(kind) + "".join(rf'\s+"?{re.escape(x)}"?' for x in labels) + r"\s*\{")
-        return next((i + 1 for i, line in enumerate(self.lines) if pattern.match(line)), 1)
+        hits = [i + 1 for i, line in enumerate(self.lines) if pattern.match(line) and self.depths[i] == 0]
+        return hits[nth] if nth < len(hits) else (hits[0] if hits else 1)
 
-    def line_of_key(self, after: int, key: str) -> int:
-        pattern = re.compile(rf'^\s*(?:{re.escape(key)}\s*(?:=|\{{)|dynamic\s+"{re.escape(key)}")')
-        return next((i + 1 for i in range(after - 1, len(self.lines)) if pattern.match(self.lines[i])), after)
+    def child(self, parent: int, key: str, nth: int = 0, dynamic: bool = False) -> int:
+        """The line of the nth `key = ...`, `key {` (or `dynamic "key" {`) directly in a block."""
+        d = self.depth(parent) + 1
+        pattern = (re.compile(rf'^\s*dynamic\s+"{re.escape(key)}"\s*\{{') if dynamic else
+                   re.compile(rf"^\s*{re.escape(key)}\s*(?:=|\{{)"))
+        hits = [i for i in range(parent + 1, self.end_of(parent) + 1)
+                if self.depth(i) == d and pattern.match(self.lines[i - 1])]
+        return hits[nth] if nth < len(hits) else (hits[0] if hits else parent)
 
-    def line_of_text(self, regex: str) -> int:
-        m = re.search(regex, self.text)
-        return self.text.count("\n", 0, m.start()) + 1 if m else 1
+    def within(self, start: int, regex: str, nth: int = 0) -> int:
+        """The line of the nth match of regex in the block at `start`, comments left out."""
+        hits = [i for i in range(start, self.end_of(start) + 1)
+                if re.search(regex, self.lines[i - 1].split("#")[0].split("//")[0])]
+        return hits[nth] if nth < len(hits) else (hits[0] if hits else start)
 
 
 def suggest(name: str, known) -> str:
@@ -89,6 +174,47 @@ def strings(value):
             yield from strings(v)
 
 
+def expressions(text: str):
+    """The expressions in a parsed value: the parser writes each as ${...}; the rest is prose."""
+    i = 0
+    while True:
+        i = text.find("${", i)
+        if i < 0:
+            return
+        depth, j, quoted = 0, i + 2, False
+        while j < len(text):
+            c = text[j]
+            if quoted:
+                if c == "\\":
+                    j += 1
+                elif c == '"':
+                    quoted = False
+            elif c == '"':
+                quoted = True
+            elif c == "{":
+                depth += 1
+            elif c == "}":
+                if depth == 0:
+                    break
+                depth -= 1
+            j += 1
+        yield text[i + 2:j]
+        i = j + 1
+
+
+def object_fields(ty) -> dict | None:
+    """The fields of an object type, or of a list or set of objects (written as blocks)."""
+    if isinstance(ty, list) and ty and ty[0] in ("list", "set") and isinstance(ty[1], list):
+        ty = ty[1]
+    if isinstance(ty, list) and ty and ty[0] == "object":
+        return ty[1]
+    return None
+
+
+def is_block(value) -> bool:
+    return isinstance(value, list) and bool(value) and all(isinstance(v, dict) and v.get("__is_block__") for v in value)
+
+
 class Config:
     """A module directory: its files, declarations and the schemas its providers answer to."""
 
@@ -97,7 +223,10 @@ class Config:
         self.schemas = schemas
         self.findings = findings
         self.counts = counts  # what was checked: a clean result over nothing would prove nothing
-        self.sources = [Source(p) for p in sorted(directory.glob("*.tf"))]
+        files = sorted(directory.glob("*.tf"))
+        if not files:
+            raise CheckError(f"{directory}: no .tf files: not a Terraform configuration")
+        self.sources = [Source(p) for p in files]
         self.providers = {"terraform": BUILTIN}
         self.resources, self.data, self.modules, self.variables, self.locals, self.outputs = {}, {}, {}, {}, set(), set()
         for s in self.sources:
@@ -129,7 +258,7 @@ class Config:
             if isinstance(src, str) and src.startswith(("./", "../")):
                 path = (directory / src).resolve()
                 if not path.is_dir():
-                    self.add(s, s.line_of_block("module", name), f'module "{name}": source {src} is not a directory')
+                    self.add(s, s.top_block("module", (name,)), f'module "{name}": source {src} is not a directory')
                 elif path not in seen:
                     self.children[name] = Config(path, schemas, findings, seen, counts)
 
@@ -154,6 +283,20 @@ class Config:
 
     # ---- blocks ------------------------------------------------------------------------
 
+    def check_fields(self, source: Source, line: int, what: str, body: dict, fields: dict, provider: str):
+        """An attribute of objects written as a block: its keys against the object's fields."""
+        for key, value in body.items():
+            if key == "__is_block__":
+                continue
+            at = source.child(line, key)
+            self.counts["arguments"] += 1
+            if key not in fields:
+                self.add(source, at, f'{what}: unsupported argument "{key}" ({provider}{suggest(key, fields)})')
+            elif is_block(value) and object_fields(fields[key]) is not None:
+                for i, item in enumerate(value):
+                    self.check_fields(source, source.child(line, key, i), f"{what}.{key}", item,
+                                      object_fields(fields[key]), provider)
+
     def check_body(self, source: Source, line: int, what: str, body: dict, block: dict, meta: set, provider: str):
         attributes, block_types = block.get("attributes", {}), block.get("block_types", {})
         given = set()
@@ -165,28 +308,43 @@ class Config:
                     for name, spec in dyn.items():
                         if name == "__is_block__":
                             continue
-                        at = source.line_of_key(line, name)
+                        at = source.child(line, name, dynamic=True)
                         given.add(name)
-                        if name not in block_types:
+                        if name in block_types:
+                            inner, check = block_types[name]["block"], self.check_body
+                        elif name in attributes and object_fields(attributes[name]["type"]) is not None:
+                            inner, check = object_fields(attributes[name]["type"]), self.check_fields
+                        else:
                             self.add(source, at, f'{what}: no block type "{name}" for dynamic ({provider}'
                                                  f'{suggest(name, block_types)})')
                             continue
                         for content in spec.get("content", []):
-                            self.check_body(source, at, f"{what}.{name}", content, block_types[name]["block"], set(),
-                                            provider)
+                            where = source.child(at, "content")
+                            if check == self.check_body:
+                                check(source, where, f"{what}.{name}", content, inner, set(), provider)
+                            else:
+                                check(source, where, f"{what}.{name}", content, inner, provider)
                 continue
             given.add(key)
             self.counts["arguments"] += 1
-            at = source.line_of_key(line, key)
+            at = source.child(line, key)
             if key in attributes:
-                if attributes[key].get("computed") and not (attributes[key].get("optional")
-                                                            or attributes[key].get("required")):
+                a = attributes[key]
+                if a.get("computed") and not (a.get("optional") or a.get("required")):
                     self.add(source, at, f'{what}: "{key}" is computed by the provider and cannot be set ({provider})')
+                elif is_block(value):
+                    fields = object_fields(a["type"])
+                    if fields is None:
+                        self.add(source, at, f'{what}: "{key}" is an argument, written as a block ({provider})')
+                    else:  # Terraform lets an attribute of objects be written as blocks
+                        for i, item in enumerate(value):
+                            self.check_fields(source, source.child(line, key, i), f"{what}.{key}", item, fields,
+                                              provider)
             elif key in block_types:
-                items = value if isinstance(value, list) else [value]
-                for item in items:
+                for i, item in enumerate(value if isinstance(value, list) else [value]):
                     if isinstance(item, dict) and item.get("__is_block__"):
-                        self.check_body(source, at, f"{what}.{key}", item, block_types[key]["block"], set(), provider)
+                        self.check_body(source, source.child(line, key, i), f"{what}.{key}", item,
+                                        block_types[key]["block"], set(), provider)
                     else:
                         self.add(source, at, f'{what}: "{key}" is a block, written as an argument ({provider})')
             else:
@@ -202,7 +360,7 @@ class Config:
     def check_blocks(self):
         for kind, table in (("resource", self.resources), ("data", self.data)):
             for (rtype, name), (s, body) in table.items():
-                line = s.line_of_block(kind, rtype, name)
+                line = s.top_block(kind, (rtype, name))
                 what = f"{'data.' if kind == 'data' else ''}{rtype}.{name}"
                 address, provider = self.provider_of(rtype)
                 if provider is None:
@@ -212,7 +370,7 @@ class Config:
                 schema = self.schema_of(kind, rtype)
                 if schema is None:
                     table_name = "resource_schemas" if kind == "resource" else "data_source_schemas"
-                    self.add(s, line, f'{what}: {provider and self.label(rtype)} has no {kind} type "{rtype}"'
+                    self.add(s, line, f'{what}: {self.label(rtype)} has no {kind} type "{rtype}"'
                                       f'{suggest(rtype, provider[table_name])}')
                     continue
                 self.counts["blocks"] += 1
@@ -222,21 +380,22 @@ class Config:
                 for local, body in block.items():
                     address = self.providers.get(local, f"registry.terraform.io/hashicorp/{local}")
                     schema = self.schemas.get(address)
-                    line = s.line_of_block("provider", local)
+                    line = s.top_block("provider", (local,))
                     if schema is None:
                         self.add(s, line, f'provider "{local}": no schema for {address}')
                         continue
-                    self.check_body(s, line, f'provider "{local}"', body, schema["provider"]["block"], {"alias"},
+                    self.check_body(s, line, f'provider "{local}"', body, schema["provider"]["block"],
+                                    META["provider"],
                                     f"{address.removeprefix('registry.terraform.io/')} {schema['version']}")
         for name, (s, body) in self.modules.items():
             child = self.children.get(name)
             if child is None:
                 continue
-            line = s.line_of_block("module", name)
+            line = s.top_block("module", (name,))
             for key in body:
                 if key not in META["module"] and key != "__is_block__" and key not in child.variables:
-                    self.add(s, s.line_of_key(line, key), f'module "{name}": {child.dir.name} has no variable "{key}"'
-                                                        f'{suggest(key, child.variables)}')
+                    self.add(s, s.child(line, key), f'module "{name}": {child.dir.name} has no variable "{key}"'
+                                                   f'{suggest(key, child.variables)}')
             for var, spec in child.variables.items():
                 if "default" not in spec and var not in body:
                     self.add(s, line, f'module "{name}": missing required variable "{var}"')
@@ -246,8 +405,10 @@ class Config:
 
     # ---- references --------------------------------------------------------------------
 
-    def check_path(self, source: Source, what: str, rtype: str, block: dict, rest: str, ref_regex: str):
-        """rest: '.attr[..].inner...' after a resource's address; checks as deep as blocks go."""
+    def check_path(self, source: Source, start: int, seen: dict, what: str, rtype: str, block: dict, rest: str,
+                   ref_regex: str):
+        """rest: '.attr[..].inner...' after a resource's address; checks as deep as blocks go.
+        seen counts each regex's matches in this block, so a repeated one is found at its own line."""
         m = re.match(rf"\.({NAME}){INDEX}", rest)
         if not m:
             return
@@ -255,60 +416,88 @@ class Config:
         attr = m.group(1)
         attributes, block_types = block.get("attributes", {}), block.get("block_types", {})
         if attr in block_types:
-            self.check_path(source, what, rtype, block_types[attr]["block"], rest[m.end():],
+            self.check_path(source, start, seen, what, rtype, block_types[attr]["block"], rest[m.end():],
                             ref_regex + re.escape(rest[:m.end()]))
         elif attr not in attributes:
-            line = source.line_of_text(ref_regex + r"[^\n]*?\." + re.escape(attr) + r"\b")
-            self.add(source, line, f'{what}: {rtype} has no attribute "{attr}" ({self.label(rtype)}'
-                                   f'{suggest(attr, set(attributes) | set(block_types))})')
+            regex = ref_regex + r"[^\n]*?\." + re.escape(attr) + r"\b"
+            nth = seen[regex] = seen.get(regex, -1) + 1
+            self.add(source, source.within(start, regex, nth),
+                     f'{what}: {rtype} has no attribute "{attr}" ({self.label(rtype)}'
+                     f'{suggest(attr, set(attributes) | set(block_types))})')
+
+    def top_blocks(self, s: Source):
+        """(kind, own type or None, start line, body) of each top-level block of a file."""
+        out = []
+        for kind in ("module", "output", "variable", "provider"):
+            for block in s.doc.get(kind, []):
+                for label, body in block.items():
+                    if label != "__is_block__":
+                        out.append((kind, None, s.top_block(kind, (label,)), body))
+        for i, block in enumerate(s.doc.get("locals", [])):
+            out.append(("locals", None, s.top_block("locals", (), i), block))
+        for kind in ("resource", "data"):
+            for block in s.doc.get(kind, []):
+                for rtype, named in block.items():
+                    for name, body in named.items():
+                        out.append((kind, rtype, s.top_block(kind, (rtype, name)), body))
+        return out
 
     def check_references(self):
         types = "|".join(sorted({re.escape(p) for p in self.providers}))
-        ref = re.compile(rf"(?<![\w.])(data\.)?((?:{types})_\w+)\.({NAME})({INDEX})((?:\.{NAME}{INDEX})*)")
+        address = rf"(data\.)?((?:{types})_\w+)\.({NAME})"
+        ref = re.compile(rf"(?<![\w.])" + address + rf"({INDEX})((?:\.{NAME}{INDEX})*)")
+        over = re.compile(rf"\bfor\s+(?:{NAME}\s*,\s*)?({NAME})\s+in\s+{address}\s*:")
         other = re.compile(rf"(?<![\w.])(var|local|module)\.({NAME})((?:\.{NAME})?)")
         for s in self.sources:
-            blocks = [(None, None, v) for k in ("module", "output", "locals", "variable") for v in s.doc.get(k, [])]
-            for kind in ("resource", "data"):
-                for block in s.doc.get(kind, []):
-                    for rtype, named in block.items():
-                        for name, body in named.items():
-                            blocks.append((kind, rtype, body))
-            for kind, own_type, body in blocks:
-                for text in strings(body):
+            for kind, own_type, start, body in self.top_blocks(s):
+                seen = {}
+                for text in (e for t in strings(body) for e in expressions(t)):
                     for m in ref.finditer(text):
                         is_data, rtype, name, _, rest = m.groups()
-                        k = "data" if is_data else "resource"
                         what = f"{is_data or ''}{rtype}.{name}"
-                        table = self.data if is_data else self.resources
-                        if (rtype, name) not in table:
-                            line = s.line_of_text(re.escape(what) + r"\b")
-                            self.add(s, line, f"reference to {what}, which this module does not declare")
+                        if (rtype, name) not in (self.data if is_data else self.resources):
+                            regex = re.escape(what) + r"\b"
+                            nth = seen[regex] = seen.get(regex, -1) + 1
+                            self.add(s, s.within(start, regex, nth),
+                                     f"reference to {what}, which this module does not declare")
                             continue
-                        schema = self.schema_of(k, rtype)
+                        schema = self.schema_of("data" if is_data else "resource", rtype)
                         if schema is not None:
-                            self.check_path(s, what, rtype, schema, rest, re.escape(what))
+                            self.check_path(s, start, seen, what, rtype, schema, rest, re.escape(what))
+                    for m in over.finditer(text):  # `for k, v in aws_x.y : v.attr`: v is an instance
+                        var, is_data, rtype, name = m.groups()
+                        schema = self.schema_of("data" if is_data else "resource", rtype)
+                        if schema is None:
+                            continue
+                        for v in re.finditer(rf"(?<![\w.]){re.escape(var)}((?:\.{NAME}{INDEX})+)", text[m.end():]):
+                            self.check_path(s, start, seen, f"{var} (an instance of {rtype}.{name})", rtype, schema,
+                                            v.group(1), rf"(?<![\w.]){re.escape(var)}")
                     if own_type:
                         schema = self.schema_of(kind, own_type)
                         for m in re.finditer(rf"(?<![\w.])self((?:\.{NAME}{INDEX})+)", text):
                             if schema is not None:
-                                self.check_path(s, f"self ({own_type})", own_type, schema, m.group(1), r"self")
+                                self.check_path(s, start, seen, f"self ({own_type})", own_type, schema, m.group(1),
+                                                r"self")
                     for m in other.finditer(text):
                         space, name, rest = m.groups()
-                        line = s.line_of_text(rf"(?<![\w.]){space}\.{re.escape(name)}\b")
+                        regex = rf"(?<![\w.]){space}\.{re.escape(name)}\b"
                         if space == "var" and name not in self.variables:
-                            self.add(s, line, f'reference to undeclared variable "var.{name}"'
-                                              f'{suggest(name, self.variables)}')
+                            nth = seen[regex] = seen.get(regex, -1) + 1
+                            self.add(s, s.within(start, regex, nth), f'reference to undeclared variable '
+                                                                     f'"var.{name}"{suggest(name, self.variables)}')
                         elif space == "local" and name not in self.locals:
-                            self.add(s, line, f'reference to undeclared local "local.{name}"'
-                                              f'{suggest(name, self.locals)}')
+                            nth = seen[regex] = seen.get(regex, -1) + 1
+                            self.add(s, s.within(start, regex, nth), f'reference to undeclared local "local.{name}"'
+                                                                     f'{suggest(name, self.locals)}')
                         elif space == "module":
                             if name not in self.modules:
-                                self.add(s, line, f'reference to undeclared module "module.{name}"')
+                                self.add(s, s.within(start, regex), f'reference to undeclared module "module.{name}"')
                             elif rest and name in self.children and rest[1:] not in self.children[name].outputs:
                                 out = rest[1:]
-                                self.add(s, s.line_of_text(rf"module\.{re.escape(name)}\.{re.escape(out)}\b"),
-                                         f'module "{name}" has no output "{out}"'
-                                         f'{suggest(out, self.children[name].outputs)}')
+                                regex = rf"module\.{re.escape(name)}\.{re.escape(out)}\b"
+                                nth = seen[regex] = seen.get(regex, -1) + 1
+                                self.add(s, s.within(start, regex, nth), f'module "{name}" has no output "{out}"'
+                                                                         f'{suggest(out, self.children[name].outputs)}')
 
 
 def check(directory: Path, schemas: dict, counts: dict | None = None) -> list[Finding]:
@@ -326,8 +515,12 @@ def check(directory: Path, schemas: dict, counts: dict | None = None) -> list[Fi
 
 def load_schemas(path: Path) -> dict:
     if not path.exists():
-        raise SystemExit(f"schema_check: {path} is missing: run `make tf-schemas`")
-    return json.loads(path.read_text())["provider_schemas"]
+        raise CheckError(f"{path} is missing: run `make tf-schemas`")
+    try:
+        return json.loads(path.read_text())["provider_schemas"]
+    except (ValueError, KeyError, TypeError):
+        raise CheckError(f"{path} is not a providers' schema file (no provider_schemas): run `make tf-schemas`") \
+            from None
 
 
 def main(argv=None) -> int:
@@ -335,16 +528,19 @@ def main(argv=None) -> int:
     p.add_argument("--schemas", type=Path, default=SCHEMAS)
     p.add_argument("dirs", nargs="+", type=Path)
     a = p.parse_args(argv)
-    schemas = load_schemas(a.schemas)
     total, counts = 0, {}
-    for d in a.dirs:
-        if not d.is_dir():
-            print(f"schema_check: {d} is not a directory", file=sys.stderr)
-            return 2
-        findings = check(d, schemas, counts)
-        for f in findings:
-            print(f)
-        total += len(findings)
+    try:
+        schemas = load_schemas(a.schemas)
+        for d in a.dirs:
+            if not d.is_dir():
+                raise CheckError(f"{d} is not a directory")
+            findings = check(d, schemas, counts)
+            for f in findings:
+                print(f)
+            total += len(findings)
+    except CheckError as e:
+        print(f"schema_check: {e}", file=sys.stderr)
+        return 2
     print(f"schema_check: {total} finding{'s' if total != 1 else ''} in {', '.join(map(str, a.dirs))} "
           f"({counts['blocks']} resources and data sources, {counts['arguments']} arguments and blocks, "
           f"{counts['references']} attribute references checked)", file=sys.stderr)

@@ -4,8 +4,9 @@ The AWS, local and TLS providers cannot be downloaded here, so `terraform init` 
 before `validate` or `terraform test` could run. This plugin, built on the `tf` library
 (the Terraform plugin protocol in Python), answers as one of them with the schema
 provider_schemas.py read from the pinned release (`make tf-schemas`): Terraform checks a
-configuration's names, types, required arguments and block counts against it exactly as
-it would against the real plugin, and `terraform test` runs with `mock_provider` blocks,
+configuration's names, types, required arguments and single blocks against it as it would
+against the real plugin (not what the schemas leave out: provider_schemas.py says what), and
+`terraform test` runs with `mock_provider` blocks,
 which take the schema from the plugin and invent every computed value. Creating, reading or
 deleting anything fails with a diagnostic saying this is a stand-in.
 
@@ -18,6 +19,7 @@ else (TF_CLI_CONFIG_FILE=DIR/terraformrc). Terraform then runs each executable, 
 import argparse
 import json
 import os
+import platform
 import shlex
 import sys
 from pathlib import Path
@@ -130,6 +132,13 @@ def provider_for(schemas: dict, address: str):
     return StandIn()
 
 
+def platform_dir() -> str:
+    """This machine's platform as Terraform names it (a mirror's unpacked layout is per platform)."""
+    arch = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64"}.get(platform.machine().lower(),
+                                                                                            platform.machine().lower())
+    return f"{sys.platform.removesuffix('2')}_{arch}"  # linux, darwin
+
+
 def schema_response(schemas: dict, address: str) -> bytes:
     """The provider's answer to GetProviderSchema, serialized: built once at install, since
     Terraform starts a plugin several times per command and building it is most of a start."""
@@ -142,7 +151,7 @@ def install(schemas_path: Path, mirror: Path) -> list[Path]:
     made = []
     for address, spec in schemas.items():
         host, namespace, name = address.split("/")
-        target = mirror / host / namespace / name / spec["version"] / "linux_amd64"
+        target = mirror / host / namespace / name / spec["version"] / platform_dir()
         target.mkdir(parents=True, exist_ok=True)
         exe = target / f"terraform-provider-{name}_v{spec['version']}"
         response = mirror / f"{name}-{spec['version']}.schema.pb"  # outside the package: not hashed by init
@@ -172,9 +181,10 @@ def main(argv=None) -> int:
     s.add_argument("--provider", required=True)
     s.add_argument("--response", type=Path, help="the GetProviderSchema answer install wrote")
     a = p.parse_args(argv)
-    if not a.schemas.exists():
-        print(f"standin_provider: {a.schemas} is missing: run `make tf-schemas`", file=sys.stderr)
-        return 1
+    for path in (a.schemas, getattr(a, "response", None)):
+        if path and not path.exists():
+            print(f"standin_provider: {path} is missing: run `make tf-schemas`, then install again", file=sys.stderr)
+            return 1
     if a.command == "install":
         for exe in install(a.schemas, a.mirror):
             print(exe)

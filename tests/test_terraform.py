@@ -33,7 +33,9 @@ CHECKOV_INSTALL = "python3 -m venv .venv-lint && .venv-lint/bin/pip install chec
 
 # The pinned Terraform `make tf-tools` builds (the Makefile says why 1.8.5); K2BENCH_TERRAFORM
 # points elsewhere while developing.
-TERRAFORM = pathlib.Path(os.environ.get("K2BENCH_TERRAFORM") or ROOT / "target" / "tools" / "terraform")
+TERRAFORM_VERSION = re.search(r"^TERRAFORM_VERSION := (\S+)$", (ROOT / "Makefile").read_text(), re.M).group(1)
+TERRAFORM = pathlib.Path(os.environ.get("K2BENCH_TERRAFORM") or
+                         ROOT / "target" / "tools" / f"terraform-{TERRAFORM_VERSION}")
 SCHEMAS = ROOT / "target" / "terraform-schemas" / "schemas.json"
 
 # The paper's six regions (docs/clusters.md).
@@ -359,17 +361,21 @@ def test_ec2_price_list_filters_select_linux_on_demand_shared(ec2):
 
 
 def test_versions_are_pinned(ec2, emulab):
+    """Exactly the provider releases whose schemas the offline checks read, so that what
+    ec2-up installs is what was checked."""
     (block,) = emulab["terraform"]  # Emulab needs no provider: only built-in terraform_data
     assert block == {"required_version": ">= 1.5"}
-    for doc, providers in ((ec2, {"aws": ("hashicorp/aws", "~> 6."), "local": ("hashicorp/local", "~> 2."),
-                                  "tls": ("hashicorp/tls", "~> 4.")}),):
-        (block,) = doc["terraform"]
-        assert block["required_version"] == ">= 1.5"
-        (required,) = block["required_providers"]
-        assert set(required) == set(providers)
-        for name, (source, version) in providers.items():
-            assert required[name]["source"] == source
-            assert required[name]["version"].startswith(version)
+    wheels = (TF / "provider-schemas.txt").read_text()
+    checked = {"aws": "6.25.0", "local": "2.6.1", "tls": "4.1.0"}
+    assert "hashicorp/aws 6.25.0, hashicorp/local 2.6.1, hashicorp/tls 4.1.0" in " ".join(wheels.split())
+    (block,) = ec2["terraform"]
+    assert block["required_version"] == ">= 1.5"
+    (required,) = block["required_providers"]
+    assert {name: (p["source"], p["version"]) for name, p in required.items()} == {
+        name: (f"hashicorp/{name}", version) for name, version in checked.items()}
+    if SCHEMAS.exists():
+        built = json.loads(SCHEMAS.read_text())["provider_schemas"]
+        assert {a.rsplit("/", 1)[1]: s["version"] for a, s in built.items()} == checked
 
 
 @pytest.mark.parametrize("directory", [EC2, EMULAB], ids=["ec2", "emulab"])
@@ -467,6 +473,12 @@ def terraform(*args, cwd, timeout=120, env=None):
     # default collects it over and over: terraform test took half again the CPU
     env = {**os.environ, "TF_IN_AUTOMATION": "1", "CHECKPOINT_DISABLE": "1", "GOGC": "400", **(env or {})}
     return subprocess.run([str(TERRAFORM), *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def test_the_tests_terraform_is_the_pinned_release():
+    r = terraform("version", "-json", cwd=ROOT)
+    # built from the module source, whose version carries the -dev its tree has between releases
+    assert json.loads(r.stdout)["terraform_version"] in (TERRAFORM_VERSION, f"{TERRAFORM_VERSION}-dev"), r.stdout
 
 
 def test_terraform_fmt():
@@ -858,25 +870,30 @@ def ed25519_pair():
     return private, public + "\n"  # tls_private_key's public_key_openssh ends with a newline
 
 
+def rendered_user_data(tmp_path, keys: dict, deadline: str) -> dict:
+    """The cloud-init module's user data per host, rendered by Terraform (no provider)."""
+    (tmp_path / "keys.json").write_text(json.dumps(
+        {n: {"private_key_openssh": k[0], "public_key_openssh": k[1]} for n, k in keys.items()}))
+    work = without_providers(tmp_path, EC2 / "modules", ["cloud-init"], extra=f"""
+module "cloud_init" {{
+  source    = "./cloud-init"
+  host_keys = jsondecode(file("${{path.module}}/../keys.json"))
+  deadline  = "{deadline}"
+}}
+output "user_data" {{
+  value     = module.cloud_init.user_data
+  sensitive = true
+}}
+""")
+    return apply(work, {})["user_data"]
+
+
 def test_cloud_init_installs_the_host_key_and_the_deadline_timer(tmp_path):
     import yaml
     from cryptography.hazmat.primitives import serialization
 
     keys = {name: ed25519_pair() for name in ("va-server-0", "va-client-0")}
-    (tmp_path / "keys.json").write_text(json.dumps(
-        {n: {"private_key_openssh": k[0], "public_key_openssh": k[1]} for n, k in keys.items()}))
-    work = without_providers(tmp_path, EC2 / "modules", ["cloud-init"], extra="""
-module "cloud_init" {
-  source    = "./cloud-init"
-  host_keys = jsondecode(file("${path.module}/../keys.json"))
-  deadline  = "2026-11-25T04:30:00Z"
-}
-output "user_data" {
-  value     = module.cloud_init.user_data
-  sensitive = true
-}
-""")
-    user_data = apply(work, {})["user_data"]
+    user_data = rendered_user_data(tmp_path, keys, "2026-11-25T04:30:00Z")
     assert set(user_data) == set(keys)
     for name, (private, public) in keys.items():
         text = user_data[name]
@@ -901,25 +918,45 @@ output "user_data" {
         assert boot[:2] == ["sh", "-c"] and "2026-11-25T04:30:00Z" in boot[2] and "systemctl poweroff" in boot[2]
 
 
+CLOUD_INIT = ROOT / "target" / "cloud-init" / "usr" / "lib" / "python3" / "dist-packages"
+
+
+def cloud_init_schema(path):
+    """Debian's cloud-init checking a user data file against its own schema (make
+    cloud-init-schema unpacks the package; Debian's python3 has its libraries)."""
+    if not (CLOUD_INIT / "cloudinit").is_dir():
+        pytest.fail(f"{CLOUD_INIT} is missing: run `make cloud-init-schema` (make test does)")
+    return subprocess.run(["/usr/bin/python3", "-m", "cloudinit.config.schema", "--config-file", str(path)],
+                          env={**os.environ, "PYTHONPATH": str(CLOUD_INIT)}, capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_cloud_init_user_data_passes_cloud_inits_own_schema_and_a_broken_one_does_not(tmp_path):
+    import yaml
+
+    user_data = rendered_user_data(tmp_path, {"h": ed25519_pair()}, "2026-11-25T04:30:00Z")["h"]
+    good = tmp_path / "user-data"
+    good.write_text(user_data)
+    r = cloud_init_schema(good)
+    assert r.returncode == 0 and f"Valid cloud-config: {good}" in r.stdout, r.stdout + r.stderr
+    # the same with two values of the wrong type, as a hand edit of the module might make them
+    doc = yaml.safe_load(user_data)
+    doc["ssh_deletekeys"] = "yes"
+    doc["write_files"][0]["permissions"] = 644
+    broken = tmp_path / "broken"
+    broken.write_text("#cloud-config\n" + yaml.safe_dump(doc))
+    r = cloud_init_schema(broken)
+    assert r.returncode != 0
+    assert ("ssh_deletekeys: 'yes' is not of type 'boolean', write_files.0.permissions: 644 is not of type 'string'"
+            in r.stdout + r.stderr), r.stdout + r.stderr
+
+
 @pytest.mark.parametrize("deadline, powers_off", [("2020-01-01T00:00:00Z", True), ("2999-01-01T00:00:00Z", False)])
 def test_cloud_init_boot_check_powers_off_only_past_the_deadline(tmp_path, deadline, powers_off):
     """Runs the bootcmd's shell line with `systemctl` replaced by a recorder."""
     import yaml
 
-    private, public = ed25519_pair()
-    (tmp_path / "keys.json").write_text(json.dumps({"h": {"private_key_openssh": private, "public_key_openssh": public}}))
-    work = without_providers(tmp_path, EC2 / "modules", ["cloud-init"], extra=f"""
-module "cloud_init" {{
-  source    = "./cloud-init"
-  host_keys = jsondecode(file("${{path.module}}/../keys.json"))
-  deadline  = "{deadline}"
-}}
-output "user_data" {{
-  value     = module.cloud_init.user_data
-  sensitive = true
-}}
-""")
-    (boot,) = yaml.safe_load(apply(work, {})["user_data"]["h"])["bootcmd"]
+    (boot,) = yaml.safe_load(rendered_user_data(tmp_path, {"h": ed25519_pair()}, deadline)["h"])["bootcmd"]
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     record = tmp_path / "systemctl.args"

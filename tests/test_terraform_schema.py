@@ -33,8 +33,11 @@ def test_the_schemas_are_the_pinned_releases_and_read_as_their_docs_say(schemas)
     aws = schemas[AWS]
     assert len(aws["resource_schemas"]) > 1500 and len(aws["data_source_schemas"]) > 600
     instance = aws["resource_schemas"]["aws_instance"]
-    assert instance["attributes"]["ami"] == {"type": "string", "optional": True}
+    assert instance["attributes"]["ami"] == {"type": "string", "optional": True, "computed": True}
+    assert instance["attributes"]["private_ip"] == {"type": "string", "optional": True, "computed": True}
+    assert instance["attributes"]["instance_type"] == {"type": "string", "optional": True, "computed": True}
     assert instance["attributes"]["public_ip"] == {"type": "string", "computed": True}
+    assert instance["block_types"]["timeouts"]["nesting_mode"] == "single"
     assert instance["attributes"]["vpc_security_group_ids"]["type"] == ["set", "string"]
     assert instance["attributes"]["tags"]["type"] == ["map", "string"]
     root = instance["block_types"]["root_block_device"]
@@ -45,6 +48,23 @@ def test_the_schemas_are_the_pinned_releases_and_read_as_their_docs_say(schemas)
     entry = aws["resource_schemas"]["aws_ec2_managed_prefix_list"]["block_types"]["entry"]
     assert entry["nesting_mode"] == "set" and entry["block"]["attributes"]["cidr"]["required"]
     assert aws["data_source_schemas"]["aws_ec2_instance_type"]["attributes"]["default_vcpus"]["computed"]
+    # the shapes a first reading of the generated code missed: computed sets (read through
+    # tolist), computed maps of their own class, blocks in index-structs/, ids only where they are
+    assert aws["data_source_schemas"]["aws_ec2_instance_type"]["attributes"]["boot_modes"] == {
+        "type": ["set", "string"], "computed": True}
+    assert aws["resource_schemas"]["aws_vpc_security_group_ingress_rule"]["attributes"]["tags_all"] == {
+        "type": ["map", "string"], "computed": True}
+    ami = aws["data_source_schemas"]["aws_ami"]["attributes"]
+    assert ami["state_reason"]["type"] == ["map", "string"]
+    assert ami["block_device_mappings"]["type"][1][1]["ebs"] == ["map", "string"]
+    assert "id" not in aws["resource_schemas"]["aws_s3tables_table_bucket"]["attributes"]
+    encoder = aws["resource_schemas"]["aws_medialive_channel"]["block_types"]["encoder_settings"]
+    assert encoder["max_items"] == 1 and len(encoder["block"]["block_types"]) > 5
+    # computed and written as blocks: an attribute of objects, as Terraform has it
+    ingress = aws["resource_schemas"]["aws_security_group"]["attributes"]["ingress"]
+    assert ingress["type"][0] == "set" and ingress["type"][1][1]["from_port"] == "number"
+    assert ingress.get("optional") and ingress.get("computed")
+    assert "alias" not in aws["provider"]["block"]["attributes"]
     assert "region" in aws["provider"]["block"]["attributes"] and "default_tags" in aws["provider"]["block"]["block_types"]
     assert schemas[TLS]["resource_schemas"]["tls_private_key"]["attributes"]["algorithm"]["required"]
     assert schemas[LOCAL]["resource_schemas"]["local_file"]["attributes"]["filename"]["required"]
@@ -111,6 +131,12 @@ TYPOS = {
     "module variable": ("ec2/outputs.tf", "  ssh_user        = ", "  ssh_users       = ",
                         'module "inventory": inventory has no variable "ssh_users"; did you mean "ssh_user"?',
                         ("module", 'module "inventory": missing required variable "ssh_user"')),
+    "attribute through a for expression": ("ec2/main.tf", "key.private_key_openssh", "key.private_key_opensh",
+                                           'key (an instance of tls_private_key.host): tls_private_key has no '
+                                           'attribute "private_key_opensh" (hashicorp/tls 4.1.0; did you mean '
+                                           '"private_key_openssh"?)'),
+    "reference in a provider block": ("ec2/providers.tf", '  region = "us-east-1"', "  region = var.aws_regoin",
+                                      'reference to undeclared variable "var.aws_regoin"'),
     "undeclared variable": ("ec2/main.tf", "var.root_volume_gb", "var.root_volume_gib",
                             'reference to undeclared variable "var.root_volume_gib"; did you mean "root_volume_gb"?'),
     "terraform_data argument": ("emulab/main.tf", "  triggers_replace = local.identity",
@@ -166,7 +192,7 @@ def test_the_command_prints_file_and_line_and_fails(schemas, tmp_path):
 def test_missing_schemas_or_a_wrong_wheel_say_what_to_do(tmp_path):
     r = subprocess.run([sys.executable, str(ROOT / "terraform" / "schema_check.py"), "--schemas",
                         str(tmp_path / "none.json"), str(ROOT / "terraform" / "ec2")], capture_output=True, text=True)
-    assert r.returncode == 1 and r.stderr == f"schema_check: {tmp_path}/none.json is missing: run `make tf-schemas`\n"
+    assert r.returncode == 2 and r.stderr == f"schema_check: {tmp_path}/none.json is missing: run `make tf-schemas`\n"
     wheel = tmp_path / "not_a_provider-1.0-py3-none-any.whl"
     import zipfile
     with zipfile.ZipFile(wheel, "w") as z:
@@ -183,3 +209,106 @@ def test_the_javascript_reader_skips_braces_in_strings_and_comments():
     assert provider_schemas.matching_brace(src, src.index("{")) == len(src)
     with pytest.raises(provider_schemas.SchemaError):
         provider_schemas.matching_brace("{ {", 0)
+
+
+SYNTHETIC = '''terraform {
+  required_providers {
+    aws = {
+      source  = "hashicorp/aws"
+      version = "6.25.0"
+    }
+  }
+}
+
+provider "aws" {
+  region  = "us-east-1"
+  version = "6.25.0"
+}
+
+variable "n" {
+  description = "Mentions aws_instance.hosts and var.nothing in prose, which is not an expression."
+  type        = number
+}
+
+resource "aws_security_group" "g" {
+  name = "g"
+  ingress {
+    from_port   = 22
+    to_port     = 22
+    protocl     = "tcp"
+    cidr_blocks = ["203.0.113.7/32"]
+  }
+  egress = []
+  tags {
+    Name = "g"
+  }
+}
+
+data "aws_ami" "a" {
+  filter {
+    name   = "name"
+    values = ["x"]
+  }
+  filter {
+    name = "virtualization-type"
+  }
+}
+
+resource "aws_instance" "h" {
+  count                  = var.n
+  ami                    = data.aws_ami.a.id
+  vpc_security_group_ids = [aws_security_group.g.idd]
+  root_block_device {
+    encrypted = true
+  }
+  encrypted = true
+}
+
+output "splat" {
+  value = aws_instance.h.*.public_ipz
+}
+
+output "again" {
+  value = [aws_security_group.g.idd, aws_security_group.g.idd]
+}
+'''
+
+
+def test_what_a_configuration_may_write_and_where_each_finding_is(schemas, tmp_path):
+    """Blocks written for attributes of objects (and their fields checked), `= []` for them,
+    prose left alone, a provider's meta-arguments, a legacy splat, a finding in the second of
+    two like blocks, an argument beside a block that has one of that name, and a repeated
+    wrong reference each at its own place."""
+    (tmp_path / "main.tf").write_text(SYNTHETIC)
+    lines = SYNTHETIC.split("\n")
+
+    def at(text, nth=0):
+        return [i + 1 for i, line in enumerate(lines) if text in line][nth]
+
+    got = [(f.line, f.text) for f in schema_check.check(tmp_path, schemas)]
+    aws = "(hashicorp/aws 6.25.0"
+    assert got == sorted([
+        (at("protocl"), f'aws_security_group.g.ingress: unsupported argument "protocl" {aws}; did you mean "protocol"?)'),
+        (at("tags {"), f'aws_security_group.g: "tags" is an argument, written as a block {aws})'),
+        (at("filter {", 1), f'data.aws_ami.a.filter: missing required argument "values" {aws})'),
+        (at("aws_security_group.g.idd"), f'aws_security_group.g: aws_security_group has no attribute "idd" {aws}; '
+                                         'did you mean "id"?)'),
+        (at("  encrypted = true", 1), f'aws_instance.h: unsupported argument or block "encrypted" {aws})'),
+        (at("public_ipz"), f'aws_instance.h: aws_instance has no attribute "public_ipz" {aws}; did you mean "public_ip"?)'),
+        (at("aws_security_group.g.idd", 1), f'aws_security_group.g: aws_security_group has no attribute "idd" {aws}; '
+                                            'did you mean "id"?)'),
+    ]), got
+
+
+def test_bad_input_is_one_line(schemas, tmp_path):
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "main.tf").write_text('resource "aws_vpc" "v" {\n  cidr_block = \n}\n')
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    for d, message in ((broken, f"schema_check: {broken}/main.tf: cannot parse it as HCL: "),
+                       (empty, f"schema_check: {empty}: no .tf files: not a Terraform configuration\n")):
+        r = subprocess.run([sys.executable, str(ROOT / "terraform" / "schema_check.py"), "--schemas", str(SCHEMAS),
+                            str(d)], capture_output=True, text=True)
+        assert r.returncode == 2 and r.stdout == "" and r.stderr.startswith(message), r.stderr
+        assert r.stderr.count("\n") == 1, r.stderr

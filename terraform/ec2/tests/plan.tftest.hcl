@@ -149,8 +149,8 @@ run "apply_yields_the_inventory_k2bench_reads" {
     error_message = "servers then clients, by index"
   }
   assert {
-    condition     = alltrue([for dc in values(jsondecode(output.inventory).datacenters) : alltrue([for h in dc.hosts : h.public_ip == aws_instance.host[h.name].public_ip && h.private_ip == aws_instance.host[h.name].private_ip && h.ssh_port == 22])])
-    error_message = "each host's addresses are its instance's"
+    condition     = alltrue([for dc in values(jsondecode(output.inventory).datacenters) : alltrue([for h in dc.hosts : h.public_ip == aws_instance.host[h.name].public_ip && h.private_ip == aws_instance.host[h.name].private_ip && can(cidrnetmask("${h.public_ip}/32")) && can(cidrnetmask("${h.private_ip}/32")) && h.ssh_port == 22])])
+    error_message = "each host's addresses are its instance's, IPv4 addresses"
   }
   assert {
     condition     = jsondecode(output.inventory).ssh.user == "ubuntu" && jsondecode(output.inventory).ssh.known_hosts == "known_hosts"

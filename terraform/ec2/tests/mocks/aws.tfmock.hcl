@@ -31,3 +31,11 @@ mock_data "aws_pricing_product" {
     result = "{\"product\":{\"sku\":\"X\"},\"terms\":{\"OnDemand\":{\"X.T\":{\"priceDimensions\":{\"X.T.D\":{\"unit\":\"Hrs\",\"pricePerUnit\":{\"USD\":\"0.3400000000\"}}}}}}}"
   }
 }
+
+# Addresses of the shape the inventory must carry (the mock would make up random strings).
+mock_resource "aws_instance" {
+  defaults = {
+    public_ip  = "198.51.100.7"
+    private_ip = "10.42.0.7"
+  }
+}

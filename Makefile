@@ -38,7 +38,7 @@ help:
 	@echo "make new-system NAME=<name>  a new system's module under system/, registered in the poms (docs/adding-a-system.md)"
 	@echo "make deploy-test      the remote path on 4 local test hosts: Ansible site.yml, smoke via Fabric, faults (root)"
 	@echo "make ec2-up / ec2-run / ec2-down        six AWS regions (terraform/ec2; EXPERIMENT=<name>, SERVERS_PER_DC=4 for paper scale)"
-	@echo "make ec2-status       what k2bench runs on EC2 in each region, found by tags (no Terraform state needed)"
+	@echo "make ec2-status       what k2bench runs on EC2 in each region, found by tags (no Terraform state needed; ARGS=\"--experiment-id <id>\")"
 	@echo "make emulab-up / emulab-run / emulab-down   an Emulab experiment with tc latency (terraform/emulab)"
 	@echo "make emulab-extend HOURS=<n>                 n more hours for the running Emulab experiment"
 	@echo "make netem-reset      remove k2bench's tc qdiscs from a cluster (INVENTORY=<inventory.json>, default Emulab's)"
@@ -327,7 +327,7 @@ ec2-down:
 	$(TF_EC2) destroy -input=false
 
 ec2-status: $(VENV)/.installed
-	@$(VENV)/bin/python terraform/ec2_status.py
+	@$(VENV)/bin/python terraform/ec2_status.py $(ARGS)
 
 emulab-up:
 	@$(PYTHON) terraform/check_env.py emulab

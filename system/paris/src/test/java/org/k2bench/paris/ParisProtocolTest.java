@@ -134,7 +134,7 @@ class ParisProtocolTest {
 
   /**
    * Causality across a session's transactions rests on hwt (Proposition 1, case 1): the
-   * cohorts of x run their clocks 2 s ahead, so x1 commits 2 s in the future; the writer's
+   * cohorts of x run their clocks 4 s ahead, so x1 commits 4 s in the future; the writer's
    * next transaction writes y at a cohort whose clock is at wall time, and only hwt (the
    * commit time of x1, passed as ht) makes it propose above x1. Without it y2 commits below x1
    * and readers see y2 without x1 until the UST passes x1.
@@ -149,13 +149,15 @@ class ParisProtocolTest {
       String x = cast.far();
       String y = cast.near();
       int p = cluster.placement().partitionOf(x);
-      long ahead = org.k2bench.core.clock.LamportClock.hybridCounter(System.currentTimeMillis() + 2_000);
+      // 4 s: the window in which the anomaly can show closes when the UST passes x1, and on a
+      // loaded machine the two writes alone took most of 2 s (the mutant then went unseen)
+      long ahead = org.k2bench.core.clock.LamportClock.hybridCounter(System.currentTimeMillis() + 4_000);
       for (int d : new int[] {TYO, SG}) {
         cluster.server(cluster.placement().serverOf(d, p)).endpoint().clock().observeCounter(ahead);
       }
       cast.writer().write(x, row("x1"));
       cast.writer().write(y, row("y2"));
-      long until = System.currentTimeMillis() + 1_500;
+      long until = System.currentTimeMillis() + 3_000;
       while (System.currentTimeMillis() < until) {
         ReadResult r = cast.reader().readTxn(List.of(x, y));
         if (str(r.rows().get(y)).equals("y2") && !str(r.rows().get(x)).equals("x1")) {

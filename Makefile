@@ -165,10 +165,12 @@ CLOUD_INIT_LIBS := python3-configobj python3-jinja2 python3-jsonpatch python3-js
 cloud-init-schema: $(CLOUD_INIT)
 $(CLOUD_INIT):
 	@dpkg -s $(CLOUD_INIT_LIBS) > /dev/null 2>&1 || apt-get install -y -q --no-install-recommends $(CLOUD_INIT_LIBS) || \
-	  { apt-get update -q && apt-get install -y -q --no-install-recommends $(CLOUD_INIT_LIBS); }
-	@rm -rf target/cloud-init target/cloud-init.deb; mkdir -p target/cloud-init.deb; chmod 777 target/cloud-init.deb
-	cd target/cloud-init.deb && apt-get download -qq cloud-init
-	dpkg-deb -x target/cloud-init.deb/cloud-init_*.deb target/cloud-init; rm -rf target/cloud-init.deb
+	  { apt-get update -q && apt-get install -y -q --no-install-recommends $(CLOUD_INIT_LIBS); } || \
+	  { echo "cloud-init-schema: cannot install $(CLOUD_INIT_LIBS) (root and Debian's archive needed)"; exit 1; }
+	@rm -rf target/cloud-init target/cloud-init.tmp; mkdir -p target/cloud-init.tmp/deb; chmod 777 target/cloud-init.tmp/deb
+	cd target/cloud-init.tmp/deb && { apt-get download -qq cloud-init || { apt-get update -q && apt-get download -qq cloud-init; }; }
+	dpkg-deb -x target/cloud-init.tmp/deb/cloud-init_*.deb target/cloud-init.tmp/root
+	mv target/cloud-init.tmp/root target/cloud-init; rm -rf target/cloud-init.tmp
 
 # init, validate and terraform test (terraform/ec2/tests) on copies of both configurations,
 # offline: stand-in plugins serve the providers' real schemas (terraform/standin_provider.py),

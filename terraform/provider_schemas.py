@@ -17,7 +17,8 @@ with each block {"attributes": {name: {"type", "required"|"optional"|"computed":
 
 Each attribute's required, optional and computed flags come from the TypeScript the
 JavaScript was compiled from (its source maps carry it), and a class whose flags name an
-attribute the reading did not find stops the build. What the bindings do not carry is left
+attribute the reading did not find, or a resource without flags, stops the build; the
+providers' own nested blocks (assume_role, proxy) have none, and take the jsii reading. What the bindings do not carry is left
 out rather than guessed: descriptions, sensitivity, a list block's max_items above 1 or
 min_items above 1, and the inner shape of the few blocks they reduce to `any` (those are
 typed dynamic).
@@ -139,18 +140,19 @@ def flags_of(ts: str) -> dict[str, dict[str, tuple[bool, bool, bool]]]:
     return out
 
 
-def typescript(js: str) -> str:
+def typescript(js: str, where: str) -> str:
     m = SOURCE_MAP.search(js)
-    if not m:
-        return ""
-    return "\n".join(json.loads(base64.b64decode(m.group(1))).get("sourcesContent") or [])
+    sources = json.loads(base64.b64decode(m.group(1))).get("sourcesContent") if m else None
+    if not sources:  # without it every flag would fall back to the jsii reading, unseen
+        raise SchemaError(f"{where}: no source map with the TypeScript: the flags cannot be read")
+    return "\n".join(sources)
 
 
 class Module:
     """One resource's (data source's, provider's) generated code: its lib/<name>/ directory,
     index.js and, for the largest, index-structs/*.js, whose names it qualifies."""
 
-    def __init__(self, sources: list[str], structs: dict):
+    def __init__(self, sources: list[str], structs: dict, where: str):
         # `new structs0_1.X(`, `(0, structs0_1.xToHclTerraform)(`: one namespace here
         src = "\n".join(re.sub(r"\b\w+_\d+\.(\w+)", r"\1", re.sub(r"\(0, (\w+_\d+\.\w+)\)", r"\1", js))
                         for js in sources)
@@ -159,7 +161,7 @@ class Module:
         self.functions = bodies(src, r"\nfunction (\w+)ToHclTerraform\(struct\) \{")
         self.flags = {}
         for js in sources:
-            self.flags.update(flags_of(typescript(js)))
+            self.flags.update(flags_of(typescript(js, where)))
         self.structs = structs  # jsii fqn-less name -> {camel property: optional}
 
     def args(self, body: str) -> dict:
@@ -209,12 +211,14 @@ class Module:
                 inner_struct = nested[:1].upper() + nested[1:]
                 nested_block = self.block(self.functions.get(nested, ""), inner_struct + "OutputReference",
                                           inner_struct)
-                if m.get("computed"):
-                    # computed and written as blocks: to Terraform an attribute of objects, which it
-                    # lets a configuration write either way (aws_security_group's ingress)
+                if m.get("computed") or (kind == "struct" and name != "timeouts"):
+                    # To Terraform an attribute of objects: computed ones written as blocks (which it
+                    # lets a configuration write either way: aws_security_group's ingress), and a
+                    # single object other than timeouts (the framework's object attributes,
+                    # written `= {...}`: aws_s3tables_table_bucket's encryption_configuration)
                     obj = object_type(nested_block)
-                    attributes[name] = {"type": obj if kind == "struct" else ["set" if kind == "set" else "list", obj],
-                                        **m}
+                    attributes[name] = {"type": {"struct": obj, "map": ["map", obj], "set": ["set", obj]}.get(
+                        kind, ["list", obj]), **m}
                     continue
                 mode = {"struct": "single", "map": "map", "set": "set"}.get(kind, "list")
                 bt = {"nesting_mode": mode, "block": nested_block}
@@ -269,8 +273,10 @@ def read_wheel(path: Path) -> tuple[str, str, dict]:
                              sources[0])
             if not kind:
                 continue
-            module = Module(sources, structs)
+            module = Module(sources, structs, f"{path.name}: lib/{name}")
             cls = kind.group(1)
+            if kind.group(2) != "TerraformProvider" and cls not in module.flags:
+                raise SchemaError(f"{path.name}: lib/{name}: no flags for {cls} in its TypeScript")
             body = module.classes[cls]
             synth = bodies(body, r"(synthesizeHclAttributes)\(\) \{").get("synthesizeHclAttributes", "")
             if kind.group(2) == "TerraformProvider":

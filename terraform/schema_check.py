@@ -55,12 +55,14 @@ class Finding:
         return f"{self.file}:{self.line}: {self.text}"
 
 
-def block_depths(text: str) -> list[int]:
-    """The block nesting depth at the start of each line: braces in strings, template
-    interpolations, heredocs and comments do not count."""
-    depths, depth, stack, heredoc, in_comment = [], 0, [], None, False
+def block_depths(text: str) -> tuple[list[int], list[int]]:
+    """The block nesting depth at the start of each line (braces in strings, template
+    interpolations, heredocs and comments do not count), and the column where each line's
+    comment starts (its length when it has none)."""
+    depths, comments, depth, stack, heredoc, in_comment = [], [], 0, [], None, False
     for line in text.split("\n"):
         depths.append(depth)
+        comments.append(len(line))
         if heredoc:
             if line.strip() == heredoc:
                 heredoc = None
@@ -83,8 +85,10 @@ def block_depths(text: str) -> list[int]:
                     i += 1
             else:  # code, or an interpolation (an int: its own open braces)
                 if c == "#" or two == "//":
+                    comments[-1] = i
                     break
                 if two == "/*":
+                    comments[-1] = min(comments[-1], i)
                     in_comment, i = True, i + 2
                     continue
                 m = re.match(r"<<-?(\w+)\s*$", line[i:])
@@ -106,7 +110,7 @@ def block_depths(text: str) -> list[int]:
                     else:
                         stack[-1] -= 1
             i += 1
-    return depths
+    return depths, comments
 
 
 class Source:
@@ -117,7 +121,7 @@ class Source:
         self.path = path
         self.text = path.read_text()
         self.lines = self.text.split("\n")
-        self.depths = block_depths(self.text)
+        self.depths, self.comments = block_depths(self.text)
         options = hcl2.SerializationOptions(with_comments=False, explicit_blocks=True, strip_string_quotes=True)
         try:
             self.doc = hcl2.loads(self.text, serialization_options=options)
@@ -133,7 +137,7 @@ class Source:
         end = start
         while end < len(self.lines) and self.depth(end + 1) > d:
             end += 1
-        return min(end + 1, len(self.lines))
+        return end  # the closing brace's line (depths are taken at each line's start)
 
     def top_block(self, kind: str, labels: tuple = (), nth: int = 0) -> int:
         pattern = re.compile(r"^\s*" + re.escape(kind) + "".join(rf'\s+"?{re.escape(x)}"?' for x in labels) + r"\s*\{")
@@ -152,7 +156,7 @@ class Source:
     def within(self, start: int, regex: str, nth: int = 0) -> int:
         """The line of the nth match of regex in the block at `start`, comments left out."""
         hits = [i for i in range(start, self.end_of(start) + 1)
-                if re.search(regex, self.lines[i - 1].split("#")[0].split("//")[0])]
+                if re.search(regex, self.lines[i - 1][:self.comments[i - 1]])]
         return hits[nth] if nth < len(hits) else (hits[0] if hits else start)
 
 
@@ -178,9 +182,13 @@ def expressions(text: str):
     """The expressions in a parsed value: the parser writes each as ${...}; the rest is prose."""
     i = 0
     while True:
-        i = text.find("${", i)
-        if i < 0:
+        m = re.compile(r"[$%]\{").search(text, i)
+        if not m:
             return
+        i = m.start()
+        if i > 0 and text[i - 1] == text[i]:  # $${ and %%{ are the literal characters
+            i += 2
+            continue
         depth, j, quoted = 0, i + 2, False
         while j < len(text):
             c = text[j]
@@ -202,12 +210,37 @@ def expressions(text: str):
         i = j + 1
 
 
+def for_end(text: str, start: int) -> int:
+    """Where the `for` expression at `start` ends: the bracket that closes the one around it."""
+    opening = max(text.rfind("[", 0, start), text.rfind("{", 0, start))
+    if opening < 0:
+        return len(text)
+    depth, quoted, j = 0, False, opening
+    while j < len(text):
+        c = text[j]
+        if quoted:
+            if c == "\\":
+                j += 1
+            elif c == '"':
+                quoted = False
+        elif c == '"':
+            quoted = True
+        elif c in "[{(":
+            depth += 1
+        elif c in "]})":
+            depth -= 1
+            if depth == 0:
+                return j
+        j += 1
+    return len(text)
+
+
 def object_fields(ty) -> dict | None:
-    """The fields of an object type, or of a list or set of objects (written as blocks)."""
-    if isinstance(ty, list) and ty and ty[0] in ("list", "set") and isinstance(ty[1], list):
-        ty = ty[1]
-    if isinstance(ty, list) and ty and ty[0] == "object":
-        return ty[1]
+    """The fields of a list or set of objects: the attributes Terraform lets a configuration
+    write as blocks (its blocktoattr fix-up; a lone object must be written `= {...}`)."""
+    if isinstance(ty, list) and len(ty) == 2 and ty[0] in ("list", "set") and isinstance(ty[1], list) \
+            and ty[1] and ty[1][0] == "object":
+        return ty[1][1]
     return None
 
 
@@ -223,6 +256,7 @@ class Config:
         self.schemas = schemas
         self.findings = findings
         self.counts = counts  # what was checked: a clean result over nothing would prove nothing
+        self.checked = False
         files = sorted(directory.glob("*.tf"))
         if not files:
             raise CheckError(f"{directory}: no .tf files: not a Terraform configuration")
@@ -251,16 +285,16 @@ class Config:
                 self.locals.update(k for k in block if k != "__is_block__")
             for block in s.doc.get("output", []):
                 self.outputs.update(block)
-        seen.add(directory.resolve())
-        self.children = {}
+        seen[directory.resolve()] = self
+        self.children = {}  # call name -> the module's Config (one per directory, however often called)
         for name, (s, body) in self.modules.items():
             src = body.get("source", "")
             if isinstance(src, str) and src.startswith(("./", "../")):
                 path = (directory / src).resolve()
                 if not path.is_dir():
                     self.add(s, s.top_block("module", (name,)), f'module "{name}": source {src} is not a directory')
-                elif path not in seen:
-                    self.children[name] = Config(path, schemas, findings, seen, counts)
+                else:
+                    self.children[name] = seen.get(path) or Config(path, schemas, findings, seen, counts)
 
     def add(self, source: Source, line: int, text: str):
         self.findings.append(Finding(source.path, line, text))
@@ -292,7 +326,10 @@ class Config:
             self.counts["arguments"] += 1
             if key not in fields:
                 self.add(source, at, f'{what}: unsupported argument "{key}" ({provider}{suggest(key, fields)})')
-            elif is_block(value) and object_fields(fields[key]) is not None:
+            elif is_block(value):
+                if object_fields(fields[key]) is None:
+                    self.add(source, at, f'{what}: "{key}" is an argument, written as a block ({provider})')
+                    continue
                 for i, item in enumerate(value):
                     self.check_fields(source, source.child(line, key, i), f"{what}.{key}", item,
                                       object_fields(fields[key]), provider)
@@ -304,11 +341,13 @@ class Config:
             if key == "__is_block__" or key in meta:
                 continue
             if key == "dynamic":
+                nth = {}
                 for dyn in value:
                     for name, spec in dyn.items():
                         if name == "__is_block__":
                             continue
-                        at = source.child(line, name, dynamic=True)
+                        nth[name] = nth.get(name, -1) + 1
+                        at = source.child(line, name, nth[name], dynamic=True)
                         given.add(name)
                         if name in block_types:
                             inner, check = block_types[name]["block"], self.check_body
@@ -376,11 +415,13 @@ class Config:
                 self.counts["blocks"] += 1
                 self.check_body(s, line, what, body, schema, META[kind], self.label(rtype))
         for s in self.sources:
+            nth = {}
             for block in s.doc.get("provider", []):
                 for local, body in block.items():
                     address = self.providers.get(local, f"registry.terraform.io/hashicorp/{local}")
                     schema = self.schemas.get(address)
-                    line = s.top_block("provider", (local,))
+                    nth[local] = nth.get(local, -1) + 1
+                    line = s.top_block("provider", (local,), nth[local])
                     if schema is None:
                         self.add(s, line, f'provider "{local}": no schema for {address}')
                         continue
@@ -399,9 +440,11 @@ class Config:
             for var, spec in child.variables.items():
                 if "default" not in spec and var not in body:
                     self.add(s, line, f'module "{name}": missing required variable "{var}"')
-        for child in self.children.values():
-            child.check_blocks()
-            child.check_references()
+        for child in {id(c): c for c in self.children.values()}.values():
+            if not child.checked:
+                child.checked = True
+                child.check_blocks()
+                child.check_references()
 
     # ---- references --------------------------------------------------------------------
 
@@ -429,10 +472,12 @@ class Config:
         """(kind, own type or None, start line, body) of each top-level block of a file."""
         out = []
         for kind in ("module", "output", "variable", "provider"):
+            nth = {}  # provider "aws" may come twice (an alias)
             for block in s.doc.get(kind, []):
                 for label, body in block.items():
                     if label != "__is_block__":
-                        out.append((kind, None, s.top_block(kind, (label,)), body))
+                        nth[label] = nth.get(label, -1) + 1
+                        out.append((kind, None, s.top_block(kind, (label,), nth[label]), body))
         for i, block in enumerate(s.doc.get("locals", [])):
             out.append(("locals", None, s.top_block("locals", (), i), block))
         for kind in ("resource", "data"):
@@ -443,7 +488,9 @@ class Config:
         return out
 
     def check_references(self):
-        types = "|".join(sorted({re.escape(p) for p in self.providers}))
+        # provider names: required_providers' and, as Terraform infers them, declared types' prefixes
+        prefixes = set(self.providers) | {t.split("_", 1)[0] for t, _ in list(self.resources) + list(self.data)}
+        types = "|".join(sorted(re.escape(p) for p in prefixes))
         address = rf"(data\.)?((?:{types})_\w+)\.({NAME})"
         ref = re.compile(rf"(?<![\w.])" + address + rf"({INDEX})((?:\.{NAME}{INDEX})*)")
         over = re.compile(rf"\bfor\s+(?:{NAME}\s*,\s*)?({NAME})\s+in\s+{address}\s*:")
@@ -469,15 +516,16 @@ class Config:
                         schema = self.schema_of("data" if is_data else "resource", rtype)
                         if schema is None:
                             continue
-                        for v in re.finditer(rf"(?<![\w.]){re.escape(var)}((?:\.{NAME}{INDEX})+)", text[m.end():]):
+                        for v in re.finditer(rf"(?<![\w.]){re.escape(var)}\b((?:\.{NAME}{INDEX})+)",
+                                             text[m.end():for_end(text, m.start())]):
                             self.check_path(s, start, seen, f"{var} (an instance of {rtype}.{name})", rtype, schema,
-                                            v.group(1), rf"(?<![\w.]){re.escape(var)}")
+                                            v.group(1), rf"(?<![\w.]){re.escape(var)}\b")
                     if own_type:
                         schema = self.schema_of(kind, own_type)
-                        for m in re.finditer(rf"(?<![\w.])self((?:\.{NAME}{INDEX})+)", text):
+                        for m in re.finditer(rf"(?<![\w.])self\b((?:\.{NAME}{INDEX})+)", text):
                             if schema is not None:
                                 self.check_path(s, start, seen, f"self ({own_type})", own_type, schema, m.group(1),
-                                                r"self")
+                                                r"(?<![\w.])self\b")
                     for m in other.finditer(text):
                         space, name, rest = m.groups()
                         regex = rf"(?<![\w.]){space}\.{re.escape(name)}\b"
@@ -506,7 +554,8 @@ def check(directory: Path, schemas: dict, counts: dict | None = None) -> list[Fi
     findings, counts = [], counts if counts is not None else {}
     for k in ("blocks", "arguments", "references"):
         counts.setdefault(k, 0)
-    config = Config(directory, schemas, findings, set(), counts)
+    config = Config(directory, schemas, findings, {}, counts)
+    config.checked = True
     config.check_blocks()
     config.check_references()
     unique = {(f.file, f.line, f.text): f for f in findings}

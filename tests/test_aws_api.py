@@ -64,29 +64,38 @@ def free_port() -> int:
 @pytest.fixture(scope="module")
 def aws(tmp_path_factory):
     """moto's server on loopback with the AMI fixture; the endpoint and fake credentials."""
+    import urllib.request
+
     amis = tmp_path_factory.mktemp("moto") / "amis.json"
     amis.write_text(json.dumps(AMIS))
     port = free_port()
-    log = open(amis.parent / "server.log", "w")
-    proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-                            env={**os.environ, "MOTO_AMIS_PATH": str(amis)}, stdout=log, stderr=subprocess.STDOUT,
-                            start_new_session=True)
+    log_path = amis.parent / "server.log"
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+                                env={**os.environ, "MOTO_AMIS_PATH": str(amis)}, stdout=log,
+                                stderr=subprocess.STDOUT, start_new_session=True)
     try:
         deadline = time.monotonic() + 60
-        while True:
+        while True:  # moto's own API answering: not some other listener that took the port
             try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/moto-api/data.json", timeout=2) as r:
+                    assert r.status == 200
                 break
             except OSError:
-                assert proc.poll() is None, (amis.parent / "server.log").read_text()
-                assert time.monotonic() < deadline, "moto's server did not listen within 60 s"
+                assert proc.poll() is None, f"moto's server stopped: {log_path.read_text()}"
+                assert time.monotonic() < deadline, "moto's server did not answer within 60 s"
                 time.sleep(0.1)
+        assert proc.poll() is None, log_path.read_text()
         yield {"AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}", "AWS_ACCESS_KEY_ID": "AKIATESTING",
                "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"}
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(30)
-        log.close()
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(30)
 
 
 def client(aws, service, region):
@@ -99,13 +108,16 @@ def tags(**kv):
 
 
 def ec2_status(aws, *args):
-    """`make ec2-status` with this virtualenv, against moto, for two of the datacenters."""
-    env = {**os.environ, **aws, "TF_VAR_datacenters": '{VA="us-east-1", SP="sa-east-1"}'}
-    for k in ("AWS_PROFILE", "AWS_SESSION_TOKEN"):
-        env.pop(k, None)
+    """`make ec2-status` with this virtualenv (taken as installed: -o), against moto only (no
+    other AWS setting of the environment, no proxy, no make variables from a calling make),
+    for two of the datacenters."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "MAKE", "MFLAGS"))
+           and k.lower() not in ("http_proxy", "https_proxy", "all_proxy")}
+    env.update(aws, TF_VAR_datacenters='{VA="us-east-1", SP="sa-east-1"}', AWS_CONFIG_FILE=os.devnull,
+               AWS_SHARED_CREDENTIALS_FILE=os.devnull)
     venv = os.path.dirname(os.path.dirname(sys.executable))
-    return subprocess.run(["make", "--no-print-directory", "-s", f"VENV={venv}", "ec2-status", *args], cwd=ROOT,
-                          env=env, capture_output=True, text=True, timeout=120)
+    return subprocess.run(["make", "--no-print-directory", "-s", f"VENV={venv}", "-o", f"{venv}/.installed",
+                           "ec2-status", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
 
 
 def test_ec2_status_finds_instances_and_left_over_vpcs_by_tag(aws):
@@ -166,6 +178,11 @@ def test_the_ami_query_of_main_tf_picks_canonicals_newest_jammy_amd64(aws):
 
 
 def test_what_the_mocks_assume_of_aws_is_what_an_ec2_shaped_api_answers(aws):
+    import re
+
+    variables = {k: v for block in _hcl((ROOT / "terraform" / "ec2" / "variables.tf").read_text())["variable"]
+                 for k, v in block.items()}
+    assert variables["datacenters"]["default"] == REGIONS and variables["instance_type"]["default"] == "c5.2xlarge"
     quotas = _hcl((ROOT / "terraform" / "ec2" / "quotas.tf").read_text())["data"]
     (rules,) = [b["aws_servicequotas_service_quota"]["security_group_rules"] for b in quotas
                 if "security_group_rules" in b.get("aws_servicequotas_service_quota", {})]
@@ -180,4 +197,4 @@ def test_what_the_mocks_assume_of_aws_is_what_an_ec2_shaped_api_answers(aws):
         zones = ec2.describe_instance_type_offerings(LocationType="availability-zone", Filters=[
             {"Name": "instance-type", "Values": ["c5.2xlarge"]}])["InstanceTypeOfferings"]
         assert zones and all(z["Location"].startswith(region) for z in zones), region
-    assert "value = 60" in mock and "default_vcpus = 8" in mock
+    assert re.search(r"^\s*value = 60$", mock, re.M) and re.search(r"^\s*default_vcpus = 8$", mock, re.M)

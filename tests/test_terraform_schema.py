@@ -57,7 +57,11 @@ def test_the_schemas_are_the_pinned_releases_and_read_as_their_docs_say(schemas)
     ami = aws["data_source_schemas"]["aws_ami"]["attributes"]
     assert ami["state_reason"]["type"] == ["map", "string"]
     assert ami["block_device_mappings"]["type"][1][1]["ebs"] == ["map", "string"]
-    assert "id" not in aws["resource_schemas"]["aws_s3tables_table_bucket"]["attributes"]
+    bucket = aws["resource_schemas"]["aws_s3tables_table_bucket"]
+    assert "id" not in bucket["attributes"]
+    # the framework's object attributes, written `= {...}`; timeouts stays a single block
+    assert bucket["attributes"]["encryption_configuration"]["type"][0] == "object"
+    assert "encryption_configuration" not in bucket.get("block_types", {})
     encoder = aws["resource_schemas"]["aws_medialive_channel"]["block_types"]["encoder_settings"]
     assert encoder["max_items"] == 1 and len(encoder["block"]["block_types"]) > 5
     # computed and written as blocks: an attribute of objects, as Terraform has it
@@ -312,3 +316,59 @@ def test_bad_input_is_one_line(schemas, tmp_path):
                             str(d)], capture_output=True, text=True)
         assert r.returncode == 2 and r.stdout == "" and r.stderr.startswith(message), r.stderr
         assert r.stderr.count("\n") == 1, r.stderr
+
+
+SYNTHETIC_2 = '''terraform {
+  required_providers {
+    aws = {
+      source = "hashicorp/aws"
+    }
+  }
+}
+
+variable "l" {
+  type = list(object({ name = string }))
+}
+
+resource "aws_vpc" "v" {
+  cidr_block = "10.0.0.0/16"
+}
+
+output "urls" {
+  value = ["https://${aws_vpc.v.idd}/x", "#cloud-config ${aws_vpc.v.idd}", "$${aws_vpc.v.idd} is text"]
+}
+output "scoped" { value = concat([for v in [aws_vpc.v] : v.id], [for v in var.l : v.name]) }
+output "next" { value = aws_vpc.v.arnn }
+
+module "a" {
+  source = "./mod"
+  x      = 1
+}
+
+module "b" {
+  source = "./mod"
+  xx     = 1
+}
+'''
+
+
+def test_strings_one_line_blocks_for_scopes_and_a_module_called_twice(schemas, tmp_path):
+    """A reference after '//' or '#' inside a string is found at its own line, `$${` is text,
+    a `for` value variable ends with its brackets, a one-line block's finding stays in it,
+    and a second call of the same module is checked too."""
+    (tmp_path / "main.tf").write_text(SYNTHETIC_2)
+    (tmp_path / "mod").mkdir()
+    (tmp_path / "mod" / "main.tf").write_text('variable "x" {\n  type = number\n}\n')
+    lines = SYNTHETIC_2.split("\n")
+
+    def at(text):
+        return next(i + 1 for i, line in enumerate(lines) if text in line)
+
+    got = [(f.line, f.text) for f in schema_check.check(tmp_path, schemas)]
+    aws = "(hashicorp/aws 6.25.0"
+    assert got == sorted([
+        (at('"https://'), f'aws_vpc.v: aws_vpc has no attribute "idd" {aws}; did you mean "id"?)'),
+        (at('output "next"'), f'aws_vpc.v: aws_vpc has no attribute "arnn" {aws}; did you mean "arn"?)'),
+        (at('module "b"'), 'module "b": missing required variable "x"'),
+        (at("xx     = 1"), 'module "b": mod has no variable "xx"; did you mean "x"?'),
+    ]), got

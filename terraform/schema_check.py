@@ -178,44 +178,10 @@ def strings(value):
             yield from strings(v)
 
 
-def expressions(text: str):
-    """The expressions in a parsed value: the parser writes each as ${...}; the rest is prose."""
-    i = 0
-    while True:
-        m = re.compile(r"[$%]\{").search(text, i)
-        if not m:
-            return
-        i = m.start()
-        if i > 0 and text[i - 1] == text[i]:  # $${ and %%{ are the literal characters
-            i += 2
-            continue
-        depth, j, quoted = 0, i + 2, False
-        while j < len(text):
-            c = text[j]
-            if quoted:
-                if c == "\\":
-                    j += 1
-                elif c == '"':
-                    quoted = False
-            elif c == '"':
-                quoted = True
-            elif c == "{":
-                depth += 1
-            elif c == "}":
-                if depth == 0:
-                    break
-                depth -= 1
-            j += 1
-        yield text[i + 2:j]
-        i = j + 1
-
-
-def for_end(text: str, start: int) -> int:
-    """Where the `for` expression at `start` ends: the bracket that closes the one around it."""
-    opening = max(text.rfind("[", 0, start), text.rfind("{", 0, start))
-    if opening < 0:
-        return len(text)
-    depth, quoted, j = 0, False, opening
+def closing(text: str, j: int, opens: str, closes: str) -> int:
+    """The index of the first closing character from j on that closes nothing opened after j,
+    quoted strings skipped; the text's length if there is none."""
+    depth, quoted = 0, False
     while j < len(text):
         c = text[j]
         if quoted:
@@ -225,14 +191,37 @@ def for_end(text: str, start: int) -> int:
                 quoted = False
         elif c == '"':
             quoted = True
-        elif c in "[{(":
+        elif c in opens:
             depth += 1
-        elif c in "]})":
-            depth -= 1
+        elif c in closes:
             if depth == 0:
                 return j
+            depth -= 1
         j += 1
     return len(text)
+
+
+def expressions(text: str):
+    """The expressions in a parsed value: the parser writes each as ${...} (or a %{...}
+    directive); the rest is prose."""
+    i = 0
+    while True:
+        m = re.compile(r"[$%]\{").search(text, i)
+        if not m:
+            return
+        i = m.start()
+        if i > 0 and text[i - 1] == text[i]:  # $${ and %%{ are the literal characters
+            i += 2
+            continue
+        j = closing(text, i + 2, "{", "}")
+        yield text[i + 2:j]
+        i = j + 1
+
+
+def for_end(text: str, start: int) -> int:
+    """Where the `for` expression at `start` ends: the bracket that closes the one around it."""
+    opening = max(text.rfind("[", 0, start), text.rfind("{", 0, start))
+    return len(text) if opening < 0 else closing(text, opening + 1, "[{(", "]})")
 
 
 def object_fields(ty) -> dict | None:
